@@ -1,0 +1,172 @@
+//! `/api/cameras`: list, add, delete and re-probe cameras. No response ever
+//! carries a camera URL.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::no_such_camera;
+use crate::app::App;
+use crate::camera::{Camera, Capabilities, NewCamera, redact};
+use crate::error::{Error, Kind};
+use crate::http::Reply;
+use crate::relay_sync::StreamChange;
+
+/// A camera as every response shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CameraView<'a> {
+    id: String,
+    name: &'a str,
+    make: &'a str,
+    model: &'a str,
+    enabled: bool,
+    record: bool,
+    detect: bool,
+    capabilities: CapabilitiesField,
+    has_substream: bool,
+    online: bool,
+}
+
+impl<'a> CameraView<'a> {
+    pub fn new(camera: &'a Camera, app: &App) -> CameraView<'a> {
+        let has_substream = camera.rtsp_sub_url.is_some();
+        let capabilities = match &camera.capabilities {
+            // The list shape leaves audioCodec out; only the probe response has it.
+            Some(caps) => {
+                CapabilitiesField::Known(CapabilitiesView::new(caps, has_substream, false))
+            }
+            None => CapabilitiesField::Empty {},
+        };
+        CameraView {
+            id: camera.id.to_string(),
+            name: &camera.name,
+            make: &camera.make,
+            model: &camera.model,
+            enabled: camera.enabled,
+            record: camera.record,
+            detect: camera.detect,
+            capabilities,
+            has_substream,
+            online: app.is_online(camera.id),
+        }
+    }
+}
+
+/// `{}` for a camera whose probe failed.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum CapabilitiesField {
+    Known(CapabilitiesView),
+    Empty {},
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CapabilitiesView {
+    has_substream: bool,
+    video_codec: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audio_codec: Option<String>,
+    width: u32,
+    height: u32,
+    fps: u32,
+}
+
+impl CapabilitiesView {
+    fn new(caps: &Capabilities, has_substream: bool, with_audio: bool) -> CapabilitiesView {
+        CapabilitiesView {
+            has_substream,
+            video_codec: caps.video_codec.clone(),
+            audio_codec: caps.audio_codec.clone().filter(|_| with_audio),
+            width: caps.width,
+            height: caps.height,
+            fps: caps.fps,
+        }
+    }
+}
+
+pub fn list(app: &App) -> Result<Reply, Error> {
+    let cameras = app.db(|s| s.cameras())?;
+    let views: Vec<CameraView> = cameras.iter().map(|c| CameraView::new(c, app)).collect();
+    Ok(Reply::json(200, &views))
+}
+
+/// Probes first (without the database lock), then stores: a failed probe
+/// still adds the camera, with empty capabilities.
+pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
+    let new = NewCamera::from_json(body)?;
+    let probed = app.prober.probe(&new.rtsp_url);
+    if let Err(e) = probed {
+        log::info!(
+            "new camera {:?} ({}): {}",
+            new.name,
+            redact(&new.rtsp_url),
+            e.message()
+        );
+    }
+    let camera = Camera {
+        id: Uuid::new_v4(),
+        name: new.name,
+        make: new.make,
+        model: new.model,
+        rtsp_url: new.rtsp_url,
+        rtsp_sub_url: new.rtsp_sub_url,
+        enabled: new.enabled,
+        record: new.record,
+        detect: new.detect,
+        capabilities: probed.ok(),
+    };
+    app.db(|s| s.insert_camera(&camera, now_ms()))?;
+    log::info!("added camera {} {:?}", camera.id, camera.name);
+    app.set_online(camera.id, camera.capabilities.is_some());
+    if camera.enabled {
+        app.sync_streams(StreamChange::add(&camera));
+    }
+    Ok(Reply::json(201, &CameraView::new(&camera, app)))
+}
+
+pub fn delete(app: &App, id: Uuid) -> Result<Reply, Error> {
+    let camera = app
+        .db(|s| s.delete_camera(id))?
+        .ok_or_else(no_such_camera)?;
+    log::info!("deleted camera {id} {:?}", camera.name);
+    app.forget_online(id);
+    app.sync_streams(StreamChange::Remove {
+        id,
+        had_sub: camera.rtsp_sub_url.is_some(),
+    });
+    Ok(Reply::no_content())
+}
+
+/// Re-probes the main stream; a failure leaves the stored capabilities as they were.
+pub fn probe(app: &App, id: Uuid) -> Result<Reply, Error> {
+    let camera = app.db(|s| s.camera(id))?.ok_or_else(no_such_camera)?;
+    match app.prober.probe(&camera.rtsp_url) {
+        Ok(caps) => {
+            if !app.db(|s| s.set_capabilities(id, &caps))? {
+                return Err(no_such_camera());
+            }
+            app.set_online(id, true);
+            let view = CapabilitiesView::new(&caps, camera.rtsp_sub_url.is_some(), true);
+            Ok(Reply::json(200, &view))
+        }
+        Err(e) => {
+            log::info!(
+                "camera {id} ({}): {}",
+                redact(&camera.rtsp_url),
+                e.message()
+            );
+            app.set_online(id, false);
+            Err(Error::new(Kind::BadGateway, e.message()))
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    since_epoch.as_millis() as i64
+}

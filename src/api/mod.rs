@@ -1,0 +1,30 @@
+//! Request handlers, one module per resource; each handler takes what the
+//! route and body carry and returns a reply or an error.
+
+mod cameras;
+mod events;
+mod status;
+mod whep;
+
+use crate::app::App;
+use crate::error::Error;
+use crate::http::Reply;
+use crate::routes::Route;
+use crate::static_files;
+
+pub fn dispatch(app: &App, route: Route, body: Vec<u8>) -> Result<Reply, Error> {
+    match route {
+        Route::Status => status::get(app),
+        Route::Events => events::list(app),
+        Route::ListCameras => cameras::list(app),
+        Route::AddCamera => cameras::add(app, &body),
+        Route::DeleteCamera(id) => cameras::delete(app, id),
+        Route::ProbeCamera(id) => cameras::probe(app, id),
+        Route::Whep(id) => whep::offer(app, id, body),
+        Route::Ui(path) => static_files::get(&path),
+    }
+}
+
+fn no_such_camera() -> Error {
+    Error::not_found("no such camera")
+}

@@ -1,0 +1,40 @@
+//! `GET /api/status`: the node, its cloud link, the relay's health and the cameras.
+
+use serde::Serialize;
+
+use super::cameras::CameraView;
+use crate::app::App;
+use crate::error::Error;
+use crate::http::Reply;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Status<'a> {
+    node_id: Option<String>,
+    node_name: &'a str,
+    version: &'static str,
+    cloud: Cloud,
+    relay_healthy: bool,
+    cameras: Vec<CameraView<'a>>,
+}
+
+#[derive(Serialize)]
+struct Cloud {
+    state: &'static str,
+}
+
+pub fn get(app: &App) -> Result<Reply, Error> {
+    let (node_id, cameras) = app.db(|s| Ok((s.node_id()?, s.cameras()?)))?;
+    Ok(Reply::json(
+        200,
+        &Status {
+            node_id,
+            node_name: &app.node_name,
+            version: env!("CARGO_PKG_VERSION"),
+            // Until the cloud link exists the node never calls out.
+            cloud: Cloud { state: "disabled" },
+            relay_healthy: app.relay_healthy(),
+            cameras: cameras.iter().map(|c| CameraView::new(c, app)).collect(),
+        },
+    ))
+}

@@ -1,0 +1,79 @@
+//! The node's shared state: the database behind its lock, the prober, the
+//! relay client and the live state kept in memory.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, mpsc};
+
+use uuid::Uuid;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::prober::Prober;
+use crate::relay::Relay;
+use crate::relay_sync::StreamChange;
+use crate::store::{self, Store};
+
+pub struct App {
+    pub node_name: String,
+    pub prober: Prober,
+    pub relay: Relay,
+    store: Mutex<Store>,
+    relay_healthy: AtomicBool,
+    /// Whether each camera's last probe succeeded; in memory, so an idle node writes nothing.
+    online: Mutex<HashMap<Uuid, bool>>,
+    stream_changes: mpsc::Sender<StreamChange>,
+}
+
+impl App {
+    pub fn new(config: &Config, store: Store, stream_changes: mpsc::Sender<StreamChange>) -> App {
+        App {
+            node_name: config.node_name.clone(),
+            prober: Prober::new(config.ffprobe.clone()),
+            relay: Relay::new(&config.relay_url),
+            store: Mutex::new(store),
+            relay_healthy: AtomicBool::new(false),
+            online: Mutex::new(HashMap::new()),
+            stream_changes,
+        }
+    }
+
+    /// Runs `f` under the database lock. Keep `f` short: no I/O beyond SQLite.
+    pub fn db<T>(&self, f: impl FnOnce(&Store) -> store::Result<T>) -> Result<T, Error> {
+        f(&lock(&self.store)).map_err(|e| Error::internal("database", &e))
+    }
+
+    pub fn relay_healthy(&self) -> bool {
+        self.relay_healthy.load(Ordering::Relaxed)
+    }
+
+    /// Returns the previous value.
+    pub fn set_relay_healthy(&self, healthy: bool) -> bool {
+        self.relay_healthy.swap(healthy, Ordering::Relaxed)
+    }
+
+    pub fn is_online(&self, id: Uuid) -> bool {
+        lock(&self.online).get(&id).copied().unwrap_or(false)
+    }
+
+    pub fn set_online(&self, id: Uuid, online: bool) {
+        lock(&self.online).insert(id, online);
+    }
+
+    pub fn forget_online(&self, id: Uuid) {
+        lock(&self.online).remove(&id);
+    }
+
+    /// Queues a change for the relay; never blocks on the relay.
+    pub fn sync_streams(&self, change: StreamChange) {
+        // The worker only stops with the process.
+        let _ = self.stream_changes.send(change);
+    }
+}
+
+/// A panic in one request must not take the lock down for all others.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

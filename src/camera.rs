@@ -1,0 +1,381 @@
+//! Cameras as the node knows them, and the validation of what clients send.
+
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::error::Error;
+
+/// A stored camera, with its stream addresses. Never serialized as is: the
+/// URLs carry credentials.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Camera {
+    pub id: Uuid,
+    pub name: String,
+    pub make: String,
+    pub model: String,
+    pub rtsp_url: String,
+    pub rtsp_sub_url: Option<String>,
+    pub enabled: bool,
+    pub record: bool,
+    pub detect: bool,
+    /// None until a probe succeeds.
+    pub capabilities: Option<Capabilities>,
+}
+
+/// What a probe found in the main stream.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Capabilities {
+    pub video_codec: String,
+    pub width: u32,
+    pub height: u32,
+    pub fps: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio_codec: Option<String>,
+}
+
+/// A validated `POST /api/cameras` body.
+#[derive(Debug, PartialEq)]
+pub struct NewCamera {
+    pub name: String,
+    pub make: String,
+    pub model: String,
+    pub rtsp_url: String,
+    pub rtsp_sub_url: Option<String>,
+    pub enabled: bool,
+    pub record: bool,
+    pub detect: bool,
+}
+
+const MAX_NAME_CHARS: usize = 64;
+const MAX_URL_BYTES: usize = 2048;
+
+impl NewCamera {
+    /// Parses and validates a JSON body; each error message names the field.
+    pub fn from_json(body: &[u8]) -> Result<NewCamera, Error> {
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|e| Error::bad_request(format!("body is not valid JSON: {e}")))?;
+        let Value::Object(fields) = value else {
+            return Err(Error::bad_request("body must be a JSON object"));
+        };
+        let name = required_str(&fields, "name")?.trim();
+        let name_chars = name.chars().count();
+        if name_chars == 0 || name_chars > MAX_NAME_CHARS {
+            return Err(Error::bad_request(format!(
+                "name must be 1 to {MAX_NAME_CHARS} characters"
+            )));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(Error::bad_request(
+                "name must not contain control characters",
+            ));
+        }
+        let rtsp_url = required_str(&fields, "rtspUrl")?;
+        check_rtsp_url("rtspUrl", rtsp_url)?;
+        let rtsp_sub_url = optional_str(&fields, "rtspSubUrl")?;
+        if let Some(url) = rtsp_sub_url {
+            check_rtsp_url("rtspSubUrl", url)?;
+        }
+        Ok(NewCamera {
+            name: name.to_owned(),
+            make: short_text(&fields, "make")?,
+            model: short_text(&fields, "model")?,
+            rtsp_url: rtsp_url.to_owned(),
+            rtsp_sub_url: rtsp_sub_url.map(str::to_owned),
+            enabled: optional_bool(&fields, "enabled")?.unwrap_or(true),
+            record: optional_bool(&fields, "record")?.unwrap_or(true),
+            detect: optional_bool(&fields, "detect")?.unwrap_or(true),
+        })
+    }
+}
+
+/// A field that may be absent; JSON null counts as absent.
+fn field<'a>(fields: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    fields.get(name).filter(|v| !v.is_null())
+}
+
+fn required_str<'a>(fields: &'a Map<String, Value>, name: &str) -> Result<&'a str, Error> {
+    optional_str(fields, name)?.ok_or_else(|| Error::bad_request(format!("{name} is required")))
+}
+
+fn optional_str<'a>(fields: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, Error> {
+    match field(fields, name) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(Error::bad_request(format!("{name} must be a string"))),
+    }
+}
+
+fn optional_bool(fields: &Map<String, Value>, name: &str) -> Result<Option<bool>, Error> {
+    match field(fields, name) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(Error::bad_request(format!("{name} must be true or false"))),
+    }
+}
+
+/// `make` and `model`: optional, "" when absent, at most 64 characters of text.
+fn short_text(fields: &Map<String, Value>, name: &str) -> Result<String, Error> {
+    let text = optional_str(fields, name)?.unwrap_or("");
+    if text.chars().count() > MAX_NAME_CHARS {
+        return Err(Error::bad_request(format!(
+            "{name} must be at most {MAX_NAME_CHARS} characters"
+        )));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(Error::bad_request(format!(
+            "{name} must not contain control characters"
+        )));
+    }
+    Ok(text.to_owned())
+}
+
+/// Only plain RTSP addresses reach ffprobe and the relay: go2rtc runs commands
+/// for `exec:`-like sources and reads `#` fragments as options, and ffprobe
+/// would open `file:` URLs.
+fn check_rtsp_url(field: &str, url: &str) -> Result<(), Error> {
+    let bad = |why: &str| Err(Error::bad_request(format!("{field} {why}")));
+    if url.len() > MAX_URL_BYTES {
+        return bad(&format!("must be at most {MAX_URL_BYTES} bytes"));
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("must not contain spaces or control characters");
+    }
+    if url.contains('#') {
+        return bad("must not contain a # fragment");
+    }
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return bad("must be an rtsp:// or rtsps:// URL");
+    };
+    if !scheme.eq_ignore_ascii_case("rtsp") && !scheme.eq_ignore_ascii_case("rtsps") {
+        return bad("must be an rtsp:// or rtsps:// URL");
+    }
+    if host(authority(rest)).is_empty() {
+        return bad("must name a host");
+    }
+    Ok(())
+}
+
+/// The authority part of what follows `scheme://`.
+fn authority(rest: &str) -> &str {
+    rest.split(['/', '?']).next().unwrap_or("")
+}
+
+/// The host of an authority: after any user info, before any port.
+fn host(authority: &str) -> &str {
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(v6) = host_port.strip_prefix('[') {
+        return v6.split(']').next().unwrap_or("");
+    }
+    host_port.split(':').next().unwrap_or("")
+}
+
+/// A URL fit for a log line: user name and password replaced by `***`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "***".to_owned();
+    };
+    match authority(rest).rsplit_once('@') {
+        Some((userinfo, _)) => format!("{scheme}://***{}", &rest[userinfo.len()..]),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Kind;
+
+    fn parse(body: &str) -> Result<NewCamera, Error> {
+        NewCamera::from_json(body.as_bytes())
+    }
+
+    #[test]
+    fn valid_bodies() {
+        let full = parse(
+            r#"{"name":"  Porch ","rtspUrl":"rtsp://u:p@10.0.0.2:554/main","rtspSubUrl":"rtsps://cam.local/sub",
+               "make":"Acme","model":"X1","enabled":false,"record":false,"detect":true,"extra":[1]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            full,
+            NewCamera {
+                name: "Porch".into(),
+                make: "Acme".into(),
+                model: "X1".into(),
+                rtsp_url: "rtsp://u:p@10.0.0.2:554/main".into(),
+                rtsp_sub_url: Some("rtsps://cam.local/sub".into()),
+                enabled: false,
+                record: false,
+                detect: true,
+            }
+        );
+        let minimal =
+            parse(r#"{"name":"a","rtspUrl":"RTSP://[::1]:8554/x","rtspSubUrl":null,"make":null}"#)
+                .unwrap();
+        assert_eq!(minimal.rtsp_sub_url, None);
+        assert_eq!((minimal.make.as_str(), minimal.model.as_str()), ("", ""));
+        assert!(minimal.enabled && minimal.record && minimal.detect);
+        let longest = format!(r#"{{"name":"{}","rtspUrl":"rtsp://h/"}}"#, "é".repeat(64));
+        assert!(parse(&longest).is_ok());
+        let long_url = format!(
+            r#"{{"name":"a","rtspUrl":"rtsp://h/{}"}}"#,
+            "a".repeat(2048 - 9)
+        );
+        assert!(parse(&long_url).is_ok());
+    }
+
+    #[test]
+    fn invalid_bodies() {
+        let long_name = format!(r#"{{"name":"{}","rtspUrl":"rtsp://h/"}}"#, "a".repeat(65));
+        let long_make = format!(
+            r#"{{"name":"a","rtspUrl":"rtsp://h/","make":"{}"}}"#,
+            "m".repeat(65)
+        );
+        let long_url = format!(
+            r#"{{"name":"a","rtspUrl":"rtsp://h/{}"}}"#,
+            "a".repeat(2048 - 8)
+        );
+        let table: &[(&str, &str)] = &[
+            ("", "not valid JSON"),
+            ("{", "not valid JSON"),
+            ("[]", "JSON object"),
+            ("\"x\"", "JSON object"),
+            ("null", "JSON object"),
+            (r#"{"rtspUrl":"rtsp://h/"}"#, "name is required"),
+            (r#"{"name":null,"rtspUrl":"rtsp://h/"}"#, "name is required"),
+            (
+                r#"{"name":5,"rtspUrl":"rtsp://h/"}"#,
+                "name must be a string",
+            ),
+            (
+                r#"{"name":"   ","rtspUrl":"rtsp://h/"}"#,
+                "name must be 1 to 64",
+            ),
+            (
+                r#"{"name":"","rtspUrl":"rtsp://h/"}"#,
+                "name must be 1 to 64",
+            ),
+            (&long_name, "name must be 1 to 64"),
+            (
+                r#"{"name":"a\u0000b","rtspUrl":"rtsp://h/"}"#,
+                "name must not contain control",
+            ),
+            (
+                r#"{"name":"a\nb","rtspUrl":"rtsp://h/"}"#,
+                "name must not contain control",
+            ),
+            (r#"{"name":"a"}"#, "rtspUrl is required"),
+            (r#"{"name":"a","rtspUrl":7}"#, "rtspUrl must be a string"),
+            (
+                r#"{"name":"a","rtspUrl":"http://h/"}"#,
+                "rtspUrl must be an rtsp",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"exec:ffmpeg -i x"}"#,
+                "rtspUrl must not contain spaces",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"exec:/bin/sh"}"#,
+                "rtspUrl must be an rtsp",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"file:///etc/passwd"}"#,
+                "rtspUrl must be an rtsp",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp:/h/x"}"#,
+                "rtspUrl must be an rtsp",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://"}"#,
+                "rtspUrl must name a host",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://u:p@/x"}"#,
+                "rtspUrl must name a host",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://:554/x"}"#,
+                "rtspUrl must name a host",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/x#backchannel=1"}"#,
+                "rtspUrl must not contain a #",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/x y"}"#,
+                "rtspUrl must not contain spaces",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/x\ty"}"#,
+                "rtspUrl must not contain spaces",
+            ),
+            (&long_url, "rtspUrl must be at most 2048 bytes"),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","rtspSubUrl":false}"#,
+                "rtspSubUrl must be a string",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","rtspSubUrl":"echo:hi"}"#,
+                "rtspSubUrl must be an rtsp",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","make":1}"#,
+                "make must be a string",
+            ),
+            (&long_make, "make must be at most 64"),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","model":{}}"#,
+                "model must be a string",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","model":"a\u001bb"}"#,
+                "model must not contain control",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","enabled":"yes"}"#,
+                "enabled must be true or false",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","record":1}"#,
+                "record must be true or false",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","detect":[]}"#,
+                "detect must be true or false",
+            ),
+        ];
+        for (body, message) in table {
+            let err = parse(body).expect_err(body);
+            assert_eq!(err.kind, Kind::BadRequest, "{body}");
+            assert!(err.message.contains(message), "{body}: {}", err.message);
+        }
+        let invalid_utf8 = NewCamera::from_json(b"{\"name\":\"\xff\",\"rtspUrl\":\"rtsp://h/\"}");
+        assert_eq!(invalid_utf8.unwrap_err().kind, Kind::BadRequest);
+    }
+
+    #[test]
+    fn error_messages_do_not_repeat_urls() {
+        let err = parse(r#"{"name":"a","rtspUrl":"rtsp://admin:s3cret@h/x#y"}"#).unwrap_err();
+        assert!(!err.message.contains("s3cret"), "{}", err.message);
+    }
+
+    #[test]
+    fn redaction() {
+        let table = [
+            (
+                "rtsp://admin:s3cret@10.0.0.2:554/main",
+                "rtsp://***@10.0.0.2:554/main",
+            ),
+            ("rtsp://admin@cam/x?a=b@c", "rtsp://***@cam/x?a=b@c"),
+            ("rtsp://a:p@ss@cam/x", "rtsp://***@cam/x"),
+            ("rtsp://cam/x?u=a@b", "rtsp://cam/x?u=a@b"),
+            ("rtsp://cam:554/x", "rtsp://cam:554/x"),
+            ("no-scheme:secret@host", "***"),
+        ];
+        for (url, want) in table {
+            assert_eq!(redact(url), want, "{url}");
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Configuration from environment variables, each with a default that works
+//! on a developer's laptop.
+
+use std::path::PathBuf;
+
+pub struct Config {
+    pub port: u16,
+    pub data_dir: PathBuf,
+    pub node_name: String,
+    pub relay_url: String,
+    pub ffprobe: PathBuf,
+}
+
+pub const HELP: &str = "\
+nvr-node: the local node of a network video recorder.
+
+Serves the Local Node API and the browser UI on http://0.0.0.0:PORT.
+
+Usage: nvr-node [--help | --version]
+
+Environment:
+  PORT        port to listen on (default 8080; 0 picks a free port)
+  DATA_DIR    folder for the SQLite database (default ./data)
+  NODE_NAME   name shown in status (default: the host name)
+  RELAY_URL   stream relay (go2rtc) API address (default http://127.0.0.1:1984)
+  FFPROBE     ffprobe program used to probe cameras (default ffprobe from PATH)
+  LOG_LEVEL   error, warn, info or debug (default info)
+";
+
+impl Config {
+    /// Reads the configuration through `var`, which returns a variable's value if set.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
+        let var = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        let port = match var("PORT") {
+            None => 8080,
+            Some(p) => p
+                .trim()
+                .parse()
+                .map_err(|_| format!("PORT must be a number from 0 to 65535, not {p:?}"))?,
+        };
+        let relay_url = var("RELAY_URL").unwrap_or_else(|| "http://127.0.0.1:1984".into());
+        if !(relay_url.starts_with("http://") || relay_url.starts_with("https://")) {
+            return Err(format!(
+                "RELAY_URL must start with http://, not {relay_url:?}"
+            ));
+        }
+        Ok(Config {
+            port,
+            data_dir: var("DATA_DIR").unwrap_or_else(|| "./data".into()).into(),
+            node_name: var("NODE_NAME").unwrap_or_else(host_name),
+            relay_url,
+            ffprobe: var("FFPROBE").unwrap_or_else(|| "ffprobe".into()).into(),
+        })
+    }
+}
+
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname writes within it.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    match String::from_utf8_lossy(&buf[..len]).trim() {
+        name if rc == 0 && !name.is_empty() => name.to_owned(),
+        _ => "nvr-node".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, String> {
+        Config::from_vars(|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn defaults() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.port, 8080);
+        assert_eq!(c.data_dir, PathBuf::from("./data"));
+        assert_eq!(c.relay_url, "http://127.0.0.1:1984");
+        assert_eq!(c.ffprobe, PathBuf::from("ffprobe"));
+        assert!(!c.node_name.is_empty());
+    }
+
+    #[test]
+    fn overrides() {
+        let c = config(&[
+            ("PORT", "0"),
+            ("DATA_DIR", "/var/lib/nvr"),
+            ("NODE_NAME", "garage"),
+            ("RELAY_URL", "http://10.0.0.5:1984"),
+            ("FFPROBE", "/opt/ffprobe"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (
+                c.port,
+                c.data_dir,
+                c.node_name.as_str(),
+                c.relay_url.as_str(),
+                c.ffprobe
+            ),
+            (
+                0,
+                "/var/lib/nvr".into(),
+                "garage",
+                "http://10.0.0.5:1984",
+                "/opt/ffprobe".into()
+            )
+        );
+    }
+
+    #[test]
+    fn bad_values() {
+        for vars in [
+            [("PORT", "http")],
+            [("PORT", "70000")],
+            [("RELAY_URL", "exec:x")],
+        ] {
+            assert!(config(&vars).is_err(), "{vars:?}");
+        }
+    }
+}

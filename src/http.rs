@@ -1,0 +1,260 @@
+//! HTTP plumbing: the listening socket, the loop that hands each request to a
+//! thread of its own (at most [`MAX_IN_FLIGHT`] at once), request bodies and
+//! responses.
+
+use std::io::{self, Cursor, Read};
+use std::net::TcpListener;
+use std::os::fd::AsRawFd;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+
+use serde::Serialize;
+use tiny_http::{Header, Request, Response, Server};
+
+use crate::api;
+use crate::app::App;
+use crate::error::{Error, Kind};
+use crate::routes::{self, BodyKind};
+
+/// Requests handled at once; past this the node answers 503.
+pub const MAX_IN_FLIGHT: usize = 64;
+/// The largest request body (JSON or SDP) accepted.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Request threads need little stack; the default 2 MiB would be wasted address space.
+const REQUEST_STACK_BYTES: usize = 256 * 1024;
+
+/// Binds 0.0.0.0:`port` with TCP_NODELAY set, which Linux passes on to every
+/// accepted socket: tiny_http writes a response in several pieces, and with
+/// Nagle's algorithm each answer would wait ~40 ms for a delayed ACK.
+pub fn bind(port: u16) -> io::Result<TcpListener> {
+    let listener = TcpListener::bind(("0.0.0.0", port))?;
+    set_nodelay(&listener)?;
+    Ok(listener)
+}
+
+fn set_nodelay(listener: &TcpListener) -> io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: a valid socket, and an option value that lives across the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Serves until accepting fails; then returns the error, so the process can
+/// exit and its supervisor restart it rather than keep running deaf.
+pub fn serve(listener: TcpListener, app: Arc<App>) -> io::Error {
+    let server = match Server::from_listener(listener, None) {
+        Ok(server) => server,
+        Err(e) => return io::Error::other(e),
+    };
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    loop {
+        let request = match server.recv() {
+            Ok(request) => request,
+            Err(e) => return e,
+        };
+        if in_flight.fetch_add(1, Ordering::AcqRel) >= MAX_IN_FLIGHT {
+            in_flight.fetch_sub(1, Ordering::AcqRel);
+            let busy = Error::new(Kind::Unavailable, "the node is busy; retry in a second");
+            let _ = request.respond(
+                Reply::error(&busy)
+                    .with_header("Retry-After", "1")
+                    .into_response(),
+            );
+            continue;
+        }
+        let slot = InFlight(in_flight.clone());
+        let app = app.clone();
+        let spawned = thread::Builder::new()
+            .stack_size(REQUEST_STACK_BYTES)
+            .spawn(move || {
+                let _slot = slot;
+                handle(&app, request);
+            });
+        if let Err(e) = spawned {
+            // The request is dropped with the closure; tiny_http answers it 500.
+            log::error!("cannot start a request thread: {e}");
+        }
+    }
+}
+
+/// Frees its slot when the request thread ends, however it ends.
+struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn handle(app: &App, mut request: Request) {
+    let method = request.method().as_str().to_owned();
+    let url = request.url().to_owned();
+    let path = url.split_once('?').map_or(url.as_str(), |(path, _)| path);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        answer(app, &mut request, &method, path)
+    }));
+    let reply = match outcome {
+        Ok(Ok(reply)) => reply,
+        Ok(Err(error)) => Reply::error(&error),
+        Err(_) => {
+            log::error!("handler for {method} {path} panicked");
+            Reply::error(&Error::new(Kind::Internal, "internal error"))
+        }
+    };
+    let status = reply.status;
+    if let Err(e) = request.respond(reply.into_response()) {
+        log::debug!("{method} {path}: client went away: {e}");
+    }
+    log::debug!("{method} {path} -> {status}");
+}
+
+fn answer(app: &App, request: &mut Request, method: &str, path: &str) -> Result<Reply, Error> {
+    let route = routes::route(method, path)?;
+    let body = match route.body_kind() {
+        Some(kind) => read_body(request, kind)?,
+        None => Vec::new(),
+    };
+    api::dispatch(app, route, body)
+}
+
+/// Reads a body of `kind`: a declared size over the limit, or the wrong
+/// content type, is refused before a byte of it is read.
+fn read_body(request: &mut Request, kind: BodyKind) -> Result<Vec<u8>, Error> {
+    let too_large = || {
+        Error::new(
+            Kind::PayloadTooLarge,
+            format!("request body is larger than {} KiB", MAX_BODY_BYTES / 1024),
+        )
+    };
+    let missing = || {
+        Error::bad_request(match kind {
+            BodyKind::Json => "missing request body: send a JSON object",
+            BodyKind::Sdp => "missing or empty SDP offer",
+        })
+    };
+    match request.body_length() {
+        Some(n) if n > MAX_BODY_BYTES => return Err(too_large()),
+        Some(0) => return Err(missing()),
+        _ => {}
+    }
+    if !has_media_type(request, kind.content_type()) {
+        return Err(Error::new(
+            Kind::UnsupportedMediaType,
+            format!("Content-Type must be {}", kind.content_type()),
+        ));
+    }
+    let mut body = Vec::new();
+    request
+        .as_reader()
+        .take(MAX_BODY_BYTES as u64 + 1)
+        .read_to_end(&mut body)
+        .map_err(|_| Error::bad_request("the request body could not be read"))?;
+    if body.len() > MAX_BODY_BYTES {
+        return Err(too_large());
+    }
+    if body.is_empty() {
+        return Err(missing());
+    }
+    Ok(body)
+}
+
+/// Whether the Content-Type is `wanted`, ignoring case and parameters such as charset.
+fn has_media_type(request: &Request, wanted: &str) -> bool {
+    request
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv("Content-Type"))
+        .and_then(|h| h.value.as_str().split(';').next())
+        .is_some_and(|media_type| media_type.trim().eq_ignore_ascii_case(wanted))
+}
+
+/// A response as handlers build it.
+pub struct Reply {
+    pub status: u16,
+    content_type: Option<&'static str>,
+    body: Vec<u8>,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl Reply {
+    pub fn bytes(status: u16, content_type: &'static str, body: Vec<u8>) -> Reply {
+        Reply {
+            status,
+            content_type: Some(content_type),
+            body,
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn json(status: u16, value: &impl Serialize) -> Reply {
+        let body = serde_json::to_vec(value).expect("response types serialize");
+        Reply::bytes(status, "application/json", body)
+    }
+
+    pub fn no_content() -> Reply {
+        Reply {
+            status: 204,
+            content_type: None,
+            body: Vec::new(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// `{"error": "<message>"}`, with `Allow` for 405.
+    pub fn error(error: &Error) -> Reply {
+        let reply = Reply::json(
+            error.kind.status(),
+            &serde_json::json!({ "error": error.message }),
+        );
+        match error.allow {
+            Some(allow) => reply.with_header("Allow", allow),
+            None => reply,
+        }
+    }
+
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Reply {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    fn into_response(self) -> Response<Cursor<Vec<u8>>> {
+        let content_type = self.content_type.map(|t| ("Content-Type", t.to_owned()));
+        content_type
+            .into_iter()
+            .chain(self.headers)
+            .filter_map(|(name, value)| Header::from_bytes(name, value).ok())
+            .fold(
+                Response::from_data(self.body).with_status_code(self.status),
+                Response::with_header,
+            )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpStream;
+
+    #[test]
+    fn accepted_sockets_inherit_nodelay() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        set_nodelay(&listener).unwrap();
+        let _client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        assert!(accepted.nodelay().unwrap(), "TCP_NODELAY not inherited");
+    }
+}

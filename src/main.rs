@@ -1,0 +1,91 @@
+//! nvr-node: the local node of a network video recorder appliance. Serves the
+//! Local Node API and the browser UI, probes cameras with ffprobe and proxies
+//! WHEP live-view offers to the stream relay.
+
+mod api;
+mod app;
+mod camera;
+mod config;
+mod error;
+mod event;
+mod http;
+mod prober;
+mod relay;
+mod relay_sync;
+mod routes;
+mod static_files;
+mod store;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::{Arc, mpsc};
+
+use app::App;
+use config::Config;
+use store::Store;
+
+fn main() -> ExitCode {
+    match std::env::args().nth(1).as_deref() {
+        None => {}
+        Some("--help" | "-h") => {
+            print!("{}", config::HELP);
+            return ExitCode::SUCCESS;
+        }
+        Some("--version" | "-V") => {
+            println!("nvr-node {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Some(other) => {
+            eprintln!("nvr-node: unknown argument {other:?}; see nvr-node --help");
+            return ExitCode::from(2);
+        }
+    }
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            log::error!("{message}");
+            eprintln!("nvr-node: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let level = std::env::var("LOG_LEVEL").ok();
+    let level = level
+        .as_deref()
+        .unwrap_or("info")
+        .parse()
+        .map_err(|_| format!("LOG_LEVEL must be error, warn, info or debug, not {level:?}"))?;
+    simple_logger::SimpleLogger::new()
+        .with_level(level)
+        .init()
+        .map_err(|e| e.to_string())?;
+    let config = Config::from_vars(|name| std::env::var(name).ok())?;
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| format!("cannot create DATA_DIR {}: {e}", config.data_dir.display()))?;
+    let store = Store::open(&config.data_dir).map_err(|e| {
+        format!(
+            "cannot open the database in {}: {e}",
+            config.data_dir.display()
+        )
+    })?;
+    let listener = http::bind(config.port)
+        .map_err(|e| format!("cannot listen on port {}: {e}", config.port))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+
+    let (stream_changes, stream_worker) = mpsc::channel();
+    let app = Arc::new(App::new(&config, store, stream_changes));
+    relay_sync::spawn_stream_worker(app.clone(), stream_worker);
+    relay_sync::spawn_health_check(app.clone());
+
+    println!("listening on http://0.0.0.0:{port}");
+    let _ = std::io::stdout().flush();
+    log::info!(
+        "nvr-node {} serving as {:?}",
+        env!("CARGO_PKG_VERSION"),
+        app.node_name
+    );
+    let error = http::serve(listener, app);
+    Err(format!("stopped accepting connections: {error}"))
+}

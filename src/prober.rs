@@ -1,0 +1,308 @@
+//! Stream probing: runs ffprobe on a camera's RTSP URL, over TCP, bounded by a
+//! watchdog, and reads the main stream's capabilities from its JSON.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use crate::camera::Capabilities;
+
+/// The spec's probe timeout.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a probe failed, in words safe to show: ffprobe's own text is never
+/// passed on because it prints the URL with its password.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeError {
+    TimedOut,
+    Refused,
+    NotFound,
+    Unauthorized,
+    Unreachable,
+    NoVideo,
+    Unreadable,
+    ToolMissing,
+}
+
+impl ProbeError {
+    pub fn message(self) -> &'static str {
+        match self {
+            ProbeError::TimedOut => "probe failed: the camera did not answer within 10 seconds",
+            ProbeError::Refused => "probe failed: the camera refused the connection",
+            ProbeError::NotFound => {
+                "probe failed: the camera has no stream at this path (not found)"
+            }
+            ProbeError::Unauthorized => {
+                "probe failed: the camera rejected the user name or password (authorization failed)"
+            }
+            ProbeError::Unreachable => "probe failed: the camera's host could not be reached",
+            ProbeError::NoVideo => "probe failed: the stream has no video",
+            ProbeError::Unreadable => "probe failed: the stream could not be read",
+            ProbeError::ToolMissing => {
+                "probe failed: the stream probe tool (ffprobe) is not available on the node"
+            }
+        }
+    }
+}
+
+pub struct Prober {
+    ffprobe: PathBuf,
+}
+
+impl Prober {
+    pub fn new(ffprobe: PathBuf) -> Prober {
+        Prober { ffprobe }
+    }
+
+    /// Probes `url`. Blocks for at most [`PROBE_TIMEOUT`] plus the time to reap ffprobe.
+    pub fn probe(&self, url: &str) -> Result<Capabilities, ProbeError> {
+        let timeout_us = PROBE_TIMEOUT.as_micros().to_string();
+        let child = Command::new(&self.ffprobe)
+            .args([
+                "-v",
+                "error",
+                "-rtsp_transport",
+                "tcp",
+                "-timeout",
+                &timeout_us,
+            ])
+            .args(["-of", "json", "-show_entries"])
+            .arg("stream=codec_type,codec_name,width,height,avg_frame_rate,r_frame_rate")
+            // Its own argument, never through a shell; validation made sure it starts with rtsp.
+            .args(["-i", url])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut child = match child {
+            Ok(child) => child,
+            Err(e) => {
+                log::error!("cannot run {}: {e}", self.ffprobe.display());
+                return Err(ProbeError::ToolMissing);
+            }
+        };
+        // Both pipes are drained on their own threads so a chatty ffprobe cannot block.
+        let stdout = drain(child.stdout.take());
+        let stderr = drain(child.stderr.take());
+        let outcome = watchdog(child, PROBE_TIMEOUT);
+        let stdout = stdout.join().unwrap_or_default();
+        let stderr = stderr.join().unwrap_or_default();
+        match outcome {
+            None => Err(ProbeError::TimedOut),
+            // On failure ffprobe still prints `{}`: judge by the exit status.
+            Some(status) if !status.success() => Err(classify(&String::from_utf8_lossy(&stderr))),
+            Some(_) => parse(&stdout),
+        }
+    }
+}
+
+fn drain(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut buf);
+        }
+        buf
+    })
+}
+
+/// The watchdog: waits for `child`, killing it at `timeout`. None: it was killed.
+fn watchdog(mut child: Child, timeout: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
+/// Maps ffprobe's error text to a reason, by the messages ffmpeg 5.1 prints.
+fn classify(stderr: &str) -> ProbeError {
+    let table = [
+        ("401 Unauthorized", ProbeError::Unauthorized),
+        ("404 Not Found", ProbeError::NotFound),
+        ("Connection refused", ProbeError::Refused),
+        ("timed out", ProbeError::TimedOut),
+        ("No route to host", ProbeError::Unreachable),
+        ("Network is unreachable", ProbeError::Unreachable),
+        ("Name or service not known", ProbeError::Unreachable),
+        ("Failed to resolve hostname", ProbeError::Unreachable),
+    ];
+    table
+        .iter()
+        .find(|(needle, _)| stderr.contains(needle))
+        .map_or(ProbeError::Unreadable, |(_, e)| *e)
+}
+
+#[derive(Deserialize)]
+struct Output {
+    #[serde(default)]
+    streams: Vec<Stream>,
+}
+
+#[derive(Deserialize)]
+struct Stream {
+    codec_type: Option<String>,
+    codec_name: Option<String>,
+    width: Option<u32>,
+    height: Option<u32>,
+    avg_frame_rate: Option<String>,
+    r_frame_rate: Option<String>,
+}
+
+/// Capabilities from the first video and first audio stream of ffprobe's JSON.
+fn parse(stdout: &[u8]) -> Result<Capabilities, ProbeError> {
+    let output: Output = serde_json::from_slice(stdout).map_err(|_| ProbeError::Unreadable)?;
+    let of_type = |t: &str| {
+        output
+            .streams
+            .iter()
+            .find(|s| s.codec_type.as_deref() == Some(t))
+    };
+    let video = of_type("video").ok_or(ProbeError::NoVideo)?;
+    let (width, height) = (video.width.unwrap_or(0), video.height.unwrap_or(0));
+    if width == 0 || height == 0 {
+        return Err(ProbeError::NoVideo);
+    }
+    let fps = [&video.avg_frame_rate, &video.r_frame_rate]
+        .into_iter()
+        .find_map(|rate| rate.as_deref().and_then(frame_rate))
+        .unwrap_or(0);
+    Ok(Capabilities {
+        video_codec: video.codec_name.clone().unwrap_or_default(),
+        width,
+        height,
+        fps,
+        audio_codec: of_type("audio").and_then(|a| a.codec_name.clone()),
+    })
+}
+
+/// `"30000/1001"` -> 30; `"0/0"` and junk -> None.
+fn frame_rate(rate: &str) -> Option<u32> {
+    let (num, den) = rate.split_once('/')?;
+    let (num, den): (f64, f64) = (num.parse().ok()?, den.parse().ok()?);
+    let fps = (num / den).round();
+    (fps.is_finite() && fps >= 1.0 && fps <= u32::MAX as f64).then_some(fps as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_video_and_audio() {
+        let json = br#"{"programs":[],"streams":[
+            {"codec_name":"pcm_alaw","codec_type":"audio","r_frame_rate":"0/0","avg_frame_rate":"0/0"},
+            {"codec_name":"h264","codec_type":"video","width":1920,"height":1080,"r_frame_rate":"25/1","avg_frame_rate":"30000/1001"},
+            {"codec_name":"hevc","codec_type":"video","width":640,"height":360,"r_frame_rate":"10/1","avg_frame_rate":"10/1"}]}"#;
+        assert_eq!(
+            parse(json),
+            Ok(Capabilities {
+                video_codec: "h264".into(),
+                width: 1920,
+                height: 1080,
+                fps: 30,
+                audio_codec: Some("pcm_alaw".into()),
+            })
+        );
+    }
+
+    #[test]
+    fn falls_back_to_real_frame_rate() {
+        let json = br#"{"streams":[{"codec_name":"h264","codec_type":"video","width":2,"height":2,"r_frame_rate":"15/1","avg_frame_rate":"0/0"}]}"#;
+        let caps = parse(json).unwrap();
+        assert_eq!((caps.fps, caps.audio_codec), (15, None));
+    }
+
+    #[test]
+    fn failures() {
+        let table: [(&[u8], ProbeError); 5] = [
+            (b"{}", ProbeError::NoVideo),
+            (br#"{"streams":[{"codec_type":"audio","codec_name":"aac"}]}"#, ProbeError::NoVideo),
+            (br#"{"streams":[{"codec_type":"video","codec_name":"h264","width":0,"height":720}]}"#, ProbeError::NoVideo),
+            (br#"{"streams":[{"codec_type":"video","codec_name":"h264","width":1280}]}"#, ProbeError::NoVideo),
+            (b"not json", ProbeError::Unreadable),
+        ];
+        for (json, want) in table {
+            assert_eq!(parse(json), Err(want), "{}", String::from_utf8_lossy(json));
+        }
+    }
+
+    #[test]
+    fn frame_rates() {
+        let table = [
+            ("25/1", Some(25)),
+            ("30000/1001", Some(30)),
+            ("15/2", Some(8)),
+            ("0/0", None),
+            ("1/0", None),
+            ("x/1", None),
+            ("25", None),
+        ];
+        for (rate, want) in table {
+            assert_eq!(frame_rate(rate), want, "{rate}");
+        }
+    }
+
+    #[test]
+    fn classifies_ffprobe_errors() {
+        let table = [
+            (
+                "[rtsp @ 0x55] method DESCRIBE failed: 401 Unauthorized\nrtsp://u:p@h/x: Server returned 401 Unauthorized (authorization failed)",
+                ProbeError::Unauthorized,
+            ),
+            (
+                "[rtsp @ 0x55] method DESCRIBE failed: 404 Not Found\nrtsp://h/x: Server returned 404 Not Found",
+                ProbeError::NotFound,
+            ),
+            (
+                "[tcp @ 0x55] Connection to tcp://127.0.0.1:9 failed: Connection refused",
+                ProbeError::Refused,
+            ),
+            ("rtsp://h/x: Connection timed out", ProbeError::TimedOut),
+            (
+                "[tcp @ 0x5] Failed to resolve hostname nope: Name or service not known",
+                ProbeError::Unreachable,
+            ),
+            (
+                "rtsp://h/x: Invalid data found when processing input",
+                ProbeError::Unreadable,
+            ),
+        ];
+        for (stderr, want) in table {
+            assert_eq!(classify(stderr), want, "{stderr}");
+        }
+    }
+
+    #[test]
+    fn missing_tool() {
+        let prober = Prober::new("/nonexistent/ffprobe".into());
+        assert_eq!(
+            prober.probe("rtsp://127.0.0.1/x"),
+            Err(ProbeError::ToolMissing)
+        );
+    }
+
+    #[test]
+    fn watchdog_kills_at_timeout() {
+        let child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        let started = Instant::now();
+        assert_eq!(watchdog(child, Duration::from_millis(200)), None);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "sleep {pid} still alive"
+        );
+    }
+}

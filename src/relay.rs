@@ -1,0 +1,103 @@
+//! Client for the stream relay (go2rtc's HTTP API): stream registration,
+//! health, and WHEP offers.
+//!
+//! Errors are reduced to a status code or "unreachable": the relay's text and
+//! ureq's error messages carry the request URL, whose query holds the camera
+//! address with its password.
+
+use std::io::Read;
+use std::time::Duration;
+
+/// The largest SDP answer accepted from the relay.
+const MAX_ANSWER_BYTES: u64 = 64 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RelayError {
+    /// Refused, timed out, or an unreadable answer.
+    Unreachable,
+    /// The relay answered with this non-2xx status.
+    Status(u16),
+    /// A 2xx without an SDP answer in its body.
+    EmptyAnswer,
+}
+
+impl std::fmt::Display for RelayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RelayError::Unreachable => f.write_str("relay unreachable"),
+            RelayError::Status(code) => write!(f, "relay answered {code}"),
+            RelayError::EmptyAnswer => f.write_str("relay answered without an SDP answer"),
+        }
+    }
+}
+
+pub struct Relay {
+    base: String,
+    /// For WHEP offers and stream changes: 2 s to connect, 15 s in all.
+    agent: ureq::Agent,
+    /// For health checks: 2 s in all.
+    quick: ureq::Agent,
+}
+
+impl Relay {
+    pub fn new(base: &str) -> Relay {
+        let agent = |total| {
+            ureq::AgentBuilder::new()
+                .timeout_connect(Duration::from_secs(2))
+                .timeout(total)
+                .build()
+        };
+        Relay {
+            base: base.trim_end_matches('/').to_owned(),
+            agent: agent(Duration::from_secs(15)),
+            quick: agent(Duration::from_secs(2)),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub fn is_healthy(&self) -> bool {
+        self.quick.get(&self.url("/api")).call().is_ok()
+    }
+
+    /// Adds or replaces the stream `name` with source `src`.
+    pub fn put_stream(&self, name: &str, src: &str) -> Result<(), RelayError> {
+        let request = self.agent.put(&self.url("/api/streams"));
+        send(request.query("name", name).query("src", src).call()).map(drop)
+    }
+
+    pub fn delete_stream(&self, name: &str) -> Result<(), RelayError> {
+        let request = self.agent.delete(&self.url("/api/streams"));
+        send(request.query("src", name).call()).map(drop)
+    }
+
+    /// Forwards a WHEP offer for stream `name`; returns the SDP answer.
+    pub fn whep(&self, name: &str, offer: &str) -> Result<String, RelayError> {
+        let request = self
+            .agent
+            .post(&self.url("/api/webrtc"))
+            .query("src", name)
+            .set("Content-Type", "application/sdp");
+        let response = send(request.send_string(offer))?;
+        let mut answer = String::new();
+        response
+            .into_reader()
+            .take(MAX_ANSWER_BYTES)
+            .read_to_string(&mut answer)
+            .map_err(|_| RelayError::Unreachable)?;
+        if answer.trim().is_empty() {
+            return Err(RelayError::EmptyAnswer);
+        }
+        Ok(answer)
+    }
+}
+
+fn send(result: Result<ureq::Response, ureq::Error>) -> Result<ureq::Response, RelayError> {
+    match result {
+        Ok(response) => Ok(response),
+        Err(ureq::Error::Status(code, _)) => Err(RelayError::Status(code)),
+        Err(ureq::Error::Transport(_)) => Err(RelayError::Unreachable),
+    }
+}

@@ -1,0 +1,224 @@
+//! Routing: a pure function from (method, path) to the route it names.
+
+use uuid::Uuid;
+
+use crate::error::Error;
+
+/// Every endpoint the node serves.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Route {
+    Status,
+    Events,
+    ListCameras,
+    AddCamera,
+    DeleteCamera(Uuid),
+    ProbeCamera(Uuid),
+    Whep(Uuid),
+    /// A file of the browser UI; the path is the URL path.
+    Ui(String),
+}
+
+/// The kind of request body a route reads; routes not listed read none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyKind {
+    Json,
+    Sdp,
+}
+
+impl BodyKind {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            BodyKind::Json => "application/json",
+            BodyKind::Sdp => "application/sdp",
+        }
+    }
+}
+
+impl Route {
+    pub fn body_kind(&self) -> Option<BodyKind> {
+        match self {
+            Route::AddCamera => Some(BodyKind::Json),
+            Route::Whep(_) => Some(BodyKind::Sdp),
+            _ => None,
+        }
+    }
+}
+
+/// Resolves a request. `path` excludes the query string.
+pub fn route(method: &str, path: &str) -> Result<Route, Error> {
+    let Some(api) = path.strip_prefix("/api/") else {
+        return match method {
+            "GET" | "HEAD" => Ok(Route::Ui(path.to_owned())),
+            _ => Err(Error::method_not_allowed("GET, HEAD")),
+        };
+    };
+    let segments: Vec<&str> = api.split('/').collect();
+    let (allow, route) = match segments.as_slice() {
+        ["status"] => ("GET", on(method, "GET", Route::Status)),
+        ["events"] => ("GET", on(method, "GET", Route::Events)),
+        ["cameras"] => match method {
+            "GET" => ("GET, POST", Some(Route::ListCameras)),
+            "POST" => ("GET, POST", Some(Route::AddCamera)),
+            _ => ("GET, POST", None),
+        },
+        ["cameras", id] => (
+            "DELETE",
+            on(method, "DELETE", Route::DeleteCamera(uuid(id)?)),
+        ),
+        ["cameras", id, "probe"] => ("POST", on(method, "POST", Route::ProbeCamera(uuid(id)?))),
+        ["whep", id] => ("POST", on(method, "POST", Route::Whep(uuid(id)?))),
+        _ => return Err(Error::not_found("no such API endpoint")),
+    };
+    route.ok_or_else(|| Error::method_not_allowed(allow))
+}
+
+fn on(method: &str, wanted: &str, route: Route) -> Option<Route> {
+    (method == wanted).then_some(route)
+}
+
+/// Camera ids are hyphenated UUIDs; anything else names no camera.
+fn uuid(segment: &str) -> Result<Uuid, Error> {
+    if segment.len() != 36 {
+        return Err(Error::not_found("no such camera"));
+    }
+    Uuid::try_parse(segment).map_err(|_| Error::not_found("no such camera"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Kind;
+
+    const ID: &str = "0f8fad5b-d9cb-469f-a165-70867728950e";
+
+    fn id() -> Uuid {
+        Uuid::parse_str(ID).unwrap()
+    }
+
+    #[test]
+    fn routes() {
+        let ok = [
+            ("GET", "/api/status".to_owned(), Route::Status),
+            ("GET", "/api/events".to_owned(), Route::Events),
+            ("GET", "/api/cameras".to_owned(), Route::ListCameras),
+            ("POST", "/api/cameras".to_owned(), Route::AddCamera),
+            (
+                "DELETE",
+                format!("/api/cameras/{ID}"),
+                Route::DeleteCamera(id()),
+            ),
+            (
+                "DELETE",
+                format!("/api/cameras/{}", ID.to_uppercase()),
+                Route::DeleteCamera(id()),
+            ),
+            (
+                "POST",
+                format!("/api/cameras/{ID}/probe"),
+                Route::ProbeCamera(id()),
+            ),
+            ("POST", format!("/api/whep/{ID}"), Route::Whep(id())),
+            ("GET", "/".to_owned(), Route::Ui("/".to_owned())),
+            (
+                "HEAD",
+                "/index.html".to_owned(),
+                Route::Ui("/index.html".to_owned()),
+            ),
+            ("GET", "/api".to_owned(), Route::Ui("/api".to_owned())),
+        ];
+        for (method, path, want) in ok {
+            assert_eq!(route(method, &path), Ok(want), "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn errors() {
+        let simple = "0f8fad5bd9cb469fa16570867728950e";
+        let braced = "{0f8fad5b-d9cb-469f-a165-70867728950e}";
+        let bad = [
+            ("GET", "/api/".to_owned(), Kind::NotFound, None),
+            ("GET", "/api/nope".to_owned(), Kind::NotFound, None),
+            ("GET", "/api/status/".to_owned(), Kind::NotFound, None),
+            ("GET", "/api/cameras/".to_owned(), Kind::NotFound, None),
+            (
+                "DELETE",
+                "/api/cameras/not-a-uuid".to_owned(),
+                Kind::NotFound,
+                None,
+            ),
+            (
+                "DELETE",
+                format!("/api/cameras/{simple}"),
+                Kind::NotFound,
+                None,
+            ),
+            (
+                "DELETE",
+                format!("/api/cameras/{braced}"),
+                Kind::NotFound,
+                None,
+            ),
+            ("POST", "/api/whep/123".to_owned(), Kind::NotFound, None),
+            (
+                "POST",
+                format!("/api/cameras/{ID}/probe/x"),
+                Kind::NotFound,
+                None,
+            ),
+            (
+                "POST",
+                "/api/status".to_owned(),
+                Kind::MethodNotAllowed,
+                Some("GET"),
+            ),
+            (
+                "DELETE",
+                "/api/events".to_owned(),
+                Kind::MethodNotAllowed,
+                Some("GET"),
+            ),
+            (
+                "PUT",
+                "/api/cameras".to_owned(),
+                Kind::MethodNotAllowed,
+                Some("GET, POST"),
+            ),
+            (
+                "GET",
+                format!("/api/cameras/{ID}"),
+                Kind::MethodNotAllowed,
+                Some("DELETE"),
+            ),
+            (
+                "GET",
+                format!("/api/cameras/{ID}/probe"),
+                Kind::MethodNotAllowed,
+                Some("POST"),
+            ),
+            (
+                "GET",
+                format!("/api/whep/{ID}"),
+                Kind::MethodNotAllowed,
+                Some("POST"),
+            ),
+            (
+                "POST",
+                "/".to_owned(),
+                Kind::MethodNotAllowed,
+                Some("GET, HEAD"),
+            ),
+        ];
+        for (method, path, kind, allow) in bad {
+            let err = route(method, &path).expect_err(&format!("{method} {path}"));
+            assert_eq!((err.kind, err.allow), (kind, allow), "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn body_kinds() {
+        assert_eq!(Route::AddCamera.body_kind(), Some(BodyKind::Json));
+        assert_eq!(Route::Whep(id()).body_kind(), Some(BodyKind::Sdp));
+        assert_eq!(Route::ProbeCamera(id()).body_kind(), None);
+        assert_eq!(Route::Status.body_kind(), None);
+    }
+}
