@@ -1,0 +1,452 @@
+//! The spec's endpoints and errors, against the real binary. Cameras here point
+//! at closed ports, so their probes fail fast; `probe.rs` uses a real camera.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{Node, TempDir, closed_port};
+use serde_json::{Value, json};
+
+fn node(dir: &TempDir) -> Node {
+    Node::start(
+        dir.path(),
+        &format!("http://127.0.0.1:{}", closed_port()),
+        &[],
+    )
+}
+
+fn keys(value: &Value) -> BTreeSet<&str> {
+    value
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+fn dead_url() -> String {
+    format!(
+        "rtsp://admin:hunter2-secret@127.0.0.1:{}/main",
+        closed_port()
+    )
+}
+
+const CAMERA_FIELDS: [&str; 10] = [
+    "id",
+    "name",
+    "make",
+    "model",
+    "enabled",
+    "record",
+    "detect",
+    "capabilities",
+    "hasSubstream",
+    "online",
+];
+
+#[test]
+fn status_has_the_spec_fields() {
+    let dir = TempDir::new("status");
+    let node = node(&dir);
+    let response = node.get("/api/status");
+    assert_eq!(response.status, 200, "{response}");
+    assert_eq!(response.header("Content-Type"), Some("application/json"));
+    let status = response.json();
+    assert_eq!(
+        keys(&status),
+        BTreeSet::from([
+            "nodeId",
+            "nodeName",
+            "version",
+            "cloud",
+            "relayHealthy",
+            "cameras"
+        ])
+    );
+    assert_eq!(status["nodeId"], Value::Null);
+    assert_eq!(status["nodeName"], "test-node");
+    let version = status["version"].as_str().unwrap();
+    assert!(
+        version.split('.').count() >= 2 && version.split('.').all(|p| p.parse::<u32>().is_ok()),
+        "version {version:?} is not dotted numeric"
+    );
+    assert_eq!(status["cloud"], json!({ "state": "disabled" }));
+    assert_eq!(status["relayHealthy"], false);
+    assert_eq!(status["cameras"], json!([]));
+}
+
+#[test]
+fn cameras_are_added_listed_and_deleted() {
+    let dir = TempDir::new("cameras");
+    let node = node(&dir);
+    let url = dead_url();
+    let created = node.add_camera(json!({
+        "name": "  Front door ", "rtspUrl": url, "rtspSubUrl": format!("{url}/sub"),
+        "make": "Acme", "model": "X1", "record": false,
+    }));
+    assert_eq!(keys(&created), BTreeSet::from(CAMERA_FIELDS));
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(uuid::Uuid::try_parse(&id).is_ok(), "{id}");
+    assert_eq!(created["name"], "Front door");
+    assert_eq!(
+        (&created["make"], &created["model"]),
+        (&json!("Acme"), &json!("X1"))
+    );
+    assert_eq!(
+        (&created["enabled"], &created["record"], &created["detect"]),
+        (&json!(true), &json!(false), &json!(true))
+    );
+    assert_eq!(
+        created["capabilities"],
+        json!({}),
+        "the probe of a closed port fails"
+    );
+    assert_eq!(
+        (&created["hasSubstream"], &created["online"]),
+        (&json!(true), &json!(false))
+    );
+
+    let plain = node.add_camera(json!({ "name": "Yard", "rtspUrl": dead_url() }));
+    assert_eq!((&plain["make"], &plain["model"]), (&json!(""), &json!("")));
+    assert_eq!(plain["hasSubstream"], false);
+
+    let listed = node.get("/api/cameras");
+    assert_eq!(listed.status, 200, "{listed}");
+    assert_eq!(listed.header("Content-Type"), Some("application/json"));
+    assert_eq!(listed.json(), json!([created, plain]));
+    assert_eq!(node.get("/api/status").json()["cameras"], listed.json());
+    for text in [listed.text(), node.get("/api/status").text()] {
+        assert!(
+            !text.contains("rtsp") && !text.contains("hunter2"),
+            "a URL leaked: {text}"
+        );
+    }
+
+    let deleted = node.delete(&format!("/api/cameras/{id}"));
+    assert_eq!(deleted.status, 204, "{deleted}");
+    assert!(deleted.body.is_empty());
+    let again = node.delete(&format!("/api/cameras/{id}"));
+    assert_eq!(again.status, 404, "{again}");
+    assert_eq!(again.error(), "no such camera");
+    assert_eq!(node.get("/api/cameras").json(), json!([plain]));
+    assert!(
+        !node.logs().contains("hunter2"),
+        "a password reached the log"
+    );
+}
+
+#[test]
+fn invalid_camera_bodies_get_400_and_change_nothing() {
+    let dir = TempDir::new("invalid");
+    let node = node(&dir);
+    let long = "x".repeat(65);
+    let table = [
+        ("", "missing request body"),
+        ("{", "not valid JSON"),
+        ("[1]", "JSON object"),
+        (r#"{"rtspUrl":"rtsp://h/"}"#, "name is required"),
+        (
+            r#"{"name":7,"rtspUrl":"rtsp://h/"}"#,
+            "name must be a string",
+        ),
+        (
+            &format!(r#"{{"name":"{long}","rtspUrl":"rtsp://h/"}}"#),
+            "name must be 1 to 64",
+        ),
+        (
+            r#"{"name":"a\u0007","rtspUrl":"rtsp://h/"}"#,
+            "name must not contain control",
+        ),
+        (r#"{"name":"a"}"#, "rtspUrl is required"),
+        (
+            r#"{"name":"a","rtspUrl":"exec:/bin/sh"}"#,
+            "rtspUrl must be an rtsp",
+        ),
+        (
+            r#"{"name":"a","rtspUrl":"file:///etc/passwd"}"#,
+            "rtspUrl must be an rtsp",
+        ),
+        (
+            r#"{"name":"a","rtspUrl":"rtsp://h/x#input=exec:id"}"#,
+            "rtspUrl must not contain a #",
+        ),
+        (
+            r#"{"name":"a","rtspUrl":"rtsp:///x"}"#,
+            "rtspUrl must name a host",
+        ),
+        (
+            r#"{"name":"a","rtspUrl":"rtsp://h/","rtspSubUrl":"echo:x"}"#,
+            "rtspSubUrl must be an rtsp",
+        ),
+        (
+            &format!(r#"{{"name":"a","rtspUrl":"rtsp://h/","model":"{long}"}}"#),
+            "model must be at most 64",
+        ),
+        (
+            r#"{"name":"a","rtspUrl":"rtsp://h/","make":false}"#,
+            "make must be a string",
+        ),
+        (
+            r#"{"name":"a","rtspUrl":"rtsp://h/","enabled":"no"}"#,
+            "enabled must be true or false",
+        ),
+    ];
+    for (body, message) in table {
+        let response = node.post_json("/api/cameras", body);
+        assert_eq!(response.status, 400, "{body}: {response}");
+        let error = response.error();
+        assert!(error.contains(message), "{body}: {error}");
+    }
+    let invalid_utf8 = b"{\"name\":\"\xc3\x28\",\"rtspUrl\":\"rtsp://h/\"}";
+    let response = node.request(
+        "POST",
+        "/api/cameras",
+        &[("Content-Type", "application/json")],
+        invalid_utf8,
+    );
+    assert_eq!(response.status, 400, "{response}");
+    response.error();
+
+    let good = format!(r#"{{"name":"a","rtspUrl":"{}"}}"#, dead_url());
+    for content_type in [
+        None,
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+    ] {
+        let headers: Vec<(&str, &str)> = content_type
+            .map(|t| ("Content-Type", t))
+            .into_iter()
+            .collect();
+        let response = node.request("POST", "/api/cameras", &headers, good.as_bytes());
+        assert_eq!(response.status, 415, "{content_type:?}: {response}");
+        assert!(response.error().contains("application/json"));
+    }
+    let with_charset = node.request(
+        "POST",
+        "/api/cameras",
+        &[("Content-Type", "Application/JSON; charset=utf-8")],
+        b"{}",
+    );
+    assert_eq!(
+        with_charset.status, 400,
+        "a parameter on the media type is fine: {with_charset}"
+    );
+
+    let huge = format!(
+        r#"{{"name":"a","rtspUrl":"rtsp://h/","make":"{}"}}"#,
+        "m".repeat(70_000)
+    );
+    let response = node.post_json("/api/cameras", &huge);
+    assert_eq!(response.status, 413, "{response}");
+    response.error();
+
+    assert_eq!(node.get("/api/cameras").json(), json!([]));
+}
+
+#[test]
+fn unknown_cameras_get_404() {
+    let dir = TempDir::new("unknown");
+    let node = node(&dir);
+    let unknown = uuid::Uuid::new_v4();
+    let offer = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n";
+    let responses = [
+        node.delete(&format!("/api/cameras/{unknown}")),
+        node.delete("/api/cameras/not-a-uuid"),
+        node.post(&format!("/api/cameras/{unknown}/probe")),
+        node.post("/api/cameras/42/probe"),
+        node.post_sdp(&format!("/api/whep/{unknown}"), offer),
+        node.post_sdp("/api/whep/front-door", offer),
+    ];
+    for response in responses {
+        assert_eq!(response.status, 404, "{response}");
+        assert_eq!(response.error(), "no such camera");
+    }
+}
+
+#[test]
+fn unknown_paths_and_wrong_methods() {
+    let dir = TempDir::new("paths");
+    let node = node(&dir);
+    for path in [
+        "/api/nope",
+        "/api/",
+        "/api/status/extra",
+        "/api/cameras/x/y/z",
+    ] {
+        let response = node.get(path);
+        assert_eq!(response.status, 404, "{path}: {response}");
+        response.error();
+    }
+    let id = uuid::Uuid::new_v4();
+    let table = [
+        ("POST", "/api/status".to_owned(), "GET"),
+        ("DELETE", "/api/events".to_owned(), "GET"),
+        ("PATCH", "/api/cameras".to_owned(), "GET, POST"),
+        ("GET", format!("/api/cameras/{id}"), "DELETE"),
+        ("GET", format!("/api/cameras/{id}/probe"), "POST"),
+        ("GET", format!("/api/whep/{id}"), "POST"),
+        ("DELETE", "/".to_owned(), "GET, HEAD"),
+    ];
+    for (method, path, allow) in table {
+        let response = node.request(method, &path, &[], b"");
+        assert_eq!(response.status, 405, "{method} {path}: {response}");
+        assert_eq!(response.header("Allow"), Some(allow), "{method} {path}");
+        assert_eq!(response.error(), "method not allowed");
+    }
+}
+
+/// Writes events straight into the node's SQLite file, as the detector will.
+fn insert_events(dir: &TempDir, camera: &str, starts: impl Iterator<Item = i64>) {
+    let mut db = rusqlite::Connection::open(dir.path().join("nvr-node.db")).unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let tx = db.transaction().unwrap();
+    for (i, start) in starts.enumerate() {
+        tx.execute(
+            "INSERT INTO event (id, camera_id, kind, score, started_at_ms, ended_at_ms, clip_status)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            rusqlite::params![
+                uuid::Uuid::new_v4().to_string(),
+                camera,
+                ["motion", "person", "vehicle", "animal", "package"][i % 5],
+                0.5 + (i % 50) as f64 / 100.0,
+                start,
+                start + 4_321,
+                ["local", "uploading", "uploaded"][i % 3],
+            ],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+}
+
+#[test]
+fn events_are_the_50_newest_first() {
+    let dir = TempDir::new("events");
+    let node = node(&dir);
+    let empty = node.get("/api/events");
+    assert_eq!(empty.status, 200, "{empty}");
+    assert_eq!(empty.header("Content-Type"), Some("application/json"));
+    assert_eq!(empty.json(), json!([]));
+
+    let camera = uuid::Uuid::new_v4().to_string();
+    // 2026-11-22T10:00:00.000Z onwards, a minute apart, inserted out of order.
+    let base = 1_795_341_600_000_i64;
+    let mut starts: Vec<i64> = (0..60).map(|i| base + i * 60_000 + i).collect();
+    starts.reverse();
+    starts.swap(3, 40);
+    insert_events(&dir, &camera, starts.into_iter());
+
+    let events = node.get("/api/events").json();
+    let events = events.as_array().unwrap();
+    assert_eq!(events.len(), 50);
+    for event in events {
+        assert_eq!(
+            keys(event),
+            BTreeSet::from([
+                "id",
+                "cameraId",
+                "kind",
+                "score",
+                "startedAt",
+                "endedAt",
+                "clipStatus"
+            ])
+        );
+        assert_eq!(event["cameraId"], camera.as_str());
+        assert!(event["score"].is_f64());
+    }
+    let newest = &events[0];
+    assert_eq!(newest["startedAt"], "2026-11-22T10:59:00.059Z");
+    assert_eq!(newest["endedAt"], "2026-11-22T10:59:04.380Z");
+    let started: Vec<&str> = events
+        .iter()
+        .map(|e| e["startedAt"].as_str().unwrap())
+        .collect();
+    let mut sorted = started.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(started, sorted, "newest first");
+    assert_eq!(*started.last().unwrap(), "2026-11-22T10:10:00.010Z");
+}
+
+#[test]
+fn a_camera_acknowledged_survives_a_crash() {
+    let dir = TempDir::new("crash");
+    let node = node(&dir);
+    let created = node.add_camera(json!({ "name": "Garage", "rtspUrl": dead_url() }));
+    node.kill();
+    let restarted = self::node(&dir);
+    assert_eq!(restarted.get("/api/cameras").json(), json!([created]));
+}
+
+#[test]
+fn the_ui_is_served_from_the_binary() {
+    let dir = TempDir::new("ui");
+    let node = node(&dir);
+    for path in ["/", "/index.html"] {
+        let page = node.get(path);
+        assert_eq!(page.status, 200, "{page}");
+        assert_eq!(
+            page.header("Content-Type"),
+            Some("text/html; charset=utf-8")
+        );
+        assert!(page.text().contains("href=\"/api/status\""), "{page}");
+    }
+    let head = node.request("HEAD", "/", &[], b"");
+    assert_eq!(head.status, 200, "{head}");
+    assert_eq!(node.get("/missing.js").status, 404);
+}
+
+#[test]
+fn keep_alive_answers_are_not_held_back() {
+    let dir = TempDir::new("nagle");
+    let node = node(&dir);
+    // A status of a few KiB, which tiny_http writes in more than one piece.
+    for i in 0..8 {
+        node.add_camera(json!({ "name": format!("camera {i}"), "rtspUrl": dead_url() }));
+    }
+    let mut connection = common::http::Connection::open(node.port);
+    let mut times: Vec<Duration> = (0..40)
+        .map(|_| {
+            let started = Instant::now();
+            let response = connection.get("/api/status");
+            assert_eq!(response.status, 200, "{response}");
+            started.elapsed()
+        })
+        .collect();
+    times.sort();
+    // Nagle's algorithm against a delayed ACK costs ~40 ms an answer; a
+    // generous bound that only that (not a busy machine) exceeds.
+    assert!(
+        times[20] < Duration::from_millis(20),
+        "median {:?}",
+        times[20]
+    );
+}
+
+#[test]
+fn help_version_and_bad_configuration() {
+    let binary = env!("CARGO_BIN_EXE_nvr-node");
+    let help = Command::new(binary).arg("--help").output().unwrap();
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(help.status.success(), "{text}");
+    for var in ["PORT", "DATA_DIR", "NODE_NAME", "RELAY_URL", "FFPROBE"] {
+        assert!(text.contains(var), "--help does not mention {var}: {text}");
+    }
+    let version = Command::new(binary).arg("--version").output().unwrap();
+    assert!(version.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("nvr-node {}", env!("CARGO_PKG_VERSION"))
+    );
+    let dir = TempDir::new("config");
+    let bad_port = Command::new(binary)
+        .env("PORT", "eighty")
+        .env("DATA_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(bad_port.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad_port.stderr).contains("PORT must be a number"));
+}

@@ -1,0 +1,228 @@
+#!/usr/bin/python3
+"""A real RTSP camera for integration tests (GStreamer RTSP server via PyGObject).
+
+Usage:
+    /usr/bin/python3 tests/camera/rtsp_camera.py --port PORT \
+        [--user USER --password PASS] [--max-seconds N]
+
+Run it with Debian's /usr/bin/python3: it needs the system `gi` bindings
+(python3-gi, gir1.2-gst-rtsp-server-1.0, gstreamer1.0-plugins-{base,good,bad,ugly}).
+
+It listens on 127.0.0.1 only. `--port 0` picks a free port. Once the server
+accepts connections it prints exactly one line to stdout:
+
+    ready rtsp://127.0.0.1:PORT
+
+Mount points (all shared: several clients share one encoder):
+    /main        H.264 640x360 @ 25 fps + G.711 A-law audio (8 kHz mono, pt 8)
+    /sub         H.264 320x180 @ 10 fps + G.711 A-law audio
+    /video-only  H.264 640x360 @ 25 fps, no audio
+
+With --user/--password every mount requires RTSP Basic authentication;
+requests without (or with wrong) credentials get 401. Unknown paths get 404.
+TCP interleaved and UDP transports are both allowed.
+
+The process exits by itself after --max-seconds (default 300), when its stdin
+reaches EOF (so it dies with the test process that spawned it with a pipe as
+its stdin), or on SIGTERM/SIGINT. Pass --ignore-stdin for manual runs with
+stdin redirected from /dev/null.
+"""
+
+import argparse
+import os
+import signal
+import sys
+
+import gi
+
+gi.require_version("Gst", "1.0")
+gi.require_version("GstRtsp", "1.0")
+gi.require_version("GstRtspServer", "1.0")
+from gi.repository import GLib, Gst, GstRtsp, GstRtspServer  # noqa: E402
+
+ROLE = "user"
+
+# H.264 that looks like a typical IP camera stream: SPS/PPS repeated before
+# every IDR (config-interval=1), one keyframe per second, no B-frames.
+VIDEO = (
+    "videotestsrc is-live=true pattern=ball "
+    "! video/x-raw,format=I420,width={w},height={h},framerate={fps}/1 "
+    "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={fps} "
+    "bframes=0 threads=1 bitrate={kbps} "
+    "! video/x-h264,profile=constrained-baseline "
+    "! rtph264pay config-interval=1 pt=96 name=pay0"
+)
+
+# G.711 A-law, 8 kHz mono, 20 ms packets (160 samples), like most cameras.
+AUDIO = (
+    "audiotestsrc is-live=true wave=sine freq=440 volume=0.2 samplesperbuffer=160 "
+    "! audio/x-raw,format=S16LE,rate=8000,channels=1 "
+    "! alawenc ! rtppcmapay pt=8 name=pay1"
+)
+
+
+def launch(w, h, fps, kbps, audio):
+    desc = VIDEO.format(w=w, h=h, fps=fps, kbps=kbps)
+    if audio:
+        desc += " " + AUDIO
+    return "( " + desc + " )"
+
+
+MOUNTS = {
+    "/main": launch(640, 360, 25, 512, audio=True),
+    "/sub": launch(320, 180, 10, 128, audio=True),
+    "/video-only": launch(640, 360, 25, 512, audio=False),
+}
+
+
+def log(msg):
+    # Never let a closed stderr (the spawning test died) break shutdown.
+    try:
+        sys.stderr.write("rtsp_camera: %s\n" % msg)
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description="RTSP test camera")
+    p.add_argument("--port", type=int, required=True,
+                   help="TCP port to listen on (0 = pick a free one)")
+    p.add_argument("--user", help="require RTSP Basic auth with this user")
+    p.add_argument("--password", help="password for --user")
+    p.add_argument("--max-seconds", type=float, default=300.0,
+                   help="exit after this many seconds (default 300)")
+    p.add_argument("--ignore-stdin", action="store_true",
+                   help="do not exit when stdin reaches EOF")
+    args = p.parse_args(argv)
+    if (args.user is None) != (args.password is None):
+        p.error("--user and --password must be given together")
+    if not 0 <= args.port <= 65535:
+        p.error("--port must be in 0..65535")
+    if args.max_seconds <= 0:
+        p.error("--max-seconds must be positive")
+    return args
+
+
+def make_factory(launch_desc, with_auth):
+    factory = GstRtspServer.RTSPMediaFactory()
+    factory.set_launch(launch_desc)
+    factory.set_shared(True)
+    factory.set_protocols(GstRtsp.RTSPLowerTrans.TCP
+                          | GstRtsp.RTSPLowerTrans.UDP)
+    if with_auth:
+        # Equivalent of gst_rtsp_media_factory_add_role() in test-auth.c
+        # (that function is varargs, so use the structure variant).
+        role = Gst.Structure.new_empty(ROLE)
+        role.set_value(GstRtspServer.RTSP_PERM_MEDIA_FACTORY_ACCESS, True)
+        role.set_value(GstRtspServer.RTSP_PERM_MEDIA_FACTORY_CONSTRUCT, True)
+        factory.add_role_from_structure(role)
+    return factory
+
+
+def main(argv):
+    args = parse_args(argv)
+    Gst.init(None)
+
+    missing = [e for e in ("videotestsrc", "x264enc", "rtph264pay",
+                           "audiotestsrc", "alawenc", "rtppcmapay")
+               if Gst.ElementFactory.find(e) is None]
+    if missing:
+        log("missing GStreamer elements: " + ", ".join(missing))
+        return 2
+
+    loop = GLib.MainLoop()
+    exit_code = [0]
+
+    def quit_(reason, code=0):
+        exit_code[0] = code
+        loop.quit()
+        log("exiting: " + reason)
+        return GLib.SOURCE_REMOVE
+
+    server = GstRtspServer.RTSPServer()
+    server.set_address("127.0.0.1")
+    server.set_service(str(args.port))
+    server.set_backlog(64)  # default is 5; tests may connect in bursts
+
+    with_auth = args.user is not None
+    if with_auth:
+        auth = GstRtspServer.RTSPAuth()
+        token = GstRtspServer.RTSPToken()
+        token.set_string(GstRtspServer.RTSP_TOKEN_MEDIA_FACTORY_ROLE, ROLE)
+        auth.add_basic(GstRtspServer.RTSPAuth.make_basic(args.user, args.password),
+                       token)
+        # No default token: unauthenticated requests are answered with 401.
+        server.set_auth(auth)
+
+    mounts = server.get_mount_points()
+    for path, desc in MOUNTS.items():
+        mounts.add_factory(path, make_factory(desc, with_auth))
+
+    try:
+        if server.attach(None) == 0:
+            log("failed to attach server on 127.0.0.1:%d" % args.port)
+            return 1
+    except GLib.Error as e:
+        log("failed to listen on 127.0.0.1:%d: %s" % (args.port, e))
+        return 1
+    port = server.get_bound_port()
+    if port <= 0:
+        log("could not determine bound port")
+        return 1
+
+    # Expire timed-out sessions (clients that vanished without TEARDOWN).
+    pool = server.get_session_pool()
+
+    def cleanup():
+        pool.cleanup()
+        return GLib.SOURCE_CONTINUE
+
+    GLib.timeout_add_seconds(2, cleanup)
+
+    GLib.timeout_add(int(args.max_seconds * 1000), quit_,
+                     "max-seconds (%g) elapsed" % args.max_seconds)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        GLib.unix_signal_add(GLib.PRIORITY_HIGH, sig, quit_,
+                             "signal %d" % sig)
+
+    if not args.ignore_stdin:
+        stdin_fd = sys.stdin.fileno()
+
+        def on_stdin(fd, condition):
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                data = b""
+            if not data:
+                quit_("stdin closed")
+                return GLib.SOURCE_REMOVE
+            return GLib.SOURCE_CONTINUE
+
+        GLib.io_add_watch(stdin_fd, GLib.PRIORITY_DEFAULT,
+                          GLib.IO_IN | GLib.IO_HUP | GLib.IO_ERR, on_stdin)
+
+    sys.stdout.write("ready rtsp://127.0.0.1:%d\n" % port)
+    sys.stdout.flush()
+
+    loop.run()
+    return exit_code[0]
+
+
+if __name__ == "__main__":
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as e:  # argparse errors
+        code = e.code if isinstance(e.code, int) else 2
+    except BaseException as e:
+        log("fatal: %r" % (e,))
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    # Skip interpreter teardown: GStreamer streaming threads of still-running
+    # media must not keep (or crash) the process on the way out.
+    os._exit(code)

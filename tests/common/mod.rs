@@ -1,0 +1,355 @@
+//! Shared test harness: runs the real `nvr-node` binary, a real RTSP camera
+//! (GStreamer), a silent camera and a go2rtc stand-in, and speaks raw HTTP.
+//! On a failed assertion the node's command line and logs are printed.
+
+#![allow(dead_code)] // Each test binary uses a different part of the harness.
+
+pub mod http;
+pub mod relay;
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+pub use http::Response;
+
+/// A folder that is removed when dropped.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("nvr-node-test-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A port nothing listens on (bound, then released).
+pub fn closed_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The node binary, running with its own data folder and a free port.
+pub struct Node {
+    child: Child,
+    pub port: u16,
+    command: String,
+    logs: Arc<Mutex<String>>,
+}
+
+impl Node {
+    /// Starts the node with `DATA_DIR=data` and `RELAY_URL=relay_url`, plus `extra` variables.
+    pub fn start(data: &Path, relay_url: &str, extra: &[(&str, &str)]) -> Node {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_nvr-node"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("PORT", "0")
+            .env("DATA_DIR", data)
+            .env("RELAY_URL", relay_url)
+            .env("NODE_NAME", "test-node")
+            .env("LOG_LEVEL", "debug");
+        for (k, v) in extra {
+            command.env(k, v);
+        }
+        let description = format!("{command:?}");
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {description}: {e}"));
+        let logs = Arc::new(Mutex::new(String::new()));
+        let (port_tx, port_rx) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        let stdout_logs = logs.clone();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(port) = line.strip_prefix("listening on http://0.0.0.0:") {
+                    let _ = port_tx.send(port.parse::<u16>().ok());
+                }
+                stdout_logs.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        drain_into(child.stderr.take().unwrap(), logs.clone());
+        let port = port_rx.recv_timeout(Duration::from_secs(20)).ok().flatten();
+        let mut node = Node {
+            child,
+            port: 0,
+            command: description,
+            logs,
+        };
+        match port {
+            Some(port) => node.port = port,
+            None => {
+                let status = node.child.try_wait();
+                panic!(
+                    "node did not print its port; status {status:?}\n{}",
+                    node.report()
+                );
+            }
+        }
+        node
+    }
+
+    /// Everything the node printed so far.
+    pub fn logs(&self) -> String {
+        self.logs.lock().unwrap().clone()
+    }
+
+    fn report(&self) -> String {
+        format!(
+            "command: {}\n--- node output ---\n{}",
+            self.command,
+            self.logs()
+        )
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Response {
+        http::request(self.port, method, path, headers, body)
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        self.request("GET", path, &[], b"")
+    }
+
+    pub fn delete(&self, path: &str) -> Response {
+        self.request("DELETE", path, &[], b"")
+    }
+
+    pub fn post(&self, path: &str) -> Response {
+        self.request("POST", path, &[], b"")
+    }
+
+    pub fn post_json(&self, path: &str, body: &str) -> Response {
+        self.request(
+            "POST",
+            path,
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+    }
+
+    pub fn post_sdp(&self, path: &str, body: &str) -> Response {
+        self.request(
+            "POST",
+            path,
+            &[("Content-Type", "application/sdp")],
+            body.as_bytes(),
+        )
+    }
+
+    /// Adds a camera; panics unless the node answers 201.
+    pub fn add_camera(&self, body: serde_json::Value) -> serde_json::Value {
+        let response = self.post_json("/api/cameras", &body.to_string());
+        assert_eq!(response.status, 201, "{response}");
+        response.json()
+    }
+
+    /// Stops the node the hard way, as a crash or power cut would.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits for the node to exit on its own and returns its exit code.
+    pub fn wait(mut self) -> Option<i32> {
+        self.child.wait().ok().and_then(|s| s.code())
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if thread::panicking() {
+            eprintln!("{}", self.report());
+        }
+    }
+}
+
+fn drain_into(pipe: impl Read + Send + 'static, logs: Arc<Mutex<String>>) {
+    thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            logs.lock().unwrap().push_str(&format!("{line}\n"));
+        }
+    });
+}
+
+/// Polls `check` every 50 ms until it is true or `timeout` passes.
+pub fn wait_for(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+const SYSTEM_PYTHON: &str = "/usr/bin/python3";
+
+/// A real RTSP camera: GStreamer's RTSP server, run by `tests/camera/rtsp_camera.py`.
+/// It serves `/main` (H.264 640x360 25 fps + A-law audio), `/sub` and `/video-only`.
+pub struct Camera {
+    child: Child,
+    _stdin: ChildStdin,
+    pub port: u16,
+}
+
+impl Camera {
+    pub fn start() -> Camera {
+        Camera::start_with(&[])
+    }
+
+    /// A camera that requires these credentials.
+    pub fn with_credentials(user: &str, password: &str) -> Camera {
+        Camera::start_with(&["--user", user, "--password", password])
+    }
+
+    fn start_with(args: &[&str]) -> Camera {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/camera/rtsp_camera.py");
+        let mut child = Command::new(SYSTEM_PYTHON)
+            .arg(&script)
+            .args(["--port", "0", "--max-seconds", "600"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot run {SYSTEM_PYTHON} (Debian's python3 with python3-gi): {e}")
+            });
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let stderr = Arc::new(Mutex::new(String::new()));
+        drain_into(child.stderr.take().unwrap(), stderr.clone());
+        let mut line = String::new();
+        let _ = stdout.read_line(&mut line);
+        let Some(port) = line
+            .trim()
+            .strip_prefix("ready rtsp://127.0.0.1:")
+            .and_then(|p| p.parse().ok())
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            thread::sleep(Duration::from_millis(100));
+            panic!(
+                "the test camera did not start: needs {SYSTEM_PYTHON} with python3-gi, \
+                 gir1.2-gst-rtsp-server-1.0 and gstreamer1.0-plugins-{{base,good,bad,ugly}}\n\
+                 stdout: {line}\nstderr: {}",
+                stderr.lock().unwrap()
+            );
+        };
+        Camera {
+            child,
+            _stdin: stdin,
+            port,
+        }
+    }
+
+    /// `rtsp://[userinfo@]127.0.0.1:PORT{path}`.
+    pub fn url(&self, userinfo: &str, path: &str) -> String {
+        let userinfo = if userinfo.is_empty() {
+            String::new()
+        } else {
+            format!("{userinfo}@")
+        };
+        format!("rtsp://{userinfo}127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for Camera {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A "camera" that accepts TCP connections and never says a word.
+pub struct SilentCamera {
+    pub port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+impl SilentCamera {
+    pub fn start() -> SilentCamera {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        thread::spawn(move || {
+            let mut held: Vec<TcpStream> = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while !stopped.load(Ordering::Relaxed) && Instant::now() < deadline {
+                match listener.accept() {
+                    Ok((stream, _)) => held.push(stream),
+                    Err(_) => thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        });
+        SilentCamera { port, stop }
+    }
+
+    pub fn url(&self) -> String {
+        format!("rtsp://admin:silent-secret@127.0.0.1:{}/main", self.port)
+    }
+}
+
+impl Drop for SilentCamera {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Live ffprobe processes whose command line mentions `needle`.
+pub fn ffprobes_mentioning(needle: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline);
+            cmdline.contains("ffprobe") && cmdline.contains(needle)
+        })
+        .collect()
+}

@@ -1,0 +1,248 @@
+//! A stand-in for the stream relay, go2rtc, speaking the part of its HTTP API
+//! the node uses, as go2rtc 1.9 does (internal/streams/api.go, internal/webrtc):
+//! - `GET /api`: 200 with a JSON object carrying `version`.
+//! - `GET /api/streams`: 200, a JSON object of stream name to `{"producers": [{"url": src}]}`.
+//! - `PUT /api/streams?name=N&src=S`: adds or replaces stream N; 200, empty body.
+//! - `DELETE /api/streams?src=N`: removes stream N; 200, empty body, known or not.
+//! - `POST /api/webrtc?src=N` with an SDP offer: 201 `application/sdp` answer; 404 with
+//!   "stream not found" for an unknown stream; 500 with the error text on failure.
+//!
+//! Where it differs: it does no real WebRTC (the answer is a fixed SDP), and its failure text is scripted. Like go2rtc, its error
+//! text names the stream's source URL, password included, so tests can check that
+//! the node never passes it on. It records every request it receives.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use tiny_http::{Header, Response, Server};
+
+/// How the stand-in answers WHEP offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WebrtcMode {
+    Answer,
+    /// 500, as go2rtc answers when it cannot reach the camera.
+    Fail,
+    /// Waits this long before answering.
+    Slow(Duration),
+}
+
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub method: String,
+    pub path: String,
+    pub query: Vec<(String, String)>,
+    pub content_type: Option<String>,
+    pub body: String,
+}
+
+impl Received {
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Default)]
+struct State {
+    streams: BTreeMap<String, String>,
+    received: Vec<Received>,
+    mode: Option<WebrtcMode>,
+}
+
+pub struct Relay {
+    server: Arc<Server>,
+    state: Arc<Mutex<State>>,
+    pub port: u16,
+}
+
+pub const ANSWER_BODY: &str =
+    "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=go2rtc stand-in answer\r\nt=0 0\r\n";
+
+impl Relay {
+    pub fn start() -> Relay {
+        Relay::start_on(0)
+    }
+
+    /// Starts on 127.0.0.1:`port` (0: any free port).
+    pub fn start_on(port: u16) -> Relay {
+        let server = Arc::new(Server::http(("127.0.0.1", port)).expect("relay stand-in binds"));
+        let port = server.server_addr().to_ip().unwrap().port();
+        let state = Arc::new(Mutex::new(State::default()));
+        let (accepting, shared) = (server.clone(), state.clone());
+        thread::spawn(move || {
+            for request in accepting.incoming_requests() {
+                let state = shared.clone();
+                thread::spawn(move || handle(request, &state));
+            }
+        });
+        Relay {
+            server,
+            state,
+            port,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn set_webrtc_mode(&self, mode: WebrtcMode) {
+        self.state.lock().unwrap().mode = Some(mode);
+    }
+
+    pub fn streams(&self) -> BTreeMap<String, String> {
+        self.state.lock().unwrap().streams.clone()
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.state.lock().unwrap().received.clone()
+    }
+
+    /// Adds a stream as if the node (or a person) had registered it earlier.
+    pub fn add_stream(&self, name: &str, src: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .streams
+            .insert(name.into(), src.into());
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.server.unblock();
+    }
+}
+
+fn handle(mut request: tiny_http::Request, state: &Mutex<State>) {
+    let url = request.url().to_owned();
+    let (path, query) = url.split_once('?').unwrap_or((&url, ""));
+    let query: Vec<(String, String)> = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect();
+    let mut body = String::new();
+    let _ = request.as_reader().read_to_string(&mut body);
+    let received = Received {
+        method: request.method().as_str().to_owned(),
+        path: path.to_owned(),
+        query,
+        content_type: request
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Content-Type"))
+            .map(|h| h.value.as_str().to_owned()),
+        body,
+    };
+    let (status, content_type, text, delay) = answer(&received, state);
+    state.lock().unwrap().received.push(received);
+    thread::sleep(delay);
+    let mut response = Response::from_string(text).with_status_code(status);
+    if let Some(content_type) = content_type {
+        response = response.with_header(Header::from_bytes("Content-Type", content_type).unwrap());
+    }
+    let _ = request.respond(response);
+}
+
+type Answer = (u16, Option<&'static str>, String, Duration);
+
+fn answer(r: &Received, state: &Mutex<State>) -> Answer {
+    let mut state = state.lock().unwrap();
+    let plain = |status: u16, text: String| {
+        (
+            status,
+            Some("text/plain; charset=utf-8"),
+            text,
+            Duration::ZERO,
+        )
+    };
+    match (r.method.as_str(), r.path.as_str()) {
+        ("GET", "/api") => (
+            200,
+            Some("application/json"),
+            r#"{"version":"1.9.9","rtsp":{"listen":":8554"}}"#.into(),
+            Duration::ZERO,
+        ),
+        ("GET", "/api/streams") => {
+            let streams: serde_json::Map<String, serde_json::Value> = state
+                .streams
+                .iter()
+                .map(|(name, src)| {
+                    (
+                        name.clone(),
+                        serde_json::json!({ "producers": [{ "url": src }], "consumers": null }),
+                    )
+                })
+                .collect();
+            (
+                200,
+                Some("application/json"),
+                serde_json::Value::Object(streams).to_string(),
+                Duration::ZERO,
+            )
+        }
+        ("PUT", "/api/streams") => match (r.param("name").or(r.param("src")), r.param("src")) {
+            (Some(name), Some(src)) => {
+                state.streams.insert(name.to_owned(), src.to_owned());
+                plain(200, String::new())
+            }
+            _ => plain(400, String::new()),
+        },
+        ("DELETE", "/api/streams") => {
+            if let Some(name) = r.param("src") {
+                state.streams.remove(name);
+            }
+            plain(200, String::new())
+        }
+        ("POST", "/api/webrtc") => {
+            let Some(src) = r.param("src").and_then(|name| state.streams.get(name)) else {
+                return plain(404, "stream not found".into());
+            };
+            match state.mode.unwrap_or(WebrtcMode::Answer) {
+                WebrtcMode::Fail => plain(500, format!("streams: dial tcp: {src}: i/o timeout")),
+                WebrtcMode::Answer => (
+                    201,
+                    Some("application/sdp"),
+                    ANSWER_BODY.into(),
+                    Duration::ZERO,
+                ),
+                WebrtcMode::Slow(delay) => {
+                    (201, Some("application/sdp"), ANSWER_BODY.into(), delay)
+                }
+            }
+        }
+        _ => plain(404, "404 page not found".into()),
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                match u8::from_str_radix(hex, 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
