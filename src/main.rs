@@ -58,7 +58,10 @@ fn run() -> Result<(), String> {
         .parse()
         .map_err(|_| format!("LOG_LEVEL must be error, warn, info or debug, not {level:?}"))?;
     simple_logger::SimpleLogger::new()
-        .with_level(level)
+        .with_level(log::LevelFilter::Warn)
+        .with_module_level("nvr_node", level)
+        // ureq logs request URLs, whose query carries camera passwords.
+        .with_module_level("ureq", log::LevelFilter::Off)
         .init()
         .map_err(|e| e.to_string())?;
     let config = Config::from_vars(|name| std::env::var(name).ok())?;

@@ -43,6 +43,9 @@ impl Relay {
     pub fn new(base: &str) -> Relay {
         let agent = |total| {
             ureq::AgentBuilder::new()
+                // No kept-alive connections: a restarted relay would leave them stale,
+                // and a new connection to the board's own relay costs ~0.1 ms.
+                .max_idle_connections(0)
                 .timeout_connect(Duration::from_secs(2))
                 .timeout(total)
                 .build()

@@ -12,11 +12,12 @@
 //! the node never passes it on. It records every request it receives.
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
-
-use tiny_http::{Header, Response, Server};
+use std::time::{Duration, Instant};
 
 /// How the stand-in answers WHEP offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,9 +54,13 @@ struct State {
     mode: Option<WebrtcMode>,
 }
 
+/// Runs on its own accept loop, a thread per connection, so slow answers
+/// never hold up other requests; stopping it closes every connection, as a
+/// relay process that exits would.
 pub struct Relay {
-    server: Arc<Server>,
     state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+    connections: Arc<Mutex<Vec<TcpStream>>>,
     pub port: u16,
 }
 
@@ -67,23 +72,39 @@ impl Relay {
         Relay::start_on(0)
     }
 
-    /// Starts on 127.0.0.1:`port` (0: any free port).
+    /// Starts on 127.0.0.1:`port` (0: any free port). It stops by itself after 5 minutes.
     pub fn start_on(port: u16) -> Relay {
-        let server = Arc::new(Server::http(("127.0.0.1", port)).expect("relay stand-in binds"));
-        let port = server.server_addr().to_ip().unwrap().port();
-        let state = Arc::new(Mutex::new(State::default()));
-        let (accepting, shared) = (server.clone(), state.clone());
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("relay stand-in binds");
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let relay = Relay {
+            state: Arc::default(),
+            stop: Arc::default(),
+            connections: Arc::default(),
+            port,
+        };
+        let (state, stop, connections) = (
+            relay.state.clone(),
+            relay.stop.clone(),
+            relay.connections.clone(),
+        );
         thread::spawn(move || {
-            for request in accepting.incoming_requests() {
-                let state = shared.clone();
-                thread::spawn(move || handle(request, &state));
+            let deadline = Instant::now() + Duration::from_secs(300);
+            while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+                let Ok((stream, _)) = listener.accept() else {
+                    thread::sleep(Duration::from_millis(10));
+                    continue;
+                };
+                stream.set_nonblocking(false).unwrap();
+                connections
+                    .lock()
+                    .unwrap()
+                    .push(stream.try_clone().unwrap());
+                let state = state.clone();
+                thread::spawn(move || serve_connection(stream, &state));
             }
         });
-        Relay {
-            server,
-            state,
-            port,
-        }
+        relay
     }
 
     pub fn url(&self) -> String {
@@ -101,55 +122,96 @@ impl Relay {
     pub fn received(&self) -> Vec<Received> {
         self.state.lock().unwrap().received.clone()
     }
-
-    /// Adds a stream as if the node (or a person) had registered it earlier.
-    pub fn add_stream(&self, name: &str, src: &str) {
-        self.state
-            .lock()
-            .unwrap()
-            .streams
-            .insert(name.into(), src.into());
-    }
 }
 
 impl Drop for Relay {
     fn drop(&mut self) {
-        self.server.unblock();
+        self.stop.store(true, Ordering::Relaxed);
+        for connection in self.connections.lock().unwrap().drain(..) {
+            let _ = connection.shutdown(Shutdown::Both);
+        }
+        // Wait for the accept loop to let go of the port, so it can be bound again.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while TcpListener::bind(("127.0.0.1", self.port)).is_err() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 
-fn handle(mut request: tiny_http::Request, state: &Mutex<State>) {
-    let url = request.url().to_owned();
-    let (path, query) = url.split_once('?').unwrap_or((&url, ""));
-    let query: Vec<(String, String)> = query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(k), percent_decode(v))
-        })
-        .collect();
-    let mut body = String::new();
-    let _ = request.as_reader().read_to_string(&mut body);
-    let received = Received {
-        method: request.method().as_str().to_owned(),
-        path: path.to_owned(),
-        query,
-        content_type: request
-            .headers()
-            .iter()
-            .find(|h| h.field.equiv("Content-Type"))
-            .map(|h| h.value.as_str().to_owned()),
-        body,
-    };
-    let (status, content_type, text, delay) = answer(&received, state);
-    state.lock().unwrap().received.push(received);
-    thread::sleep(delay);
-    let mut response = Response::from_string(text).with_status_code(status);
-    if let Some(content_type) = content_type {
-        response = response.with_header(Header::from_bytes("Content-Type", content_type).unwrap());
+/// HTTP/1.1 keep-alive: requests with Content-Length bodies, one after another.
+fn serve_connection(stream: TcpStream, state: &Mutex<State>) {
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    while let Some(received) = read_request(&mut reader) {
+        let (status, content_type, text, delay) = answer(&received, state);
+        state.lock().unwrap().received.push(received);
+        thread::sleep(delay);
+        let mut head = format!(
+            "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\n",
+            reason(status),
+            text.len()
+        );
+        if let Some(content_type) = content_type {
+            head.push_str(&format!("Content-Type: {content_type}\r\n"));
+        }
+        head.push_str("\r\n");
+        if writer
+            .write_all(head.as_bytes())
+            .and_then(|_| writer.write_all(text.as_bytes()))
+            .is_err()
+        {
+            return;
+        }
     }
-    let _ = request.respond(response);
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Received> {
+    let mut line = String::new();
+    reader.read_line(&mut line).ok().filter(|n| *n > 0)?;
+    let mut parts = line.split_whitespace();
+    let (method, target) = (parts.next()?.to_owned(), parts.next()?.to_owned());
+    let (mut content_type, mut length) = (None, 0);
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).ok().filter(|n| *n > 0)?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        let (name, value) = header.split_once(':')?;
+        match name.trim().to_ascii_lowercase().as_str() {
+            "content-type" => content_type = Some(value.trim().to_owned()),
+            "content-length" => length = value.trim().parse().ok()?,
+            _ => {}
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+    Some(Received {
+        method,
+        path: path.to_owned(),
+        query: query
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|pair| {
+                let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                (percent_decode(k), percent_decode(v))
+            })
+            .collect(),
+        content_type,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        400 => "Bad Request",
+        404 => "Not Found",
+        _ => "Internal Server Error",
+    }
 }
 
 type Answer = (u16, Option<&'static str>, String, Duration);

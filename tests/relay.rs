@@ -1,0 +1,377 @@
+//! The node and the relay: stream registration, health, and WHEP forwarding
+//! with every outcome, against the go2rtc stand-in in `common/relay.rs`.
+
+mod common;
+
+use std::net::TcpListener;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::relay::{ANSWER_BODY, Relay, WebrtcMode};
+use common::{Node, SilentCamera, TempDir, closed_port, wait_for};
+use serde_json::{Value, json};
+
+const OFFER: &str = "v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n\
+a=group:BUNDLE 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\na=mid:0\r\na=recvonly\r\n\
+a=rtpmap:96 H264/90000\r\n";
+
+fn dead_url(secret: &str) -> String {
+    format!("rtsp://admin:{secret}@127.0.0.1:{}/main", closed_port())
+}
+
+fn id_of(camera: &Value) -> String {
+    camera["id"].as_str().unwrap().to_owned()
+}
+
+fn whep(node: &Node, id: &str) -> common::Response {
+    node.post_sdp(&format!("/api/whep/{id}"), OFFER)
+}
+
+#[test]
+fn cameras_are_registered_and_removed() {
+    let relay = Relay::start();
+    let dir = TempDir::new("relay-register");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let main = dead_url("reg-secret");
+    let sub = format!("{main}2");
+    let camera = node.add_camera(json!({ "name": "Door", "rtspUrl": main, "rtspSubUrl": sub }));
+    let id = id_of(&camera);
+    let sub_name = format!("{id}_sub");
+    assert!(
+        wait_for(Duration::from_secs(5), || relay.streams().len() == 2),
+        "streams: {:?}",
+        relay.streams()
+    );
+    assert_eq!(relay.streams().get(&id), Some(&main));
+    assert_eq!(relay.streams().get(&sub_name), Some(&sub));
+    let puts: Vec<_> = relay
+        .received()
+        .into_iter()
+        .filter(|r| r.method == "PUT")
+        .collect();
+    assert_eq!(puts.len(), 2, "{puts:?}");
+    assert!(puts.iter().all(|p| p.path == "/api/streams"));
+
+    let disabled =
+        node.add_camera(json!({ "name": "Off", "rtspUrl": dead_url("x"), "enabled": false }));
+
+    assert_eq!(node.delete(&format!("/api/cameras/{id}")).status, 204);
+    assert!(
+        wait_for(Duration::from_secs(5), || relay.streams().is_empty()),
+        "streams: {:?}",
+        relay.streams()
+    );
+    let deletes: Vec<_> = relay
+        .received()
+        .into_iter()
+        .filter(|r| r.method == "DELETE")
+        .collect();
+    let names: Vec<_> = deletes
+        .iter()
+        .map(|d| d.param("src").unwrap().to_owned())
+        .collect();
+    assert_eq!(names, vec![id.clone(), sub_name]);
+    assert!(
+        !relay
+            .received()
+            .iter()
+            .any(|r| r.query.iter().any(|(_, v)| v.contains(&id_of(&disabled)))),
+        "a disabled camera was registered"
+    );
+    assert!(
+        !node.logs().contains("reg-secret"),
+        "a password reached the log"
+    );
+}
+
+#[test]
+fn stored_cameras_are_registered_when_the_relay_comes_up() {
+    let relay_port = closed_port();
+    let relay_url = format!("http://127.0.0.1:{relay_port}");
+    let dir = TempDir::new("relay-startup");
+    let first = Node::start(dir.path(), &relay_url, &[]);
+    let camera = first.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("s") }));
+    assert_eq!(first.get("/api/status").json()["relayHealthy"], false);
+    first.kill();
+
+    // Relay up before the node starts: registered at start.
+    let relay = Relay::start_on(relay_port);
+    let second = Node::start(dir.path(), &relay_url, &[]);
+    assert!(
+        wait_for(Duration::from_secs(5), || relay
+            .streams()
+            .contains_key(&id_of(&camera))),
+        "not registered at start: {:?}",
+        relay.received()
+    );
+    assert!(wait_for(Duration::from_secs(3), || second
+        .get("/api/status")
+        .json()["relayHealthy"]
+        == true));
+
+    // The relay goes away: unhealthy within 10 s. It comes back empty: healthy
+    // again and the camera registered again within 10 s.
+    drop(relay);
+    let gone = Instant::now();
+    assert!(
+        wait_for(Duration::from_secs(10), || second.get("/api/status").json()
+            ["relayHealthy"]
+            == false),
+        "still healthy 10 s after the relay stopped"
+    );
+    eprintln!("relay loss noticed after {:?}", gone.elapsed());
+    let relay = Relay::start_on(relay_port);
+    let back = Instant::now();
+    assert!(
+        wait_for(Duration::from_secs(10), || relay
+            .streams()
+            .contains_key(&id_of(&camera))),
+        "not registered again after the relay came back"
+    );
+    eprintln!("relay return handled after {:?}", back.elapsed());
+    assert_eq!(second.get("/api/status").json()["relayHealthy"], true);
+}
+
+#[test]
+fn a_hung_relay_blocks_no_api_call() {
+    // Accepts connections and never answers, like a wedged relay.
+    let hung = SilentCamera::start();
+    let dir = TempDir::new("relay-hung");
+    let node = Node::start(dir.path(), &format!("http://127.0.0.1:{}", hung.port), &[]);
+    let started = Instant::now();
+    let camera = node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("h") }));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let started = Instant::now();
+    assert_eq!(
+        node.delete(&format!("/api/cameras/{}", id_of(&camera)))
+            .status,
+        204
+    );
+    assert_eq!(node.get("/api/status").json()["relayHealthy"], false);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn whep_offers_are_forwarded_and_answered() {
+    let relay = Relay::start();
+    let dir = TempDir::new("whep-ok");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("w") })));
+    assert!(wait_for(Duration::from_secs(5), || relay
+        .streams()
+        .contains_key(&id)));
+
+    let response = whep(&node, &id);
+    assert_eq!(response.status, 201, "{response}");
+    assert_eq!(response.header("Content-Type"), Some("application/sdp"));
+    assert_eq!(
+        response.text(),
+        ANSWER_BODY,
+        "the answer is passed on unchanged"
+    );
+    let offers: Vec<_> = relay
+        .received()
+        .into_iter()
+        .filter(|r| r.path == "/api/webrtc")
+        .collect();
+    assert_eq!(offers.len(), 1, "{offers:?}");
+    assert_eq!(offers[0].method, "POST");
+    assert_eq!(offers[0].param("src"), Some(id.as_str()));
+    assert_eq!(offers[0].content_type.as_deref(), Some("application/sdp"));
+    assert_eq!(offers[0].body, OFFER, "the offer is passed on unchanged");
+}
+
+#[test]
+fn whep_failures_are_502_without_the_relay_text() {
+    let relay = Relay::start();
+    let dir = TempDir::new("whep-fail");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let secret = "whep-Secret-99";
+    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url(secret) })));
+    let unregistered = id_of(
+        &node.add_camera(json!({ "name": "Off", "rtspUrl": dead_url(secret), "enabled": false })),
+    );
+    assert!(wait_for(Duration::from_secs(5), || relay
+        .streams()
+        .contains_key(&id)));
+
+    let missing = whep(&node, &unregistered);
+    assert_eq!(missing.status, 502, "relay 404: {missing}");
+    assert_eq!(missing.error(), "stream unavailable on the relay");
+
+    relay.set_webrtc_mode(WebrtcMode::Fail);
+    let failed = whep(&node, &id);
+    assert_eq!(failed.status, 502, "relay 500: {failed}");
+    assert_eq!(failed.error(), "stream relay could not start the stream");
+    let relay_said = relay.received().last().map(|r| r.path.clone());
+    assert_eq!(relay_said.as_deref(), Some("/api/webrtc"));
+
+    let logs = node.logs();
+    assert!(
+        !logs.contains(secret),
+        "the relay's text reached the log:\n{logs}"
+    );
+    for response in [&missing, &failed] {
+        assert!(
+            !response.text().contains(secret) && !response.text().contains("rtsp"),
+            "{response}"
+        );
+    }
+}
+
+#[test]
+fn whep_with_the_relay_down_is_502() {
+    let dir = TempDir::new("whep-down");
+    let node = Node::start(
+        dir.path(),
+        &format!("http://127.0.0.1:{}", closed_port()),
+        &[],
+    );
+    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("d") })));
+    let response = whep(&node, &id);
+    assert_eq!(response.status, 502, "{response}");
+    assert_eq!(response.error(), "stream relay unreachable");
+}
+
+#[test]
+fn whep_gives_up_on_a_silent_relay_after_15_seconds() {
+    let relay = Relay::start();
+    let dir = TempDir::new("whep-slow");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("d") })));
+    assert!(wait_for(Duration::from_secs(5), || relay
+        .streams()
+        .contains_key(&id)));
+    relay.set_webrtc_mode(WebrtcMode::Slow(Duration::from_secs(25)));
+    let started = Instant::now();
+    let response = whep(&node, &id);
+    let took = started.elapsed();
+    assert_eq!(response.status, 502, "{response}");
+    assert_eq!(response.error(), "stream relay unreachable");
+    assert!(
+        took >= Duration::from_secs(14) && took < Duration::from_secs(17),
+        "{took:?}"
+    );
+}
+
+type Headers<'a> = &'a [(&'a str, &'a str)];
+
+#[test]
+fn whep_bodies_are_checked() {
+    let relay = Relay::start();
+    let dir = TempDir::new("whep-bodies");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("b") })));
+    let path = format!("/api/whep/{id}");
+    let sdp = [("Content-Type", "application/sdp")];
+    let table: [(Headers, Vec<u8>, u16, &str); 7] = [
+        (&sdp, Vec::new(), 400, "missing or empty SDP offer"),
+        (&[], Vec::new(), 400, "missing or empty SDP offer"),
+        (&sdp, b"  \r\n ".to_vec(), 400, "missing or empty SDP offer"),
+        (&sdp, b"hello".to_vec(), 400, "not an SDP offer"),
+        (&sdp, b"v=0\r\n\xff\xfe".to_vec(), 400, "UTF-8"),
+        (
+            &[("Content-Type", "application/json")],
+            OFFER.as_bytes().to_vec(),
+            415,
+            "application/sdp",
+        ),
+        (
+            &sdp,
+            format!("{OFFER}{}", "a=x\r\n".repeat(14_000)).into_bytes(),
+            413,
+            "larger than 64 KiB",
+        ),
+    ];
+    for (headers, body, status, message) in table {
+        let response = node.request("POST", &path, headers, &body);
+        assert_eq!(
+            response.status,
+            status,
+            "{headers:?} {} bytes: {response}",
+            body.len()
+        );
+        assert!(response.error().contains(message), "{response}");
+    }
+    assert!(
+        !relay.received().iter().any(|r| r.path == "/api/webrtc"),
+        "a refused offer reached the relay"
+    );
+}
+
+#[test]
+fn past_64_requests_in_flight_the_node_answers_503() {
+    let relay = Relay::start();
+    let dir = TempDir::new("busy");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("b") })));
+    assert!(wait_for(Duration::from_secs(5), || relay
+        .streams()
+        .contains_key(&id)));
+    relay.set_webrtc_mode(WebrtcMode::Slow(Duration::from_secs(4)));
+    let port = node.port;
+    let offers: Vec<_> = (0..64)
+        .map(|_| {
+            let path = format!("/api/whep/{id}");
+            thread::spawn(move || {
+                common::http::request(
+                    port,
+                    "POST",
+                    &path,
+                    &[("Content-Type", "application/sdp")],
+                    OFFER.as_bytes(),
+                )
+                .status
+            })
+        })
+        .collect();
+    let relay_busy = wait_for(Duration::from_secs(3), || {
+        relay
+            .received()
+            .iter()
+            .filter(|r| r.path == "/api/webrtc")
+            .count()
+            == 64
+    });
+    assert!(relay_busy, "64 offers did not reach the relay");
+    let busy = node.get("/api/status");
+    assert_eq!(busy.status, 503, "{busy}");
+    assert_eq!(busy.header("Retry-After"), Some("1"));
+    busy.error();
+    let statuses: Vec<u16> = offers.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(statuses.iter().all(|s| *s == 201), "{statuses:?}");
+    assert_eq!(
+        node.get("/api/status").status,
+        200,
+        "the node recovers once they end"
+    );
+}
+
+#[test]
+fn status_never_waits_on_the_relay() {
+    // Relay health comes from the background check, never from the status call.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dir = TempDir::new("status-relay");
+    let node = Node::start(
+        dir.path(),
+        &format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port()),
+        &[],
+    );
+    let started = Instant::now();
+    for _ in 0..5 {
+        assert_eq!(node.get("/api/status").status, 200);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+}
