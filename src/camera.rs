@@ -10,14 +10,7 @@ use crate::error::Error;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Camera {
     pub id: Uuid,
-    pub name: String,
-    pub make: String,
-    pub model: String,
-    pub rtsp_url: String,
-    pub rtsp_sub_url: Option<String>,
-    pub enabled: bool,
-    pub record: bool,
-    pub detect: bool,
+    pub settings: Settings,
     /// None until a probe succeeds.
     pub capabilities: Option<Capabilities>,
 }
@@ -34,9 +27,9 @@ pub struct Capabilities {
     pub audio_codec: Option<String>,
 }
 
-/// A validated `POST /api/cameras` body.
-#[derive(Debug, PartialEq)]
-pub struct NewCamera {
+/// What a user sets for a camera: a validated `POST /api/cameras` body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
     pub name: String,
     pub make: String,
     pub model: String,
@@ -50,9 +43,9 @@ pub struct NewCamera {
 const MAX_NAME_CHARS: usize = 64;
 const MAX_URL_BYTES: usize = 2048;
 
-impl NewCamera {
+impl Settings {
     /// Parses and validates a JSON body; each error message names the field.
-    pub fn from_json(body: &[u8]) -> Result<NewCamera, Error> {
+    pub fn from_json(body: &[u8]) -> Result<Settings, Error> {
         let value: Value = serde_json::from_slice(body)
             .map_err(|e| Error::bad_request(format!("body is not valid JSON: {e}")))?;
         let Value::Object(fields) = value else {
@@ -76,7 +69,7 @@ impl NewCamera {
         if let Some(url) = rtsp_sub_url {
             check_rtsp_url("rtspSubUrl", url)?;
         }
-        Ok(NewCamera {
+        Ok(Settings {
             name: name.to_owned(),
             make: short_text(&fields, "make")?,
             model: short_text(&fields, "model")?,
@@ -186,8 +179,8 @@ mod tests {
     use super::*;
     use crate::error::Kind;
 
-    fn parse(body: &str) -> Result<NewCamera, Error> {
-        NewCamera::from_json(body.as_bytes())
+    fn parse(body: &str) -> Result<Settings, Error> {
+        Settings::from_json(body.as_bytes())
     }
 
     #[test]
@@ -199,7 +192,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             full,
-            NewCamera {
+            Settings {
                 name: "Porch".into(),
                 make: "Acme".into(),
                 model: "X1".into(),
@@ -351,7 +344,7 @@ mod tests {
             assert_eq!(err.kind, Kind::BadRequest, "{body}");
             assert!(err.message.contains(message), "{body}: {}", err.message);
         }
-        let invalid_utf8 = NewCamera::from_json(b"{\"name\":\"\xff\",\"rtspUrl\":\"rtsp://h/\"}");
+        let invalid_utf8 = Settings::from_json(b"{\"name\":\"\xff\",\"rtspUrl\":\"rtsp://h/\"}");
         assert_eq!(invalid_utf8.unwrap_err().kind, Kind::BadRequest);
     }
 

@@ -29,8 +29,8 @@ impl StreamChange {
     pub fn add(camera: &Camera) -> StreamChange {
         StreamChange::Add {
             id: camera.id,
-            main: camera.rtsp_url.clone(),
-            sub: camera.rtsp_sub_url.clone(),
+            main: camera.settings.rtsp_url.clone(),
+            sub: camera.settings.rtsp_sub_url.clone(),
         }
     }
 }
@@ -104,7 +104,7 @@ fn register_all(app: &App) {
     match app.db(|s| s.cameras()) {
         Ok(cameras) => cameras
             .iter()
-            .filter(|c| c.enabled)
+            .filter(|c| c.settings.enabled)
             .for_each(|c| app.sync_streams(StreamChange::add(c))),
         Err(e) => log::error!("relay: cannot list cameras to register: {e}"),
     }

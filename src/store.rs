@@ -6,7 +6,7 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use uuid::Uuid;
 
-use crate::camera::{Camera, Capabilities};
+use crate::camera::{Camera, Capabilities, Settings};
 use crate::event::Event;
 
 pub type Result<T> = rusqlite::Result<T>;
@@ -107,20 +107,21 @@ impl Store {
     }
 
     pub fn insert_camera(&self, camera: &Camera, created_at_ms: i64) -> Result<()> {
+        let settings = &camera.settings;
         self.conn.execute(
             "INSERT INTO camera (id, name, make, model, rtsp_url, rtsp_sub_url, enabled,
                                  record, detect, capabilities, created_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 camera.id.to_string(),
-                camera.name,
-                camera.make,
-                camera.model,
-                camera.rtsp_url,
-                camera.rtsp_sub_url,
-                camera.enabled,
-                camera.record,
-                camera.detect,
+                settings.name,
+                settings.make,
+                settings.model,
+                settings.rtsp_url,
+                settings.rtsp_sub_url,
+                settings.enabled,
+                settings.record,
+                settings.detect,
                 camera.capabilities.as_ref().map(capabilities_json),
                 created_at_ms,
             ],
@@ -175,14 +176,16 @@ fn camera_from_row(r: &Row) -> Result<Camera> {
     let capabilities: Option<String> = r.get(9)?;
     Ok(Camera {
         id: uuid_column(r, 0)?,
-        name: r.get(1)?,
-        make: r.get(2)?,
-        model: r.get(3)?,
-        rtsp_url: r.get(4)?,
-        rtsp_sub_url: r.get(5)?,
-        enabled: r.get(6)?,
-        record: r.get(7)?,
-        detect: r.get(8)?,
+        settings: Settings {
+            name: r.get(1)?,
+            make: r.get(2)?,
+            model: r.get(3)?,
+            rtsp_url: r.get(4)?,
+            rtsp_sub_url: r.get(5)?,
+            enabled: r.get(6)?,
+            record: r.get(7)?,
+            detect: r.get(8)?,
+        },
         // A row this version cannot read counts as not probed.
         capabilities: capabilities.and_then(|json| serde_json::from_str(&json).ok()),
     })
@@ -214,14 +217,16 @@ mod tests {
     fn camera(name: &str) -> Camera {
         Camera {
             id: Uuid::new_v4(),
-            name: name.into(),
-            make: "Acme".into(),
-            model: "".into(),
-            rtsp_url: "rtsp://u:p@h/main".into(),
-            rtsp_sub_url: None,
-            enabled: true,
-            record: false,
-            detect: true,
+            settings: Settings {
+                name: name.into(),
+                make: "Acme".into(),
+                model: "".into(),
+                rtsp_url: "rtsp://u:p@h/main".into(),
+                rtsp_sub_url: None,
+                enabled: true,
+                record: false,
+                detect: true,
+            },
             capabilities: None,
         }
     }
@@ -231,7 +236,7 @@ mod tests {
         let dir = temp_dir("cameras");
         let a = camera("a");
         let mut b = camera("b");
-        b.rtsp_sub_url = Some("rtsp://h/sub".into());
+        b.settings.rtsp_sub_url = Some("rtsp://h/sub".into());
         {
             let store = Store::open(&dir).unwrap();
             store.insert_camera(&a, 1).unwrap();

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::no_such_camera;
 use crate::app::App;
-use crate::camera::{Camera, Capabilities, NewCamera, redact};
+use crate::camera::{Camera, Capabilities, Settings, redact};
 use crate::error::{Error, Kind};
 use crate::http::Reply;
 use crate::relay_sync::StreamChange;
@@ -31,7 +31,8 @@ pub struct CameraView<'a> {
 
 impl<'a> CameraView<'a> {
     pub fn new(camera: &'a Camera, app: &App) -> CameraView<'a> {
-        let has_substream = camera.rtsp_sub_url.is_some();
+        let settings = &camera.settings;
+        let has_substream = settings.rtsp_sub_url.is_some();
         let capabilities = match &camera.capabilities {
             // The list shape leaves audioCodec out; only the probe response has it.
             Some(caps) => {
@@ -41,12 +42,12 @@ impl<'a> CameraView<'a> {
         };
         CameraView {
             id: camera.id.to_string(),
-            name: &camera.name,
-            make: &camera.make,
-            model: &camera.model,
-            enabled: camera.enabled,
-            record: camera.record,
-            detect: camera.detect,
+            name: &settings.name,
+            make: &settings.make,
+            model: &settings.model,
+            enabled: settings.enabled,
+            record: settings.record,
+            detect: settings.detect,
             capabilities,
             has_substream,
             online: app.is_online(camera.id),
@@ -96,32 +97,21 @@ pub fn list(app: &App) -> Result<Reply, Error> {
 /// Probes first (without the database lock), then stores: a failed probe
 /// still adds the camera, with empty capabilities.
 pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
-    let new = NewCamera::from_json(body)?;
-    let probed = app.prober.probe(&new.rtsp_url);
+    let settings = Settings::from_json(body)?;
+    let probed = app.prober.probe(&settings.rtsp_url);
     if let Err(e) = probed {
-        log::info!(
-            "new camera {:?} ({}): {}",
-            new.name,
-            redact(&new.rtsp_url),
-            e.message()
-        );
+        let (name, url) = (&settings.name, redact(&settings.rtsp_url));
+        log::info!("new camera {name:?} ({url}): {}", e.message());
     }
     let camera = Camera {
         id: Uuid::new_v4(),
-        name: new.name,
-        make: new.make,
-        model: new.model,
-        rtsp_url: new.rtsp_url,
-        rtsp_sub_url: new.rtsp_sub_url,
-        enabled: new.enabled,
-        record: new.record,
-        detect: new.detect,
+        settings,
         capabilities: probed.ok(),
     };
     app.db(|s| s.insert_camera(&camera, now_ms()))?;
-    log::info!("added camera {} {:?}", camera.id, camera.name);
+    log::info!("added camera {} {:?}", camera.id, camera.settings.name);
     app.set_online(camera.id, camera.capabilities.is_some());
-    if camera.enabled {
+    if camera.settings.enabled {
         app.sync_streams(StreamChange::add(&camera));
     }
     Ok(Reply::json(201, &CameraView::new(&camera, app)))
@@ -131,11 +121,11 @@ pub fn delete(app: &App, id: Uuid) -> Result<Reply, Error> {
     let camera = app
         .db(|s| s.delete_camera(id))?
         .ok_or_else(no_such_camera)?;
-    log::info!("deleted camera {id} {:?}", camera.name);
+    log::info!("deleted camera {id} {:?}", camera.settings.name);
     app.forget_online(id);
     app.sync_streams(StreamChange::Remove {
         id,
-        had_sub: camera.rtsp_sub_url.is_some(),
+        had_sub: camera.settings.rtsp_sub_url.is_some(),
     });
     Ok(Reply::no_content())
 }
@@ -143,19 +133,19 @@ pub fn delete(app: &App, id: Uuid) -> Result<Reply, Error> {
 /// Re-probes the main stream; a failure leaves the stored capabilities as they were.
 pub fn probe(app: &App, id: Uuid) -> Result<Reply, Error> {
     let camera = app.db(|s| s.camera(id))?.ok_or_else(no_such_camera)?;
-    match app.prober.probe(&camera.rtsp_url) {
+    match app.prober.probe(&camera.settings.rtsp_url) {
         Ok(caps) => {
             if !app.db(|s| s.set_capabilities(id, &caps))? {
                 return Err(no_such_camera());
             }
             app.set_online(id, true);
-            let view = CapabilitiesView::new(&caps, camera.rtsp_sub_url.is_some(), true);
+            let view = CapabilitiesView::new(&caps, camera.settings.rtsp_sub_url.is_some(), true);
             Ok(Reply::json(200, &view))
         }
         Err(e) => {
             log::info!(
                 "camera {id} ({}): {}",
-                redact(&camera.rtsp_url),
+                redact(&camera.settings.rtsp_url),
                 e.message()
             );
             app.set_online(id, false);
