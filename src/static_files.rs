@@ -9,11 +9,23 @@ struct Asset {
     body: &'static [u8],
 }
 
-const ASSETS: &[Asset] = &[Asset {
-    path: "/index.html",
-    content_type: "text/html; charset=utf-8",
-    body: include_bytes!("../www/index.html"),
-}];
+macro_rules! assets {
+    ($($path:literal => $content_type:literal),* $(,)?) => {
+        &[$(Asset {
+            path: concat!("/", $path),
+            content_type: $content_type,
+            body: include_bytes!(concat!("../www/", $path)),
+        }),*]
+    };
+}
+
+const ASSETS: &[Asset] = assets![
+    "index.html" => "text/html; charset=utf-8",
+    "live.html" => "text/html; charset=utf-8",
+    "live.css" => "text/css; charset=utf-8",
+    "live.js" => "text/javascript; charset=utf-8",
+    "whep.js" => "text/javascript; charset=utf-8",
+];
 
 pub fn get(path: &str) -> Result<Reply, Error> {
     let path = if path == "/" { "/index.html" } else { path };
