@@ -11,7 +11,6 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::prober::Prober;
 use crate::relay::Relay;
-use crate::relay_sync::StreamChange;
 use crate::store::{self, Store};
 
 pub struct App {
@@ -22,11 +21,12 @@ pub struct App {
     relay_healthy: AtomicBool,
     /// Whether each camera's last probe succeeded; in memory, so an idle node writes nothing.
     online: Mutex<HashMap<Uuid, bool>>,
-    stream_changes: mpsc::Sender<StreamChange>,
+    /// Asks the relay sync loop for a reconcile.
+    relay_nudges: mpsc::Sender<()>,
 }
 
 impl App {
-    pub fn new(config: &Config, store: Store, stream_changes: mpsc::Sender<StreamChange>) -> App {
+    pub fn new(config: &Config, store: Store, relay_nudges: mpsc::Sender<()>) -> App {
         App {
             node_name: config.node_name.clone(),
             prober: Prober::new(config.ffprobe.clone()),
@@ -34,7 +34,7 @@ impl App {
             store: Mutex::new(store),
             relay_healthy: AtomicBool::new(false),
             online: Mutex::new(HashMap::new()),
-            stream_changes,
+            relay_nudges,
         }
     }
 
@@ -64,10 +64,10 @@ impl App {
         lock(&self.online).remove(&id);
     }
 
-    /// Queues a change for the relay; never blocks on the relay.
-    pub fn sync_streams(&self, change: StreamChange) {
-        // The worker only stops with the process.
-        let _ = self.stream_changes.send(change);
+    /// Tells the relay sync loop that cameras changed; never blocks on the relay.
+    pub fn cameras_changed(&self) {
+        // The loop only stops with the process.
+        let _ = self.relay_nudges.send(());
     }
 }
 

@@ -77,10 +77,9 @@ fn run() -> Result<(), String> {
         .map_err(|e| format!("cannot listen on port {}: {e}", config.port))?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
 
-    let (stream_changes, stream_worker) = mpsc::channel();
-    let app = Arc::new(App::new(&config, store, stream_changes));
-    relay_sync::spawn_stream_worker(app.clone(), stream_worker);
-    relay_sync::spawn_health_check(app.clone());
+    let (relay_nudges, nudged) = mpsc::channel();
+    let app = Arc::new(App::new(&config, store, relay_nudges));
+    relay_sync::spawn(app.clone(), nudged);
 
     println!("listening on http://0.0.0.0:{port}");
     let _ = std::io::stdout().flush();

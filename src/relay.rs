@@ -5,11 +5,14 @@
 //! ureq's error messages carry the request URL, whose query holds the camera
 //! address with its password.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::time::Duration;
 
 /// The largest SDP answer accepted from the relay.
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
+/// The largest stream listing accepted from the relay.
+const MAX_LISTING_BYTES: u64 = 4 * 1024 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RelayError {
@@ -33,9 +36,9 @@ impl std::fmt::Display for RelayError {
 
 pub struct Relay {
     base: String,
-    /// For WHEP offers and stream changes: 2 s to connect, 15 s in all.
+    /// For WHEP offers, which wait for the camera: 2 s to connect, 15 s in all.
     agent: ureq::Agent,
-    /// For health checks: 2 s in all.
+    /// For health checks and stream changes, which go2rtc answers at once: 2 s in all.
     quick: ureq::Agent,
 }
 
@@ -65,14 +68,39 @@ impl Relay {
         self.quick.get(&self.url("/api")).call().is_ok()
     }
 
+    /// The relay's streams and their sources. The sources carry passwords: never log them.
+    pub fn streams(&self) -> Result<BTreeMap<String, Vec<String>>, RelayError> {
+        let response = send(self.quick.get(&self.url("/api/streams")).call())?;
+        let reader = response.into_reader().take(MAX_LISTING_BYTES);
+        let listing: serde_json::Value =
+            serde_json::from_reader(reader).map_err(|_| RelayError::Unreachable)?;
+        let Some(streams) = listing.as_object() else {
+            return Err(RelayError::Unreachable);
+        };
+        let sources = |stream: &serde_json::Value| -> Vec<String> {
+            let producers = stream["producers"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            producers
+                .iter()
+                .filter_map(|p| p["url"].as_str().map(str::to_owned))
+                .collect()
+        };
+        Ok(streams
+            .iter()
+            .map(|(name, stream)| (name.clone(), sources(stream)))
+            .collect())
+    }
+
     /// Adds or replaces the stream `name` with source `src`.
     pub fn put_stream(&self, name: &str, src: &str) -> Result<(), RelayError> {
-        let request = self.agent.put(&self.url("/api/streams"));
+        let request = self.quick.put(&self.url("/api/streams"));
         send(request.query("name", name).query("src", src).call()).map(drop)
     }
 
     pub fn delete_stream(&self, name: &str) -> Result<(), RelayError> {
-        let request = self.agent.delete(&self.url("/api/streams"));
+        let request = self.quick.delete(&self.url("/api/streams"));
         send(request.query("src", name).call()).map(drop)
     }
 

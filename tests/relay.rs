@@ -133,6 +133,46 @@ fn stored_cameras_are_registered_when_the_relay_comes_up() {
 }
 
 #[test]
+fn the_relay_is_reconciled_and_foreign_streams_are_left_alone() {
+    let relay = Relay::start();
+    let orphan = uuid::Uuid::new_v4().to_string();
+    relay.set_stream("garage", "rtsp://192.0.2.9/garage");
+    relay.set_stream("exec-thing", "exec:ffmpeg -i x");
+    relay.set_stream(&orphan, "rtsp://192.0.2.9/old");
+    relay.set_stream(&format!("{orphan}_sub"), "rtsp://192.0.2.9/old-sub");
+    let dir = TempDir::new("relay-reconcile");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let main = dead_url("rec");
+    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": main })));
+    let expected = |main: &str| {
+        let mut streams = std::collections::BTreeMap::new();
+        streams.insert("garage".to_owned(), "rtsp://192.0.2.9/garage".to_owned());
+        streams.insert("exec-thing".to_owned(), "exec:ffmpeg -i x".to_owned());
+        streams.insert(id.clone(), main.to_owned());
+        streams
+    };
+    assert!(
+        wait_for(Duration::from_secs(5), || relay.streams()
+            == expected(&main)),
+        "owned orphans removed, foreign streams kept: {:?}",
+        relay.streams()
+    );
+    // Someone changes our stream behind the node's back: it is put back within 10 s.
+    relay.set_stream(&id, "rtsp://192.0.2.9/hijacked");
+    let changed = Instant::now();
+    assert!(
+        wait_for(Duration::from_secs(12), || relay.streams()
+            == expected(&main)),
+        "source not restored: {:?}",
+        relay.streams()
+    );
+    eprintln!(
+        "a changed source was restored after {:?}",
+        changed.elapsed()
+    );
+}
+
+#[test]
 fn a_hung_relay_blocks_no_api_call() {
     // Accepts connections and never answers, like a wedged relay.
     let hung = SilentCamera::start();

@@ -11,7 +11,6 @@ use crate::app::App;
 use crate::camera::{Camera, Capabilities, Settings, redact};
 use crate::error::{Error, Kind};
 use crate::http::Reply;
-use crate::relay_sync::StreamChange;
 
 /// A camera as every response shows it.
 #[derive(Serialize)]
@@ -111,9 +110,7 @@ pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
     app.db(|s| s.insert_camera(&camera, now_ms()))?;
     log::info!("added camera {} {:?}", camera.id, camera.settings.name);
     app.set_online(camera.id, camera.capabilities.is_some());
-    if camera.settings.enabled {
-        app.sync_streams(StreamChange::add(&camera));
-    }
+    app.cameras_changed();
     Ok(Reply::json(201, &CameraView::new(&camera, app)))
 }
 
@@ -123,10 +120,7 @@ pub fn delete(app: &App, id: Uuid) -> Result<Reply, Error> {
         .ok_or_else(no_such_camera)?;
     log::info!("deleted camera {id} {:?}", camera.settings.name);
     app.forget_online(id);
-    app.sync_streams(StreamChange::Remove {
-        id,
-        had_sub: camera.settings.rtsp_sub_url.is_some(),
-    });
+    app.cameras_changed();
     Ok(Reply::no_content())
 }
 

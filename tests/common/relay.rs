@@ -122,6 +122,15 @@ impl Relay {
     pub fn received(&self) -> Vec<Received> {
         self.state.lock().unwrap().received.clone()
     }
+
+    /// Sets a stream as someone other than the node would (go2rtc's config file, a person).
+    pub fn set_stream(&self, name: &str, src: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .streams
+            .insert(name.into(), src.into());
+    }
 }
 
 impl Drop for Relay {
