@@ -11,15 +11,17 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::prober::Prober;
 use crate::relay::Relay;
+use crate::sessions::Sessions;
 use crate::store::{self, Store};
 
 pub struct App {
     pub node_name: String,
     pub prober: Prober,
     pub relay: Relay,
+    pub whep_sessions: Sessions,
     store: Mutex<Store>,
     relay_healthy: AtomicBool,
-    /// Whether each camera's last probe succeeded; in memory, so an idle node writes nothing.
+    /// Whether each camera answered its last check or probe; in memory, so an idle node writes nothing.
     online: Mutex<HashMap<Uuid, bool>>,
     /// Asks the relay sync loop for a reconcile.
     relay_nudges: mpsc::Sender<()>,
@@ -31,6 +33,7 @@ impl App {
             node_name: config.node_name.clone(),
             prober: Prober::new(config.ffprobe.clone()),
             relay: Relay::new(&config.relay_url),
+            whep_sessions: Sessions::default(),
             store: Mutex::new(store),
             relay_healthy: AtomicBool::new(false),
             online: Mutex::new(HashMap::new()),
@@ -62,6 +65,11 @@ impl App {
 
     pub fn forget_online(&self, id: Uuid) {
         lock(&self.online).remove(&id);
+    }
+
+    /// Drops the state of cameras for which `keep` is false.
+    pub fn retain_online(&self, keep: impl Fn(&Uuid) -> bool) {
+        lock(&self.online).retain(|id, _| keep(id));
     }
 
     /// Tells the relay sync loop that cameras changed; never blocks on the relay.

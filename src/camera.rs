@@ -163,6 +163,30 @@ fn host(authority: &str) -> &str {
     host_port.split(':').next().unwrap_or("")
 }
 
+/// Host, port (554 for rtsp, 322 for rtsps unless given) and whether TLS is used.
+pub fn rtsp_endpoint(url: &str) -> Option<(String, u16, bool)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let tls = scheme.eq_ignore_ascii_case("rtsps");
+    let authority = authority(rest);
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = host(authority);
+    let after_host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map_or("", |(_, after)| after),
+        None => &host_port[host.len()..],
+    };
+    let port = match after_host.strip_prefix(':') {
+        Some(port) if !port.is_empty() => port.parse().ok()?,
+        _ if tls => 322,
+        _ => 554,
+    };
+    (!host.is_empty()).then(|| (host.to_owned(), port, tls))
+}
+
+/// The URL without its user name and password.
+pub fn without_userinfo(url: &str) -> String {
+    redact(url).replacen("://***@", "://", 1)
+}
+
 /// A URL fit for a log line: user name and password replaced by `***`.
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -352,6 +376,30 @@ mod tests {
     fn error_messages_do_not_repeat_urls() {
         let err = parse(r#"{"name":"a","rtspUrl":"rtsp://admin:s3cret@h/x#y"}"#).unwrap_err();
         assert!(!err.message.contains("s3cret"), "{}", err.message);
+    }
+
+    #[test]
+    fn endpoints() {
+        let table = [
+            (
+                "rtsp://u:p@10.0.0.2:8554/main",
+                Some(("10.0.0.2", 8554, false)),
+            ),
+            ("rtsp://cam.local/main", Some(("cam.local", 554, false))),
+            ("RTSPS://cam/x", Some(("cam", 322, true))),
+            ("rtsp://[fe80::1]:1554/x", Some(("fe80::1", 1554, false))),
+            ("rtsp://[fe80::1]/x", Some(("fe80::1", 554, false))),
+            ("rtsp://cam:/x", Some(("cam", 554, false))),
+            ("rtsp://cam:99999/x", None),
+            ("rtsp:///x", None),
+        ];
+        for (url, want) in table {
+            let got = rtsp_endpoint(url);
+            let got = got.as_ref().map(|(h, p, t)| (h.as_str(), *p, *t));
+            assert_eq!(got, want, "{url}");
+        }
+        assert_eq!(without_userinfo("rtsp://a:b@h:1/x?y"), "rtsp://h:1/x?y");
+        assert_eq!(without_userinfo("rtsp://h/x"), "rtsp://h/x");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! on a developer's laptop.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 pub struct Config {
     pub port: u16,
@@ -9,6 +10,7 @@ pub struct Config {
     pub node_name: String,
     pub relay_url: String,
     pub ffprobe: PathBuf,
+    pub camera_check_interval: Duration,
 }
 
 pub const HELP: &str = "\
@@ -24,6 +26,8 @@ Environment:
   NODE_NAME   name shown in status (default: the host name)
   RELAY_URL   stream relay (go2rtc) API address (default http://127.0.0.1:1984)
   FFPROBE     ffprobe program used to probe cameras (default ffprobe from PATH)
+  CAMERA_CHECK_INTERVAL
+              how often each camera's liveness is checked (default 30s)
   LOG_LEVEL   error, warn, info or debug (default info)
 ";
 
@@ -44,12 +48,22 @@ impl Config {
                 "RELAY_URL must start with http://, not {relay_url:?}"
             ));
         }
+        let camera_check_interval = match var("CAMERA_CHECK_INTERVAL") {
+            None => Duration::from_secs(30),
+            Some(text) => humantime::parse_duration(text.trim())
+                .ok()
+                .filter(|d| *d >= Duration::from_secs(1))
+                .ok_or_else(|| {
+                    format!("CAMERA_CHECK_INTERVAL must be a duration of 1s or more, like 30s, not {text:?}")
+                })?,
+        };
         Ok(Config {
             port,
             data_dir: var("DATA_DIR").unwrap_or_else(|| "./data".into()).into(),
             node_name: var("NODE_NAME").unwrap_or_else(host_name),
             relay_url,
             ffprobe: var("FFPROBE").unwrap_or_else(|| "ffprobe".into()).into(),
+            camera_check_interval,
         })
     }
 }
@@ -85,6 +99,7 @@ mod tests {
         assert_eq!(c.relay_url, "http://127.0.0.1:1984");
         assert_eq!(c.ffprobe, PathBuf::from("ffprobe"));
         assert!(!c.node_name.is_empty());
+        assert_eq!(c.camera_check_interval, Duration::from_secs(30));
     }
 
     #[test]
@@ -95,8 +110,10 @@ mod tests {
             ("NODE_NAME", "garage"),
             ("RELAY_URL", "http://10.0.0.5:1984"),
             ("FFPROBE", "/opt/ffprobe"),
+            ("CAMERA_CHECK_INTERVAL", "1m 30s"),
         ])
         .unwrap();
+        assert_eq!(c.camera_check_interval, Duration::from_secs(90));
         assert_eq!(
             (
                 c.port,

@@ -103,9 +103,9 @@ impl Drop for InFlight {
 fn handle(app: &App, mut request: Request) {
     let method = request.method().as_str().to_owned();
     let url = request.url().to_owned();
-    let path = url.split_once('?').map_or(url.as_str(), |(path, _)| path);
+    let (path, query) = url.split_once('?').unwrap_or((&url, ""));
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        answer(app, &mut request, &method, path)
+        answer(app, &mut request, &method, path, query)
     }));
     let reply = match outcome {
         Ok(Ok(reply)) => reply,
@@ -122,13 +122,19 @@ fn handle(app: &App, mut request: Request) {
     log::debug!("{method} {path} -> {status}");
 }
 
-fn answer(app: &App, request: &mut Request, method: &str, path: &str) -> Result<Reply, Error> {
+fn answer(
+    app: &App,
+    request: &mut Request,
+    method: &str,
+    path: &str,
+    query: &str,
+) -> Result<Reply, Error> {
     let route = routes::route(method, path)?;
     let body = match route.body_kind() {
         Some(kind) => read_body(request, kind)?,
         None => Vec::new(),
     };
-    api::dispatch(app, route, body)
+    api::dispatch(app, route, query, body)
 }
 
 /// Reads a body of `kind`: a declared size over the limit, or the wrong

@@ -9,10 +9,12 @@ mod config;
 mod error;
 mod event;
 mod http;
+mod monitor;
 mod prober;
 mod relay;
 mod relay_sync;
 mod routes;
+mod sessions;
 mod static_files;
 mod store;
 
@@ -80,6 +82,7 @@ fn run() -> Result<(), String> {
     let (relay_nudges, nudged) = mpsc::channel();
     let app = Arc::new(App::new(&config, store, relay_nudges));
     relay_sync::spawn(app.clone(), nudged);
+    monitor::spawn(app.clone(), config.camera_check_interval);
 
     println!("listening on http://0.0.0.0:{port}");
     let _ = std::io::stdout().flush();

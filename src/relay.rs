@@ -34,6 +34,13 @@ impl std::fmt::Display for RelayError {
     }
 }
 
+/// The relay's answer to a WHEP offer.
+pub struct WhepAnswer {
+    pub sdp: String,
+    /// The relay's session resource, if it names one.
+    pub location: Option<String>,
+}
+
 pub struct Relay {
     base: String,
     /// For WHEP offers, which wait for the camera: 2 s to connect, 15 s in all.
@@ -105,13 +112,14 @@ impl Relay {
     }
 
     /// Forwards a WHEP offer for stream `name`; returns the SDP answer.
-    pub fn whep(&self, name: &str, offer: &str) -> Result<String, RelayError> {
+    pub fn whep(&self, name: &str, offer: &str) -> Result<WhepAnswer, RelayError> {
         let request = self
             .agent
             .post(&self.url("/api/webrtc"))
             .query("src", name)
             .set("Content-Type", "application/sdp");
         let response = send(request.send_string(offer))?;
+        let location = response.header("Location").map(str::to_owned);
         let mut answer = String::new();
         response
             .into_reader()
@@ -121,7 +129,26 @@ impl Relay {
         if answer.trim().is_empty() {
             return Err(RelayError::EmptyAnswer);
         }
-        Ok(answer)
+        Ok(WhepAnswer {
+            sdp: answer,
+            location,
+        })
+    }
+
+    /// Ends the relay's side of a WHEP session at its `Location`, resolved
+    /// against the relay's API; a location elsewhere is not followed.
+    pub fn end_session(&self, location: &str) -> Result<(), RelayError> {
+        let url = if location.starts_with("http://") || location.starts_with("https://") {
+            location.to_owned()
+        } else if location.starts_with('/') {
+            self.url(location)
+        } else {
+            self.url(&format!("/api/{location}"))
+        };
+        if !url.starts_with(&format!("{}/", self.base)) {
+            return Err(RelayError::Status(400));
+        }
+        send(self.quick.delete(&url).call()).map(drop)
     }
 }
 

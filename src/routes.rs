@@ -14,6 +14,9 @@ pub enum Route {
     DeleteCamera(Uuid),
     ProbeCamera(Uuid),
     Whep(Uuid),
+    WhepOptions(Uuid),
+    /// Ends the WHEP session (camera, session) named in a 201's `Location`.
+    EndWhepSession(Uuid, Uuid),
     /// A file of the browser UI; the path is the URL path.
     Ui(String),
 }
@@ -63,10 +66,22 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
         },
         ["cameras", id] => (
             "DELETE",
-            on(method, "DELETE", Route::DeleteCamera(uuid(id)?)),
+            on(method, "DELETE", Route::DeleteCamera(camera(id)?)),
         ),
-        ["cameras", id, "probe"] => ("POST", on(method, "POST", Route::ProbeCamera(uuid(id)?))),
-        ["whep", id] => ("POST", on(method, "POST", Route::Whep(uuid(id)?))),
+        ["cameras", id, "probe"] => ("POST", on(method, "POST", Route::ProbeCamera(camera(id)?))),
+        ["whep", id] => {
+            let id = camera(id)?;
+            let route = match method {
+                "POST" => Some(Route::Whep(id)),
+                "OPTIONS" => Some(Route::WhepOptions(id)),
+                _ => None,
+            };
+            ("POST, OPTIONS", route)
+        }
+        ["whep", id, session] => {
+            let route = Route::EndWhepSession(camera(id)?, uuid(session, "no such session")?);
+            ("DELETE", on(method, "DELETE", route))
+        }
         _ => return Err(Error::not_found("no such API endpoint")),
     };
     route.ok_or_else(|| Error::method_not_allowed(allow))
@@ -76,12 +91,16 @@ fn on(method: &str, wanted: &str, route: Route) -> Option<Route> {
     (method == wanted).then_some(route)
 }
 
-/// Camera ids are hyphenated UUIDs; anything else names no camera.
-fn uuid(segment: &str) -> Result<Uuid, Error> {
+fn camera(segment: &str) -> Result<Uuid, Error> {
+    uuid(segment, "no such camera")
+}
+
+/// Ids are hyphenated UUIDs; anything else names nothing.
+fn uuid(segment: &str, missing: &str) -> Result<Uuid, Error> {
     if segment.len() != 36 {
-        return Err(Error::not_found("no such camera"));
+        return Err(Error::not_found(missing));
     }
-    Uuid::try_parse(segment).map_err(|_| Error::not_found("no such camera"))
+    Uuid::try_parse(segment).map_err(|_| Error::not_found(missing))
 }
 
 #[cfg(test)]
@@ -118,6 +137,16 @@ mod tests {
                 Route::ProbeCamera(id()),
             ),
             ("POST", format!("/api/whep/{ID}"), Route::Whep(id())),
+            (
+                "OPTIONS",
+                format!("/api/whep/{ID}"),
+                Route::WhepOptions(id()),
+            ),
+            (
+                "DELETE",
+                format!("/api/whep/{ID}/{ID}"),
+                Route::EndWhepSession(id(), id()),
+            ),
             ("GET", "/".to_owned(), Route::Ui("/".to_owned())),
             (
                 "HEAD",
@@ -199,7 +228,22 @@ mod tests {
                 "GET",
                 format!("/api/whep/{ID}"),
                 Kind::MethodNotAllowed,
-                Some("POST"),
+                Some("POST, OPTIONS"),
+            ),
+            ("GET", "/api/whep/x".to_owned(), Kind::NotFound, None),
+            ("DELETE", format!("/api/whep/{ID}/x"), Kind::NotFound, None),
+            ("DELETE", format!("/api/whep/x/{ID}"), Kind::NotFound, None),
+            (
+                "POST",
+                format!("/api/whep/{ID}/{ID}"),
+                Kind::MethodNotAllowed,
+                Some("DELETE"),
+            ),
+            (
+                "PATCH",
+                format!("/api/whep/{ID}/{ID}"),
+                Kind::MethodNotAllowed,
+                Some("DELETE"),
             ),
             (
                 "POST",

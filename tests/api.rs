@@ -287,7 +287,7 @@ fn unknown_paths_and_wrong_methods() {
         ("PATCH", "/api/cameras".to_owned(), "GET, POST"),
         ("GET", format!("/api/cameras/{id}"), "DELETE"),
         ("GET", format!("/api/cameras/{id}/probe"), "POST"),
-        ("GET", format!("/api/whep/{id}"), "POST"),
+        ("GET", format!("/api/whep/{id}"), "POST, OPTIONS"),
         ("DELETE", "/".to_owned(), "GET, HEAD"),
     ];
     for (method, path, allow) in table {

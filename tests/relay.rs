@@ -235,24 +235,39 @@ fn whep_failures_are_502_without_the_relay_text() {
     let dir = TempDir::new("whep-fail");
     let node = Node::start(dir.path(), &relay.url(), &[]);
     let secret = "whep-Secret-99";
-    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url(secret) })));
-    let unregistered = id_of(
+    let main = dead_url(secret);
+    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": main })));
+    let disabled = id_of(
         &node.add_camera(json!({ "name": "Off", "rtspUrl": dead_url(secret), "enabled": false })),
     );
     assert!(wait_for(Duration::from_secs(5), || relay
         .streams()
         .contains_key(&id)));
 
-    let missing = whep(&node, &unregistered);
+    let off = whep(&node, &disabled);
+    assert_eq!(off.status, 502, "disabled: {off}");
+    assert_eq!(off.error(), "the camera is disabled");
+    assert!(!relay.received().iter().any(|r| r.path == "/api/webrtc"));
+
+    // The relay lost the stream (until the next reconcile): go2rtc answers 404.
+    relay.remove_stream(&id);
+    let missing = whep(&node, &id);
     assert_eq!(missing.status, 502, "relay 404: {missing}");
     assert_eq!(missing.error(), "stream unavailable on the relay");
 
+    relay.set_stream(&id, &main);
     relay.set_webrtc_mode(WebrtcMode::Fail);
     let failed = whep(&node, &id);
     assert_eq!(failed.status, 502, "relay 500: {failed}");
-    assert_eq!(failed.error(), "stream relay could not start the stream");
-    let relay_said = relay.received().last().map(|r| r.path.clone());
-    assert_eq!(relay_said.as_deref(), Some("/api/webrtc"));
+    assert_eq!(
+        failed.error(),
+        "stream relay could not start the stream (is the camera on?)"
+    );
+    let offers = relay
+        .received()
+        .into_iter()
+        .filter(|r| r.path == "/api/webrtc");
+    assert_eq!(offers.count(), 2, "the 404 and the 500 came from the relay");
 
     let logs = node.logs();
     assert!(
@@ -276,9 +291,15 @@ fn whep_with_the_relay_down_is_502() {
         &[],
     );
     let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("d") })));
+    let started = Instant::now();
     let response = whep(&node, &id);
     assert_eq!(response.status, 502, "{response}");
     assert_eq!(response.error(), "stream relay unreachable");
+    assert!(
+        started.elapsed() <= Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
@@ -413,5 +434,149 @@ fn status_never_waits_on_the_relay() {
         started.elapsed() < Duration::from_secs(1),
         "{:?}",
         started.elapsed()
+    );
+}
+
+#[test]
+fn whep_sessions_have_a_location_that_delete_ends() {
+    let relay = Relay::start();
+    let dir = TempDir::new("whep-session");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("s") })));
+    assert!(wait_for(Duration::from_secs(5), || relay
+        .streams()
+        .contains_key(&id)));
+
+    // go2rtc names no session for WHEP: the node's resource ends only on the node.
+    let answer = whep(&node, &id);
+    assert_eq!(answer.status, 201, "{answer}");
+    let location = answer.header("Location").expect("a Location").to_owned();
+    assert!(
+        location.starts_with(&format!("/api/whep/{id}/")),
+        "{location}"
+    );
+    assert_eq!(node.delete(&location).status, 204);
+    let again = node.delete(&location);
+    assert_eq!(again.status, 404, "{again}");
+    assert_eq!(again.error(), "no such session");
+    let other_camera = location.replace(&id, &uuid::Uuid::new_v4().to_string());
+    assert_eq!(node.delete(&other_camera).status, 404);
+
+    // A relay that names its session has it ended too.
+    relay.set_webrtc_mode(WebrtcMode::WithSession);
+    let answer = whep(&node, &id);
+    assert_eq!(answer.status, 201, "{answer}");
+    let location = answer.header("Location").unwrap().to_owned();
+    assert!(
+        !location.contains("webrtc?id"),
+        "the relay's own location is not shown: {location}"
+    );
+    assert_eq!(node.delete(&location).status, 204);
+    let ended = relay
+        .received()
+        .into_iter()
+        .find(|r| r.method == "DELETE" && r.path == "/api/webrtc");
+    assert_eq!(
+        ended
+            .and_then(|r| r.param("id").map(str::to_owned))
+            .as_deref(),
+        Some("1")
+    );
+}
+
+#[test]
+fn whep_options_answer_without_cors() {
+    let dir = TempDir::new("whep-options");
+    let node = Node::start(
+        dir.path(),
+        &format!("http://127.0.0.1:{}", closed_port()),
+        &[],
+    );
+    let id = uuid::Uuid::new_v4();
+    let headers = [
+        ("Origin", "http://evil.example"),
+        ("Access-Control-Request-Method", "POST"),
+    ];
+    let response = node.request("OPTIONS", &format!("/api/whep/{id}"), &headers, b"");
+    assert_eq!(response.status, 204, "{response}");
+    assert_eq!(response.header("Allow"), Some("POST, OPTIONS"));
+    assert_eq!(response.header("Accept-Post"), Some("application/sdp"));
+    assert!(
+        !response
+            .headers
+            .iter()
+            .any(|(k, _)| k.to_ascii_lowercase().starts_with("access-control-")),
+        "{response}"
+    );
+}
+
+#[test]
+fn whep_sub_stream_is_chosen_by_query() {
+    let relay = Relay::start();
+    let dir = TempDir::new("whep-sub");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let main = dead_url("sub");
+    let with_sub = id_of(
+        &node.add_camera(json!({ "name": "A", "rtspUrl": main, "rtspSubUrl": format!("{main}2") })),
+    );
+    let without = id_of(&node.add_camera(json!({ "name": "B", "rtspUrl": dead_url("sub") })));
+    assert!(wait_for(Duration::from_secs(5), || relay.streams().len() == 3));
+
+    let sub = node.post_sdp(&format!("/api/whep/{with_sub}?stream=sub"), OFFER);
+    assert_eq!(sub.status, 201, "{sub}");
+    let main_stream = node.post_sdp(&format!("/api/whep/{with_sub}?stream=main"), OFFER);
+    assert_eq!(main_stream.status, 201, "{main_stream}");
+    let sources: Vec<String> = relay
+        .received()
+        .into_iter()
+        .filter(|r| r.path == "/api/webrtc")
+        .filter_map(|r| r.param("src").map(str::to_owned))
+        .collect();
+    assert_eq!(sources, vec![format!("{with_sub}_sub"), with_sub.clone()]);
+
+    let none = node.post_sdp(&format!("/api/whep/{without}?stream=sub"), OFFER);
+    assert_eq!(none.status, 404, "{none}");
+    assert_eq!(none.error(), "this camera has no sub stream");
+    let bogus = node.post_sdp(&format!("/api/whep/{with_sub}?stream=4k"), OFFER);
+    assert_eq!(bogus.status, 400, "{bogus}");
+    assert_eq!(bogus.error(), "stream must be main or sub");
+}
+
+#[test]
+fn whep_offers_for_different_cameras_do_not_wait_on_each_other() {
+    let relay = Relay::start();
+    let dir = TempDir::new("whep-parallel");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let ids: Vec<String> = (0..4)
+        .map(|i| {
+            id_of(&node.add_camera(json!({ "name": format!("C{i}"), "rtspUrl": dead_url("p") })))
+        })
+        .collect();
+    assert!(wait_for(Duration::from_secs(5), || relay.streams().len() == 4));
+    relay.set_webrtc_mode(WebrtcMode::Slow(Duration::from_secs(2)));
+    let port = node.port;
+    let started = Instant::now();
+    let offers: Vec<_> = ids
+        .into_iter()
+        .map(|id| {
+            thread::spawn(move || {
+                let headers = [("Content-Type", "application/sdp")];
+                common::http::request(
+                    port,
+                    "POST",
+                    &format!("/api/whep/{id}"),
+                    &headers,
+                    OFFER.as_bytes(),
+                )
+                .status
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = offers.into_iter().map(|t| t.join().unwrap()).collect();
+    let took = started.elapsed();
+    assert_eq!(statuses, vec![201; 4]);
+    assert!(
+        took < Duration::from_millis(3500),
+        "4 offers of 2 s each took {took:?}"
     );
 }

@@ -109,7 +109,11 @@ pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
     };
     app.db(|s| s.insert_camera(&camera, now_ms()))?;
     log::info!("added camera {} {:?}", camera.id, camera.settings.name);
-    app.set_online(camera.id, camera.capabilities.is_some());
+    // Disabled cameras count as offline, whatever they answer.
+    app.set_online(
+        camera.id,
+        camera.settings.enabled && camera.capabilities.is_some(),
+    );
     app.cameras_changed();
     Ok(Reply::json(201, &CameraView::new(&camera, app)))
 }
@@ -132,7 +136,7 @@ pub fn probe(app: &App, id: Uuid) -> Result<Reply, Error> {
             if !app.db(|s| s.set_capabilities(id, &caps))? {
                 return Err(no_such_camera());
             }
-            app.set_online(id, true);
+            app.set_online(id, camera.settings.enabled);
             let view = CapabilitiesView::new(&caps, camera.settings.rtsp_sub_url.is_some(), true);
             Ok(Reply::json(200, &view))
         }

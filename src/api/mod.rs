@@ -12,7 +12,8 @@ use crate::http::Reply;
 use crate::routes::Route;
 use crate::static_files;
 
-pub fn dispatch(app: &App, route: Route, body: Vec<u8>) -> Result<Reply, Error> {
+/// Runs the handler for `route`; `query` is the URL after `?`.
+pub fn dispatch(app: &App, route: Route, query: &str, body: Vec<u8>) -> Result<Reply, Error> {
     match route {
         Route::Status => status::get(app),
         Route::Events => events::list(app),
@@ -20,7 +21,9 @@ pub fn dispatch(app: &App, route: Route, body: Vec<u8>) -> Result<Reply, Error> 
         Route::AddCamera => cameras::add(app, &body),
         Route::DeleteCamera(id) => cameras::delete(app, id),
         Route::ProbeCamera(id) => cameras::probe(app, id),
-        Route::Whep(id) => whep::offer(app, id, body),
+        Route::Whep(id) => whep::offer(app, id, query, body),
+        Route::WhepOptions(_) => whep::options(),
+        Route::EndWhepSession(camera, session) => whep::end(app, camera, session),
         Route::Ui(path) => static_files::get(&path),
     }
 }

@@ -1,5 +1,6 @@
-//! `POST /api/whep/{cameraId}`: forwards a browser's SDP offer to the relay
-//! and returns its answer, so the browser never talks to the relay itself.
+//! `/api/whep/{cameraId}`: forwards a browser's SDP offer to the relay and
+//! returns its answer, so the browser never talks to the relay itself; the
+//! answer names a session resource whose `DELETE` ends the session.
 
 use uuid::Uuid;
 
@@ -8,8 +9,11 @@ use crate::app::App;
 use crate::error::{Error, Kind};
 use crate::http::Reply;
 use crate::relay::RelayError;
+use crate::relay_sync::stream_name;
 
-pub fn offer(app: &App, id: Uuid, body: Vec<u8>) -> Result<Reply, Error> {
+/// `POST /api/whep/{id}[?stream=main|sub]` with an SDP offer.
+pub fn offer(app: &App, id: Uuid, query: &str, body: Vec<u8>) -> Result<Reply, Error> {
+    let sub = wants_sub_stream(query)?;
     let offer =
         String::from_utf8(body).map_err(|_| Error::bad_request("SDP offer must be UTF-8 text"))?;
     if offer.trim().is_empty() {
@@ -20,20 +24,89 @@ pub fn offer(app: &App, id: Uuid, body: Vec<u8>) -> Result<Reply, Error> {
             "body is not an SDP offer (it must start with v=)",
         ));
     }
-    app.db(|s| s.camera(id))?.ok_or_else(no_such_camera)?;
-    match app.relay.whep(&id.to_string(), &offer) {
-        Ok(answer) => Ok(Reply::bytes(201, "application/sdp", answer.into_bytes())),
-        Err(e) => {
-            // The relay's own text can carry the camera password: only the kind is logged or shown.
-            log::warn!("whep: camera {id}: {e}");
-            let message = match e {
+    let camera = app.db(|s| s.camera(id))?.ok_or_else(no_such_camera)?;
+    if sub && camera.settings.rtsp_sub_url.is_none() {
+        return Err(Error::not_found("this camera has no sub stream"));
+    }
+    if !camera.settings.enabled {
+        return Err(Error::new(Kind::BadGateway, "the camera is disabled"));
+    }
+    let answer = app.relay.whep(&stream_name(id, sub), &offer).map_err(|e| {
+        // The relay's own text can carry the camera password: only the kind is logged or shown.
+        log::warn!("whep: camera {id}: {e}");
+        Error::new(
+            Kind::BadGateway,
+            match e {
                 RelayError::Unreachable => "stream relay unreachable",
                 RelayError::Status(404) => "stream unavailable on the relay",
                 RelayError::Status(_) | RelayError::EmptyAnswer => {
-                    "stream relay could not start the stream"
+                    "stream relay could not start the stream (is the camera on?)"
                 }
-            };
-            Err(Error::new(Kind::BadGateway, message))
+            },
+        )
+    })?;
+    let session = app.whep_sessions.open(id, answer.location);
+    Ok(
+        Reply::bytes(201, "application/sdp", answer.sdp.into_bytes())
+            .with_header("Location", format!("/api/whep/{id}/{session}")),
+    )
+}
+
+fn wants_sub_stream(query: &str) -> Result<bool, Error> {
+    let stream = query
+        .split('&')
+        .filter_map(|pair| pair.strip_prefix("stream="))
+        .next_back();
+    match stream {
+        None | Some("main") => Ok(false),
+        Some("sub") => Ok(true),
+        Some(_) => Err(Error::bad_request("stream must be main or sub")),
+    }
+}
+
+/// `OPTIONS /api/whep/{id}`: what the endpoint takes; no CORS, the UI is same-origin.
+pub fn options() -> Result<Reply, Error> {
+    Ok(Reply::no_content()
+        .with_header("Allow", "POST, OPTIONS")
+        .with_header("Accept-Post", "application/sdp"))
+}
+
+/// `DELETE /api/whep/{id}/{session}`: ends the session, on the relay too where it named one.
+pub fn end(app: &App, camera: Uuid, session: Uuid) -> Result<Reply, Error> {
+    let session = app
+        .whep_sessions
+        .close(camera, session)
+        .ok_or_else(|| Error::not_found("no such session"))?;
+    if let Some(location) = session.relay_location
+        && let Err(e) = app.relay.end_session(&location)
+    {
+        log::info!("whep: ending the relay's session for camera {camera}: {e}");
+    }
+    Ok(Reply::no_content())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_choice() {
+        let table = [
+            ("", Ok(false)),
+            ("stream=main", Ok(false)),
+            ("stream=sub", Ok(true)),
+            ("x=1&stream=sub", Ok(true)),
+            ("stream=main&stream=sub", Ok(true)),
+        ];
+        for (query, want) in table {
+            assert_eq!(wants_sub_stream(query), want, "{query}");
+        }
+        for query in ["stream=", "stream=hd", "stream=SUB"] {
+            assert_eq!(
+                wants_sub_stream(query).unwrap_err().kind,
+                Kind::BadRequest,
+                "{query}"
+            );
         }
     }
 }

@@ -27,6 +27,9 @@ pub enum WebrtcMode {
     Fail,
     /// Waits this long before answering.
     Slow(Duration),
+    /// Answers with a `Location` for the session and ends it on `DELETE /api/webrtc?id=`,
+    /// as go2rtc does for WHIP sessions (not for WHEP ones).
+    WithSession,
 }
 
 #[derive(Clone, Debug)]
@@ -52,6 +55,8 @@ struct State {
     streams: BTreeMap<String, String>,
     received: Vec<Received>,
     mode: Option<WebrtcMode>,
+    sessions: Vec<String>,
+    next_session: u32,
 }
 
 /// Runs on its own accept loop, a thread per connection, so slow answers
@@ -123,6 +128,10 @@ impl Relay {
         self.state.lock().unwrap().received.clone()
     }
 
+    pub fn remove_stream(&self, name: &str) {
+        self.state.lock().unwrap().streams.remove(name);
+    }
+
     /// Sets a stream as someone other than the node would (go2rtc's config file, a person).
     pub fn set_stream(&self, name: &str, src: &str) {
         self.state
@@ -152,21 +161,23 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) {
     let mut writer = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
     while let Some(received) = read_request(&mut reader) {
-        let (status, content_type, text, delay) = answer(&received, state);
+        let answer = answer(&received, state);
         state.lock().unwrap().received.push(received);
-        thread::sleep(delay);
+        thread::sleep(answer.delay);
         let mut head = format!(
-            "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\n",
-            reason(status),
-            text.len()
+            "HTTP/1.1 {} {}\r\nContent-Length: {}\r\nContent-Type: {}\r\n",
+            answer.status,
+            reason(answer.status),
+            answer.body.len(),
+            answer.content_type,
         );
-        if let Some(content_type) = content_type {
-            head.push_str(&format!("Content-Type: {content_type}\r\n"));
+        if let Some(location) = &answer.location {
+            head.push_str(&format!("Location: {location}\r\n"));
         }
         head.push_str("\r\n");
         if writer
             .write_all(head.as_bytes())
-            .and_then(|_| writer.write_all(text.as_bytes()))
+            .and_then(|_| writer.write_all(answer.body.as_bytes()))
             .is_err()
         {
             return;
@@ -223,24 +234,41 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-type Answer = (u16, Option<&'static str>, String, Duration);
+struct Answer {
+    status: u16,
+    content_type: &'static str,
+    body: String,
+    delay: Duration,
+    location: Option<String>,
+}
+
+impl Answer {
+    fn new(status: u16, content_type: &'static str, body: impl Into<String>) -> Answer {
+        Answer {
+            status,
+            content_type,
+            body: body.into(),
+            delay: Duration::ZERO,
+            location: None,
+        }
+    }
+
+    fn plain(status: u16, body: impl Into<String>) -> Answer {
+        Answer::new(status, "text/plain; charset=utf-8", body)
+    }
+
+    fn sdp() -> Answer {
+        Answer::new(201, "application/sdp", ANSWER_BODY)
+    }
+}
 
 fn answer(r: &Received, state: &Mutex<State>) -> Answer {
     let mut state = state.lock().unwrap();
-    let plain = |status: u16, text: String| {
-        (
-            status,
-            Some("text/plain; charset=utf-8"),
-            text,
-            Duration::ZERO,
-        )
-    };
     match (r.method.as_str(), r.path.as_str()) {
-        ("GET", "/api") => (
+        ("GET", "/api") => Answer::new(
             200,
-            Some("application/json"),
-            r#"{"version":"1.9.9","rtsp":{"listen":":8554"}}"#.into(),
-            Duration::ZERO,
+            "application/json",
+            r#"{"version":"1.9.9","rtsp":{"listen":":8554"}}"#,
         ),
         ("GET", "/api/streams") => {
             let streams: serde_json::Map<String, serde_json::Value> = state
@@ -253,44 +281,63 @@ fn answer(r: &Received, state: &Mutex<State>) -> Answer {
                     )
                 })
                 .collect();
-            (
+            Answer::new(
                 200,
-                Some("application/json"),
+                "application/json",
                 serde_json::Value::Object(streams).to_string(),
-                Duration::ZERO,
             )
         }
         ("PUT", "/api/streams") => match (r.param("name").or(r.param("src")), r.param("src")) {
             (Some(name), Some(src)) => {
                 state.streams.insert(name.to_owned(), src.to_owned());
-                plain(200, String::new())
+                Answer::plain(200, "")
             }
-            _ => plain(400, String::new()),
+            _ => Answer::plain(400, ""),
         },
         ("DELETE", "/api/streams") => {
             if let Some(name) = r.param("src") {
                 state.streams.remove(name);
             }
-            plain(200, String::new())
+            Answer::plain(200, "")
         }
         ("POST", "/api/webrtc") => {
             let Some(src) = r.param("src").and_then(|name| state.streams.get(name)) else {
-                return plain(404, "stream not found".into());
+                return Answer::plain(404, "stream not found");
             };
             match state.mode.unwrap_or(WebrtcMode::Answer) {
-                WebrtcMode::Fail => plain(500, format!("streams: dial tcp: {src}: i/o timeout")),
-                WebrtcMode::Answer => (
-                    201,
-                    Some("application/sdp"),
-                    ANSWER_BODY.into(),
-                    Duration::ZERO,
-                ),
-                WebrtcMode::Slow(delay) => {
-                    (201, Some("application/sdp"), ANSWER_BODY.into(), delay)
+                WebrtcMode::Fail => {
+                    Answer::plain(500, format!("streams: dial tcp: {src}: i/o timeout"))
+                }
+                WebrtcMode::Answer => Answer::sdp(),
+                WebrtcMode::Slow(delay) => Answer {
+                    delay,
+                    ..Answer::sdp()
+                },
+                WebrtcMode::WithSession => {
+                    state.next_session += 1;
+                    let id = state.next_session.to_string();
+                    state.sessions.push(id.clone());
+                    Answer {
+                        location: Some(format!("webrtc?id={id}")),
+                        ..Answer::sdp()
+                    }
                 }
             }
         }
-        _ => plain(404, "404 page not found".into()),
+        ("DELETE", "/api/webrtc") => {
+            let known = state
+                .sessions
+                .iter()
+                .position(|s| Some(s.as_str()) == r.param("id"));
+            match known {
+                Some(index) => {
+                    state.sessions.remove(index);
+                    Answer::plain(200, "")
+                }
+                None => Answer::plain(404, ""),
+            }
+        }
+        _ => Answer::plain(404, "404 page not found"),
     }
 }
 
