@@ -1,10 +1,12 @@
 //! Configuration from environment variables, each with a default that works
 //! on a developer's laptop.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub struct Config {
+    pub listen_address: IpAddr,
     pub port: u16,
     pub data_dir: PathBuf,
     pub node_name: String,
@@ -16,12 +18,14 @@ pub struct Config {
 pub const HELP: &str = "\
 nvr-node: the local node of a network video recorder.
 
-Serves the Local Node API and the browser UI on http://0.0.0.0:PORT.
+Serves the Local Node API and the browser UI on http://LISTEN_ADDRESS:PORT.
 
 Usage: nvr-node [--help | --version]
 
 Environment:
   PORT        port to listen on (default 8080; 0 picks a free port)
+  LISTEN_ADDRESS
+              address to listen on (default 0.0.0.0: the whole LAN)
   DATA_DIR    folder for the SQLite database (default ./data)
   NODE_NAME   name shown in status (default: the host name)
   RELAY_URL   stream relay (go2rtc) API address (default http://127.0.0.1:1984)
@@ -42,6 +46,13 @@ impl Config {
                 .parse()
                 .map_err(|_| format!("PORT must be a number from 0 to 65535, not {p:?}"))?,
         };
+        let listen_address = match var("LISTEN_ADDRESS") {
+            None => IpAddr::from([0, 0, 0, 0]),
+            Some(a) => a
+                .trim()
+                .parse()
+                .map_err(|_| format!("LISTEN_ADDRESS must be an IP address, not {a:?}"))?,
+        };
         let relay_url = var("RELAY_URL").unwrap_or_else(|| "http://127.0.0.1:1984".into());
         if !(relay_url.starts_with("http://") || relay_url.starts_with("https://")) {
             return Err(format!(
@@ -58,6 +69,7 @@ impl Config {
                 })?,
         };
         Ok(Config {
+            listen_address,
             port,
             data_dir: var("DATA_DIR").unwrap_or_else(|| "./data".into()).into(),
             node_name: var("NODE_NAME").unwrap_or_else(host_name),
@@ -95,6 +107,7 @@ mod tests {
     fn defaults() {
         let c = config(&[]).unwrap();
         assert_eq!(c.port, 8080);
+        assert_eq!(c.listen_address.to_string(), "0.0.0.0");
         assert_eq!(c.data_dir, PathBuf::from("./data"));
         assert_eq!(c.relay_url, "http://127.0.0.1:1984");
         assert_eq!(c.ffprobe, PathBuf::from("ffprobe"));
@@ -138,6 +151,9 @@ mod tests {
             [("PORT", "http")],
             [("PORT", "70000")],
             [("RELAY_URL", "exec:x")],
+            [("CAMERA_CHECK_INTERVAL", "often")],
+            [("CAMERA_CHECK_INTERVAL", "10ms")],
+            [("LISTEN_ADDRESS", "localhost")],
         ] {
             assert!(config(&vars).is_err(), "{vars:?}");
         }

@@ -3,7 +3,7 @@
 //! responses.
 
 use std::io::{self, Cursor, Read};
-use std::net::TcpListener;
+use std::net::{IpAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -25,11 +25,11 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Request threads need little stack; the default 2 MiB would be wasted address space.
 const REQUEST_STACK_BYTES: usize = 256 * 1024;
 
-/// Binds 0.0.0.0:`port` with TCP_NODELAY set, which Linux passes on to every
+/// Binds `address`:`port` with TCP_NODELAY set, which Linux passes on to every
 /// accepted socket: tiny_http writes a response in several pieces, and with
 /// Nagle's algorithm each answer would wait ~40 ms for a delayed ACK.
-pub fn bind(port: u16) -> io::Result<TcpListener> {
-    let listener = TcpListener::bind(("0.0.0.0", port))?;
+pub fn bind(address: IpAddr, port: u16) -> io::Result<TcpListener> {
+    let listener = TcpListener::bind((address, port))?;
     set_nodelay(&listener)?;
     Ok(listener)
 }

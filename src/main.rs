@@ -75,16 +75,20 @@ fn run() -> Result<(), String> {
             config.data_dir.display()
         )
     })?;
-    let listener = http::bind(config.port)
-        .map_err(|e| format!("cannot listen on port {}: {e}", config.port))?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let listener = http::bind(config.listen_address, config.port).map_err(|e| {
+        format!(
+            "cannot listen on {}:{}: {e}",
+            config.listen_address, config.port
+        )
+    })?;
+    let address = listener.local_addr().map_err(|e| e.to_string())?;
 
     let (relay_nudges, nudged) = mpsc::channel();
     let app = Arc::new(App::new(&config, store, relay_nudges));
     relay_sync::spawn(app.clone(), nudged);
     monitor::spawn(app.clone(), config.camera_check_interval);
 
-    println!("listening on http://0.0.0.0:{port}");
+    println!("listening on http://{address}");
     let _ = std::io::stdout().flush();
     log::info!(
         "nvr-node {} serving as {:?}",

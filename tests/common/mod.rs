@@ -68,6 +68,8 @@ impl Node {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("PORT", "0")
+            // Test servers stay on loopback.
+            .env("LISTEN_ADDRESS", "127.0.0.1")
             .env("DATA_DIR", data)
             .env("RELAY_URL", relay_url)
             .env("NODE_NAME", "test-node")
@@ -88,7 +90,7 @@ impl Node {
         let stdout_logs = logs.clone();
         thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(port) = line.strip_prefix("listening on http://0.0.0.0:") {
+                if let Some(port) = line.strip_prefix("listening on http://127.0.0.1:") {
                     let _ = port_tx.send(port.parse::<u16>().ok());
                 }
                 stdout_logs.lock().unwrap().push_str(&format!("{line}\n"));
@@ -300,6 +302,119 @@ impl Drop for Camera {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The go2rtc stand-in that does real WebRTC (`tests/relay_webrtc/relay.py`,
+/// aiortc in the project's `.venv`): it pulls the camera's H.264 over RTSP/TCP
+/// and passes it through to the browser.
+pub struct WebrtcRelay {
+    child: Child,
+    _stdin: ChildStdin,
+    logs: Arc<Mutex<String>>,
+    pub port: u16,
+}
+
+impl WebrtcRelay {
+    /// Starts it on 127.0.0.1:`port` (0: a free port).
+    pub fn start_on(port: u16) -> WebrtcRelay {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let python = root.join(".venv/bin/python");
+        let mut child = Command::new(&python)
+            .arg(root.join("tests/relay_webrtc/relay.py"))
+            .args(["--port", &port.to_string(), "--max-seconds", "600"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot run {} (aiortc and aiohttp in .venv: run tests/run.sh): {e}",
+                    python.display()
+                )
+            });
+        let stdin = child.stdin.take().unwrap();
+        let logs = Arc::new(Mutex::new(String::new()));
+        drain_into(child.stderr.take().unwrap(), logs.clone());
+        let mut line = String::new();
+        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        let Some(port) = line
+            .trim()
+            .strip_prefix("ready http://127.0.0.1:")
+            .and_then(|p| p.parse().ok())
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            thread::sleep(Duration::from_millis(100));
+            panic!(
+                "the WebRTC relay stand-in did not start (needs .venv with aiortc and aiohttp)\n\
+                 stdout: {line}\nstderr: {}",
+                logs.lock().unwrap()
+            );
+        };
+        WebrtcRelay {
+            child,
+            _stdin: stdin,
+            logs,
+            port,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The relay's streams, as `GET /api/streams` lists them.
+    pub fn stream_names(&self) -> Vec<String> {
+        let response = http::request(self.port, "GET", "/api/streams", &[], b"");
+        response
+            .json()
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn logs(&self) -> String {
+        self.logs.lock().unwrap().clone()
+    }
+}
+
+impl Drop for WebrtcRelay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if thread::panicking() {
+            eprintln!("--- WebRTC relay stand-in output ---\n{}", self.logs());
+        }
+    }
+}
+
+/// Runs `tests/e2e/live_view.mjs` (headless Debian Chromium via playwright-core)
+/// on a live view page; returns its JSON verdict, with the command and its
+/// output in `"output"` for failure messages.
+pub fn live_view_in_browser(args: &[&str]) -> serde_json::Value {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut command = Command::new("node");
+    command.arg(root.join("tests/e2e/live_view.mjs")).args(args);
+    let description = format!("{command:?}");
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run node (Node.js, for playwright-core): {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report = format!(
+        "command: {description}\nstatus: {}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut verdict: serde_json::Value = stdout
+        .lines()
+        .rev()
+        .find_map(|line| serde_json::from_str(line).ok())
+        .unwrap_or_else(|| serde_json::json!({ "ok": false, "error": "no verdict printed" }));
+    if verdict["ok"] == true && !output.status.success() {
+        verdict["ok"] = false.into();
+    }
+    verdict["output"] = report.into();
+    verdict
 }
 
 /// A "camera" that accepts TCP connections and never says a word.
