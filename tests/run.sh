@@ -4,9 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages: ffprobe, and GStreamer's RTSP server for the test camera.
+# Debian packages: ffprobe, Chromium, and GStreamer's RTSP server for the test camera.
 packages=(
   ffmpeg
+  chromium
+  python3-venv
   python3-gi
   gir1.2-gst-rtsp-server-1.0
   gstreamer1.0-plugins-base
@@ -19,6 +21,8 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js for the browser tests, from Debian where the machine has none.
+command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   sudo=""
@@ -27,11 +31,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# The WebRTC relay stand-in's Python packages (aiortc, aiohttp) in a git-ignored venv.
+if ! .venv/bin/python -c "import aiortc, aiohttp" 2>/dev/null; then
+  python3 -m venv .venv
+  .venv/bin/pip install -q -r tests/relay_webrtc/requirements.txt
+fi
+# playwright-core drives Debian's Chromium; it downloads no browser of its own.
+if [ ! -d tests/e2e/node_modules/playwright-core ]; then
+  (cd tests/e2e && npm ci --no-audit --no-fund)
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo not found: install Rust 1.85 or newer with rustup (https://rustup.rs), then run this again" >&2
   exit 1
 fi
-for tool in ffprobe /usr/bin/python3; do
+for tool in ffprobe /usr/bin/python3 /usr/bin/chromium node; do
   command -v "$tool" >/dev/null 2>&1 || { echo "missing $tool after install" >&2; exit 1; }
 done
 /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer" \

@@ -1,0 +1,126 @@
+//! Live view end to end: a real browser (headless Debian Chromium) watches the
+//! real test camera through the node and a go2rtc stand-in doing real WebRTC,
+//! on the main and the sub stream, and again after the relay restarts.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{Camera, Node, TempDir, WebrtcRelay, closed_port, live_view_in_browser, wait_for};
+use serde_json::{Value, json};
+
+fn screenshot(name: &str) -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name).display().to_string()
+}
+
+fn watch(node: &Node, query: &str, shot: &str) -> Value {
+    let url = format!("http://127.0.0.1:{}/live.html?{query}", node.port);
+    let shot = screenshot(shot);
+    let verdict = live_view_in_browser(&["--url", &url, "--screenshot", &shot]);
+    assert_eq!(
+        verdict["ok"],
+        true,
+        "live view of {query} failed:\n{}",
+        verdict["output"].as_str().unwrap()
+    );
+    verdict
+}
+
+#[test]
+fn a_browser_sees_the_camera_live_before_and_after_a_relay_restart() {
+    let camera = Camera::start();
+    let relay_port = closed_port();
+    let relay = WebrtcRelay::start_on(relay_port);
+    let dir = TempDir::new("live");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let created = node.add_camera(json!({
+        "name": "Porch", "rtspUrl": camera.url("", "/main"), "rtspSubUrl": camera.url("", "/sub"),
+    }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    let sub_name = format!("{id}_sub");
+    assert!(
+        wait_for(Duration::from_secs(5), || relay.stream_names()
+            == vec![id.clone(), sub_name.clone()]),
+        "streams not registered: {:?}",
+        relay.stream_names()
+    );
+
+    let main = watch(&node, &format!("camera={id}"), "live-main.png");
+    assert_eq!(
+        (&main["videoWidth"], &main["videoHeight"]),
+        (&json!(640), &json!(360)),
+        "{main}"
+    );
+    let sub = watch(&node, &format!("camera={id}&stream=sub"), "live-sub.png");
+    assert_eq!(
+        (&sub["videoWidth"], &sub["videoHeight"]),
+        (&json!(320), &json!(180)),
+        "{sub}"
+    );
+
+    // The same page with the offer sent straight to the relay, for comparison.
+    let page = format!("http://127.0.0.1:{}/live.html?camera={id}", node.port);
+    let direct = live_view_in_browser(&[
+        "--url",
+        &page,
+        "--direct-relay",
+        &relay.url(),
+        "--camera",
+        &id,
+    ]);
+    assert_eq!(
+        direct["ok"],
+        true,
+        "direct:\n{}",
+        direct["output"].as_str().unwrap()
+    );
+    eprintln!(
+        "offer to first frame: through the node {} ms, straight to the relay {} ms",
+        main["offerToFirstFrameMs"], direct["offerToFirstFrameMs"]
+    );
+
+    // The relay restarts with no streams: the node registers them again.
+    drop(relay);
+    let relay = WebrtcRelay::start_on(relay_port);
+    let restarted = Instant::now();
+    assert!(
+        wait_for(Duration::from_secs(15), || relay.stream_names().len() == 2),
+        "streams not back 15 s after the relay restarted: {:?}",
+        relay.stream_names()
+    );
+    eprintln!(
+        "streams back {:?} after the relay restarted",
+        restarted.elapsed()
+    );
+    let again = watch(&node, &format!("camera={id}"), "live-after-restart.png");
+    assert_eq!(again["videoWidth"], 640, "{again}");
+}
+
+#[test]
+fn a_camera_that_is_down_gives_a_plain_message() {
+    let camera = Camera::start();
+    let relay = WebrtcRelay::start_on(0);
+    let dir = TempDir::new("live-down");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let url = camera.url("admin:live-secret", "/main");
+    let created = node.add_camera(json!({ "name": "Gone", "rtspUrl": url }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(wait_for(Duration::from_secs(5), || relay.stream_names()
+        == vec![id.clone()]));
+    drop(camera);
+
+    let page = format!("http://127.0.0.1:{}/live.html?camera={id}", node.port);
+    let started = Instant::now();
+    let verdict = live_view_in_browser(&["--url", &page, "--timeout-ms", "20000"]);
+    assert_eq!(verdict["ok"], false, "{verdict}");
+    let output = verdict["output"].as_str().unwrap();
+    assert!(
+        output.contains("stream relay could not start the stream (is the camera on?)"),
+        "the page shows the node's plain message:\n{output}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(!output.contains("live-secret") && !node.logs().contains("live-secret"));
+}
