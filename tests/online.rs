@@ -54,3 +54,64 @@ fn online_follows_the_camera() {
     eprintln!("camera loss seen after {:?}", gone.elapsed());
     assert!(!node.logs().contains("silent-secret"));
 }
+
+/// Bytes written by `pid` to storage so far, from /proc/PID/io.
+fn written_bytes(pid: u32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).expect("read /proc/PID/io");
+    let line = io
+        .lines()
+        .find(|l| l.starts_with("wchar:"))
+        .expect("wchar in /proc/PID/io");
+    line["wchar:".len()..].trim().parse().unwrap()
+}
+
+/// The data folder's files and their sizes and modification times.
+fn data_files(dir: &std::path::Path) -> Vec<(String, u64, std::time::SystemTime)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let meta = e.metadata().unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                meta.len(),
+                meta.modified().unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn an_idle_node_writes_nothing() {
+    let camera = Camera::start();
+    let dir = TempDir::new("idle");
+    let relay = common::relay::Relay::start();
+    let node = Node::start(
+        dir.path(),
+        &relay.url(),
+        &[("CAMERA_CHECK_INTERVAL", "1s"), ("LOG_LEVEL", "warn")],
+    );
+    node.add_camera(json!({ "name": "Porch", "rtspUrl": camera.url("", "/main") }));
+    std::thread::sleep(Duration::from_secs(2));
+    let (before, files) = (written_bytes(node.pid()), data_files(dir.path()));
+    // Checks every second, status polled as the UI does, relay health and reconcile running.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(6) {
+        assert_eq!(node.get("/api/status").status, 200);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(
+        data_files(dir.path()),
+        files,
+        "the data folder changed while idle"
+    );
+    // wchar counts write(2) to files and pipes (the log too); sockets use send(2).
+    let written = written_bytes(node.pid()) - before;
+    assert_eq!(written, 0, "bytes written while idle:\n{}", node.logs());
+    assert!(
+        wait_for(Duration::from_secs(1), || online(&node, "Porch") == true),
+        "the checks ran"
+    );
+}
