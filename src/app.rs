@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::prober::Prober;
 use crate::relay::Relay;
 use crate::sessions::Sessions;
+use crate::static_files::Ui;
 use crate::store::{self, Store};
 
 pub struct App {
@@ -19,6 +20,7 @@ pub struct App {
     pub prober: Prober,
     pub relay: Relay,
     pub whep_sessions: Sessions,
+    pub ui: Ui,
     store: Mutex<Store>,
     relay_healthy: AtomicBool,
     /// Whether each camera answered its last check or probe; in memory, so an idle node writes nothing.
@@ -34,6 +36,7 @@ impl App {
             prober: Prober::new(config.ffprobe.clone()),
             relay: Relay::new(&config.relay_url),
             whep_sessions: Sessions::default(),
+            ui: Ui::new(config.www_dir.clone()),
             store: Mutex::new(store),
             relay_healthy: AtomicBool::new(false),
             online: Mutex::new(HashMap::new()),

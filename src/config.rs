@@ -13,6 +13,8 @@ pub struct Config {
     pub relay_url: String,
     pub ffprobe: PathBuf,
     pub camera_check_interval: Duration,
+    /// Serve the UI from this folder instead of the embedded copy (development).
+    pub www_dir: Option<PathBuf>,
 }
 
 pub const HELP: &str = "\
@@ -32,6 +34,7 @@ Environment:
   FFPROBE     ffprobe program used to probe cameras (default ffprobe from PATH)
   CAMERA_CHECK_INTERVAL
               how often each camera's liveness is checked (default 30s)
+  WWW_DIR     serve the browser UI from this folder, not the built-in copy
   LOG_LEVEL   error, warn, info or debug (default info)
 ";
 
@@ -76,6 +79,7 @@ impl Config {
             relay_url,
             ffprobe: var("FFPROBE").unwrap_or_else(|| "ffprobe".into()).into(),
             camera_check_interval,
+            www_dir: var("WWW_DIR").map(PathBuf::from),
         })
     }
 }

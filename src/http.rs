@@ -189,6 +189,7 @@ fn has_media_type(request: &Request, wanted: &str) -> bool {
 }
 
 /// A response as handlers build it.
+#[derive(Debug)]
 pub struct Reply {
     pub status: u16,
     content_type: Option<&'static str>,

@@ -10,7 +10,6 @@ use crate::app::App;
 use crate::error::Error;
 use crate::http::Reply;
 use crate::routes::Route;
-use crate::static_files;
 
 /// Runs the handler for `route`; `query` is the URL after `?`.
 pub fn dispatch(app: &App, route: Route, query: &str, body: Vec<u8>) -> Result<Reply, Error> {
@@ -24,7 +23,7 @@ pub fn dispatch(app: &App, route: Route, query: &str, body: Vec<u8>) -> Result<R
         Route::Whep(id) => whep::offer(app, id, query, body),
         Route::WhepOptions(_) => whep::options(),
         Route::EndWhepSession(camera, session) => whep::end(app, camera, session),
-        Route::Ui(path) => static_files::get(&path),
+        Route::Ui(path) => app.ui.get(&path),
     }
 }
 
