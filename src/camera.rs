@@ -44,51 +44,108 @@ const MAX_NAME_CHARS: usize = 64;
 const MAX_URL_BYTES: usize = 2048;
 
 impl Settings {
-    /// Parses and validates a JSON body; each error message names the field.
+    /// Parses and validates a `POST /api/cameras` body; each error message names the field.
     pub fn from_json(body: &[u8]) -> Result<Settings, Error> {
+        let given = SettingsPatch::from_json(body)?;
+        let required = |field: &str| Error::bad_request(format!("{field} is required"));
+        Ok(Settings {
+            name: given.name.ok_or_else(|| required("name"))?,
+            rtsp_url: given.rtsp_url.ok_or_else(|| required("rtspUrl"))?,
+            make: given.make.unwrap_or_default(),
+            model: given.model.unwrap_or_default(),
+            rtsp_sub_url: given.rtsp_sub_url.flatten(),
+            enabled: given.enabled.unwrap_or(true),
+            record: given.record.unwrap_or(true),
+            detect: given.detect.unwrap_or(true),
+        })
+    }
+}
+
+/// A validated `PATCH /api/cameras/{id}` body: the fields given, each checked
+/// as at creation. JSON null counts as absent, except that `rtspSubUrl: null`
+/// removes the sub stream.
+#[derive(Debug, Default, PartialEq)]
+pub struct SettingsPatch {
+    pub name: Option<String>,
+    pub make: Option<String>,
+    pub model: Option<String>,
+    pub rtsp_url: Option<String>,
+    /// `Some(None)`: remove the sub stream.
+    pub rtsp_sub_url: Option<Option<String>>,
+    pub enabled: Option<bool>,
+    pub record: Option<bool>,
+    pub detect: Option<bool>,
+}
+
+impl SettingsPatch {
+    pub fn from_json(body: &[u8]) -> Result<SettingsPatch, Error> {
         let value: Value = serde_json::from_slice(body)
             .map_err(|e| Error::bad_request(format!("body is not valid JSON: {e}")))?;
         let Value::Object(fields) = value else {
             return Err(Error::bad_request("body must be a JSON object"));
         };
-        let name = required_str(&fields, "name")?.trim();
-        let name_chars = name.chars().count();
-        if name_chars == 0 || name_chars > MAX_NAME_CHARS {
-            return Err(Error::bad_request(format!(
-                "name must be 1 to {MAX_NAME_CHARS} characters"
-            )));
-        }
-        if name.chars().any(char::is_control) {
-            return Err(Error::bad_request(
-                "name must not contain control characters",
-            ));
-        }
-        let rtsp_url = required_str(&fields, "rtspUrl")?;
-        check_rtsp_url("rtspUrl", rtsp_url)?;
-        let rtsp_sub_url = optional_str(&fields, "rtspSubUrl")?;
-        if let Some(url) = rtsp_sub_url {
-            check_rtsp_url("rtspSubUrl", url)?;
-        }
-        Ok(Settings {
-            name: name.to_owned(),
+        let url = |field: &str| -> Result<Option<String>, Error> {
+            optional_str(&fields, field)?
+                .map(|url| check_rtsp_url(field, url).map(|()| url.to_owned()))
+                .transpose()
+        };
+        let rtsp_sub_url = match fields.get("rtspSubUrl") {
+            Some(Value::Null) => Some(None),
+            _ => url("rtspSubUrl")?.map(Some),
+        };
+        Ok(SettingsPatch {
+            name: optional_str(&fields, "name")?
+                .map(checked_name)
+                .transpose()?,
             make: short_text(&fields, "make")?,
             model: short_text(&fields, "model")?,
-            rtsp_url: rtsp_url.to_owned(),
-            rtsp_sub_url: rtsp_sub_url.map(str::to_owned),
-            enabled: optional_bool(&fields, "enabled")?.unwrap_or(true),
-            record: optional_bool(&fields, "record")?.unwrap_or(true),
-            detect: optional_bool(&fields, "detect")?.unwrap_or(true),
+            rtsp_url: url("rtspUrl")?,
+            rtsp_sub_url,
+            enabled: optional_bool(&fields, "enabled")?,
+            record: optional_bool(&fields, "record")?,
+            detect: optional_bool(&fields, "detect")?,
         })
     }
+
+    /// `settings` with the given fields changed.
+    pub fn apply(&self, settings: &Settings) -> Settings {
+        let pick = |new: &Option<String>, old: &String| new.clone().unwrap_or_else(|| old.clone());
+        Settings {
+            name: pick(&self.name, &settings.name),
+            make: pick(&self.make, &settings.make),
+            model: pick(&self.model, &settings.model),
+            rtsp_url: pick(&self.rtsp_url, &settings.rtsp_url),
+            rtsp_sub_url: self
+                .rtsp_sub_url
+                .clone()
+                .unwrap_or_else(|| settings.rtsp_sub_url.clone()),
+            enabled: self.enabled.unwrap_or(settings.enabled),
+            record: self.record.unwrap_or(settings.record),
+            detect: self.detect.unwrap_or(settings.detect),
+        }
+    }
+}
+
+/// A name: trimmed, 1 to 64 characters, no control characters.
+fn checked_name(name: &str) -> Result<String, Error> {
+    let name = name.trim();
+    let chars = name.chars().count();
+    if chars == 0 || chars > MAX_NAME_CHARS {
+        return Err(Error::bad_request(format!(
+            "name must be 1 to {MAX_NAME_CHARS} characters"
+        )));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(Error::bad_request(
+            "name must not contain control characters",
+        ));
+    }
+    Ok(name.to_owned())
 }
 
 /// A field that may be absent; JSON null counts as absent.
 fn field<'a>(fields: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
     fields.get(name).filter(|v| !v.is_null())
-}
-
-fn required_str<'a>(fields: &'a Map<String, Value>, name: &str) -> Result<&'a str, Error> {
-    optional_str(fields, name)?.ok_or_else(|| Error::bad_request(format!("{name} is required")))
 }
 
 fn optional_str<'a>(fields: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, Error> {
@@ -107,9 +164,11 @@ fn optional_bool(fields: &Map<String, Value>, name: &str) -> Result<Option<bool>
     }
 }
 
-/// `make` and `model`: optional, "" when absent, at most 64 characters of text.
-fn short_text(fields: &Map<String, Value>, name: &str) -> Result<String, Error> {
-    let text = optional_str(fields, name)?.unwrap_or("");
+/// `make` and `model`: at most 64 characters, no control characters.
+fn short_text(fields: &Map<String, Value>, name: &str) -> Result<Option<String>, Error> {
+    let Some(text) = optional_str(fields, name)? else {
+        return Ok(None);
+    };
     if text.chars().count() > MAX_NAME_CHARS {
         return Err(Error::bad_request(format!(
             "{name} must be at most {MAX_NAME_CHARS} characters"
@@ -120,7 +179,7 @@ fn short_text(fields: &Map<String, Value>, name: &str) -> Result<String, Error> 
             "{name} must not contain control characters"
         )));
     }
-    Ok(text.to_owned())
+    Ok(Some(text.to_owned()))
 }
 
 /// Only plain RTSP addresses reach ffprobe and the relay: go2rtc runs commands
@@ -370,6 +429,55 @@ mod tests {
         }
         let invalid_utf8 = Settings::from_json(b"{\"name\":\"\xff\",\"rtspUrl\":\"rtsp://h/\"}");
         assert_eq!(invalid_utf8.unwrap_err().kind, Kind::BadRequest);
+    }
+
+    #[test]
+    fn patches() {
+        let patch = |body: &str| SettingsPatch::from_json(body.as_bytes());
+        assert_eq!(patch("{}").unwrap(), SettingsPatch::default());
+        let base =
+            parse(r#"{"name":"a","rtspUrl":"rtsp://h/1","rtspSubUrl":"rtsp://h/2","make":"M"}"#)
+                .unwrap();
+        let renamed = patch(r#"{"name":" b ","record":false,"unknown":1}"#)
+            .unwrap()
+            .apply(&base);
+        assert_eq!((renamed.name.as_str(), renamed.record), ("b", false));
+        assert_eq!(
+            (renamed.rtsp_url.as_str(), renamed.make.as_str()),
+            ("rtsp://h/1", "M")
+        );
+        assert_eq!(renamed.rtsp_sub_url.as_deref(), Some("rtsp://h/2"));
+        let moved = patch(r#"{"rtspUrl":"rtsp://h/3","rtspSubUrl":null,"make":""}"#)
+            .unwrap()
+            .apply(&base);
+        assert_eq!(
+            (
+                moved.rtsp_url.as_str(),
+                moved.rtsp_sub_url,
+                moved.make.as_str()
+            ),
+            ("rtsp://h/3", None, "")
+        );
+        let nulls = patch(r#"{"name":null,"rtspUrl":null,"enabled":null}"#)
+            .unwrap()
+            .apply(&base);
+        assert_eq!(nulls, base, "null leaves a field as it is");
+        let table = [
+            (r#"{"name":""}"#, "name must be 1 to 64"),
+            (r#"{"name":1}"#, "name must be a string"),
+            (r#"{"rtspUrl":"exec:sh"}"#, "rtspUrl must be an rtsp"),
+            (
+                r#"{"rtspSubUrl":"rtsp://h/#x"}"#,
+                "rtspSubUrl must not contain a #",
+            ),
+            (r#"{"model":"\u0000"}"#, "model must not contain control"),
+            (r#"{"detect":"no"}"#, "detect must be true or false"),
+            ("[]", "JSON object"),
+        ];
+        for (body, message) in table {
+            let err = patch(body).expect_err(body);
+            assert!(err.message.contains(message), "{body}: {}", err.message);
+        }
     }
 
     #[test]

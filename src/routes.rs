@@ -11,6 +11,7 @@ pub enum Route {
     Events,
     ListCameras,
     AddCamera,
+    UpdateCamera(Uuid),
     DeleteCamera(Uuid),
     ProbeCamera(Uuid),
     Whep(Uuid),
@@ -40,7 +41,7 @@ impl BodyKind {
 impl Route {
     pub fn body_kind(&self) -> Option<BodyKind> {
         match self {
-            Route::AddCamera => Some(BodyKind::Json),
+            Route::AddCamera | Route::UpdateCamera(_) => Some(BodyKind::Json),
             Route::Whep(_) => Some(BodyKind::Sdp),
             _ => None,
         }
@@ -64,10 +65,15 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
             "POST" => ("GET, POST", Some(Route::AddCamera)),
             _ => ("GET, POST", None),
         },
-        ["cameras", id] => (
-            "DELETE",
-            on(method, "DELETE", Route::DeleteCamera(camera(id)?)),
-        ),
+        ["cameras", id] => {
+            let id = camera(id)?;
+            let route = match method {
+                "PATCH" => Some(Route::UpdateCamera(id)),
+                "DELETE" => Some(Route::DeleteCamera(id)),
+                _ => None,
+            };
+            ("DELETE, PATCH", route)
+        }
         ["cameras", id, "probe"] => ("POST", on(method, "POST", Route::ProbeCamera(camera(id)?))),
         ["whep", id] => {
             let id = camera(id)?;
@@ -125,6 +131,11 @@ mod tests {
                 "DELETE",
                 format!("/api/cameras/{ID}"),
                 Route::DeleteCamera(id()),
+            ),
+            (
+                "PATCH",
+                format!("/api/cameras/{ID}"),
+                Route::UpdateCamera(id()),
             ),
             (
                 "DELETE",
@@ -216,7 +227,7 @@ mod tests {
                 "GET",
                 format!("/api/cameras/{ID}"),
                 Kind::MethodNotAllowed,
-                Some("DELETE"),
+                Some("DELETE, PATCH"),
             ),
             (
                 "GET",

@@ -129,6 +129,29 @@ impl Store {
         Ok(())
     }
 
+    /// Writes a camera's settings and capabilities; returns whether it exists.
+    pub fn update_camera(&self, camera: &Camera) -> Result<bool> {
+        let settings = &camera.settings;
+        let n = self.conn.execute(
+            "UPDATE camera SET name = ?2, make = ?3, model = ?4, rtsp_url = ?5, rtsp_sub_url = ?6,
+                               enabled = ?7, record = ?8, detect = ?9, capabilities = ?10
+             WHERE id = ?1",
+            params![
+                camera.id.to_string(),
+                settings.name,
+                settings.make,
+                settings.model,
+                settings.rtsp_url,
+                settings.rtsp_sub_url,
+                settings.enabled,
+                settings.record,
+                settings.detect,
+                camera.capabilities.as_ref().map(capabilities_json),
+            ],
+        )?;
+        Ok(n > 0)
+    }
+
     /// Returns the camera that was deleted, if there was one.
     pub fn delete_camera(&self, id: Uuid) -> Result<Option<Camera>> {
         let camera = self.camera(id)?;
@@ -258,6 +281,14 @@ mod tests {
         }
         let store = Store::open(&dir).unwrap();
         assert_eq!(store.cameras().unwrap(), vec![a.clone(), b.clone()]);
+        let mut changed = b.clone();
+        changed.settings.name = "b2".into();
+        changed.settings.rtsp_sub_url = None;
+        changed.capabilities = None;
+        assert!(store.update_camera(&changed).unwrap());
+        assert_eq!(store.camera(b.id).unwrap(), Some(changed));
+        assert!(store.update_camera(&b).unwrap());
+        assert!(!store.update_camera(&camera("ghost")).unwrap());
         assert_eq!(store.camera(b.id).unwrap(), Some(b.clone()));
         assert_eq!(store.delete_camera(a.id).unwrap(), Some(a.clone()));
         assert_eq!(store.delete_camera(a.id).unwrap(), None);

@@ -285,7 +285,7 @@ fn unknown_paths_and_wrong_methods() {
         ("POST", "/api/status".to_owned(), "GET"),
         ("DELETE", "/api/events".to_owned(), "GET"),
         ("PATCH", "/api/cameras".to_owned(), "GET, POST"),
-        ("GET", format!("/api/cameras/{id}"), "DELETE"),
+        ("GET", format!("/api/cameras/{id}"), "DELETE, PATCH"),
         ("GET", format!("/api/cameras/{id}/probe"), "POST"),
         ("GET", format!("/api/whep/{id}"), "POST, OPTIONS"),
         ("DELETE", "/".to_owned(), "GET, HEAD"),
@@ -449,4 +449,71 @@ fn help_version_and_bad_configuration() {
         .unwrap();
     assert_eq!(bad_port.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad_port.stderr).contains("PORT must be a number"));
+}
+
+#[test]
+fn cameras_are_changed_with_patch() {
+    let dir = TempDir::new("patch");
+    let node = node(&dir);
+    let created = node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url(), "make": "Acme" }));
+    let path = format!("/api/cameras/{}", created["id"].as_str().unwrap());
+    let patch = |body: &str| {
+        node.request(
+            "PATCH",
+            &path,
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+    };
+
+    let renamed = patch(r#"{"name":" Front door ","record":false,"model":"X2","unknown":true}"#);
+    assert_eq!(renamed.status, 200, "{renamed}");
+    let mut expected = created.clone();
+    expected["name"] = json!("Front door");
+    expected["record"] = json!(false);
+    expected["model"] = json!("X2");
+    assert_eq!(renamed.json(), expected);
+    assert_eq!(node.get("/api/cameras").json(), json!([expected]));
+
+    let off = patch(r#"{"enabled":false,"detect":false}"#);
+    assert_eq!(off.status, 200, "{off}");
+    assert_eq!(
+        (&off.json()["enabled"], &off.json()["detect"]),
+        (&json!(false), &json!(false))
+    );
+    let unchanged = patch("{}");
+    assert_eq!(unchanged.json(), off.json());
+
+    let invalid = [
+        (r#"{"name":""}"#, "name must be 1 to 64"),
+        (r#"{"rtspUrl":"exec:/bin/sh"}"#, "rtspUrl must be an rtsp"),
+        (
+            r#"{"rtspSubUrl":"rtsp://h/x#y"}"#,
+            "rtspSubUrl must not contain a #",
+        ),
+        (r#"{"enabled":"yes"}"#, "enabled must be true or false"),
+        ("[]", "JSON object"),
+    ];
+    for (body, message) in invalid {
+        let response = patch(body);
+        assert_eq!(response.status, 400, "{body}: {response}");
+        assert!(response.error().contains(message), "{body}: {response}");
+    }
+    let wrong_type = node.request("PATCH", &path, &[("Content-Type", "text/plain")], b"{}");
+    assert_eq!(wrong_type.status, 415, "{wrong_type}");
+    assert_eq!(
+        node.get("/api/cameras").json(),
+        json!([off.json()]),
+        "bad input changed nothing"
+    );
+
+    let unknown = format!("/api/cameras/{}", uuid::Uuid::new_v4());
+    let missing = node.request(
+        "PATCH",
+        &unknown,
+        &[("Content-Type", "application/json")],
+        b"{\"name\":\"x\"}",
+    );
+    assert_eq!(missing.status, 404, "{missing}");
+    assert_eq!(missing.error(), "no such camera");
 }

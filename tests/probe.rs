@@ -227,3 +227,34 @@ fn a_missing_ffprobe_is_a_502_not_a_crash() {
     assert_eq!(response.status, 502, "{response}");
     assert!(response.error().contains("ffprobe"), "{response}");
 }
+
+#[test]
+fn a_new_main_url_is_probed() {
+    let camera = Camera::start();
+    let dir = TempDir::new("probe-patch");
+    let node = node(&dir);
+    let created = node.add_camera(
+        json!({ "name": "Late", "rtspUrl": format!("rtsp://127.0.0.1:{}/main", closed_port()) }),
+    );
+    assert_eq!(created["capabilities"], json!({}));
+    let path = format!("/api/cameras/{}", created["id"].as_str().unwrap());
+    let body = json!({ "rtspUrl": camera.url("", "/main"), "rtspSubUrl": camera.url("", "/sub") })
+        .to_string();
+    let response = node.request(
+        "PATCH",
+        &path,
+        &[("Content-Type", "application/json")],
+        body.as_bytes(),
+    );
+    assert_eq!(response.status, 200, "{response}");
+    let updated = response.json();
+    assert_eq!(
+        updated["capabilities"],
+        json!({ "hasSubstream": true, "videoCodec": "h264", "width": 640, "height": 360, "fps": 25 })
+    );
+    assert_eq!(
+        (&updated["online"], &updated["hasSubstream"]),
+        (&json!(true), &json!(true))
+    );
+    assert!(!response.text().contains("rtsp"), "{response}");
+}

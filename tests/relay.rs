@@ -580,3 +580,51 @@ fn whep_offers_for_different_cameras_do_not_wait_on_each_other() {
         "4 offers of 2 s each took {took:?}"
     );
 }
+
+#[test]
+fn patched_cameras_are_re_registered() {
+    let relay = Relay::start();
+    let dir = TempDir::new("relay-patch");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let first = dead_url("p1");
+    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": first })));
+    assert!(wait_for(Duration::from_secs(5), || relay
+        .streams()
+        .get(&id)
+        == Some(&first)));
+    let path = format!("/api/cameras/{id}");
+    let patch = |body: Value| {
+        let response = node.request(
+            "PATCH",
+            &path,
+            &[("Content-Type", "application/json")],
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(response.status, 200, "{response}");
+    };
+    let second = dead_url("p2");
+    patch(json!({ "rtspUrl": second, "rtspSubUrl": format!("{second}/sub") }));
+    assert!(
+        wait_for(Duration::from_secs(5), || relay.streams().get(&id)
+            == Some(&second)
+            && relay.streams().contains_key(&format!("{id}_sub"))),
+        "{:?}",
+        relay.streams()
+    );
+    patch(json!({ "enabled": false }));
+    assert!(
+        wait_for(Duration::from_secs(5), || relay.streams().is_empty()),
+        "{:?}",
+        relay.streams()
+    );
+    patch(json!({ "enabled": true, "rtspSubUrl": null }));
+    assert!(
+        wait_for(Duration::from_secs(5), || relay
+            .streams()
+            .keys()
+            .collect::<Vec<_>>()
+            == vec![&id]),
+        "{:?}",
+        relay.streams()
+    );
+}

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::no_such_camera;
 use crate::app::App;
-use crate::camera::{Camera, Capabilities, Settings, redact};
+use crate::camera::{Camera, Capabilities, Settings, SettingsPatch, redact};
 use crate::error::{Error, Kind};
 use crate::http::Reply;
 
@@ -116,6 +116,41 @@ pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
     );
     app.cameras_changed();
     Ok(Reply::json(201, &CameraView::new(&camera, app)))
+}
+
+/// Changes the fields given. A new main URL is probed first, without the
+/// database lock; the change itself is read, applied and written under it.
+pub fn update(app: &App, id: Uuid, body: &[u8]) -> Result<Reply, Error> {
+    let patch = SettingsPatch::from_json(body)?;
+    let before = app.db(|s| s.camera(id))?.ok_or_else(no_such_camera)?;
+    let new_url = patch
+        .rtsp_url
+        .as_ref()
+        .filter(|url| **url != before.settings.rtsp_url);
+    let probed = new_url.map(|url| app.prober.probe(url));
+    let camera = app
+        .db(|s| {
+            let Some(mut camera) = s.camera(id)? else {
+                return Ok(None);
+            };
+            camera.settings = patch.apply(&camera.settings);
+            if let Some(probed) = &probed {
+                camera.capabilities = probed.clone().ok();
+            }
+            Ok(s.update_camera(&camera)?.then_some(camera))
+        })?
+        .ok_or_else(no_such_camera)?;
+    log::info!("updated camera {id} {:?}", camera.settings.name);
+    if let Some(probed) = probed {
+        app.set_online(id, camera.settings.enabled && probed.is_ok());
+    }
+    if !camera.settings.enabled {
+        app.set_online(id, false);
+    }
+    if camera.settings != before.settings {
+        app.cameras_changed();
+    }
+    Ok(Reply::json(200, &CameraView::new(&camera, app)))
 }
 
 pub fn delete(app: &App, id: Uuid) -> Result<Reply, Error> {

@@ -18,6 +18,7 @@ pub fn dispatch(app: &App, route: Route, query: &str, body: Vec<u8>) -> Result<R
         Route::Events => events::list(app),
         Route::ListCameras => cameras::list(app),
         Route::AddCamera => cameras::add(app, &body),
+        Route::UpdateCamera(id) => cameras::update(app, id, &body),
         Route::DeleteCamera(id) => cameras::delete(app, id),
         Route::ProbeCamera(id) => cameras::probe(app, id),
         Route::Whep(id) => whep::offer(app, id, query, body),
