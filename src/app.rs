@@ -2,11 +2,13 @@
 //! relay client and the live state kept in memory.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, mpsc};
 
 use uuid::Uuid;
 
+use crate::cloud::LinkState;
 use crate::config::Config;
 use crate::error::Error;
 use crate::prober::Prober;
@@ -17,12 +19,15 @@ use crate::store::{self, Store};
 
 pub struct App {
     pub node_name: String,
+    pub data_dir: PathBuf,
+    pub max_events: u64,
     pub prober: Prober,
     pub relay: Relay,
     pub whep_sessions: Sessions,
     pub ui: Ui,
     store: Mutex<Store>,
     relay_healthy: AtomicBool,
+    cloud: Mutex<LinkState>,
     /// Whether each camera answered its last check or probe; in memory, so an idle node writes nothing.
     online: Mutex<HashMap<Uuid, bool>>,
     /// Asks the relay sync loop for a reconcile.
@@ -33,20 +38,67 @@ impl App {
     pub fn new(config: &Config, store: Store, relay_nudges: mpsc::Sender<()>) -> App {
         App {
             node_name: config.node_name.clone(),
+            data_dir: config.data_dir.clone(),
+            max_events: config.max_events,
             prober: Prober::new(config.ffprobe.clone()),
             relay: Relay::new(&config.relay_url),
             whep_sessions: Sessions::default(),
             ui: Ui::new(config.www_dir.clone()),
             store: Mutex::new(store),
             relay_healthy: AtomicBool::new(false),
+            cloud: Mutex::new(LinkState::Disabled),
             online: Mutex::new(HashMap::new()),
             relay_nudges,
         }
     }
 
     /// Runs `f` under the database lock. Keep `f` short: no I/O beyond SQLite.
-    pub fn db<T>(&self, f: impl FnOnce(&Store) -> store::Result<T>) -> Result<T, Error> {
-        f(&lock(&self.store)).map_err(|e| Error::internal("database", &e))
+    pub fn db<T>(&self, f: impl FnOnce(&mut Store) -> store::Result<T>) -> Result<T, Error> {
+        f(&mut lock(&self.store)).map_err(|e| Error::internal("database", &e))
+    }
+
+    /// Deletes clip files named relative to the data folder; a missing file is fine.
+    pub fn remove_clips(&self, clips: &[String]) {
+        for clip in clips {
+            let path = self.data_dir.join(clip);
+            if let Err(e) = std::fs::remove_file(&path)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                log::warn!("cannot delete clip {}: {e}", path.display());
+            }
+        }
+    }
+
+    pub fn cloud_state(&self) -> LinkState {
+        lock(&self.cloud).clone()
+    }
+
+    /// Changes the link's state, logging each change once (not each retry).
+    pub fn set_cloud_state(&self, state: LinkState) {
+        let mut current = lock(&self.cloud);
+        if *current == state {
+            return;
+        }
+        match &state {
+            LinkState::Error { message } => log::warn!("cloud link: error: {message}"),
+            LinkState::Unclaimed { .. } if current.name() == "unclaimed" => {
+                log::info!("cloud link: new claim code")
+            }
+            _ => log::info!("cloud link: {}", state.name()),
+        }
+        *current = state;
+    }
+
+    /// What the heartbeat tells the cloud: version, relay health, cameras.
+    pub fn cloud_summary(&self) -> serde_json::Value {
+        let cameras = self.db(|s| s.cameras()).unwrap_or_default();
+        let enabled = cameras.iter().filter(|c| c.settings.enabled).count();
+        let online = cameras.iter().filter(|c| self.is_online(c.id)).count();
+        serde_json::json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "relayHealthy": self.relay_healthy(),
+            "cameras": { "total": cameras.len(), "enabled": enabled, "online": online },
+        })
     }
 
     pub fn relay_healthy(&self) -> bool {

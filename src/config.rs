@@ -15,6 +15,10 @@ pub struct Config {
     pub camera_check_interval: Duration,
     /// Serve the UI from this folder instead of the embedded copy (development).
     pub www_dir: Option<PathBuf>,
+    /// Events kept; the oldest go first, with their clips.
+    pub max_events: u64,
+    /// The cloud service; None: the link is disabled and the node never calls out.
+    pub cloud_url: Option<String>,
 }
 
 pub const HELP: &str = "\
@@ -34,6 +38,8 @@ Environment:
   FFPROBE     ffprobe program used to probe cameras (default ffprobe from PATH)
   CAMERA_CHECK_INTERVAL
               how often each camera's liveness is checked (default 30s)
+      CLOUD_URL   the cloud service for remote access (default: none, the node never calls out)
+  MAX_EVENTS  events kept, the oldest dropped with their clips (default 10000)
   WWW_DIR     serve the browser UI from this folder, not the built-in copy
   LOG_LEVEL   error, warn, info or debug (default info)
 ";
@@ -71,6 +77,21 @@ impl Config {
                     format!("CAMERA_CHECK_INTERVAL must be a duration of 1s or more, like 30s, not {text:?}")
                 })?,
         };
+        let max_events =
+            match var("MAX_EVENTS") {
+                None => 10_000,
+                Some(n) => n.trim().parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    format!("MAX_EVENTS must be a whole number above 0, not {n:?}")
+                })?,
+            };
+        let cloud_url = var("CLOUD_URL").map(|url| url.trim().to_owned());
+        if let Some(url) = &cloud_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(format!(
+                "CLOUD_URL must start with https:// or http://, not {url:?}"
+            ));
+        }
         Ok(Config {
             listen_address,
             port,
@@ -80,6 +101,8 @@ impl Config {
             ffprobe: var("FFPROBE").unwrap_or_else(|| "ffprobe".into()).into(),
             camera_check_interval,
             www_dir: var("WWW_DIR").map(PathBuf::from),
+            max_events,
+            cloud_url,
         })
     }
 }
@@ -158,6 +181,8 @@ mod tests {
             [("CAMERA_CHECK_INTERVAL", "often")],
             [("CAMERA_CHECK_INTERVAL", "10ms")],
             [("LISTEN_ADDRESS", "localhost")],
+            [("MAX_EVENTS", "0")],
+            [("CLOUD_URL", "ftp://cloud")],
         ] {
             assert!(config(&vars).is_err(), "{vars:?}");
         }

@@ -6,6 +6,7 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     BadRequest,
+    Forbidden,
     NotFound,
     MethodNotAllowed,
     PayloadTooLarge,
@@ -20,6 +21,7 @@ impl Kind {
     pub fn status(self) -> u16 {
         match self {
             Kind::BadRequest => 400,
+            Kind::Forbidden => 403,
             Kind::NotFound => 404,
             Kind::MethodNotAllowed => 405,
             Kind::PayloadTooLarge => 413,
@@ -88,6 +90,7 @@ mod tests {
     fn statuses() {
         let table = [
             (Kind::BadRequest, 400),
+            (Kind::Forbidden, 403),
             (Kind::NotFound, 404),
             (Kind::MethodNotAllowed, 405),
             (Kind::PayloadTooLarge, 413),

@@ -1,6 +1,9 @@
 //! Detection events as stored: what a camera saw, when, and where its clip is.
 
+use serde_json::Value;
 use uuid::Uuid;
+
+use crate::error::Error;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
@@ -12,6 +15,8 @@ pub struct Event {
     pub started_at_ms: i64,
     pub ended_at_ms: i64,
     pub clip_status: String,
+    /// The clip file, relative to `DATA_DIR`.
+    pub clip_path: Option<String>,
 }
 
 /// `2026-11-22T10:04:05.123Z`: ISO 8601, UTC, milliseconds.
@@ -24,6 +29,103 @@ pub fn format_timestamp(ms: i64) -> String {
 mod tests {
     use super::*;
 
+    fn new_event(body: serde_json::Value) -> Result<NewEvent, Error> {
+        NewEvent::from_json(body.to_string().as_bytes())
+    }
+
+    #[test]
+    fn valid_events() {
+        let id = Uuid::new_v4();
+        let event = new_event(serde_json::json!({
+            "cameraId": id.to_string(), "kind": "person", "score": 0.87,
+            "startedAt": "2026-11-22T10:04:05.123Z", "endedAt": "2026-11-22T10:04:09.000Z",
+            "clipPath": "clips/2026/a.mp4", "extra": 1,
+        }))
+        .unwrap();
+        assert_eq!(
+            event,
+            NewEvent {
+                camera_id: id,
+                kind: "person".into(),
+                score: 0.87,
+                started_at_ms: 1_795_341_845_123,
+                ended_at_ms: 1_795_341_849_000,
+                clip_path: Some("clips/2026/a.mp4".into()),
+            }
+        );
+        let bounds = new_event(serde_json::json!({
+            "cameraId": id.to_string(), "kind": "package", "score": 1,
+            "startedAt": "2026-11-22T10:04:05Z", "endedAt": "2026-11-22T10:04:05Z",
+        }))
+        .unwrap();
+        assert_eq!((bounds.score, bounds.clip_path), (1.0, None));
+    }
+
+    #[test]
+    fn invalid_events() {
+        let good = serde_json::json!({
+            "cameraId": Uuid::new_v4().to_string(), "kind": "motion", "score": 0.5,
+            "startedAt": "2026-11-22T10:04:05.123Z", "endedAt": "2026-11-22T10:04:06.123Z",
+        });
+        let table: [(&str, serde_json::Value, &str); 16] = [
+            ("cameraId", serde_json::Value::Null, "cameraId is required"),
+            ("cameraId", "cam-1".into(), "cameraId must be a camera id"),
+            (
+                "kind",
+                "dog".into(),
+                "kind must be one of motion, person, vehicle, animal, package",
+            ),
+            ("kind", 3.into(), "kind must be a string"),
+            ("score", 1.5.into(), "score must be a number from 0 to 1"),
+            ("score", (-0.1).into(), "score must be a number from 0 to 1"),
+            ("score", "0.5".into(), "score must be a number from 0 to 1"),
+            ("score", serde_json::Value::Null, "score is required"),
+            (
+                "startedAt",
+                "yesterday".into(),
+                "startedAt must be an ISO 8601 UTC time",
+            ),
+            (
+                "startedAt",
+                "2026-11-22 10:04:05".into(),
+                "startedAt must be an ISO 8601 UTC time",
+            ),
+            (
+                "endedAt",
+                "2026-11-22T10:04:05.000Z".into(),
+                "endedAt must not be before startedAt",
+            ),
+            ("endedAt", serde_json::Value::Null, "endedAt is required"),
+            (
+                "clipPath",
+                "/etc/passwd".into(),
+                "clipPath must be a file path relative to DATA_DIR",
+            ),
+            (
+                "clipPath",
+                "../nvr-node.db".into(),
+                "clipPath must be a file path relative to DATA_DIR",
+            ),
+            (
+                "clipPath",
+                "clips/../../x".into(),
+                "clipPath must be a file path relative to DATA_DIR",
+            ),
+            (
+                "clipPath",
+                "".into(),
+                "clipPath must be a file path relative to DATA_DIR",
+            ),
+        ];
+        for (field, value, message) in table {
+            let mut body = good.clone();
+            body[field] = value;
+            let err = new_event(body).expect_err(field);
+            assert!(err.message.contains(message), "{field}: {}", err.message);
+        }
+        assert!(NewEvent::from_json(b"[]").is_err());
+    }
+
     #[test]
     fn timestamps() {
         assert_eq!(format_timestamp(0), "1970-01-01T00:00:00.000Z");
@@ -31,5 +133,98 @@ mod tests {
             format_timestamp(1_795_341_845_123),
             "2026-11-22T10:04:05.123Z"
         );
+    }
+}
+
+/// The event kinds detectors report.
+const KINDS: [&str; 5] = ["motion", "person", "vehicle", "animal", "package"];
+
+/// A validated `POST /api/events` body.
+#[derive(Debug, PartialEq)]
+pub struct NewEvent {
+    pub camera_id: Uuid,
+    pub kind: String,
+    pub score: f64,
+    pub started_at_ms: i64,
+    pub ended_at_ms: i64,
+    /// Relative to `DATA_DIR`, without `..`.
+    pub clip_path: Option<String>,
+}
+
+impl NewEvent {
+    pub fn from_json(body: &[u8]) -> Result<NewEvent, Error> {
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|e| Error::bad_request(format!("body is not valid JSON: {e}")))?;
+        let Value::Object(fields) = value else {
+            return Err(Error::bad_request("body must be a JSON object"));
+        };
+        let text = |name: &str| match fields.get(name) {
+            Some(Value::String(s)) => Ok(Some(s.as_str())),
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => Err(Error::bad_request(format!("{name} must be a string"))),
+        };
+        let required = |name: &str| {
+            text(name)?.ok_or_else(|| Error::bad_request(format!("{name} is required")))
+        };
+        let camera_id = Uuid::try_parse(required("cameraId")?)
+            .map_err(|_| Error::bad_request("cameraId must be a camera id (a UUID)"))?;
+        let kind = required("kind")?;
+        if !KINDS.contains(&kind) {
+            return Err(Error::bad_request(format!(
+                "kind must be one of {}",
+                KINDS.join(", ")
+            )));
+        }
+        let score = match fields.get("score") {
+            Some(Value::Number(n)) => n.as_f64().filter(|s| (0.0..=1.0).contains(s)),
+            None | Some(Value::Null) => return Err(Error::bad_request("score is required")),
+            Some(_) => None,
+        }
+        .ok_or_else(|| Error::bad_request("score must be a number from 0 to 1"))?;
+        let started_at_ms = parse_timestamp("startedAt", required("startedAt")?)?;
+        let ended_at_ms = parse_timestamp("endedAt", required("endedAt")?)?;
+        if ended_at_ms < started_at_ms {
+            return Err(Error::bad_request("endedAt must not be before startedAt"));
+        }
+        let clip_path = text("clipPath")?.map(checked_clip_path).transpose()?;
+        Ok(NewEvent {
+            camera_id,
+            kind: kind.to_owned(),
+            score,
+            started_at_ms,
+            ended_at_ms,
+            clip_path,
+        })
+    }
+}
+
+/// Milliseconds since the epoch from `2026-11-22T10:04:05.123Z` (UTC, `Z`).
+fn parse_timestamp(field: &str, text: &str) -> Result<i64, Error> {
+    let bad = || {
+        Error::bad_request(format!(
+            "{field} must be an ISO 8601 UTC time like 2026-11-22T10:04:05.123Z"
+        ))
+    };
+    let time = humantime::parse_rfc3339(text).map_err(|_| bad())?;
+    let since_epoch = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|_| bad())?;
+    i64::try_from(since_epoch.as_millis()).map_err(|_| bad())
+}
+
+/// A clip path relative to the data folder that cannot leave it.
+fn checked_clip_path(path: &str) -> Result<String, Error> {
+    let bad =
+        || Error::bad_request("clipPath must be a file path relative to DATA_DIR, without ..");
+    if path.is_empty() || path.len() > 1024 || path.chars().any(char::is_control) {
+        return Err(bad());
+    }
+    let inside = std::path::Path::new(path)
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if inside {
+        Ok(path.to_owned())
+    } else {
+        Err(bad())
     }
 }

@@ -134,7 +134,8 @@ fn answer(
         Some(kind) => read_body(request, kind)?,
         None => Vec::new(),
     };
-    api::dispatch(app, route, query, body)
+    let peer = request.remote_addr().map(|a| a.ip());
+    api::dispatch(app, route, api::Call { query, body, peer })
 }
 
 /// Reads a body of `kind`: a declared size over the limit, or the wrong

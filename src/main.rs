@@ -5,6 +5,8 @@
 mod api;
 mod app;
 mod camera;
+mod cloud;
+
 mod config;
 mod error;
 mod event;
@@ -17,6 +19,7 @@ mod routes;
 mod sessions;
 mod static_files;
 mod store;
+mod uploader;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -75,6 +78,10 @@ fn run() -> Result<(), String> {
             config.data_dir.display()
         )
     })?;
+    // Uploads a crash cut short start again.
+    store
+        .reset_uploading()
+        .map_err(|e| format!("cannot reset uploads: {e}"))?;
     let listener = http::bind(config.listen_address, config.port).map_err(|e| {
         format!(
             "cannot listen on {}:{}: {e}",
@@ -87,6 +94,10 @@ fn run() -> Result<(), String> {
     let app = Arc::new(App::new(&config, store, relay_nudges));
     relay_sync::spawn(app.clone(), nudged);
     monitor::spawn(app.clone(), config.camera_check_interval);
+    if let Some(cloud_url) = &config.cloud_url {
+        cloud::spawn(app.clone(), cloud_url);
+        uploader::spawn(app.clone(), cloud_url);
+    }
 
     println!("listening on http://{address}");
     let _ = std::io::stdout().flush();

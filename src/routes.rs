@@ -9,6 +9,7 @@ use crate::error::Error;
 pub enum Route {
     Status,
     Events,
+    AddEvent,
     ListCameras,
     AddCamera,
     UpdateCamera(Uuid),
@@ -41,7 +42,7 @@ impl BodyKind {
 impl Route {
     pub fn body_kind(&self) -> Option<BodyKind> {
         match self {
-            Route::AddCamera | Route::UpdateCamera(_) => Some(BodyKind::Json),
+            Route::AddCamera | Route::UpdateCamera(_) | Route::AddEvent => Some(BodyKind::Json),
             Route::Whep(_) => Some(BodyKind::Sdp),
             _ => None,
         }
@@ -59,7 +60,11 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
     let segments: Vec<&str> = api.split('/').collect();
     let (allow, route) = match segments.as_slice() {
         ["status"] => ("GET", on(method, "GET", Route::Status)),
-        ["events"] => ("GET", on(method, "GET", Route::Events)),
+        ["events"] => match method {
+            "GET" => ("GET, POST", Some(Route::Events)),
+            "POST" => ("GET, POST", Some(Route::AddEvent)),
+            _ => ("GET, POST", None),
+        },
         ["cameras"] => match method {
             "GET" => ("GET, POST", Some(Route::ListCameras)),
             "POST" => ("GET, POST", Some(Route::AddCamera)),
@@ -125,6 +130,7 @@ mod tests {
         let ok = [
             ("GET", "/api/status".to_owned(), Route::Status),
             ("GET", "/api/events".to_owned(), Route::Events),
+            ("POST", "/api/events".to_owned(), Route::AddEvent),
             ("GET", "/api/cameras".to_owned(), Route::ListCameras),
             ("POST", "/api/cameras".to_owned(), Route::AddCamera),
             (
@@ -215,7 +221,7 @@ mod tests {
                 "DELETE",
                 "/api/events".to_owned(),
                 Kind::MethodNotAllowed,
-                Some("GET"),
+                Some("GET, POST"),
             ),
             (
                 "PUT",

@@ -154,9 +154,10 @@ pub fn update(app: &App, id: Uuid, body: &[u8]) -> Result<Reply, Error> {
 }
 
 pub fn delete(app: &App, id: Uuid) -> Result<Reply, Error> {
-    let camera = app
+    let (camera, clips) = app
         .db(|s| s.delete_camera(id))?
         .ok_or_else(no_such_camera)?;
+    app.remove_clips(&clips);
     log::info!("deleted camera {id} {:?}", camera.settings.name);
     app.forget_online(id);
     app.cameras_changed();

@@ -6,16 +6,28 @@ mod events;
 mod status;
 mod whep;
 
+use std::net::IpAddr;
+
 use crate::app::App;
 use crate::error::Error;
 use crate::http::Reply;
 use crate::routes::Route;
 
-/// Runs the handler for `route`; `query` is the URL after `?`.
-pub fn dispatch(app: &App, route: Route, query: &str, body: Vec<u8>) -> Result<Reply, Error> {
+/// What a handler may need of the request besides its route.
+pub struct Call<'a> {
+    /// The URL after `?`.
+    pub query: &'a str,
+    pub body: Vec<u8>,
+    pub peer: Option<IpAddr>,
+}
+
+/// Runs the handler for `route`.
+pub fn dispatch(app: &App, route: Route, call: Call) -> Result<Reply, Error> {
+    let Call { query, body, peer } = call;
     match route {
         Route::Status => status::get(app),
         Route::Events => events::list(app),
+        Route::AddEvent => events::add(app, peer, &body),
         Route::ListCameras => cameras::list(app),
         Route::AddCamera => cameras::add(app, &body),
         Route::UpdateCamera(id) => cameras::update(app, id, &body),

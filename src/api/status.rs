@@ -13,14 +13,9 @@ struct Status<'a> {
     node_id: Option<String>,
     node_name: &'a str,
     version: &'static str,
-    cloud: Cloud,
+    cloud: serde_json::Value,
     relay_healthy: bool,
     cameras: Vec<CameraView<'a>>,
-}
-
-#[derive(Serialize)]
-struct Cloud {
-    state: &'static str,
 }
 
 pub fn get(app: &App) -> Result<Reply, Error> {
@@ -31,8 +26,7 @@ pub fn get(app: &App) -> Result<Reply, Error> {
             node_id,
             node_name: &app.node_name,
             version: env!("CARGO_PKG_VERSION"),
-            // Until the cloud link exists the node never calls out.
-            cloud: Cloud { state: "disabled" },
+            cloud: app.cloud_state().to_json(),
             relay_healthy: app.relay_healthy(),
             cameras: cameras.iter().map(|c| CameraView::new(c, app)).collect(),
         },

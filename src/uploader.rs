@@ -1,0 +1,62 @@
+//! Clip upload: while the cloud link is online, the clip of each `local`
+//! event goes up, oldest first, one at a time: `local → uploading → uploaded`,
+//! or back to `local` on failure, to be tried again later.
+
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use crate::app::App;
+use crate::cloud::{Client, CloudError, LinkState};
+
+/// How often to look for work while there is none.
+const IDLE: Duration = Duration::from_secs(2);
+/// The wait after a failed upload.
+const RETRY: Duration = Duration::from_secs(10);
+
+pub fn spawn(app: Arc<App>, base: &str) {
+    let client = Client::new(base);
+    thread::spawn(move || {
+        loop {
+            thread::sleep(upload_next(&app, &client));
+        }
+    });
+}
+
+/// Uploads the next clip, if the link is online and one waits; returns the wait before the next.
+fn upload_next(app: &App, client: &Client) -> Duration {
+    if app.cloud_state() != LinkState::Online {
+        return IDLE;
+    }
+    let Ok(Some(identity)) = app.db(|s| s.identity()) else {
+        return IDLE;
+    };
+    let next = app.db(|s| {
+        let Some((id, clip)) = s.next_clip_to_upload()? else {
+            return Ok(None);
+        };
+        Ok(s.move_clip(id, "local", "uploading")?.then_some((id, clip)))
+    });
+    let Ok(Some((id, clip))) = next else {
+        return IDLE;
+    };
+    let file = app.data_dir.join(&clip);
+    let result = client.upload_clip(&identity, id, &file);
+    let outcome = app.db(|s| match result {
+        Ok(()) => s.move_clip(id, "uploading", "uploaded"),
+        // The file is gone: the event has no clip any more, and stays local.
+        Err(CloudError::Protocol(_)) if !file.is_file() => s.forget_clip(id),
+        Err(_) => s.move_clip(id, "uploading", "local"),
+    });
+    match (result, outcome) {
+        (Ok(()), Ok(_)) => {
+            log::info!("uploaded the clip of event {id}");
+            Duration::ZERO
+        }
+        (Err(e), _) => {
+            log::warn!("uploading the clip of event {id} failed: {e:?}");
+            RETRY
+        }
+        (Ok(()), Err(_)) => RETRY,
+    }
+}
