@@ -15,7 +15,9 @@ packages=(
   gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad
   gstreamer1.0-plugins-ugly
-  gcc
+    gcc
+  curl
+  iproute2
 )
 missing=()
 for p in "${packages[@]}"; do

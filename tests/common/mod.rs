@@ -64,7 +64,25 @@ pub struct Node {
 impl Node {
     /// Starts the node with `DATA_DIR=data` and `RELAY_URL=relay_url`, plus `extra` variables.
     pub fn start(data: &Path, relay_url: &str, extra: &[(&str, &str)]) -> Node {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_nvr-node"));
+        Node::start_wrapped(&[], data, relay_url, extra)
+    }
+
+    /// Starts the node as the last argument of `wrapper` (e.g. `ip netns exec NS`).
+    pub fn start_wrapped(
+        wrapper: &[&str],
+        data: &Path,
+        relay_url: &str,
+        extra: &[(&str, &str)],
+    ) -> Node {
+        let binary = env!("CARGO_BIN_EXE_nvr-node");
+        let mut command = match wrapper {
+            [] => Command::new(binary),
+            [program, args @ ..] => {
+                let mut command = Command::new(program);
+                command.args(args).arg(binary);
+                command
+            }
+        };
         command
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -91,8 +109,12 @@ impl Node {
         let stdout_logs = logs.clone();
         thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(port) = line.strip_prefix("listening on http://127.0.0.1:") {
-                    let _ = port_tx.send(port.parse::<u16>().ok());
+                if let Some(address) = line.strip_prefix("listening on http://") {
+                    let port = address
+                        .rsplit(':')
+                        .next()
+                        .and_then(|p| p.parse::<u16>().ok());
+                    let _ = port_tx.send(port);
                 }
                 stdout_logs.lock().unwrap().push_str(&format!("{line}\n"));
             }

@@ -1,0 +1,294 @@
+//! Event intake: detectors on this machine add events; the LAN cannot (a
+//! network namespace of the test's own gives a real non-loopback client);
+//! retention drops the oldest with their clips; a camera takes its events along.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Node, TempDir, closed_port};
+use serde_json::{Value, json};
+
+fn node(dir: &Path, extra: &[(&str, &str)]) -> Node {
+    Node::start(dir, &format!("http://127.0.0.1:{}", closed_port()), extra)
+}
+
+fn camera(node: &Node) -> String {
+    let url = format!("rtsp://127.0.0.1:{}/x", closed_port());
+    node.add_camera(json!({ "name": "Door", "rtspUrl": url }))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn event(camera: &str, minute: u32) -> Value {
+    let at = format!("2026-11-22T10:{minute:02}:00.000Z");
+    json!({ "cameraId": camera, "kind": "vehicle", "score": 0.75, "startedAt": at, "endedAt": at })
+}
+
+#[test]
+fn events_are_added_and_listed() {
+    let dir = TempDir::new("events-add");
+    let node = node(dir.path(), &[]);
+    let camera = camera(&node);
+    let mut body = event(&camera, 4);
+    body["endedAt"] = json!("2026-11-22T10:04:07.250Z");
+    let response = node.post_json("/api/events", &body.to_string());
+    assert_eq!(response.status, 201, "{response}");
+    let created = response.json();
+    assert!(uuid::Uuid::try_parse(created["id"].as_str().unwrap()).is_ok());
+    let expected = json!({
+        "id": created["id"], "cameraId": camera, "kind": "vehicle", "score": 0.75,
+        "startedAt": "2026-11-22T10:04:00.000Z", "endedAt": "2026-11-22T10:04:07.250Z", "clipStatus": "local",
+    });
+    assert_eq!(created, expected);
+    node.post_json("/api/events", &event(&camera, 9).to_string());
+    let listed = node.get("/api/events").json();
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    assert_eq!(listed[1], expected, "newest first");
+
+    let bad = [
+        (
+            json!({ "cameraId": uuid::Uuid::new_v4().to_string() }),
+            400,
+            "kind is required",
+        ),
+        (
+            event(&uuid::Uuid::new_v4().to_string(), 1),
+            400,
+            "cameraId names no camera",
+        ),
+        (
+            {
+                let mut e = event(&camera, 1);
+                e["score"] = json!(2);
+                e
+            },
+            400,
+            "score must be a number from 0 to 1",
+        ),
+        (
+            {
+                let mut e = event(&camera, 1);
+                e["clipPath"] = json!("clips/missing.mp4");
+                e
+            },
+            400,
+            "clipPath names no file",
+        ),
+        (
+            {
+                let mut e = event(&camera, 1);
+                e["clipPath"] = json!("../escape.mp4");
+                e
+            },
+            400,
+            "clipPath must be a file path",
+        ),
+    ];
+    for (body, status, message) in bad {
+        let response = node.post_json("/api/events", &body.to_string());
+        assert_eq!(response.status, status, "{body}: {response}");
+        assert!(response.error().contains(message), "{body}: {response}");
+    }
+    assert_eq!(
+        node.get("/api/events").json().as_array().unwrap().len(),
+        2,
+        "bad input changed nothing"
+    );
+}
+
+#[test]
+fn retention_drops_the_oldest_with_their_clips_and_cameras_take_theirs() {
+    let dir = TempDir::new("events-retention");
+    std::fs::create_dir_all(dir.path().join("clips")).unwrap();
+    let node = node(dir.path(), &[("MAX_EVENTS", "3")]);
+    let (door, yard) = (camera(&node), camera(&node));
+    for minute in [1, 2, 3, 4] {
+        let clip = format!("clips/{minute}.mp4");
+        std::fs::write(dir.path().join(&clip), b"x").unwrap();
+        let mut body = event(&door, minute);
+        body["clipPath"] = json!(clip);
+        assert_eq!(node.post_json("/api/events", &body.to_string()).status, 201);
+    }
+    let starts: Vec<String> = node
+        .get("/api/events")
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["startedAt"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        starts,
+        [
+            "2026-11-22T10:04:00.000Z",
+            "2026-11-22T10:03:00.000Z",
+            "2026-11-22T10:02:00.000Z"
+        ]
+    );
+    assert!(
+        !dir.path().join("clips/1.mp4").exists(),
+        "the dropped event's clip is deleted"
+    );
+    assert!(dir.path().join("clips/2.mp4").exists());
+
+    assert_eq!(
+        node.post_json("/api/events", &event(&yard, 30).to_string())
+            .status,
+        201
+    );
+    assert_eq!(node.delete(&format!("/api/cameras/{door}")).status, 204);
+    let left = node.get("/api/events").json();
+    assert_eq!(left.as_array().unwrap().len(), 1, "{left}");
+    assert_eq!(left[0]["cameraId"], yard.as_str());
+    for minute in [2, 3, 4] {
+        assert!(
+            !dir.path().join(format!("clips/{minute}.mp4")).exists(),
+            "clip {minute} left behind"
+        );
+    }
+}
+
+#[test]
+fn an_upload_cut_short_by_a_crash_is_local_again() {
+    let dir = TempDir::new("events-crash");
+    let node = node(dir.path(), &[]);
+    let camera = camera(&node);
+    let id = node
+        .post_json("/api/events", &event(&camera, 1).to_string())
+        .json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    node.kill();
+    let db = rusqlite::Connection::open(dir.path().join("nvr-node.db")).unwrap();
+    db.execute(
+        "UPDATE event SET clip_status = 'uploading' WHERE id = ?1",
+        [&id],
+    )
+    .unwrap();
+    drop(db);
+    let node = self::node(dir.path(), &[]);
+    assert_eq!(node.get("/api/events").json()[0]["clipStatus"], "local");
+}
+
+/// A network namespace of the test's own, removed on drop.
+struct Netns(String);
+
+impl Netns {
+        /// A namespace whose loopback device also carries 10.77.0.1, a LAN-like address.
+    fn new() -> Netns {
+        let name = format!("nvrtest{}", std::process::id());
+        let ip = |args: &[&str]| {
+            let out = Command::new("ip")
+                .args(args)
+                .output()
+                .expect("ip (iproute2) runs");
+            assert!(
+                out.status.success(),
+                "ip {args:?} failed (needs root and iproute2): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        ip(&["netns", "add", &name]);
+        let ns = Netns(name.clone());
+        ip(&["-n", &name, "link", "set", "lo", "up"]);
+                ip(&["-n", &name, "addr", "add", "10.77.0.1/32", "dev", "lo"]);
+        ns
+    }
+
+    /// `curl` inside the namespace; returns the HTTP status.
+    fn post(&self, url: &str, body: &str) -> u16 {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.0,
+                "curl",
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+            ])
+            .args([
+                "-X",
+                "POST",
+                "-H",
+                "Content-Type: application/json",
+                "--data",
+                body,
+                url,
+            ])
+            .output()
+            .expect("curl runs");
+        String::from_utf8_lossy(&out.stdout).parse().unwrap_or(0)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn events_from_the_lan_are_refused() {
+    let ns = Netns::new();
+    let dir = TempDir::new("events-lan");
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    let node = Node::start_wrapped(
+        &["ip", "netns", "exec", &ns.0],
+        dir.path(),
+        &relay,
+        &[("LISTEN_ADDRESS", "0.0.0.0")],
+    );
+    let created = ns.post(
+        &format!("http://127.0.0.1:{}/api/cameras", node.port),
+        &json!({ "name": "Door", "rtspUrl": "rtsp://127.0.0.1:9/x" }).to_string(),
+    );
+    assert_eq!(created, 201);
+    let cameras = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.0,
+            "curl",
+            "-s",
+            &format!("http://127.0.0.1:{}/api/cameras", node.port),
+        ])
+        .output()
+        .unwrap();
+    let cameras: Value = serde_json::from_slice(&cameras.stdout).unwrap();
+    let body = event(cameras[0]["id"].as_str().unwrap(), 1).to_string();
+    // From 10.77.0.1, a LAN address: refused. From loopback: taken.
+    assert_eq!(
+        ns.post(&format!("http://10.77.0.1:{}/api/events", node.port), &body),
+        403
+    );
+    assert_eq!(
+        ns.post(&format!("http://127.0.0.1:{}/api/events", node.port), &body),
+        201
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    let listed = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.0,
+            "curl",
+            "-s",
+            &format!("http://127.0.0.1:{}/api/events", node.port),
+        ])
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        1,
+        "only the loopback event: {listed}"
+    );
+}
