@@ -392,7 +392,10 @@ fn the_ui_is_served_from_the_binary() {
             page.header("Content-Type"),
             Some("text/html; charset=utf-8")
         );
-                assert!(page.text().contains("<title>") && page.text().contains("type=\"module\""), "{page}");
+        assert!(
+            page.text().contains("<title>") && page.text().contains("type=\"module\""),
+            "{page}"
+        );
     }
     let head = node.request("HEAD", "/", &[], b"");
     assert_eq!(head.status, 200, "{head}");

@@ -238,7 +238,11 @@ fn registering_survives_a_restart_while_the_cloud_is_down() {
     watch_until(&node, Duration::from_secs(5), state_is("registering"));
     cloud.set_down(false);
     watch_until(&node, Duration::from_secs(15), state_is("unclaimed"));
-    assert_eq!(cloud.nodes().len(), 1, "one node registered once the cloud was back");
+    assert_eq!(
+        cloud.nodes().len(),
+        1,
+        "one node registered once the cloud was back"
+    );
 }
 
 #[test]
