@@ -19,6 +19,10 @@ pub struct Config {
     pub max_events: u64,
     /// The cloud service; None: the link is disabled and the node never calls out.
     pub cloud_url: Option<String>,
+    /// The machine's host name, which browsers may use to reach the node.
+    pub host_name: String,
+    /// More host names browsers may use (`ALLOWED_HOSTS`, comma-separated).
+    pub allowed_hosts: Vec<String>,
 }
 
 pub const HELP: &str = "\
@@ -41,6 +45,9 @@ Environment:
       CLOUD_URL   the cloud service for remote access (default: none, the node never calls out)
   MAX_EVENTS  events kept, the oldest dropped with their clips (default 10000)
   WWW_DIR     serve the browser UI from this folder, not the built-in copy
+    ALLOWED_HOSTS
+              host names, comma-separated, that browsers may use besides IP
+              addresses, localhost, .local names and the host name
   LOG_LEVEL   error, warn, info or debug (default info)
 ";
 
@@ -97,6 +104,16 @@ impl Config {
             port,
             data_dir: var("DATA_DIR").unwrap_or_else(|| "./data".into()).into(),
             node_name: var("NODE_NAME").unwrap_or_else(host_name),
+            host_name: host_name(),
+            allowed_hosts: var("ALLOWED_HOSTS")
+                .map(|hosts| {
+                    hosts
+                        .split(',')
+                        .map(|h| h.trim().to_ascii_lowercase())
+                        .filter(|h| !h.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
             relay_url,
             ffprobe: var("FFPROBE").unwrap_or_else(|| "ffprobe".into()).into(),
             camera_check_interval,

@@ -16,6 +16,7 @@ use tiny_http::{Header, Request, Response, Server};
 use crate::api;
 use crate::app::App;
 use crate::error::{Error, Kind};
+use crate::guard;
 use crate::routes::{self, BodyKind};
 
 /// Requests handled at once; past this the node answers 503.
@@ -129,6 +130,20 @@ fn answer(
     path: &str,
     query: &str,
 ) -> Result<Reply, Error> {
+    let host = header(request, "Host");
+    if !guard::host_allowed(host, &app.host_name, &app.allowed_hosts) {
+        return Err(Error::new(
+            Kind::Forbidden,
+            "this host name is not allowed: use the node's address, or add the name to ALLOWED_HOSTS",
+        ));
+    }
+    let changes_state = matches!(method, "POST" | "PUT" | "PATCH" | "DELETE");
+    if changes_state && !guard::origin_allowed(header(request, "Origin"), host) {
+        return Err(Error::new(
+            Kind::Forbidden,
+            "requests from other sites are not allowed",
+        ));
+    }
     let route = routes::route(method, path)?;
     let body = match route.body_kind() {
         Some(kind) => read_body(request, kind)?,
@@ -181,12 +196,14 @@ fn read_body(request: &mut Request, kind: BodyKind) -> Result<Vec<u8>, Error> {
 
 /// Whether the Content-Type is `wanted`, ignoring case and parameters such as charset.
 fn has_media_type(request: &Request, wanted: &str) -> bool {
-    request
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("Content-Type"))
-        .and_then(|h| h.value.as_str().split(';').next())
+    header(request, "Content-Type")
+        .and_then(|value| value.split(';').next())
         .is_some_and(|media_type| media_type.trim().eq_ignore_ascii_case(wanted))
+}
+
+fn header<'a>(request: &'a Request, name: &'static str) -> Option<&'a str> {
+    let found = request.headers().iter().find(|h| h.field.equiv(name));
+    found.map(|h| h.value.as_str())
 }
 
 /// A response as handlers build it.

@@ -10,6 +10,8 @@ mod cloud;
 mod config;
 mod error;
 mod event;
+mod guard;
+
 mod http;
 mod monitor;
 mod prober;

@@ -520,3 +520,73 @@ fn cameras_are_changed_with_patch() {
     assert_eq!(missing.status, 404, "{missing}");
     assert_eq!(missing.error(), "no such camera");
 }
+
+#[test]
+fn foreign_host_names_and_other_sites_are_refused() {
+    let dir = TempDir::new("guard");
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    let node = Node::start(
+        dir.path(),
+        &relay,
+        &[("ALLOWED_HOSTS", "nvr.example.com, cams.lan")],
+    );
+    let host = format!("127.0.0.1:{}", node.port);
+    // DNS rebinding: a page of evil.example whose name now points at the node.
+    for path in ["/api/status", "/", "/api/cameras"] {
+        let response = node.request("GET", path, &[("Host", "evil.example")], b"");
+        assert_eq!(response.status, 403, "{path}: {response}");
+        assert!(response.error().contains("ALLOWED_HOSTS"), "{response}");
+    }
+    for name in [
+        "localhost:8080",
+        "nvr-board.local",
+        "nvr.example.com",
+        "CAMS.LAN:80",
+        "[::1]:8080",
+        "10.1.2.3",
+    ] {
+        let response = node.request("GET", "/api/status", &[("Host", name)], b"");
+        assert_eq!(response.status, 200, "{name}: {response}");
+    }
+    // Cross-site requests: a form or script on another site.
+    let body = json!({ "name": "Evil", "rtspUrl": dead_url() }).to_string();
+    for origin in ["http://evil.example", "null", "http://127.0.0.1:1"] {
+        let headers = [
+            ("Content-Type", "application/json"),
+            ("Origin", origin),
+            ("Host", &host),
+        ];
+        let response = node.request("POST", "/api/cameras", &headers, body.as_bytes());
+        assert_eq!(response.status, 403, "{origin}: {response}");
+        assert_eq!(
+            response.error(),
+            "requests from other sites are not allowed"
+        );
+    }
+    let same_site = format!("http://{host}");
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Origin", same_site.as_str()),
+    ];
+    let response = node.request("POST", "/api/cameras", &headers, body.as_bytes());
+    assert_eq!(response.status, 201, "{response}");
+    let cameras = node.get("/api/cameras").json();
+    assert_eq!(
+        cameras.as_array().unwrap().len(),
+        1,
+        "only the same-site camera: {cameras}"
+    );
+    let id = cameras[0]["id"].as_str().unwrap();
+    let delete = node.request(
+        "DELETE",
+        &format!("/api/cameras/{id}"),
+        &[("Origin", "http://evil.example")],
+        b"",
+    );
+    assert_eq!(delete.status, 403, "{delete}");
+    assert!(
+        node.get("/api/status")
+            .header("Access-Control-Allow-Origin")
+            .is_none()
+    );
+}
