@@ -7,8 +7,9 @@ use std::net::{IpAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tiny_http::{Header, Request, Response, Server};
@@ -21,6 +22,8 @@ use crate::routes::{self, BodyKind};
 
 /// Requests handled at once; past this the node answers 503.
 pub const MAX_IN_FLIGHT: usize = 64;
+/// The longest URL accepted.
+pub const MAX_URL_BYTES: usize = 8 * 1024;
 /// The largest request body (JSON or SDP) accepted.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Request threads need little stack; the default 2 MiB would be wasted address space.
@@ -54,27 +57,27 @@ fn set_nodelay(listener: &TcpListener) -> io::Result<()> {
     }
 }
 
-/// Serves until accepting fails; then returns the error, so the process can
-/// exit and its supervisor restart it rather than keep running deaf.
-pub fn serve(listener: TcpListener, app: Arc<App>) -> io::Error {
-    let server = match Server::from_listener(listener, None) {
-        Ok(server) => server,
-        Err(e) => return io::Error::other(e),
-    };
+/// How long requests in flight may take to finish after a stop.
+const DRAIN: Duration = Duration::from_secs(5);
+/// How often the serving loop looks at the stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(250);
+
+/// Serves until `stop` is set (then stops accepting, lets requests in flight
+/// finish for at most 5 s and returns Ok), or until accepting fails (then
+/// returns the error, so the process exits and its supervisor restarts it
+/// rather than it running on deaf).
+pub fn serve(listener: TcpListener, app: Arc<App>, stop: &AtomicBool) -> io::Result<()> {
+    let server = Server::from_listener(listener, None).map_err(io::Error::other)?;
     let in_flight = Arc::new(AtomicUsize::new(0));
-    loop {
-        let request = match server.recv() {
-            Ok(request) => request,
-            Err(e) => return e,
+    while !stop.load(Ordering::Relaxed) {
+        let Some(request) = server.recv_timeout(STOP_CHECK)? else {
+            continue;
         };
         if in_flight.fetch_add(1, Ordering::AcqRel) >= MAX_IN_FLIGHT {
             in_flight.fetch_sub(1, Ordering::AcqRel);
             let busy = Error::new(Kind::Unavailable, "the node is busy; retry in a second");
-            let _ = request.respond(
-                Reply::error(&busy)
-                    .with_header("Retry-After", "1")
-                    .into_response(),
-            );
+            let busy = Reply::error(&busy).with_header("Retry-After", "1");
+            let _ = request.respond(busy.into_response());
             continue;
         }
         let slot = InFlight(in_flight.clone());
@@ -90,6 +93,12 @@ pub fn serve(listener: TcpListener, app: Arc<App>) -> io::Error {
             log::error!("cannot start a request thread: {e}");
         }
     }
+    drop(server);
+    let deadline = Instant::now() + DRAIN;
+    while in_flight.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
 }
 
 /// Frees its slot when the request thread ends, however it ends.
@@ -130,6 +139,9 @@ fn answer(
     path: &str,
     query: &str,
 ) -> Result<Reply, Error> {
+    if request.url().len() > MAX_URL_BYTES {
+        return Err(Error::new(Kind::UriTooLong, "the URL is longer than 8 KiB"));
+    }
     let host = header(request, "Host");
     if !guard::host_allowed(host, &app.host_name, &app.allowed_hosts) {
         return Err(Error::new(

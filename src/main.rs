@@ -25,6 +25,7 @@ mod uploader;
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 
 use app::App;
@@ -108,6 +109,25 @@ fn run() -> Result<(), String> {
         env!("CARGO_PKG_VERSION"),
         app.node_name
     );
-    let error = http::serve(listener, app);
-    Err(format!("stopped accepting connections: {error}"))
+    http::serve(listener, app, stop_flag())
+        .map_err(|e| format!("stopped accepting connections: {e}"))?;
+    log::info!("stopped");
+    Ok(())
+}
+
+/// Set when SIGTERM or SIGINT arrives.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn stop_flag() -> &'static AtomicBool {
+    let handler: extern "C" fn(libc::c_int) = on_stop_signal;
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        // SAFETY: the handler only stores to an atomic.
+        unsafe { libc::signal(signal, handler as libc::sighandler_t) };
+    }
+    &STOP
 }

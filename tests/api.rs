@@ -590,3 +590,18 @@ fn foreign_host_names_and_other_sites_are_refused() {
             .is_none()
     );
 }
+
+#[test]
+fn overlong_urls_get_414() {
+    let dir = TempDir::new("uri");
+    let node = node(&dir);
+    let long = format!("/api/status?{}", "a".repeat(8 * 1024));
+    let response = node.get(&long);
+    assert_eq!(response.status, 414, "{response}");
+    assert_eq!(response.error(), "the URL is longer than 8 KiB");
+    assert_eq!(
+        node.get(&long[..8 * 1024]).status,
+        200,
+        "8 KiB exactly is fine"
+    );
+}

@@ -628,3 +628,50 @@ fn patched_cameras_are_re_registered() {
         relay.streams()
     );
 }
+
+#[test]
+fn sigterm_finishes_requests_in_flight_and_exits_0() {
+    let relay = Relay::start();
+    let dir = TempDir::new("sigterm");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("t") })));
+    assert!(wait_for(Duration::from_secs(5), || relay
+        .streams()
+        .contains_key(&id)));
+    relay.set_webrtc_mode(WebrtcMode::Slow(Duration::from_secs(2)));
+    let port = node.port;
+    let in_flight = thread::spawn(move || {
+        let headers = [("Content-Type", "application/sdp")];
+        common::http::request(
+            port,
+            "POST",
+            &format!("/api/whep/{id}"),
+            &headers,
+            OFFER.as_bytes(),
+        )
+        .status
+    });
+    thread::sleep(Duration::from_millis(500));
+    let stopped = Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &node.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    thread::sleep(Duration::from_millis(600));
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "still accepting after SIGTERM"
+    );
+    assert_eq!(
+        in_flight.join().unwrap(),
+        201,
+        "the request in flight was finished"
+    );
+    assert_eq!(node.wait(), Some(0));
+    assert!(
+        stopped.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        stopped.elapsed()
+    );
+}
