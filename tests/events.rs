@@ -179,7 +179,7 @@ fn an_upload_cut_short_by_a_crash_is_local_again() {
 struct Netns(String);
 
 impl Netns {
-        /// A namespace whose loopback device also carries 10.77.0.1, a LAN-like address.
+    /// A namespace whose loopback device also carries 10.77.0.1, a LAN-like address.
     fn new() -> Netns {
         let name = format!("nvrtest{}", std::process::id());
         let ip = |args: &[&str]| {
@@ -196,7 +196,7 @@ impl Netns {
         ip(&["netns", "add", &name]);
         let ns = Netns(name.clone());
         ip(&["-n", &name, "link", "set", "lo", "up"]);
-                ip(&["-n", &name, "addr", "add", "10.77.0.1/32", "dev", "lo"]);
+        ip(&["-n", &name, "addr", "add", "10.77.0.1/32", "dev", "lo"]);
         ns
     }
 

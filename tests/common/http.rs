@@ -68,7 +68,7 @@ pub fn request(
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
-        let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("Host")) {
         head.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
     }
