@@ -605,3 +605,77 @@ fn overlong_urls_get_414() {
         "8 KiB exactly is fine"
     );
 }
+
+#[test]
+fn every_camera_acknowledged_survives_a_sigkill_mid_stream() {
+    let dir = TempDir::new("sigkill");
+    let node = node(&dir);
+    let port = node.port;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut acknowledged = Vec::new();
+            for i in 0..10_000 {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let body = json!({ "name": format!("cam {i}"), "rtspUrl": "rtsp://127.0.0.1:1/x" })
+                    .to_string();
+                let sent = std::panic::catch_unwind(|| {
+                    common::http::request(
+                        port,
+                        "POST",
+                        "/api/cameras",
+                        &[("Content-Type", "application/json")],
+                        body.as_bytes(),
+                    )
+                });
+                match sent {
+                    Ok(response) if response.status == 201 => {
+                        acknowledged.push(response.json()["id"].as_str().unwrap().to_owned())
+                    }
+                    _ => break,
+                }
+            }
+            acknowledged
+        })
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    node.kill();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let acknowledged = writer.join().unwrap();
+    assert!(
+        acknowledged.len() > 5,
+        "only {} cameras created before the kill",
+        acknowledged.len()
+    );
+    let db = rusqlite::Connection::open(dir.path().join("nvr-node.db")).unwrap();
+    let integrity: String = db
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+    drop(db);
+    let restarted = self::node(&dir);
+    let listed = restarted.get("/api/cameras").json();
+    let ids: BTreeSet<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    let lost: Vec<&String> = acknowledged
+        .iter()
+        .filter(|id| !ids.contains(id.as_str()))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} of {} acknowledged cameras lost",
+        lost.len(),
+        acknowledged.len()
+    );
+    eprintln!(
+        "{} cameras acknowledged before SIGKILL, all there after restart",
+        acknowledged.len()
+    );
+}
