@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use crate::cloud::LinkState;
 use crate::config::Config;
-use crate::error::Error;
+use crate::error::{Error, Kind};
 use crate::prober::Prober;
 use crate::relay::Relay;
 use crate::sessions::Sessions;
@@ -58,7 +58,16 @@ impl App {
 
     /// Runs `f` under the database lock. Keep `f` short: no I/O beyond SQLite.
     pub fn db<T>(&self, f: impl FnOnce(&mut Store) -> store::Result<T>) -> Result<T, Error> {
-        f(&mut lock(&self.store)).map_err(|e| Error::internal("database", &e))
+        f(&mut lock(&self.store)).map_err(|e| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => {
+                log::warn!("database: the disk is full");
+                Error::new(
+                    Kind::InsufficientStorage,
+                    "the node's storage is full: free some space and try again",
+                )
+            }
+            _ => Error::internal("database", &e),
+        })
     }
 
     /// Deletes clip files named relative to the data folder; a missing file is fine.

@@ -14,6 +14,7 @@ pub enum Kind {
     UnsupportedMediaType,
     BadGateway,
     Unavailable,
+    InsufficientStorage,
     Internal,
 }
 
@@ -31,6 +32,7 @@ impl Kind {
             Kind::Internal => 500,
             Kind::BadGateway => 502,
             Kind::Unavailable => 503,
+            Kind::InsufficientStorage => 507,
         }
     }
 }
@@ -101,6 +103,7 @@ mod tests {
             (Kind::Internal, 500),
             (Kind::BadGateway, 502),
             (Kind::Unavailable, 503),
+            (Kind::InsufficientStorage, 507),
         ];
         for (kind, status) in table {
             assert_eq!(kind.status(), status, "{kind:?}");

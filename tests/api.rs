@@ -679,3 +679,70 @@ fn every_camera_acknowledged_survives_a_sigkill_mid_stream() {
         acknowledged.len()
     );
 }
+
+/// A small tmpfs of the test's own, unmounted on drop.
+struct Tmpfs(TempDir);
+
+impl Tmpfs {
+    fn new(size: &str) -> Tmpfs {
+        let dir = TempDir::new("tmpfs");
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .expect("mount runs");
+        assert!(
+            out.status.success(),
+            "mount tmpfs failed (needs root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs(dir)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn a_full_disk_gives_507_and_reads_keep_working() {
+    let disk = Tmpfs::new("4m");
+    let data = disk.0.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    let node = Node::start(&data, &relay, &[]);
+    let first = node.add_camera(json!({ "name": "Before", "rtspUrl": dead_url() }));
+    // Fill the disk to the last byte.
+    let filler = disk.0.path().join("filler");
+    let mut file = std::fs::File::create(&filler).unwrap();
+    let block = vec![0u8; 64 * 1024];
+    while std::io::Write::write_all(&mut file, &block).is_ok() {}
+    while std::io::Write::write_all(&mut file, &[0u8]).is_ok() {}
+    drop(file);
+    let mut full = None;
+    for i in 0..200 {
+        let body = json!({ "name": format!("More {i} {}", "x".repeat(40)), "rtspUrl": dead_url() })
+            .to_string();
+        let response = node.post_json("/api/cameras", &body);
+        if response.status != 201 {
+            full = Some(response);
+            break;
+        }
+    }
+    let full = full.expect("a write failed once the disk was full");
+    assert_eq!(full.status, 507, "{full}");
+    assert!(full.error().contains("storage is full"), "{full}");
+    let listed = node.get("/api/cameras");
+    assert_eq!(listed.status, 200, "reads keep working: {listed}");
+    assert_eq!(listed.json()[0], first);
+    assert_eq!(node.get("/api/status").status, 200);
+
+    std::fs::remove_file(&filler).unwrap();
+    let after = node.post_json(
+        "/api/cameras",
+        &json!({ "name": "After", "rtspUrl": dead_url() }).to_string(),
+    );
+    assert_eq!(after.status, 201, "recovered once space returned: {after}");
+}
