@@ -258,3 +258,77 @@ fn a_new_main_url_is_probed() {
     );
     assert!(!response.text().contains("rtsp"), "{response}");
 }
+
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn fifty_hung_probes_at_once_leave_nothing_behind() {
+    let silent = SilentCamera::start();
+    let dir = TempDir::new("probe-fifty");
+    let node = node(&dir);
+    let port = node.port;
+    let baseline = threads_of(node.pid());
+    let post = |path: String, body: String| {
+        thread::spawn(move || {
+            let started = Instant::now();
+            let headers = [("Content-Type", "application/json")];
+            let response = common::http::request(port, "POST", &path, &headers, body.as_bytes());
+            (response, started.elapsed())
+        })
+    };
+    let creations: Vec<_> = (0..50)
+        .map(|i| {
+            post(
+                "/api/cameras".into(),
+                json!({ "name": format!("Mute {i}"), "rtspUrl": silent.url() }).to_string(),
+            )
+        })
+        .collect();
+    let ids: Vec<String> = creations
+        .into_iter()
+        .map(|t| {
+            let (response, _) = t.join().unwrap();
+            assert_eq!(response.status, 201, "{response}");
+            response.json()["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+
+    let probes: Vec<_> = ids
+        .iter()
+        .map(|id| post(format!("/api/cameras/{id}/probe"), String::new()))
+        .collect();
+    thread::sleep(Duration::from_secs(3));
+    let started = Instant::now();
+    assert_eq!(node.get("/api/status").status, 200);
+    let during = started.elapsed();
+    for probe in probes {
+        let (response, took) = probe.join().unwrap();
+        assert_eq!(response.status, 502, "{response}");
+        assert!(took <= Duration::from_secs(12), "a probe took {took:?}");
+    }
+    assert!(
+        during < Duration::from_secs(1),
+        "status took {during:?} with 50 probes hanging"
+    );
+    let port = silent.port.to_string();
+    assert!(
+        common::wait_for(Duration::from_secs(2), || ffprobes_mentioning(&port)
+            .is_empty()),
+        "ffprobe left running: {:?}",
+        ffprobes_mentioning(&port)
+    );
+    // tiny_http's idle connection threads linger 5 s before they end.
+    let settled = common::wait_for(Duration::from_secs(10), || {
+        threads_of(node.pid()) <= baseline + 2
+    });
+    assert!(
+        settled,
+        "threads: {} at start, {} now",
+        baseline,
+        threads_of(node.pid())
+    );
+}
