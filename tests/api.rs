@@ -746,3 +746,37 @@ fn a_full_disk_gives_507_and_reads_keep_working() {
     );
     assert_eq!(after.status, 201, "recovered once space returned: {after}");
 }
+
+#[test]
+fn running_out_of_file_descriptors_ends_the_node_with_an_error() {
+    let dir = TempDir::new("emfile");
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    // $0 is the node binary, appended by start_wrapped.
+    let wrapper = ["sh", "-c", "ulimit -n 48 && exec \"$0\""];
+    let node = Node::start_wrapped(&wrapper, dir.path(), &relay, &[]);
+    assert_eq!(node.get("/api/status").status, 200);
+    let mut held = Vec::new();
+    for _ in 0..80 {
+        match std::net::TcpStream::connect(("127.0.0.1", node.port)) {
+            Ok(stream) => held.push(stream),
+            Err(_) => break,
+        }
+    }
+    let pid = node.pid();
+    let exited = wait_for_exit(pid, Duration::from_secs(10));
+    assert!(
+        exited,
+        "the node kept running deaf after accept failed:\n{}",
+        node.logs()
+    );
+    let logs = node.logs();
+    assert_eq!(node.wait(), Some(1), "{logs}");
+    assert!(logs.contains("stopped accepting connections"), "{logs}");
+}
+
+fn wait_for_exit(pid: u32, timeout: Duration) -> bool {
+    common::wait_for(timeout, || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status.is_empty() || status.contains("State:\tZ")
+    })
+}
