@@ -29,7 +29,8 @@ fn keys(value: &Value) -> BTreeSet<&str> {
 
 fn dead_url() -> String {
     format!(
-        "rtsp://admin:hunter2-secret@127.0.0.1:{}/main",
+        "rtsp://admin:{}@127.0.0.1:{}/main",
+        common::password("hunter2"),
         closed_port()
     )
 }

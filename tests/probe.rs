@@ -120,7 +120,7 @@ fn a_silent_camera_times_out_at_10_seconds_and_blocks_nothing() {
         ffprobes_mentioning(&port)
     );
     assert!(
-        !node.logs().contains("silent-secret"),
+        !node.logs().contains(common::SECRET_MARKER),
         "a password reached the log"
     );
 }
@@ -155,8 +155,8 @@ fn closed_ports_and_wrong_paths_are_named() {
 
 #[test]
 fn passwords_never_leave_the_node() {
-    let password = "Pa55-w0rd-Sekrit";
-    let camera = Camera::with_credentials("admin", password);
+    let password = common::password("Pa55-w0rd");
+    let camera = Camera::with_credentials("admin", &password);
     let dir = TempDir::new("probe-password");
     let node = node(&dir);
     let good = node.add_camera(json!({
@@ -164,7 +164,7 @@ fn passwords_never_leave_the_node() {
     }));
     assert_eq!(good["capabilities"]["videoCodec"], "h264", "{good}");
     let wrong = node.add_camera(json!({
-        "name": "Gate (typo)", "rtspUrl": camera.url("admin:Pa55-w0rd-Wrong", "/main"),
+        "name": "Gate (typo)", "rtspUrl": camera.url(&format!("admin:{}", common::password("Pa55-w0rd-Wrong")), "/main"),
     }));
     assert_eq!(wrong["capabilities"], json!({}));
     let (response, _) = probe(&node, &wrong["id"]);

@@ -16,7 +16,11 @@ a=group:BUNDLE 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\na=mid:
 a=rtpmap:96 H264/90000\r\n";
 
 fn dead_url(secret: &str) -> String {
-    format!("rtsp://admin:{secret}@127.0.0.1:{}/main", closed_port())
+    format!(
+        "rtsp://admin:{}@127.0.0.1:{}/main",
+        common::password(secret),
+        closed_port()
+    )
 }
 
 fn id_of(camera: &Value) -> String {

@@ -171,7 +171,7 @@ fn answer(r: &CloudRequest, script: &mut Script) -> (u16, Value) {
         let request: Value = serde_json::from_slice(&r.body).unwrap_or_default();
         let (id, secret, code) = (
             uuid::Uuid::new_v4().to_string(),
-            format!("sekrit-{}", uuid::Uuid::new_v4()),
+            format!("sekrit-{}-{}", super::SECRET_MARKER, uuid::Uuid::new_v4()),
             new_code(),
         );
         let node = RemoteNode {

@@ -19,6 +19,24 @@ use std::time::{Duration, Instant};
 
 pub use http::Response;
 
+/// Part of every camera password and cloud secret the tests use. The harness
+/// sweeps every node response (status line, headers, body) and every node log
+/// line for it, and fails the test that produced it.
+pub const SECRET_MARKER: &str = "Sw33p-9qX";
+
+/// A password for test URLs, carrying [`SECRET_MARKER`].
+pub fn password(tag: &str) -> String {
+    format!("{tag}-{SECRET_MARKER}")
+}
+
+/// Panics if `text`, something the node produced, carries a test secret.
+pub fn assert_no_secret(text: &str, what: &str) {
+    assert!(
+        !text.contains(SECRET_MARKER),
+        "a camera password or node secret leaked in {what}:\n{text}"
+    );
+}
+
 /// A folder that is removed when dropped.
 pub struct TempDir(PathBuf);
 
@@ -157,6 +175,7 @@ impl Node {
         self.child.id()
     }
 
+    /// Sends a request; fails the test if the answer carries a test secret.
     pub fn request(
         &self,
         method: &str,
@@ -164,7 +183,12 @@ impl Node {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Response {
-        http::request(self.port, method, path, headers, body)
+        let response = http::request(self.port, method, path, headers, body);
+        assert_no_secret(
+            &response.to_string(),
+            &format!("the answer to {method} {path}"),
+        );
+        response
     }
 
     pub fn get(&self, path: &str) -> Response {
@@ -222,6 +246,8 @@ impl Drop for Node {
         let _ = self.child.wait();
         if thread::panicking() {
             eprintln!("{}", self.report());
+        } else {
+            assert_no_secret(&self.logs(), "the node's log");
         }
     }
 }
@@ -436,6 +462,7 @@ pub fn live_view_in_browser(args: &[&str]) -> serde_json::Value {
     if verdict["ok"] == true && !output.status.success() {
         verdict["ok"] = false.into();
     }
+    assert_no_secret(&report, "the browser's page");
     verdict["output"] = report.into();
     verdict
 }
@@ -467,7 +494,11 @@ impl SilentCamera {
     }
 
     pub fn url(&self) -> String {
-        format!("rtsp://admin:silent-secret@127.0.0.1:{}/main", self.port)
+        format!(
+            "rtsp://admin:{}@127.0.0.1:{}/main",
+            password("silent"),
+            self.port
+        )
     }
 }
 
