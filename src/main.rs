@@ -15,6 +15,9 @@ mod guard;
 mod http;
 mod monitor;
 mod prober;
+#[cfg(test)]
+mod properties;
+
 mod relay;
 mod relay_sync;
 mod routes;
