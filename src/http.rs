@@ -29,25 +29,43 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Request threads need little stack; the default 2 MiB would be wasted address space.
 const REQUEST_STACK_BYTES: usize = 256 * 1024;
 
-/// Binds `address`:`port` with TCP_NODELAY set, which Linux passes on to every
-/// accepted socket: tiny_http writes a response in several pieces, and with
-/// Nagle's algorithm each answer would wait ~40 ms for a delayed ACK.
+/// How long a client may leave a response unread.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Binds `address`:`port` with options that Linux passes on to every accepted
+/// socket, since tiny_http gives no access to those: TCP_NODELAY (tiny_http
+/// writes a response in several pieces, and with Nagle's algorithm each answer
+/// would wait ~40 ms for a delayed ACK), and a send timeout, so a client that
+/// stops reading frees its thread after 30 s. (A receive timeout cannot go the
+/// same way: on the listener it also ends `accept`, and tiny_http's accept
+/// loop with it.)
 pub fn bind(address: IpAddr, port: u16) -> io::Result<TcpListener> {
     let listener = TcpListener::bind((address, port))?;
-    set_nodelay(&listener)?;
+    let one: libc::c_int = 1;
+    set_option(&listener, libc::IPPROTO_TCP, libc::TCP_NODELAY, &one)?;
+    let timeout = libc::timeval {
+        tv_sec: SEND_TIMEOUT.as_secs() as libc::time_t,
+        tv_usec: 0,
+    };
+
+    set_option(&listener, libc::SOL_SOCKET, libc::SO_SNDTIMEO, &timeout)?;
     Ok(listener)
 }
 
-fn set_nodelay(listener: &TcpListener) -> io::Result<()> {
-    let one: libc::c_int = 1;
+fn set_option<T>(
+    listener: &TcpListener,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &T,
+) -> io::Result<()> {
     // SAFETY: a valid socket, and an option value that lives across the call.
     let rc = unsafe {
         libc::setsockopt(
             listener.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            level,
+            name,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
         )
     };
     if rc == 0 {
@@ -287,11 +305,12 @@ mod tests {
     use std::net::TcpStream;
 
     #[test]
-    fn accepted_sockets_inherit_nodelay() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        set_nodelay(&listener).unwrap();
+    fn accepted_sockets_inherit_nodelay_and_the_send_timeout() {
+        let listener = bind(IpAddr::from([127, 0, 0, 1]), 0).unwrap();
         let _client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (accepted, _) = listener.accept().unwrap();
         assert!(accepted.nodelay().unwrap(), "TCP_NODELAY not inherited");
+
+        assert_eq!(accepted.write_timeout().unwrap(), Some(SEND_TIMEOUT));
     }
 }
