@@ -43,7 +43,8 @@ export async function watch(video, camera, stream = 'main') {
   let session = null;
   const close = () => {
     pc.close();
-    if (session) fetch(session, { method: 'DELETE' }).catch(() => {});
+    // keepalive: the DELETE still goes out when close() runs as the page unloads.
+    if (session) fetch(session, { method: 'DELETE', keepalive: true }).catch(() => {});
     session = null;
   };
   try {

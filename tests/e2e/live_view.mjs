@@ -16,35 +16,12 @@
 // or {"ok":false,"error":"..."} and exits 1. It finishes within --timeout-ms
 // (default 30000) and always closes the browser.
 //
-// Chromium runs with a fresh user data directory and only these switches (none
-// of playwright's defaults), so it reaches nothing but 127.0.0.1 and gathers a
-// loopback ICE candidate (Chromium leaves loopback out of ICE unless told):
-//   --headless --no-sandbox --disable-gpu --disable-quic --no-first-run
-//   --disable-background-networking --disable-component-update --disable-sync
-//   --host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1
-//   --disable-features=WebRtcHideLocalIpsWithMdns --allow-loopback-in-peer-connection
-// plus --user-data-dir and --remote-debugging-pipe, which playwright needs.
+// Chromium is launched as browser.mjs says: a fresh user data directory and
+// only its switches, so it reaches nothing but 127.0.0.1 and gathers a loopback
+// ICE candidate.
 
-import { chromium } from 'playwright-core';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { prepareBrowser, launchBrowser, closeBrowser as closeChromium } from './browser.mjs';
 
-const CHROMIUM = '/usr/bin/chromium';
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  // Chromium takes the value as it comes: no shell quotes around it here.
-  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
-  '--disable-features=WebRtcHideLocalIpsWithMdns',
-  '--allow-loopback-in-peer-connection',
-];
 const PLAY_SECONDS = 2;
 const CLOSE_RESERVE_MS = 2500; // kept back from the timeout to close the browser
 
@@ -95,8 +72,7 @@ function finish(result) {
 
 const consoleErrors = [];
 const offerCandidates = [];
-let context = null;
-let userDataDir = null;
+let browser = null;
 let page = null;
 let relayAnswer = null; // --direct-relay: what the relay answered the offer
 
@@ -169,16 +145,9 @@ function changedPixels(a, b) {
 }
 
 async function run() {
-  userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'live-view-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    ignoreDefaultArgs: true, // only FLAGS; playwright adds --user-data-dir and the pipe
-    args: [...FLAGS, `--user-data-dir=${userDataDir}`, '--remote-debugging-pipe', 'about:blank'],
-    viewport: { width: 800, height: 500 },
-    timeout: remaining(),
-  });
-  page = context.pages()[0] || (await context.newPage());
+  browser = prepareBrowser('live-view');
+  await launchBrowser(browser, { viewport: { width: 800, height: 500 }, timeout: remaining() });
+  page = browser.page;
   page.setDefaultTimeout(remaining());
   page.on('console', (msg) => {
     if (msg.type() === 'error') {
@@ -324,25 +293,9 @@ async function run() {
 }
 
 async function closeBrowser() {
-  if (context) {
-    const c = context;
-    context = null;
-    const closing = (async () => {
-      // Closing the page first runs its pagehide handler, which closes the
-      // RTCPeerConnection: the relay then sees DTLS close at once instead of
-      // ICE consent expiring some 30 s later.
-      if (page) await page.close().catch(() => {});
-      await c.close().catch(() => {});
-    })();
-    await Promise.race([closing, new Promise((r) => setTimeout(r, CLOSE_RESERVE_MS - 300))]);
-  }
-  if (userDataDir) {
-    try {
-      fs.rmSync(userDataDir, { recursive: true, force: true });
-    } catch (_) {
-      // Chromium may still be writing into it; it is in the temp dir anyway.
-    }
-  }
+  const b = browser;
+  browser = null;
+  await closeChromium(b, CLOSE_RESERVE_MS - 300);
 }
 
 // The whole run, browser closing included, stays within --timeout-ms.

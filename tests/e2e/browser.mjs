@@ -1,0 +1,83 @@
+// Launches Debian's headless Chromium through playwright-core, the same way for
+// every browser test, and closes it within a time limit.
+//
+// Chromium runs with a fresh user data directory and only these switches (none
+// of playwright's defaults), so it reaches nothing but 127.0.0.1 and gathers a
+// loopback ICE candidate (Chromium leaves loopback out of ICE unless told):
+//   --headless --no-sandbox --disable-gpu --disable-quic --no-first-run
+//   --disable-background-networking --disable-component-update --disable-sync
+//   --host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1
+//   --disable-features=WebRtcHideLocalIpsWithMdns --allow-loopback-in-peer-connection
+// plus --user-data-dir and --remote-debugging-pipe, which playwright needs.
+
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export const CHROMIUM = '/usr/bin/chromium';
+export const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  // Chromium takes the value as it comes: no shell quotes around it here.
+  '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
+  '--disable-features=WebRtcHideLocalIpsWithMdns',
+  '--allow-loopback-in-peer-connection',
+];
+
+/** A fresh user data directory (named after `prefix`) for a browser not started yet. */
+export function prepareBrowser(prefix) {
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-chromium-`));
+  return { context: null, page: null, userDataDir };
+}
+
+/**
+ * Starts Chromium in `browser` (from prepareBrowser) with FLAGS only and sets
+ * browser.context and browser.page. `options` go to launchPersistentContext
+ * (viewport, timeout, ...).
+ */
+export async function launchBrowser(browser, options = {}) {
+  browser.context = await chromium.launchPersistentContext(browser.userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    ignoreDefaultArgs: true, // only FLAGS; playwright adds --user-data-dir and the pipe
+    args: [...FLAGS, `--user-data-dir=${browser.userDataDir}`, '--remote-debugging-pipe', 'about:blank'],
+    ...options,
+  });
+  browser.page = browser.context.pages()[0] || (await browser.context.newPage());
+  return browser;
+}
+
+/**
+ * Closes the page (running its pagehide handlers), then the browser, giving up
+ * after `waitMs`, and removes the user data directory.
+ */
+export async function closeBrowser(browser, waitMs) {
+  if (!browser) return;
+  const { context, page, userDataDir } = browser;
+  browser.context = null;
+  browser.page = null;
+  if (context) {
+    const closing = (async () => {
+      // Closing the page first runs its pagehide handler, which closes the
+      // RTCPeerConnection: the relay then sees DTLS close at once instead of
+      // ICE consent expiring some 30 s later.
+      if (page) await page.close().catch(() => {});
+      await context.close().catch(() => {});
+    })();
+    await Promise.race([closing, new Promise((r) => setTimeout(r, waitMs))]);
+  }
+  if (userDataDir) {
+    try {
+      fs.rmSync(userDataDir, { recursive: true, force: true });
+    } catch (_) {
+      // Chromium may still be writing into it; it is in the temp dir anyway.
+    }
+  }
+}

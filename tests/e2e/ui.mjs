@@ -1,0 +1,749 @@
+// Walks through the node's browser UI in Debian's headless Chromium
+// (playwright-core, launched as browser.mjs says) the way a person would.
+//
+// Usage:
+//   node tests/e2e/ui.mjs --base http://127.0.0.1:PORT --camera-url rtsp://.../main
+//        --sub-url rtsp://.../sub --screenshots DIR [--timeout-ms N]
+//
+// The node must be fresh (no cameras), with a relay doing real WebRTC. At
+// 1280x800, and for screenshots and a layout check (nothing cut off or
+// scrolling sideways) also at 360x740, it goes through these steps:
+//   load         header: node name, version, "Not registered", relay badge, cloud
+//                state in words; strict CSP on /, no inline script or style
+//   add-camera   adds the real camera through the form (URL fields masked once
+//                left, progress shown, a second submit sends nothing) → card with
+//                "H.264 · 640×360 · 25 fps · sub stream" and Online; no camera
+//                address anywhere in the page
+//   bad-url      http://x → the API's 400 message next to the URL field, which is
+//                marked invalid; nothing added
+//   reprobe      re-probe → a spinner while it runs, then the capabilities
+//   toggles      record off (click) and on (keyboard, focus kept), disable and
+//                enable, each checked after a refresh and in the API; rename
+//                through the edit dialog (PATCH with the name only); after a
+//                reload the state holds and the add form starts folded
+//   live         opened with the keyboard: frames arrive and currentTime advances
+//                on main, then sub, then main; muted by default, sound toggle,
+//                full screen in and out; switching and closing end the WHEP session
+//   events       prints `need-events <cameraId>`, waits up to 15 s for the events
+//                the caller inserts (person 0.91, vehicle 0.5, motion 0.33), checks
+//                camera name, kind word, score %, times, duration, clip status, the
+//                node's order, the kind and camera filters (kept over a refresh)
+//   hidden-tab   no status or events request while the page is hidden; one at once
+//                when it shows again
+//   claim        GET /api/status answered by the test: unclaimed → the claim code in
+//                large type with a countdown that goes down; error → its message
+//                (as text); back to the node's own status
+//   xss          a camera named <img src=x onerror=alert(1)> shows as that text (card,
+//                filter, live view title), no img element, no dialog; its live view
+//                (nothing listens at its address) gives a plain message, not video
+//   delete       delete with the confirmation: cancel keeps it, confirm removes it
+//   dark         the dark theme applies (screenshots)
+//   page         every control has a label; no CSP violation, script error or dialog
+// It prints one JSON line, {"ok":true,"steps":[...],"screenshots":[...]} and exits
+// 0, or {"ok":false,"step":"...","error":"..."} and exits 1, within --timeout-ms
+// (default 110000), and always closes the browser. Progress lines go to stderr;
+// a failure leaves a screenshot DIR/failed-<step>.png.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { prepareBrowser, launchBrowser, closeBrowser } from './browser.mjs';
+
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 360, height: 740 };
+const CLOSE_RESERVE_MS = 3000;
+const XSS_NAME = '<img src=x onerror=alert(1)>';
+const CLAIM_CODE = '7KQM-3XPR';
+const CLIP_WORDS = ['Clip saved on node', 'Clip uploading…', 'Clip uploaded'];
+
+function usage(message) {
+  process.stderr.write(`ui: ${message}\n`);
+  process.stderr.write(
+    'usage: node tests/e2e/ui.mjs --base <node URL> --camera-url <rtsp main> --sub-url <rtsp sub> ' +
+      '--screenshots <dir> [--timeout-ms N]\n',
+  );
+  process.exit(2);
+}
+
+function parseArgs(argv) {
+  const opts = { timeoutMs: 110000 };
+  const names = {
+    '--base': 'base',
+    '--camera-url': 'cameraUrl',
+    '--sub-url': 'subUrl',
+    '--screenshots': 'screenshots',
+    '--timeout-ms': 'timeoutMs',
+  };
+  for (let i = 0; i < argv.length; i += 1) {
+    const key = names[argv[i]];
+    if (!key) usage(`unknown argument ${argv[i]}`);
+    if (i + 1 >= argv.length) usage(`${argv[i]} needs a value`);
+    opts[key] = argv[(i += 1)];
+  }
+  for (const need of ['base', 'cameraUrl', 'subUrl', 'screenshots']) {
+    if (!opts[need]) usage(`--${need.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is required`);
+  }
+  opts.base = opts.base.replace(/\/+$/, '');
+  opts.timeoutMs = Number(opts.timeoutMs);
+  if (!Number.isFinite(opts.timeoutMs) || opts.timeoutMs < 10000) usage('--timeout-ms must be >= 10000');
+  return opts;
+}
+
+const opts = parseArgs(process.argv.slice(2));
+const startedAt = Date.now();
+const deadline = startedAt + opts.timeoutMs - CLOSE_RESERVE_MS;
+const remaining = () => Math.max(1, deadline - Date.now());
+/** A wait of `ms`, cut to what is left of the run. */
+const within = (ms) => Math.max(1, Math.min(ms, remaining()));
+
+const steps = [];
+const screenshots = [];
+const consoleErrors = [];
+const pageErrors = [];
+const cspViolations = [];
+const dialogs = [];
+let currentStep = 'start';
+let printed = false;
+let passed = false;
+let browser = null;
+let page = null;
+
+function finish(result) {
+  if (printed) return;
+  printed = true;
+  passed = result.ok === true;
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+class Failure extends Error {}
+function check(condition, message) {
+  if (!condition) throw new Failure(message);
+}
+
+let stepStartedAt = Date.now();
+/** A progress line on stderr, for whoever reads a slow or failed run. */
+function note(what) {
+  process.stderr.write(`ui:   ${currentStep} +${Date.now() - stepStartedAt} ms: ${what}\n`);
+}
+
+async function step(name, fn) {
+  currentStep = name;
+  const t0 = Date.now();
+  stepStartedAt = t0;
+  await fn();
+  steps.push(name);
+  process.stderr.write(`ui: ${name} passed in ${Date.now() - t0} ms\n`);
+}
+
+/** The node's API straight from here, to check what the UI did. */
+async function nodeApi(method, urlPath, body) {
+  let response;
+  try {
+    response = await fetch(`${opts.base}${urlPath}`, {
+      method,
+      headers: body ? { 'Content-Type': 'application/json' } : {},
+      body: body ? JSON.stringify(body) : undefined,
+      signal: AbortSignal.timeout(within(15000)),
+    });
+  } catch (error) {
+    throw new Failure(`${method} ${opts.base}${urlPath} failed: ${error.cause?.message || error.message}`);
+  }
+  const text = await response.text();
+  const json = text && (response.headers.get('content-type') || '').includes('json') ? JSON.parse(text) : null;
+  return { status: response.status, headers: response.headers, text, json };
+}
+
+async function apiCameras() {
+  const r = await nodeApi('GET', '/api/cameras');
+  check(r.status === 200, `GET /api/cameras answered ${r.status}`);
+  return r.json;
+}
+
+const norm = (s) => String(s ?? '').replace(/\s+/g, ' ').trim();
+
+/** Waits for the page's answer to `method` on a path matching `pathTest`. */
+function responseTo(method, pathTest, ms = 20000) {
+  return page.waitForResponse(
+    (r) => r.request().method() === method && pathTest(new URL(r.url()).pathname),
+    { timeout: within(ms) },
+  );
+}
+
+/** When the page had all of `response` (ms since the epoch, the browser's clock). */
+async function doneAt(response) {
+  await response.finished();
+  const t = response.request().timing();
+  return t.startTime + Math.max(0, t.responseEnd);
+}
+
+/** Waits until the page has received a status that it asked for at `since` or later. */
+async function nextStatus(since = Date.now()) {
+  await page.waitForResponse(
+    (r) => r.url().endsWith('/api/status') && r.request().method() === 'GET' && r.request().timing().startTime >= since,
+    { timeout: within(10000) },
+  );
+  await page.waitForTimeout(100); // rendered
+}
+
+/** Every element that sticks out past the right edge at the current size. */
+async function layoutProblems() {
+  return page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const problems = [];
+    if (document.documentElement.scrollWidth > width + 1) {
+      problems.push(`page scrolls sideways: ${document.documentElement.scrollWidth} > ${width}`);
+    }
+    const dialog = document.querySelector('dialog[open]');
+    const scope = dialog || document.body;
+    for (const el of scope.querySelectorAll('*')) {
+      if (el.closest('.sprite, .visually-hidden, [hidden]')) continue;
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || r.height === 0) continue;
+      // Off-screen on purpose (a skip link) is fine; cut off at an edge is not.
+      if (r.right <= 0 || r.left >= width) continue;
+      if (r.right > width + 1 || r.left < -1) {
+        problems.push(`${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}.${el.className?.baseVal ?? el.className} spans ${Math.round(r.left)}..${Math.round(r.right)}`);
+      }
+    }
+    return problems.slice(0, 8);
+  });
+}
+
+/**
+ * Screenshots at desktop size and at phone size (with the layout check there),
+ * each after `prepare` (e.g. scrolling the part of interest into view).
+ */
+async function shoot(name, prepare = async () => {}) {
+  for (const [size, viewport] of [['desktop', DESKTOP], ['phone', PHONE]]) {
+    await page.setViewportSize(viewport);
+    await page.waitForTimeout(150);
+    await prepare(size);
+    await page.waitForTimeout(200);
+    if (size === 'phone') {
+      const problems = await layoutProblems();
+      check(problems.length === 0, `layout at 360 px wide (${name}): ${problems.join('; ')}`);
+    }
+    const file = path.join(opts.screenshots, `${size}-${name}.png`);
+    await page.screenshot({ path: file, timeout: within(10000) });
+    screenshots.push(file);
+  }
+  await page.setViewportSize(DESKTOP);
+}
+
+const scrollTo = (selector) => async () => {
+  await page.locator(selector).first().evaluate((el) => el.scrollIntoView({ block: 'start' }));
+};
+const scrollTop = async () => page.evaluate(() => window.scrollTo(0, 0));
+
+const card = (id) => page.locator(`#camera-list .card[data-id="${id}"]`);
+const cardText = async (id, selector) => norm(await card(id).locator(selector).textContent());
+
+/** Unfolds the add form the way a person would, with the "Add camera" button. */
+async function openAddForm() {
+  if (!(await page.evaluate(() => document.getElementById('add-details').open))) {
+    await page.click('#add-jump');
+    await page.locator('#add-name').waitFor({ state: 'visible' });
+  }
+  check(await page.evaluate(() => document.activeElement?.id === 'add-name' || document.getElementById('add-details').open), 'the add form did not open');
+}
+
+/** Fills the add form and submits it; returns the POST's response. */
+async function addThroughForm(fields) {
+  await openAddForm();
+  for (const [name, value] of Object.entries(fields)) await page.fill(`#add-${name}`, value);
+  const answer = responseTo('POST', (p) => p === '/api/cameras', 30000);
+  await page.click('#add-submit');
+  return answer;
+}
+
+async function run() {
+  fs.mkdirSync(opts.screenshots, { recursive: true });
+  browser = prepareBrowser('ui');
+  await launchBrowser(browser, { viewport: DESKTOP, timeout: within(30000) });
+  page = browser.page;
+  page.setDefaultTimeout(within(15000));
+  page.on('console', (msg) => {
+    const text = msg.text();
+    if (/Content Security Policy/i.test(text)) cspViolations.push(text);
+    if (msg.type() === 'error') consoleErrors.push(text);
+  });
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  page.on('dialog', async (dialog) => {
+    dialogs.push(`${dialog.type()}: ${dialog.message()}`);
+    await dialog.dismiss().catch(() => {});
+  });
+  const posts = [];
+  page.on('request', (request) => {
+    const p = new URL(request.url()).pathname;
+    if (request.method() === 'POST' && p === '/api/cameras') posts.push(Date.now());
+  });
+  const whepDeletes = [];
+  page.on('request', (request) => {
+    if (request.method() === 'DELETE' && new URL(request.url()).pathname.startsWith('/api/whep/')) whepDeletes.push(request.url());
+  });
+  // Phone screenshots as a phone shows them: scrollbars overlay the page.
+  const cdp = await browser.context.newCDPSession(page);
+  await cdp.send('Emulation.setScrollbarsHidden', { hidden: true });
+
+  let porch = null; // the real camera's id
+  let xss = null;
+
+  await step('load', async () => {
+    const html = await nodeApi('GET', '/');
+    check(html.status === 200, `GET / answered ${html.status}`);
+    const csp = html.headers.get('content-security-policy') || '';
+    check(csp.includes("script-src 'self'"), `GET / has no strict Content-Security-Policy: ${csp}`);
+    check(!/<script(?![^>]*\bsrc=)[^>]*>/i.test(html.text), 'index.html has an inline <script>');
+    check(!/<style[\s>]/i.test(html.text) && !/\sstyle=/i.test(html.text), 'index.html has inline style');
+    check((await apiCameras()).length === 0, 'the node must start with no cameras');
+    const response = await page.goto(`${opts.base}/`, { waitUntil: 'domcontentloaded', timeout: within(15000) });
+    check(response && response.ok(), `the UI answered ${response ? response.status() : 'nothing'}`);
+    await page.waitForSelector('body.loaded', { timeout: within(10000) });
+    const status = (await nodeApi('GET', '/api/status')).json;
+    check(norm(await page.textContent('#node-name')) === status.nodeName, 'the header shows the node name');
+    check(norm(await page.textContent('#node-version')).includes(status.version), 'the header shows the version');
+    check(norm(await page.textContent('#node-id')) === (status.nodeId ? `Node ID ${status.nodeId}` : 'Not registered'), 'the header shows the node id');
+    await page.waitForFunction((healthy) => document.getElementById('relay-badge').classList.contains(healthy ? 'ok' : 'bad'), status.relayHealthy, { timeout: within(5000) });
+    check(norm(await page.textContent('#cloud-badge')) === 'Cloud: off', 'the cloud state in words ("Cloud: off")');
+    check(await page.isVisible('#cameras-empty'), 'a node with no cameras says so');
+  });
+
+  await step('add-camera', async () => {
+    await openAddForm();
+    await page.fill('#add-name', 'Porch');
+    await page.fill('#add-rtspUrl', opts.cameraUrl);
+    await page.fill('#add-rtspSubUrl', opts.subUrl);
+    await page.fill('#add-make', 'Acme');
+    await page.fill('#add-model', 'X1');
+    const masked = await page.evaluate(() => ['add-rtspUrl', 'add-rtspSubUrl'].map((id) => {
+      const el = document.getElementById(id);
+      return el.type === 'password' || getComputedStyle(el).webkitTextSecurity === 'disc';
+    }));
+    check(masked.every(Boolean), `the URL fields are masked once left: ${masked}`);
+    const answer = responseTo('POST', (p) => p === '/api/cameras', 30000);
+    await page.click('#add-submit');
+    // While the node probes: progress, and no second camera from a second submit.
+    const during = await page.evaluate(() => {
+      document.getElementById('add-form').requestSubmit();
+      document.getElementById('add-rtspUrl').form.requestSubmit();
+      return {
+        disabled: document.getElementById('add-submit').disabled,
+        progress: !document.getElementById('add-progress').hidden,
+      };
+    });
+    check(during.disabled && during.progress, `while adding, the button is disabled and progress shows: ${JSON.stringify(during)}`);
+    const response = await answer;
+    check(response.status() === 201, `POST /api/cameras answered ${response.status()}`);
+    porch = (await response.json()).id;
+    await page.waitForTimeout(300);
+    check(posts.length === 1, `the form was sent ${posts.length} times`);
+    await card(porch).waitFor({ timeout: within(5000) });
+    check((await cardText(porch, '.cam-name')) === 'Porch', 'the card shows the name');
+    check((await cardText(porch, '.cam-model')) === 'Acme X1', 'the card shows make and model');
+    const caps = await cardText(porch, '.cam-caps');
+    for (const part of ['H.264', '640×360', '25 fps', 'sub stream']) {
+      check(caps.includes(part), `the capabilities "${caps}" lack "${part}"`);
+    }
+    await page.waitForFunction(
+      (id) => document.querySelector(`.card[data-id="${id}"] .state-word`)?.textContent === 'Online',
+      porch,
+      { timeout: within(10000) },
+    );
+    check(await page.isVisible('#add-done'), 'the form says the camera was added');
+    const secrets = {
+      'the main stream URL': opts.cameraUrl,
+      'the sub stream URL': opts.subUrl,
+      "the camera's host and port": new URL(opts.cameraUrl.replace(/^rtsps?:/, 'http:')).host,
+    };
+    const leak = await page.evaluate((named) => {
+      const text = document.documentElement.outerHTML + [...document.querySelectorAll('input')].map((i) => i.value).join(' ');
+      return Object.entries(named).filter(([, value]) => text.includes(value)).map(([what]) => what);
+    }, secrets);
+    // Names only: the addresses themselves may carry a password.
+    check(leak.length === 0, `the page shows ${leak.join(', ')}`);
+    await shoot('cameras', scrollTop);
+  });
+
+  await step('bad-url', async () => {
+    const response = await addThroughForm({ name: 'Bad', rtspUrl: 'http://x', rtspSubUrl: '', make: '', model: '' });
+    check(response.status() === 400, `POST with http://x answered ${response.status()}`);
+    const message = (await response.json()).error;
+    check(message.startsWith('rtspUrl '), `the node's message names another field: ${message}`);
+    const error = page.locator('#add-rtspUrl-error');
+    await error.waitFor({ state: 'visible', timeout: within(3000) });
+    const shown = norm(await error.textContent());
+    check(shown.includes(message.slice('rtspUrl '.length)), `next to the URL field: "${shown}", the node said "${message}"`);
+    const sameField = await page.evaluate(() => {
+      const err = document.getElementById('add-rtspUrl-error');
+      const input = document.getElementById('add-rtspUrl');
+      return err.parentElement.contains(input) && input.getAttribute('aria-invalid') === 'true' &&
+        input.getAttribute('aria-describedby').includes(err.id);
+    });
+    check(sameField, 'the message sits with the URL field, which is marked invalid');
+    check(await page.isHidden('#add-name-error'), 'no error is shown for the name');
+    check((await apiCameras()).length === 1, 'a camera was added with a bad URL');
+    check((await page.locator('#camera-list .card').count()) === 1, 'a card appeared for a bad URL');
+    await shoot('add-form-error', scrollTo('#add'));
+    await page.fill('#add-name', '');
+    await page.fill('#add-rtspUrl', '');
+    await page.locator('#add-name').blur();
+  });
+
+  await step('reprobe', async () => {
+    await card(porch).evaluate((el) => {
+      window.probeSeen = { busy: false, spinner: false };
+      const observer = new MutationObserver(() => {
+        if (el.getAttribute('aria-busy') === 'true') {
+          window.probeSeen.busy = true;
+          const spinner = el.querySelector('.probe .spinner');
+          if (spinner && getComputedStyle(spinner).display !== 'none') window.probeSeen.spinner = true;
+        }
+      });
+      observer.observe(el, { attributes: true, subtree: true, childList: true, characterData: true });
+    });
+    const answer = responseTo('POST', (p) => p === `/api/cameras/${porch}/probe`, 30000);
+    await card(porch).locator('.probe').click();
+    const response = await answer;
+    check(response.status() === 200, `re-probe answered ${response.status()}: ${await response.text()}`);
+    await page.waitForFunction((id) => !document.querySelector(`.card[data-id="${id}"]`).hasAttribute('aria-busy'), porch, { timeout: within(5000) });
+    const seen = await page.evaluate(() => window.probeSeen);
+    check(seen.busy && seen.spinner, `a spinner showed while probing: ${JSON.stringify(seen)}`);
+    const caps = await cardText(porch, '.cam-caps');
+    check(caps.includes('H.264') && caps.includes('640×360'), `after re-probe the card shows "${caps}"`);
+    check((await cardText(porch, '.card-msg')).length > 0, 'the card says the probe finished');
+  });
+
+  await step('toggles', async () => {
+    const flip = async (field, want, { keyboard = false } = {}) => {
+      const answer = responseTo('PATCH', (p) => p === `/api/cameras/${porch}`);
+      const toggle = card(porch).locator(`input[data-field="${field}"]`);
+      if (keyboard) {
+        await toggle.focus();
+        await page.keyboard.press('Space');
+      } else {
+        await toggle.click();
+      }
+      const response = await answer;
+      check(response.status() === 200, `PATCH ${field} answered ${response.status()}`);
+      await nextStatus(await doneAt(response));
+      const checked = await card(porch).locator(`input[data-field="${field}"]`).isChecked();
+      check(checked === want, `after a refresh ${field} shows ${checked}, not ${want}`);
+      const stored = (await apiCameras()).find((c) => c.id === porch);
+      check(stored[field] === want, `the node has ${field} ${stored[field]}, not ${want}`);
+      if (keyboard) {
+        const focused = await toggle.evaluate((el) => document.activeElement === el);
+        check(focused, `the ${field} switch lost the keyboard focus`);
+      }
+    };
+    await flip('record', false);
+    await flip('record', true, { keyboard: true });
+    await flip('enabled', false);
+    check((await cardText(porch, '.state-word')) === 'Disabled', 'a disabled camera says Disabled');
+    await flip('enabled', true);
+    check((await cardText(porch, '.state-word')) !== 'Disabled', 'an enabled camera no longer says Disabled');
+
+    await card(porch).locator('.edit').click();
+    await page.waitForSelector('#edit[open]');
+    check((await page.inputValue('#edit-name')) === 'Porch', 'the edit dialog starts with the name');
+    await page.fill('#edit-name', 'Porch camera');
+    const answer = responseTo('PATCH', (p) => p === `/api/cameras/${porch}`);
+    await page.click('#edit-save');
+    const response = await answer;
+    check(response.status() === 200, `PATCH name answered ${response.status()}`);
+    check(JSON.parse(response.request().postData()).name === 'Porch camera' &&
+      Object.keys(JSON.parse(response.request().postData())).length === 1, `rename sent ${response.request().postData()}`);
+    await page.waitForSelector('#edit:not([open])', { state: 'attached' });
+    check((await cardText(porch, '.cam-name')) === 'Porch camera', 'the card shows the new name');
+    check((await apiCameras()).find((c) => c.id === porch).name === 'Porch camera', 'the node has the new name');
+
+    // A new main stream address (the same camera again): PATCH re-probes it.
+    await card(porch).locator('.edit').click();
+    await page.waitForSelector('#edit[open]');
+    await page.click('#edit-urls summary');
+    await page.fill('#edit-rtspUrl', opts.cameraUrl);
+    await page.locator('#edit-rtspSubUrl').focus();
+    const masked = await page.$eval('#edit-rtspUrl', (el) => el.type === 'password' || getComputedStyle(el).webkitTextSecurity === 'disc');
+    check(masked, 'the new URL is not masked once left');
+    const moved = responseTo('PATCH', (p) => p === `/api/cameras/${porch}`, 30000);
+    await page.click('#edit-save');
+    const movedResponse = await moved;
+    check(movedResponse.status() === 200, `PATCH rtspUrl answered ${movedResponse.status()}`);
+    const sent = JSON.parse(movedResponse.request().postData());
+    check(JSON.stringify(Object.keys(sent)) === '["rtspUrl"]', `the address change sent ${Object.keys(sent)}`);
+    await page.waitForSelector('#edit:not([open])', { state: 'attached', timeout: within(15000) });
+    check((await cardText(porch, '.cam-caps')).includes('640×360'), 'after the address change the card lost its capabilities');
+
+    // Coming back later: the same state, and the add form folded away.
+    await page.reload({ waitUntil: 'domcontentloaded', timeout: within(15000) });
+    await page.waitForSelector('body.loaded', { timeout: within(10000) });
+    check((await cardText(porch, '.cam-name')) === 'Porch camera', 'after a reload the card has the new name');
+    for (const field of ['enabled', 'record', 'detect']) {
+      check(await card(porch).locator(`input[data-field="${field}"]`).isChecked(), `after a reload ${field} is off`);
+    }
+    check(!(await page.evaluate(() => document.getElementById('add-details').open)), 'with a camera, the add form starts folded');
+  });
+
+  await step('live', async () => {
+    const playing = async (width) => {
+      await page.waitForFunction(
+        (w) => document.getElementById('live-video').videoWidth === w,
+        width,
+        { timeout: within(20000), polling: 100 },
+      ).catch(async () => {
+        const state = await page.evaluate(() => ({
+          message: document.getElementById('live-msg').innerText,
+          videoWidth: document.getElementById('live-video').videoWidth,
+        }));
+        throw new Failure(`no ${width}-wide picture: ${JSON.stringify(state)}`);
+      });
+      const t0 = await page.evaluate(() => document.getElementById('live-video').currentTime);
+      await page.waitForFunction(
+        (t) => document.getElementById('live-video').currentTime - t >= 1,
+        t0,
+        { timeout: within(10000), polling: 100 },
+      );
+      check(await page.isHidden('#live-msg'), 'a message still covers the playing video');
+    };
+    // With the keyboard: focus the camera's Watch button and press Enter.
+    await card(porch).locator('.watch').focus();
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#live[open]');
+    check(norm(await page.textContent('#live-title')) === 'Porch camera', 'the live view names the camera');
+    await playing(640);
+    note('main stream plays');
+    check(await page.evaluate(() => document.getElementById('live-video').muted), 'live view starts muted');
+    await page.click('#live-mute');
+    check(!(await page.evaluate(() => document.getElementById('live-video').muted)), 'the sound toggle unmutes');
+    check((await page.getAttribute('#live-mute', 'aria-pressed')) === 'true', 'the sound toggle says it is on');
+    await page.click('#live-mute');
+    check(await page.evaluate(() => document.getElementById('live-video').muted), 'the sound toggle mutes again');
+    if (await page.evaluate(() => document.fullscreenEnabled)) {
+      await page.click('#live-full');
+      await page.waitForFunction(() => document.fullscreenElement?.id === 'live-box', null, { timeout: within(5000) });
+      check(await page.isVisible('#live-full'), 'in full screen the button to leave it is hidden');
+      await page.click('#live-full');
+      await page.waitForFunction(() => !document.fullscreenElement, null, { timeout: within(5000) });
+    }
+    note('sound and full screen work');
+    await shoot('live', async () => {});
+    note('screenshots taken');
+
+    const deletesBefore = whepDeletes.length;
+    check(await page.isVisible('#live-streams'), 'a camera with a sub stream offers it');
+    await page.locator('#live-streams label', { hasText: 'Sub stream' }).click();
+    await playing(320);
+    note('sub stream plays');
+    check(whepDeletes.length > deletesBefore, 'switching streams ended the main stream session');
+    await page.locator('#live-streams label', { hasText: 'Main stream' }).click();
+    await playing(640);
+    note('main stream plays again');
+
+    const deletesBeforeClose = whepDeletes.length;
+    await page.click('#live-close');
+    await page.waitForSelector('#live:not([open])', { state: 'attached' });
+    await page.waitForTimeout(300);
+    check(whepDeletes.length > deletesBeforeClose, 'closing the live view did not end the WHEP session');
+    check(await page.evaluate(() => document.getElementById('live-video').srcObject === null), 'the video still holds the stream after closing');
+  });
+
+  await step('events', async () => {
+    await new Promise((resolve) => process.stdout.write(`need-events ${porch}\n`, resolve));
+    await page.waitForFunction(() => document.querySelectorAll('#event-list .event').length >= 3, null, {
+      timeout: within(15000),
+    }).catch(() => { throw new Failure('no events showed within 15 s of need-events'); });
+    const rows = await page.$$eval('#event-list .event', (els) => els.map((el) => ({
+      kind: el.querySelector('.ev-word').textContent,
+      camera: el.querySelector('.ev-cam').textContent,
+      score: el.querySelector('.ev-score').textContent,
+      time: el.querySelector('.ev-time').textContent,
+      absolute: el.querySelector('.ev-time').title,
+      duration: el.querySelector('.ev-dur').textContent,
+      clip: el.querySelector('.ev-clip').textContent,
+    })));
+    const api = (await nodeApi('GET', '/api/events')).json;
+    check(rows.length === api.length, `${rows.length} rows for ${api.length} events`);
+    for (const [kind, score] of [['Person', '91%'], ['Vehicle', '50%'], ['Motion', '33%']]) {
+      const row = rows.find((r) => r.kind === kind);
+      check(row, `no ${kind} event shown: ${JSON.stringify(rows)}`);
+      check(row.score === score, `the ${kind} event shows ${row.score}, not ${score}`);
+      check(row.camera === 'Porch camera', `the ${kind} event names camera "${row.camera}"`);
+      check(CLIP_WORDS.includes(row.clip), `the ${kind} event's clip status is "${row.clip}"`);
+      check(row.time && row.absolute, `the ${kind} event lacks its time: ${JSON.stringify(row)}`);
+      check(row.duration, `the ${kind} event lacks its duration`);
+    }
+    const shownOrder = rows.map((r) => r.kind.toLowerCase());
+    check(JSON.stringify(shownOrder) === JSON.stringify(api.map((e) => e.kind)), `events not in the node's (newest first) order: ${shownOrder}`);
+    const visibleKinds = async () => page.$$eval('#event-list .event .ev-word', (els) => els.map((e) => e.textContent));
+    await page.selectOption('#filter-kind', 'person');
+    check(JSON.stringify(await visibleKinds()) === '["Person"]', `kind filter person shows ${await visibleKinds()}`);
+    await page.selectOption('#filter-kind', 'vehicle');
+    check(JSON.stringify(await visibleKinds()) === '["Vehicle"]', `kind filter vehicle shows ${await visibleKinds()}`);
+    await page.selectOption('#filter-kind', 'animal');
+    check((await visibleKinds()).length === 0 && (await page.isVisible('#events-empty')), 'kind filter animal shows no events and says so');
+    await page.selectOption('#filter-kind', '');
+    await page.selectOption('#filter-camera', porch);
+    check((await visibleKinds()).length === 3, 'the camera filter keeps the camera\'s events');
+    await nextStatus();
+    check((await page.inputValue('#filter-camera')) === porch, 'a refresh reset the camera filter');
+    await page.selectOption('#filter-camera', '');
+    await shoot('events', scrollTo('#events'));
+  });
+
+  await step('hidden-tab', async () => {
+    // The page stops asking while the tab is hidden, and catches up when it shows again.
+    const asked = [];
+    const onRequest = (request) => {
+      if (/\/api\/(status|events)$/.test(new URL(request.url()).pathname)) asked.push(Date.now());
+    };
+    const setHidden = (hidden) => page.evaluate((h) => {
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => h });
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (h ? 'hidden' : 'visible') });
+      document.dispatchEvent(new Event('visibilitychange'));
+    }, hidden);
+    await setHidden(true);
+    await page.waitForTimeout(500); // a refresh already under way may finish
+    page.on('request', onRequest);
+    await page.waitForTimeout(4000);
+    const whileHidden = asked.length;
+    await setHidden(false);
+    await page.waitForTimeout(700);
+    page.off('request', onRequest);
+    await page.evaluate(() => {
+      delete document.hidden;
+      delete document.visibilityState;
+    });
+    check(whileHidden === 0, `the page asked ${whileHidden} times in 4 s while hidden`);
+    check(asked.length > 0, 'the page did not refresh when it showed again');
+  });
+
+  await step('claim', async () => {
+    let cloud = { state: 'unclaimed', claimCode: CLAIM_CODE, claimCodeExpiresAt: new Date(Date.now() + 5 * 60000).toISOString() };
+    await page.route('**/api/status', async (route) => {
+      const response = await route.fetch();
+      const status = await response.json();
+      await route.fulfill({ response, json: { ...status, cloud } });
+    });
+    const code = page.locator('#claim-code');
+    await code.waitFor({ state: 'visible', timeout: within(10000) });
+    check(norm(await code.textContent()) === CLAIM_CODE, `the claim code shows as "${await code.textContent()}"`);
+    const size = await code.evaluate((el) => parseFloat(getComputedStyle(el).fontSize));
+    check(size >= 32, `the claim code is ${size}px, not large type`);
+    check(norm(await page.textContent('#cloud-badge')).includes('claimed'), 'the cloud badge says the node waits to be claimed');
+    const seconds = async () => {
+      const text = norm(await page.textContent('#claim-countdown'));
+      const m = /(\d+):(\d\d)/.exec(text);
+      check(m, `no countdown in "${text}"`);
+      return Number(m[1]) * 60 + Number(m[2]);
+    };
+    const first = await seconds();
+    check(first > 240 && first <= 300, `the countdown starts at ${first} s for 5 minutes`);
+    await page.waitForTimeout(2100);
+    const second = await seconds();
+    check(second < first && first - second <= 4, `the countdown went from ${first} to ${second}`);
+    await shoot('claim-code', scrollTop);
+
+    cloud = { state: 'error', message: 'the cloud refused this node: <b>certificate expired</b>' };
+    await page.locator('#cloud-error').waitFor({ state: 'visible', timeout: within(10000) });
+    check(norm(await page.textContent('#cloud-error-text')).toLowerCase() === cloud.message.toLowerCase(), 'the cloud error message shows as sent');
+    check(await page.isHidden('#claim'), 'the claim code went away');
+    check((await page.locator('#cloud-error b').count()) === 0, 'the error message was read as HTML');
+    await page.screenshot({ path: path.join(opts.screenshots, 'desktop-cloud-error.png') });
+    screenshots.push(path.join(opts.screenshots, 'desktop-cloud-error.png'));
+    await page.unroute('**/api/status');
+    await page.locator('#cloud-error').waitFor({ state: 'hidden', timeout: within(10000) });
+  });
+
+  await step('xss', async () => {
+    const response = await addThroughForm({ name: XSS_NAME, rtspUrl: 'rtsp://127.0.0.1:1/x', rtspSubUrl: '', make: '', model: '' });
+    check(response.status() === 201, `POST of the XSS camera answered ${response.status()}`);
+    xss = (await response.json()).id;
+    await card(xss).waitFor({ timeout: within(5000) });
+    check((await card(xss).locator('.cam-name').textContent()) === XSS_NAME, 'the name does not show as typed');
+    check((await card(xss).locator('img').count()) === 0, 'an img element is inside the card');
+    check((await page.locator('img').count()) === 0, 'an img element is on the page');
+    check((await cardText(xss, '.cam-caps')) === 'not probed yet', 'a camera that could not be probed says "not probed yet"');
+    const option = await page.$eval(`#filter-camera option[value="${xss}"]`, (o) => o.textContent);
+    check(option === XSS_NAME, 'the camera filter shows the name as typed');
+    // Its live view: the node's plain message, not a black box.
+    await card(xss).locator('.watch').click();
+    await page.waitForSelector('#live[open]');
+    check(norm(await page.textContent('#live-title')) === XSS_NAME, 'the live view title shows the name as typed');
+    await page.waitForFunction(() => document.getElementById('live-msg-title').textContent === 'Live view unavailable', null, {
+      timeout: within(25000),
+    });
+    const text = norm(await page.textContent('#live-msg-text'));
+    check(text.length > 10, `the message is "${text}"`);
+    check(await page.isVisible('#live-retry'), 'the live view offers to try again');
+    check(!(await page.isVisible('#live-video')), 'a black video still shows under the message');
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('#live:not([open])', { state: 'attached' });
+    await page.waitForTimeout(500);
+    check(dialogs.length === 0, `a dialog fired: ${dialogs.join(' | ')}`);
+  });
+
+  await step('delete', async () => {
+    await card(xss).locator('.delete').click();
+    await page.waitForSelector('#confirm[open]');
+    check(norm(await page.textContent('#confirm-title')).includes(XSS_NAME), 'the confirmation names the camera');
+    await page.click('#confirm-cancel');
+    await page.waitForSelector('#confirm:not([open])', { state: 'attached' });
+    check((await apiCameras()).length === 2, 'cancel deleted the camera');
+    check(await card(xss).isVisible(), 'cancel removed the card');
+    await card(xss).locator('.delete').click();
+    await page.waitForSelector('#confirm[open]');
+    const answer = responseTo('DELETE', (p) => p === `/api/cameras/${xss}`);
+    await page.click('#confirm-ok');
+    const response = await answer;
+    check(response.status() === 204, `DELETE answered ${response.status()}`);
+    await card(xss).waitFor({ state: 'detached', timeout: within(5000) });
+    await nextStatus();
+    check((await card(xss).count()) === 0, 'the deleted camera came back after a refresh');
+    const left = await apiCameras();
+    check(left.length === 1 && left[0].id === porch, `the node has ${left.length} cameras left`);
+  });
+
+  await step('dark', async () => {
+    await page.emulateMedia({ colorScheme: 'dark' });
+    const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    check(bg !== 'rgb(243, 244, 246)', `the dark theme keeps the light background ${bg}`);
+    await shoot('dark', scrollTop);
+    await page.emulateMedia({ colorScheme: 'light' });
+  });
+
+  await step('page', async () => {
+    const unlabelled = await page.evaluate(() => [...document.querySelectorAll('input, select, button')]
+      .filter((el) => !(el.labels?.length || el.getAttribute('aria-label') || el.textContent.trim()))
+      .map((el) => el.id || el.className || el.tagName));
+    check(unlabelled.length === 0, `controls without a label: ${unlabelled.join(', ')}`);
+    check(cspViolations.length === 0, `Content-Security-Policy violations: ${cspViolations.slice(0, 3).join(' | ')}`);
+    check(pageErrors.length === 0, `script errors: ${pageErrors.slice(0, 3).join(' | ')}`);
+    check(dialogs.length === 0, `dialogs fired: ${dialogs.join(' | ')}`);
+  });
+
+  finish({ ok: true, steps, screenshots, elapsedMs: Date.now() - startedAt });
+}
+
+// The whole run, browser closing included, stays within --timeout-ms.
+const hardStop = setTimeout(() => {
+  finish({ ok: false, step: currentStep, error: `timed out after ${opts.timeoutMs} ms`, steps });
+  process.exit(1); // playwright kills the browser it launched when this process exits
+}, opts.timeoutMs);
+
+try {
+  await run();
+} catch (error) {
+  let message = error instanceof Failure ? error.message : `error: ${String(error.message || error).split('\n')[0]}`;
+  if (remaining() <= 1) message = `ran out of time (--timeout-ms ${opts.timeoutMs}): ${message}`;
+  const result = { ok: false, step: currentStep, error: message, steps };
+  if (pageErrors.length) result.pageErrors = pageErrors.slice(0, 5);
+  if (consoleErrors.length) result.consoleErrors = consoleErrors.slice(0, 5);
+  if (page) {
+    const file = path.join(opts.screenshots, `failed-${currentStep}.png`);
+    if (await page.screenshot({ path: file, timeout: within(5000) }).then(() => true, () => false)) result.screenshot = file;
+  }
+  finish(result);
+}
+const b = browser;
+browser = null;
+await closeBrowser(b, CLOSE_RESERVE_MS - 300);
+clearTimeout(hardStop);
+process.exit(passed ? 0 : 1);

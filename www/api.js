@@ -1,0 +1,64 @@
+// The node's JSON API: one helper that turns every failure into an Error with
+// a plain message (the node's own `{"error": ...}` where there is one).
+
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** The node's clock minus ours, in ms, from the Date header (0 when close). */
+export const clock = { offset: 0 };
+
+function noteServerTime(response, sentAt) {
+  const date = Date.parse(response.headers.get('Date') || '');
+  if (Number.isNaN(date)) return;
+  const local = (sentAt + Date.now()) / 2;
+  const offset = date + 500 - local; // the header has whole seconds
+  clock.offset = Math.abs(offset) > 3000 ? offset : 0;
+}
+
+/** The node's "now", so countdowns and "2 min ago" hold even when this device's clock is off. */
+export function serverNow() {
+  return Date.now() + clock.offset;
+}
+
+/**
+ * Calls the API. Resolves to the parsed JSON body (null for 204); rejects with
+ * an ApiError (status 0 when the node could not be reached).
+ */
+export async function api(method, path, body, { timeoutMs = 20000 } = {}) {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  const init = { method, cache: 'no-store', signal: controller.signal, headers: {} };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const sentAt = Date.now();
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (error) {
+    const why = controller.signal.aborted ? 'the node did not answer in time' : 'the node cannot be reached';
+    throw new ApiError(0, why);
+  } finally {
+    clearTimeout(timer);
+  }
+  if (method === 'GET') noteServerTime(response, sentAt);
+  if (response.status === 204) return null;
+  let data = null;
+  try {
+    data = await response.json();
+  } catch (_) {
+    data = null;
+  }
+  if (!response.ok) {
+    const message = data && typeof data.error === 'string' && data.error
+      ? data.error
+      : `the node answered ${response.status}`;
+    throw new ApiError(response.status, message);
+  }
+  return data;
+}

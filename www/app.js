@@ -1,0 +1,34 @@
+// nvr-node's browser UI: the node header, cameras, the add form, live view and
+// events. Plain modules, no build step; everything from the node itself.
+
+import { subscribe, startRefreshing } from './store.js';
+import { renderHeader } from './header.js';
+import { renderCameras, setUpCameras } from './cameras.js';
+import { setUpAddForm, foldAddForm } from './addform.js';
+import { renderEvents, setUpEvents } from './events.js';
+import { setUpLive, updateLive } from './liveview.js';
+
+let firstStatus = true;
+let cameraCount = 0;
+
+subscribe((state) => {
+  renderHeader(state);
+  renderCameras(state);
+  renderEvents(state);
+  updateLive(state.cameras, state.status);
+  if (state.status && cameraCount > 0 && state.cameras.size === 0) foldAddForm(false);
+  if (state.status) cameraCount = state.cameras.size;
+  if (firstStatus && state.status) {
+    firstStatus = false;
+    document.body.classList.add('loaded');
+    foldAddForm(state.cameras.size > 0);
+    // A node with no cameras yet: the add form is the place to start.
+    if (state.cameras.size === 0 && !location.hash) document.getElementById('add-name').focus({ preventScroll: true });
+  }
+});
+
+setUpCameras();
+setUpAddForm();
+setUpEvents();
+setUpLive();
+startRefreshing();

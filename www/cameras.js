@@ -1,0 +1,315 @@
+// Camera cards, with their toggles, re-probe, edit and delete.
+
+import { $, setText, setAttr, show, toggleClass, fromTemplate, formErrors, maskWhenLeft } from './dom.js';
+import { api } from './api.js';
+import { capabilitiesText } from './format.js';
+import { state, change, putCamera, dropCamera } from './store.js';
+import { openLive } from './liveview.js';
+
+const TOGGLE_WORDS = { enabled: 'Enabled', record: 'Record', detect: 'Detect' };
+const cards = new Map(); // id → card
+
+function sentence(text) {
+  return text ? text[0].toUpperCase() + text.slice(1) : text;
+}
+
+function setMessage(card, text, tone = '') {
+  clearTimeout(card.msgTimer);
+  card.message = { text, tone };
+  if (tone === 'ok') {
+    card.msgTimer = setTimeout(() => {
+      card.message = { text: '', tone: '' };
+      renderCard(card);
+    }, 6000);
+  }
+  renderCard(card);
+}
+
+function makeCard(id) {
+  const el = fromTemplate('t-camera');
+  el.dataset.id = id;
+  const q = (s) => el.querySelector(s);
+  const card = {
+    id,
+    el,
+    name: q('.cam-name'),
+    model: q('.cam-model'),
+    caps: q('.cam-caps'),
+    state: q('.state'),
+    stateWord: q('.state-word'),
+    msg: q('.card-msg'),
+    watch: q('.watch'),
+    probe: q('.probe'),
+    probeWord: q('.probe-word'),
+    edit: q('.edit'),
+    del: q('.delete'),
+    toggles: {},
+    probing: false,
+    saving: new Set(),
+    message: { text: '', tone: '' },
+    msgTimer: null,
+  };
+  for (const input of el.querySelectorAll('input[data-field]')) {
+    const field = input.dataset.field;
+    card.toggles[field] = input;
+    input.addEventListener('change', () => {
+      // One change at a time; the switch stays focusable (not disabled) for the keyboard.
+      if (card.saving.has(field)) {
+        input.checked = !input.checked;
+        return;
+      }
+      saveToggle(card, field, input.checked);
+    });
+  }
+  card.watch.addEventListener('click', () => {
+    const camera = state.cameras.get(id);
+    if (camera) openLive(camera, state.status);
+  });
+  card.probe.addEventListener('click', () => probe(card));
+  card.edit.addEventListener('click', () => openEdit(id));
+  card.del.addEventListener('click', () => openConfirm(id));
+  return card;
+}
+
+function renderCard(card) {
+  const camera = state.cameras.get(card.id);
+  if (!camera) return;
+  const name = camera.name || 'Unnamed camera';
+  setText(card.name, name);
+  const model = [camera.make, camera.model].filter(Boolean).join(' ');
+  setText(card.model, model || 'Make and model not given');
+  toggleClass(card.model, 'muted', !model);
+  const caps = capabilitiesText(camera.capabilities);
+  setText(card.caps, caps || 'not probed yet');
+  toggleClass(card.caps, 'muted', !caps);
+
+  const tone = !camera.enabled ? 'off' : camera.online ? 'ok' : 'bad';
+  setText(card.stateWord, !camera.enabled ? 'Disabled' : camera.online ? 'Online' : 'Offline');
+  for (const t of ['ok', 'bad', 'off']) toggleClass(card.state, t, t === tone);
+  toggleClass(card.el, 'disabled', !camera.enabled);
+
+  for (const [field, input] of Object.entries(card.toggles)) {
+    const saving = card.saving.has(field);
+    if (!saving && input.checked !== Boolean(camera[field])) input.checked = Boolean(camera[field]);
+    setAttr(input, 'aria-busy', saving ? 'true' : null);
+    setAttr(input, 'aria-label', `${TOGGLE_WORDS[field]}: ${name}`);
+  }
+
+  setAttr(card.probe, 'aria-disabled', card.probing ? 'true' : null);
+  setAttr(card.el, 'aria-busy', card.probing ? 'true' : null);
+  toggleClass(card.probe, 'busy', card.probing);
+  setText(card.probeWord, card.probing ? 'Probing…' : 'Re-probe');
+  setAttr(card.watch, 'aria-label', `Watch ${name} live`);
+  setAttr(card.probe, 'aria-label', card.probing ? `Probing ${name}…` : `Re-probe ${name}`);
+  setAttr(card.edit, 'aria-label', `Edit ${name}`);
+  setAttr(card.del, 'aria-label', `Delete ${name}`);
+
+  setText(card.msg, card.message.text);
+  for (const t of ['ok', 'bad', 'info']) toggleClass(card.msg, t, t === card.message.tone);
+}
+
+export function renderCameras(s) {
+  const list = $('camera-list');
+  show($('cameras-loading'), !s.status);
+  show($('cameras-empty'), Boolean(s.status) && s.cameras.size === 0);
+  let index = 0;
+  for (const id of s.cameras.keys()) {
+    let card = cards.get(id);
+    if (!card) {
+      card = makeCard(id);
+      cards.set(id, card);
+    }
+    renderCard(card);
+    if (list.children[index] !== card.el) list.insertBefore(card.el, list.children[index] || null);
+    index += 1;
+  }
+  for (const [id, card] of cards) {
+    if (!s.cameras.has(id)) {
+      clearTimeout(card.msgTimer);
+      card.el.remove();
+      cards.delete(id);
+    }
+  }
+}
+
+/** Scrolls to a card and marks it for a moment (after it was added). */
+export function highlight(id) {
+  const card = cards.get(id);
+  if (!card) return;
+  card.el.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+  toggleClass(card.el, 'fresh', true);
+  setTimeout(() => toggleClass(card.el, 'fresh', false), 2500);
+}
+
+async function saveToggle(card, field, value) {
+  card.saving.add(field);
+  renderCard(card);
+  try {
+    const camera = await change(card.id, () => api('PATCH', `/api/cameras/${card.id}`, { [field]: value }));
+    card.saving.delete(field);
+    putCamera(camera);
+  } catch (error) {
+    card.saving.delete(field);
+    if (error.status === 404) return dropCamera(card.id);
+    setMessage(card, `Could not change ${TOGGLE_WORDS[field]}: ${error.message}`, 'bad');
+  }
+  return undefined;
+}
+
+async function probe(card) {
+  if (card.probing) return;
+  card.probing = true;
+  setMessage(card, 'Checking the stream (up to 10 s)…', 'info');
+  try {
+    const caps = await change(card.id, () => api('POST', `/api/cameras/${card.id}/probe`, undefined, { timeoutMs: 30000 }));
+    card.probing = false;
+    const camera = state.cameras.get(card.id);
+    if (camera && caps) {
+      const { hasSubstream, videoCodec, width, height, fps } = caps;
+      putCamera({ ...camera, online: true, hasSubstream: Boolean(hasSubstream), capabilities: { hasSubstream, videoCodec, width, height, fps } });
+    }
+    setMessage(card, 'Stream checked just now.', 'ok');
+  } catch (error) {
+    card.probing = false;
+    if (error.status === 404) return dropCamera(card.id);
+    setMessage(card, sentence(error.message), 'bad');
+  }
+  return undefined;
+}
+
+// ---- Delete, with a confirmation ----
+
+let confirmId = null;
+
+function openConfirm(id) {
+  const camera = state.cameras.get(id);
+  if (!camera) return;
+  confirmId = id;
+  setText($('confirm-title'), `Delete “${camera.name}”?`);
+  setText($('confirm-text'), 'The camera is removed from this node and stops being recorded and watched. You can add it again later with its address.');
+  show($('confirm-error'), false);
+  $('confirm-ok').disabled = false;
+  $('confirm').showModal();
+  $('confirm-cancel').focus();
+}
+
+async function confirmDelete() {
+  const id = confirmId;
+  if (!id) return;
+  const ok = $('confirm-ok');
+  ok.disabled = true;
+  try {
+    await change(id, () => api('DELETE', `/api/cameras/${id}`));
+    dropCamera(id);
+    $('confirm').close();
+    $('cameras-title').focus(); // the button that opened the dialog is gone
+  } catch (error) {
+    if (error.status === 404) {
+      dropCamera(id);
+      $('confirm').close();
+      return;
+    }
+    setText($('confirm-error'), `Could not delete the camera: ${error.message}`);
+    show($('confirm-error'), true);
+    ok.disabled = false;
+  }
+}
+
+// ---- Edit: name, make, model and (optionally) the stream addresses ----
+
+let editId = null;
+let editBusy = false;
+const editErrors = formErrors('edit');
+
+function openEdit(id) {
+  const camera = state.cameras.get(id);
+  if (!camera) return;
+  editId = id;
+  const form = $('edit-form');
+  form.reset();
+  editErrors.clear();
+  setText($('edit-title'), `Edit “${camera.name}”`);
+  $('edit-name').value = camera.name;
+  $('edit-make').value = camera.make || '';
+  $('edit-model').value = camera.model || '';
+  $('edit-urls').open = false;
+  show($('edit-nosub-label'), Boolean(camera.hasSubstream));
+  $('edit-rtspSubUrl').disabled = false;
+  $('edit').showModal();
+  $('edit-name').focus();
+  $('edit-name').select();
+}
+
+async function saveEdit(event) {
+  event.preventDefault();
+  if (editBusy || !editId) return;
+  const id = editId;
+  const camera = state.cameras.get(id);
+  if (!camera) return $('edit').close();
+  editErrors.clear();
+  const patch = {};
+  const name = $('edit-name').value.trim();
+  if (name !== camera.name) patch.name = name;
+  for (const field of ['make', 'model']) {
+    const value = $(`edit-${field}`).value.trim();
+    if (value !== (camera[field] || '')) patch[field] = value;
+  }
+  const url = $('edit-rtspUrl').value.trim();
+  if (url) patch.rtspUrl = url;
+  if ($('edit-nosub').checked) patch.rtspSubUrl = null;
+  else if ($('edit-rtspSubUrl').value.trim()) patch.rtspSubUrl = $('edit-rtspSubUrl').value.trim();
+  if (Object.keys(patch).length === 0) return $('edit').close();
+
+  editBusy = true;
+  const form = $('edit-form');
+  for (const el of form.elements) el.dataset.wasDisabled = el.disabled ? '1' : '';
+  for (const el of form.elements) el.disabled = true;
+  $('edit-cancel').disabled = false; // closing the dialog does not stop the change
+  show($('edit-progress'), true);
+  setText($('edit-progress').lastElementChild, patch.rtspUrl ? 'Saving and checking the new stream (up to 10 s)…' : 'Saving…');
+  try {
+    const updated = await change(id, () => api('PATCH', `/api/cameras/${id}`, patch, { timeoutMs: 30000 }));
+    putCamera(updated);
+    if ($('edit').open && editId === id) $('edit').close();
+  } catch (error) {
+    if (error.status === 404) {
+      dropCamera(id);
+      $('edit').close();
+    } else {
+      editErrors.showError(error.message, 'Could not save: ');
+    }
+  } finally {
+    editBusy = false;
+    for (const el of form.elements) el.disabled = el.dataset.wasDisabled === '1';
+    show($('edit-progress'), false);
+  }
+  return undefined;
+}
+
+export function setUpCameras() {
+  $('confirm-cancel').addEventListener('click', () => $('confirm').close());
+  $('confirm-ok').addEventListener('click', confirmDelete);
+  $('edit-cancel').addEventListener('click', () => $('edit').close());
+  $('edit-form').addEventListener('submit', saveEdit);
+  $('edit-form').addEventListener('input', (event) => {
+    const error = $(`${event.target.id}-error`);
+    if (error && !error.hidden) {
+      error.hidden = true;
+      event.target.removeAttribute('aria-invalid');
+    }
+  });
+  $('edit-nosub').addEventListener('change', () => {
+    $('edit-rtspSubUrl').disabled = $('edit-nosub').checked;
+  });
+  maskWhenLeft($('edit-rtspUrl'));
+  maskWhenLeft($('edit-rtspSubUrl'));
+  // Light-dismiss: a click on the backdrop closes a dialog.
+  for (const dialog of [$('confirm'), $('edit')]) {
+    dialog.addEventListener('click', (event) => {
+      if (event.target !== dialog || editBusy) return;
+      const r = dialog.getBoundingClientRect();
+      const inside = event.clientX >= r.left && event.clientX <= r.right && event.clientY >= r.top && event.clientY <= r.bottom;
+      if (!inside) dialog.close();
+    });
+  }
+}

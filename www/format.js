@@ -1,0 +1,64 @@
+// Words for what the API gives: capabilities, times, durations, scores.
+
+const CODECS = { h264: 'H.264', h265: 'H.265', hevc: 'H.265', mjpeg: 'MJPEG', mpeg4: 'MPEG-4', av1: 'AV1', vp8: 'VP8', vp9: 'VP9' };
+
+export function codecName(codec) {
+  const key = String(codec || '').toLowerCase();
+  return CODECS[key] || key.toUpperCase();
+}
+
+/** "H.264 · 1920×1080 · 25 fps · sub stream", or "" when nothing was probed. */
+export function capabilitiesText(caps) {
+  if (!caps || !caps.videoCodec) return '';
+  const parts = [codecName(caps.videoCodec)];
+  if (caps.width && caps.height) parts.push(`${caps.width}×${caps.height}`);
+  if (caps.fps) parts.push(`${caps.fps}\u00a0fps`);
+  if (caps.hasSubstream) parts.push('sub\u00a0stream');
+  return parts.join(' · ');
+}
+
+/** "91%" for 0.91. */
+export function percent(score) {
+  const n = Number(score);
+  if (!Number.isFinite(n)) return '';
+  return `${Math.round(Math.min(1, Math.max(0, n)) * 100)}%`;
+}
+
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const shortDate = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+
+/** The full local date and time, for hover text. */
+export function absoluteTime(ms) {
+  return Number.isFinite(ms) ? dateTime.format(new Date(ms)) : '';
+}
+
+/** "just now", "42 s ago", "5 min ago", "3 h ago", or a short date past a day. */
+export function relativeTime(ms, now) {
+  if (!Number.isFinite(ms)) return 'unknown time';
+  const s = Math.round((now - ms) / 1000);
+  if (s < 10) return 'just now';
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return shortDate.format(new Date(ms));
+}
+
+/** "8 s", "1 min 5 s", "2 h 3 min", "under 1 s". */
+export function duration(ms) {
+  if (!Number.isFinite(ms) || ms < 0) return '';
+  const s = Math.round(ms / 1000);
+  if (s < 1) return 'under 1 s';
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 ? ` ${s % 60} s` : ''}`;
+  const m = Math.floor(s / 60);
+  return `${Math.floor(m / 60)} h${m % 60 ? ` ${m % 60} min` : ''}`;
+}
+
+/** "4:59" for a countdown; "1:02:03" past an hour. */
+export function countdown(ms) {
+  const total = Math.max(0, Math.ceil(ms / 1000));
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = String(total % 60).padStart(2, '0');
+  return h ? `${h}:${String(m).padStart(2, '0')}:${s}` : `${m}:${s}`;
+}

@@ -1,0 +1,87 @@
+// The node header: name, version, id, relay health, cloud link (with the claim
+// code and its countdown), and a banner when the node cannot be reached.
+
+import { $, setText, show, toggleClass } from './dom.js';
+import { serverNow } from './api.js';
+import { countdown } from './format.js';
+
+const CLOUD = {
+  disabled: ['Cloud: off', 'neutral', 'Remote access is not set up; everything works on this network.'],
+  registering: ['Cloud: registering…', 'warn', 'The node is registering with the cloud service.'],
+  unclaimed: ['Cloud: waiting to be claimed', 'warn', 'Enter the code below in the app to link this node to your account.'],
+  connecting: ['Cloud: connecting…', 'warn', 'The node is connecting to the cloud service.'],
+  online: ['Cloud: connected', 'ok', 'Remote access through the cloud is working.'],
+  error: ['Cloud: error', 'bad', 'The cloud link has a problem.'],
+};
+
+let expiresAt = NaN;
+let ticker = null;
+
+function setBadge(el, text, tone, title) {
+  setText(el, text);
+  for (const t of ['ok', 'bad', 'warn', 'neutral']) toggleClass(el, t, t === tone);
+  if (title !== undefined && el.title !== title) el.title = title;
+}
+
+function tick() {
+  const left = expiresAt - serverNow();
+  const el = $('claim-countdown');
+  if (!Number.isFinite(left)) {
+    setText(el, '');
+  } else if (left <= 0) {
+    setText(el, 'This code has expired. The node will get a new one shortly.');
+    toggleClass($('claim-code'), 'expired', true);
+  } else {
+    setText(el, `Expires in ${countdown(left)}`);
+    toggleClass($('claim-code'), 'expired', false);
+  }
+}
+
+export function renderHeader(state) {
+  const status = state.status;
+  const banner = $('offline');
+  if (!state.reachable) {
+    setText(banner, state.problemStatus
+      ? `The node answered with an error: ${state.problem}. Trying again…`
+      : 'Cannot reach the node: check that it is on and connected to this network. Trying again…');
+  }
+  show(banner, !state.reachable);
+  document.body.classList.toggle('stale', !state.reachable);
+  if (!status) return;
+
+  setText($('node-name'), status.nodeName || 'nvr-node');
+  const title = `${status.nodeName || 'nvr-node'} · nvr-node`;
+  if (document.title !== title) document.title = title;
+  setText($('node-version'), `Version ${status.version || '?'}`);
+  setText($('node-id'), status.nodeId ? `Node ID ${status.nodeId}` : 'Not registered');
+
+  if (status.relayHealthy) {
+    setBadge($('relay-badge'), 'Stream relay: OK', 'ok', 'Live view is available.');
+  } else {
+    setBadge($('relay-badge'), 'Stream relay: down', 'bad', 'The stream relay is not answering: live view is unavailable.');
+  }
+
+  const cloud = status.cloud || {};
+  const [word, tone, title2] = CLOUD[cloud.state] || [`Cloud: ${cloud.state || 'unknown'}`, 'neutral', ''];
+  setBadge($('cloud-badge'), word, tone, title2);
+  setText($('cloud-note'), cloud.state === 'error' || cloud.state === 'unclaimed' ? '' : title2);
+
+  const unclaimed = cloud.state === 'unclaimed' && Boolean(cloud.claimCode);
+  show($('claim'), unclaimed);
+  if (unclaimed) {
+    setText($('claim-code'), cloud.claimCode);
+    expiresAt = Date.parse(cloud.claimCodeExpiresAt || '');
+    tick();
+    if (!ticker) ticker = setInterval(tick, 1000);
+  } else if (ticker) {
+    clearInterval(ticker);
+    ticker = null;
+  }
+
+  const failed = cloud.state === 'error';
+  show($('cloud-error'), failed);
+  if (failed) {
+    const text = cloud.message || 'the node did not say what went wrong';
+    setText($('cloud-error-text'), text[0].toUpperCase() + text.slice(1));
+  }
+}
