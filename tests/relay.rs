@@ -27,6 +27,19 @@ fn id_of(camera: &Value) -> String {
     camera["id"].as_str().unwrap().to_owned()
 }
 
+/// A node using `relay`, with one camera that the relay has registered.
+fn node_with_camera(relay: &Relay, dir: &TempDir) -> (Node, String) {
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("door") })));
+    let registered = wait_for(Duration::from_secs(5), || relay.streams().contains_key(&id));
+    assert!(
+        registered,
+        "camera {id} not registered: {:?}",
+        relay.received()
+    );
+    (node, id)
+}
+
 fn whep(node: &Node, id: &str) -> common::Response {
     node.post_sdp(&format!("/api/whep/{id}"), OFFER)
 }
@@ -207,11 +220,7 @@ fn a_hung_relay_blocks_no_api_call() {
 fn whep_offers_are_forwarded_and_answered() {
     let relay = Relay::start();
     let dir = TempDir::new("whep-ok");
-    let node = Node::start(dir.path(), &relay.url(), &[]);
-    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("w") })));
-    assert!(wait_for(Duration::from_secs(5), || relay
-        .streams()
-        .contains_key(&id)));
+    let (node, id) = node_with_camera(&relay, &dir);
 
     let response = whep(&node, &id);
     assert_eq!(response.status, 201, "{response}");
@@ -310,11 +319,7 @@ fn whep_with_the_relay_down_is_502() {
 fn whep_gives_up_on_a_silent_relay_after_15_seconds() {
     let relay = Relay::start();
     let dir = TempDir::new("whep-slow");
-    let node = Node::start(dir.path(), &relay.url(), &[]);
-    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("d") })));
-    assert!(wait_for(Duration::from_secs(5), || relay
-        .streams()
-        .contains_key(&id)));
+    let (node, id) = node_with_camera(&relay, &dir);
     relay.set_webrtc_mode(WebrtcMode::Slow(Duration::from_secs(25)));
     let started = Instant::now();
     let response = whep(&node, &id);
@@ -376,11 +381,7 @@ fn whep_bodies_are_checked() {
 fn past_64_requests_in_flight_the_node_answers_503() {
     let relay = Relay::start();
     let dir = TempDir::new("busy");
-    let node = Node::start(dir.path(), &relay.url(), &[]);
-    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("b") })));
-    assert!(wait_for(Duration::from_secs(5), || relay
-        .streams()
-        .contains_key(&id)));
+    let (node, id) = node_with_camera(&relay, &dir);
     relay.set_webrtc_mode(WebrtcMode::Slow(Duration::from_secs(4)));
     let port = node.port;
     let offers: Vec<_> = (0..64)
@@ -445,11 +446,7 @@ fn status_never_waits_on_the_relay() {
 fn whep_sessions_have_a_location_that_delete_ends() {
     let relay = Relay::start();
     let dir = TempDir::new("whep-session");
-    let node = Node::start(dir.path(), &relay.url(), &[]);
-    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("s") })));
-    assert!(wait_for(Duration::from_secs(5), || relay
-        .streams()
-        .contains_key(&id)));
+    let (node, id) = node_with_camera(&relay, &dir);
 
     // go2rtc names no session for WHEP: the node's resource ends only on the node.
     let answer = whep(&node, &id);
@@ -637,11 +634,7 @@ fn patched_cameras_are_re_registered() {
 fn sigterm_finishes_requests_in_flight_and_exits_0() {
     let relay = Relay::start();
     let dir = TempDir::new("sigterm");
-    let node = Node::start(dir.path(), &relay.url(), &[]);
-    let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url("t") })));
-    assert!(wait_for(Duration::from_secs(5), || relay
-        .streams()
-        .contains_key(&id)));
+    let (node, id) = node_with_camera(&relay, &dir);
     relay.set_webrtc_mode(WebrtcMode::Slow(Duration::from_secs(2)));
     let port = node.port;
     let in_flight = thread::spawn(move || {

@@ -81,3 +81,19 @@ export async function closeBrowser(browser, waitMs) {
     }
   }
 }
+
+/**
+ * Reads `--flag value` pairs: `names` maps each flag to its option key,
+ * `defaults` gives the starting options; `usage(message)` is called (and
+ * must exit) on an unknown flag or a flag without its value.
+ */
+export function readFlags(argv, names, defaults, usage) {
+  const opts = { ...defaults };
+  for (let i = 0; i < argv.length; i += 1) {
+    const key = names[argv[i]];
+    if (!key) usage(`unknown argument ${argv[i]}`);
+    if (i + 1 >= argv.length) usage(`${argv[i]} needs a value`);
+    opts[key] = argv[(i += 1)];
+  }
+  return opts;
+}

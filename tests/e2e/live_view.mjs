@@ -20,7 +20,7 @@
 // only its switches, so it reaches nothing but 127.0.0.1 and gathers a loopback
 // ICE candidate.
 
-import { prepareBrowser, launchBrowser, closeBrowser as closeChromium } from './browser.mjs';
+import { prepareBrowser, launchBrowser, closeBrowser as closeChromium, readFlags } from './browser.mjs';
 
 const PLAY_SECONDS = 2;
 const CLOSE_RESERVE_MS = 2500; // kept back from the timeout to close the browser
@@ -35,7 +35,6 @@ function usage(message) {
 }
 
 function parseArgs(argv) {
-  const opts = { timeoutMs: 30000 };
   const names = {
     '--url': 'url',
     '--direct-relay': 'directRelay',
@@ -43,12 +42,7 @@ function parseArgs(argv) {
     '--screenshot': 'screenshot',
     '--timeout-ms': 'timeoutMs',
   };
-  for (let i = 0; i < argv.length; i += 1) {
-    const key = names[argv[i]];
-    if (!key) usage(`unknown argument ${argv[i]}`);
-    if (i + 1 >= argv.length) usage(`${argv[i]} needs a value`);
-    opts[key] = argv[(i += 1)];
-  }
+  const opts = readFlags(argv, names, { timeoutMs: 30000 }, usage);
   if (!opts.url) usage('--url is required');
   opts.timeoutMs = Number(opts.timeoutMs);
   if (!Number.isFinite(opts.timeoutMs) || opts.timeoutMs < 5000) usage('--timeout-ms must be >= 5000');

@@ -46,7 +46,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { prepareBrowser, launchBrowser, closeBrowser } from './browser.mjs';
+import { prepareBrowser, launchBrowser, closeBrowser, readFlags } from './browser.mjs';
 
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 360, height: 740 };
@@ -65,7 +65,6 @@ function usage(message) {
 }
 
 function parseArgs(argv) {
-  const opts = { timeoutMs: 110000 };
   const names = {
     '--base': 'base',
     '--camera-url': 'cameraUrl',
@@ -73,12 +72,7 @@ function parseArgs(argv) {
     '--screenshots': 'screenshots',
     '--timeout-ms': 'timeoutMs',
   };
-  for (let i = 0; i < argv.length; i += 1) {
-    const key = names[argv[i]];
-    if (!key) usage(`unknown argument ${argv[i]}`);
-    if (i + 1 >= argv.length) usage(`${argv[i]} needs a value`);
-    opts[key] = argv[(i += 1)];
-  }
+  const opts = readFlags(argv, names, { timeoutMs: 110000 }, usage);
   for (const need of ['base', 'cameraUrl', 'subUrl', 'screenshots']) {
     if (!opts[need]) usage(`--${need.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is required`);
   }
