@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 use uuid::Uuid;
 
 use crate::camera::{Camera, Capabilities, Settings};
@@ -160,47 +161,24 @@ impl Store {
     }
 
     pub fn insert_camera(&self, camera: &Camera, created_at_ms: i64) -> Result<()> {
-        let settings = &camera.settings;
+        let mut values = camera_values(camera);
+        values.push(created_at_ms.into());
         self.conn.execute(
             "INSERT INTO camera (id, name, make, model, rtsp_url, rtsp_sub_url, enabled,
                                  record, detect, capabilities, created_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                camera.id.to_string(),
-                settings.name,
-                settings.make,
-                settings.model,
-                settings.rtsp_url,
-                settings.rtsp_sub_url,
-                settings.enabled,
-                settings.record,
-                settings.detect,
-                camera.capabilities.as_ref().map(capabilities_json),
-                created_at_ms,
-            ],
+            params_from_iter(values),
         )?;
         Ok(())
     }
 
     /// Writes a camera's settings and capabilities; returns whether it exists.
     pub fn update_camera(&self, camera: &Camera) -> Result<bool> {
-        let settings = &camera.settings;
         let n = self.conn.execute(
             "UPDATE camera SET name = ?2, make = ?3, model = ?4, rtsp_url = ?5, rtsp_sub_url = ?6,
                                enabled = ?7, record = ?8, detect = ?9, capabilities = ?10
              WHERE id = ?1",
-            params![
-                camera.id.to_string(),
-                settings.name,
-                settings.make,
-                settings.model,
-                settings.rtsp_url,
-                settings.rtsp_sub_url,
-                settings.enabled,
-                settings.record,
-                settings.detect,
-                camera.capabilities.as_ref().map(capabilities_json),
-            ],
+            params_from_iter(camera_values(camera)),
         )?;
         Ok(n > 0)
     }
@@ -325,6 +303,27 @@ impl Store {
         })?
         .collect()
     }
+}
+
+/// A camera's columns from `id` to `capabilities`, as parameters ?1 to ?10.
+fn camera_values(camera: &Camera) -> Vec<Value> {
+    let s = &camera.settings;
+    let text = |t: &str| Value::Text(t.to_owned());
+    vec![
+        text(&camera.id.to_string()),
+        text(&s.name),
+        text(&s.make),
+        text(&s.model),
+        text(&s.rtsp_url),
+        s.rtsp_sub_url.clone().map_or(Value::Null, Value::Text),
+        Value::Integer(s.enabled.into()),
+        Value::Integer(s.record.into()),
+        Value::Integer(s.detect.into()),
+        camera
+            .capabilities
+            .as_ref()
+            .map_or(Value::Null, |c| Value::Text(capabilities_json(c))),
+    ]
 }
 
 /// The clip files of the events matching `filter`.
