@@ -276,6 +276,47 @@ pub fn wait_for(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
 
 const SYSTEM_PYTHON: &str = "/usr/bin/python3";
 
+/// A helper server process that prints `{ready}PORT` once it serves, and exits
+/// when its stdin closes (so with the test that started it).
+struct ReadyServer {
+    child: Child,
+    stdin: ChildStdin,
+    stderr: Arc<Mutex<String>>,
+    port: u16,
+}
+
+impl ReadyServer {
+    fn start(mut command: Command, ready: &str, needs: &str) -> ReadyServer {
+        let description = format!("{command:?}");
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {description}: {e}; it needs {needs}"));
+        let stdin = child.stdin.take().unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        drain_into(child.stderr.take().unwrap(), stderr.clone());
+        let mut line = String::new();
+        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        let Some(port) = line.trim().strip_prefix(ready).and_then(|p| p.parse().ok()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            thread::sleep(Duration::from_millis(100));
+            panic!(
+                "{description} did not start; it needs {needs}\nstdout: {line}\nstderr: {}",
+                stderr.lock().unwrap()
+            );
+        };
+        ReadyServer {
+            child,
+            stdin,
+            stderr,
+            port,
+        }
+    }
+}
+
 /// A real RTSP camera: GStreamer's RTSP server, run by `tests/camera/rtsp_camera.py`.
 /// It serves `/main` (H.264 640x360 25 fps + A-law audio), `/sub` and `/video-only`.
 pub struct Camera {
@@ -296,42 +337,20 @@ impl Camera {
 
     fn start_with(args: &[&str]) -> Camera {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/camera/rtsp_camera.py");
-        let mut child = Command::new(SYSTEM_PYTHON)
+        let mut command = Command::new(SYSTEM_PYTHON);
+        command
             .arg(&script)
             .args(["--port", "0", "--max-seconds", "600"])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("cannot run {SYSTEM_PYTHON} (Debian's python3 with python3-gi): {e}")
-            });
-        let stdin = child.stdin.take().unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let stderr = Arc::new(Mutex::new(String::new()));
-        drain_into(child.stderr.take().unwrap(), stderr.clone());
-        let mut line = String::new();
-        let _ = stdout.read_line(&mut line);
-        let Some(port) = line
-            .trim()
-            .strip_prefix("ready rtsp://127.0.0.1:")
-            .and_then(|p| p.parse().ok())
-        else {
-            let _ = child.kill();
-            let _ = child.wait();
-            thread::sleep(Duration::from_millis(100));
-            panic!(
-                "the test camera did not start: needs {SYSTEM_PYTHON} with python3-gi, \
-                 gir1.2-gst-rtsp-server-1.0 and gstreamer1.0-plugins-{{base,good,bad,ugly}}\n\
-                 stdout: {line}\nstderr: {}",
-                stderr.lock().unwrap()
-            );
-        };
+            .args(args);
+        let needs = format!(
+            "{SYSTEM_PYTHON} (Debian's) with python3-gi, gir1.2-gst-rtsp-server-1.0 and \
+             gstreamer1.0-plugins-{{base,good,bad,ugly}}"
+        );
+        let server = ReadyServer::start(command, "ready rtsp://127.0.0.1:", &needs);
         Camera {
-            child,
-            _stdin: stdin,
-            port,
+            child: server.child,
+            _stdin: server.stdin,
+            port: server.port,
         }
     }
 
@@ -367,44 +386,20 @@ impl WebrtcRelay {
     /// Starts it on 127.0.0.1:`port` (0: a free port).
     pub fn start_on(port: u16) -> WebrtcRelay {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let python = root.join(".venv/bin/python");
-        let mut child = Command::new(&python)
-            .arg(root.join("tests/relay_webrtc/relay.py"))
-            .args(["--port", &port.to_string(), "--max-seconds", "600"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot run {} (aiortc and aiohttp in .venv: run tests/run.sh): {e}",
-                    python.display()
-                )
-            });
-        let stdin = child.stdin.take().unwrap();
-        let logs = Arc::new(Mutex::new(String::new()));
-        drain_into(child.stderr.take().unwrap(), logs.clone());
-        let mut line = String::new();
-        let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
-        let Some(port) = line
-            .trim()
-            .strip_prefix("ready http://127.0.0.1:")
-            .and_then(|p| p.parse().ok())
-        else {
-            let _ = child.kill();
-            let _ = child.wait();
-            thread::sleep(Duration::from_millis(100));
-            panic!(
-                "the WebRTC relay stand-in did not start (needs .venv with aiortc and aiohttp)\n\
-                 stdout: {line}\nstderr: {}",
-                logs.lock().unwrap()
-            );
-        };
+        let mut command = Command::new(root.join(".venv/bin/python"));
+        command.arg(root.join("tests/relay_webrtc/relay.py")).args([
+            "--port",
+            &port.to_string(),
+            "--max-seconds",
+            "600",
+        ]);
+        let needs = ".venv/bin/python with aiortc and aiohttp (tests/run.sh installs them)";
+        let server = ReadyServer::start(command, "ready http://127.0.0.1:", needs);
         WebrtcRelay {
-            child,
-            _stdin: stdin,
-            logs,
-            port,
+            child: server.child,
+            _stdin: server.stdin,
+            logs: server.stderr,
+            port: server.port,
         }
     }
 
