@@ -6,7 +6,6 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use common::{Node, TempDir, closed_port};
 use serde_json::{Value, json};
@@ -200,6 +199,16 @@ impl Netns {
         ns
     }
 
+    /// `curl` inside the namespace: the JSON answer of a GET.
+    fn get_json(&self, url: &str) -> Value {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.0, "curl", "-s", url])
+            .output()
+            .expect("curl runs");
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("not JSON from {url}: {out:?}"))
+    }
+
     /// `curl` inside the namespace; returns the HTTP status.
     fn post(&self, url: &str, body: &str) -> u16 {
         let out = Command::new("ip")
@@ -251,18 +260,7 @@ fn events_from_the_lan_are_refused() {
         &json!({ "name": "Door", "rtspUrl": "rtsp://127.0.0.1:9/x" }).to_string(),
     );
     assert_eq!(created, 201);
-    let cameras = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &ns.0,
-            "curl",
-            "-s",
-            &format!("http://127.0.0.1:{}/api/cameras", node.port),
-        ])
-        .output()
-        .unwrap();
-    let cameras: Value = serde_json::from_slice(&cameras.stdout).unwrap();
+    let cameras = ns.get_json(&format!("http://127.0.0.1:{}/api/cameras", node.port));
     let body = event(cameras[0]["id"].as_str().unwrap(), 1).to_string();
     // From 10.77.0.1, a LAN address: refused. From loopback: taken.
     assert_eq!(
@@ -273,19 +271,7 @@ fn events_from_the_lan_are_refused() {
         ns.post(&format!("http://127.0.0.1:{}/api/events", node.port), &body),
         201
     );
-    std::thread::sleep(Duration::from_millis(100));
-    let listed = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &ns.0,
-            "curl",
-            "-s",
-            &format!("http://127.0.0.1:{}/api/events", node.port),
-        ])
-        .output()
-        .unwrap();
-    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let listed = ns.get_json(&format!("http://127.0.0.1:{}/api/events", node.port));
     assert_eq!(
         listed.as_array().unwrap().len(),
         1,
