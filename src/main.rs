@@ -112,10 +112,28 @@ fn run() -> Result<(), String> {
         env!("CARGO_PKG_VERSION"),
         app.node_name
     );
+    exit_when_tiny_http_panics();
     http::serve(listener, app, stop_flag())
         .map_err(|e| format!("stopped accepting connections: {e}"))?;
     log::info!("stopped");
     Ok(())
+}
+
+/// tiny_http unwraps in its accept thread (e.g. cloning a socket when file
+/// descriptors run out): that thread dies and the node would run on deaf.
+/// Exit instead, so the supervisor starts it again.
+fn exit_when_tiny_http_panics() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        if info
+            .location()
+            .is_some_and(|l| l.file().contains("tiny_http"))
+        {
+            log::error!("stopped accepting connections: the HTTP server failed");
+            std::process::exit(1);
+        }
+    }));
 }
 
 /// Set when SIGTERM or SIGINT arrives.
