@@ -99,12 +99,13 @@ impl Config {
                 "CLOUD_URL must start with https:// or http://, not {url:?}"
             ));
         }
+        let machine_name = host_name();
         Ok(Config {
             listen_address,
             port,
             data_dir: var("DATA_DIR").unwrap_or_else(|| "./data".into()).into(),
-            node_name: var("NODE_NAME").unwrap_or_else(host_name),
-            host_name: host_name(),
+            node_name: var("NODE_NAME").unwrap_or_else(|| machine_name.clone()),
+            host_name: machine_name,
             allowed_hosts: var("ALLOWED_HOSTS")
                 .map(|hosts| {
                     hosts

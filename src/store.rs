@@ -99,18 +99,22 @@ impl Store {
         tx.commit()
     }
 
-    /// The id the cloud gave this node, once it has registered.
+    /// The id the cloud gave this node, once it has registered. One lookup:
+    /// status asks for it on every call, and needs no secret.
     pub fn node_id(&self) -> Result<Option<String>> {
-        Ok(self.identity()?.map(|identity| identity.node_id))
+        self.node_value("node_id")
+    }
+
+    fn node_value(&self, key: &str) -> Result<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT value FROM node WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()
     }
 
     /// The node's cloud identity, once it has registered.
     pub fn identity(&self) -> Result<Option<Identity>> {
-        let value = |key: &str| -> Result<Option<String>> {
-            self.conn
-                .query_row("SELECT value FROM node WHERE key = ?1", [key], |r| r.get(0))
-                .optional()
-        };
+        let value = |key: &str| self.node_value(key);
         let (Some(node_id), Some(secret)) = (value("node_id")?, value("node_secret")?) else {
             return Ok(None);
         };
