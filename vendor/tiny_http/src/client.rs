@@ -10,7 +10,7 @@ use std::str::FromStr;
 use crate::common::{HTTPVersion, Method};
 use crate::util::RefinedTcpStream;
 use crate::util::{SequentialReader, SequentialReaderBuilder, SequentialWriterBuilder};
-use crate::Request;
+use crate::{Limits, Request};
 
 /// A ClientConnection is an object that will store a socket to a client
 /// and return Request objects.
@@ -34,6 +34,8 @@ pub struct ClientConnection {
 
     // true if the connection goes through SSL
     secure: bool,
+
+    limits: Limits,
 }
 
 /// Error that can happen when reading a request.
@@ -43,14 +45,31 @@ enum ReadError {
     WrongHeader(HTTPVersion),
     /// the client sent an unrecognized `Expect` header
     ExpectationFailed(HTTPVersion),
+    /// the request line is longer than `Limits::max_line_bytes`
+    RequestLineTooLong,
+    /// a header line, the whole head or the number of headers is past its limit
+    HeadTooLarge,
     ReadIoError(IoError),
 }
+
+/// A line past its limit, carried inside an `IoError` out of `read_next_line`.
+#[derive(Debug)]
+struct LineTooLong;
+
+impl std::fmt::Display for LineTooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("line too long")
+    }
+}
+
+impl std::error::Error for LineTooLong {}
 
 impl ClientConnection {
     /// Creates a new `ClientConnection` that takes ownership of the `TcpStream`.
     pub fn new(
         write_socket: RefinedTcpStream,
         mut read_socket: RefinedTcpStream,
+        limits: Limits,
     ) -> ClientConnection {
         let remote_addr = read_socket.peer_addr();
         let secure = read_socket.secure();
@@ -65,6 +84,7 @@ impl ClientConnection {
             next_header_source: first_header,
             no_more_requests: false,
             secure,
+            limits,
         }
     }
 
@@ -77,7 +97,7 @@ impl ClientConnection {
     ///
     /// Reads until `CRLF` is reached. The next read will start
     ///  at the first byte of the new line.
-    fn read_next_line(&mut self) -> IoResult<AsciiString> {
+    fn read_next_line(&mut self, max_bytes: usize) -> IoResult<AsciiString> {
         let mut buf = Vec::new();
         let mut prev_byte_was_cr = false;
 
@@ -97,6 +117,9 @@ impl ClientConnection {
 
             prev_byte_was_cr = byte == b'\r';
 
+            if buf.len() > max_bytes {
+                return Err(IoError::new(ErrorKind::InvalidData, LineTooLong));
+            }
             buf.push(byte);
         }
     }
@@ -104,10 +127,14 @@ impl ClientConnection {
     /// Reads a request from the stream.
     /// Blocks until the header has been read.
     fn read(&mut self) -> Result<Request, ReadError> {
+        let mut head_left;
         let (method, path, version, headers) = {
             // reading the request line
             let (method, path, version) = {
-                let line = self.read_next_line().map_err(ReadError::ReadIoError)?;
+                let line = self
+                    .read_next_line(self.limits.max_line_bytes)
+                    .map_err(|e| line_error(e, ReadError::RequestLineTooLong))?;
+                head_left = self.limits.max_head_bytes.saturating_sub(line.len());
 
                 parse_request_line(
                     line.as_str().trim(), // TODO: remove this conversion
@@ -118,11 +145,18 @@ impl ClientConnection {
             let headers = {
                 let mut headers = Vec::new();
                 loop {
-                    let line = self.read_next_line().map_err(ReadError::ReadIoError)?;
+                    let max_line = self.limits.max_line_bytes.min(head_left);
+                    let line = self
+                        .read_next_line(max_line)
+                        .map_err(|e| line_error(e, ReadError::HeadTooLarge))?;
+                    head_left -= line.len();
 
                     if line.is_empty() {
                         break;
                     };
+                    if headers.len() >= self.limits.max_headers {
+                        return Err(ReadError::HeadTooLarge);
+                    }
                     headers.push(match FromStr::from_str(line.as_str().trim()) {
                         // TODO: remove this conversion
                         Ok(h) => h,
@@ -213,6 +247,24 @@ impl Iterator for ClientConnection {
                     return None; // closing the connection
                 }
 
+                Err(ReadError::RequestLineTooLong) => {
+                    let writer = self.sink.next().unwrap();
+                    let response = Response::new_empty(StatusCode(414));
+                    response
+                        .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
+                        .ok();
+                    return None;
+                }
+
+                Err(ReadError::HeadTooLarge) => {
+                    let writer = self.sink.next().unwrap();
+                    let response = Response::new_empty(StatusCode(431));
+                    response
+                        .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
+                        .ok();
+                    return None;
+                }
+
                 Err(ReadError::ExpectationFailed(ver)) => {
                     let writer = self.sink.next().unwrap();
                     let response = Response::new_empty(StatusCode(417));
@@ -262,6 +314,15 @@ impl Iterator for ClientConnection {
             // returning the request
             return Some(rq);
         }
+    }
+}
+
+/// Maps a line too long to `too_long`, and other errors to I/O errors.
+fn line_error(e: IoError, too_long: ReadError) -> ReadError {
+    if e.get_ref().is_some_and(|inner| inner.is::<LineTooLong>()) {
+        too_long
+    } else {
+        ReadError::ReadIoError(e)
     }
 }
 

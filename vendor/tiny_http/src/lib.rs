@@ -161,6 +161,7 @@ impl From<Request> for Message {
 
 // this trait is to make sure that Server implements Share and Send
 #[doc(hidden)]
+#[allow(dead_code)]
 trait MustBeShareDummy: Sync + Send {}
 #[doc(hidden)]
 impl MustBeShareDummy for Server {}
@@ -177,6 +178,36 @@ pub struct ServerConfig {
 
     /// If `Some`, then the server will use SSL to encode the communications.
     pub ssl: Option<SslConfig>,
+}
+
+/// Bounds on what one client can make the server wait for or hold in memory
+/// (an nvr-node patch). The default sets none, as upstream.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Time a client has to send each request in full (line, headers and
+    /// body), counted from the connection's start or from the last response
+    /// written to it; past it the connection gets 408 and is closed. It also
+    /// bounds how long an idle keep-alive connection stays open. Plain HTTP
+    /// only: a blocking TLS read is not bounded.
+    pub request_timeout: Option<Duration>,
+    /// The longest request line or header line, in bytes: past it the
+    /// connection gets 414 (request line) or 431 (header) and is closed.
+    pub max_line_bytes: usize,
+    /// The most bytes of request line and headers together (431 past it).
+    pub max_head_bytes: usize,
+    /// The most header lines in one request (431 past it).
+    pub max_headers: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            request_timeout: None,
+            max_line_bytes: usize::MAX,
+            max_head_bytes: usize::MAX,
+            max_headers: usize::MAX,
+        }
+    }
 }
 
 /// Configuration of the server for SSL.
@@ -243,6 +274,16 @@ impl Server {
         listener: L,
         ssl_config: Option<SslConfig>,
     ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
+        Self::from_listener_with_limits(listener, ssl_config, Limits::default())
+    }
+
+    /// Like [`Server::from_listener`], with bounds on what each client may
+    /// make the server wait for or hold (an nvr-node patch).
+    pub fn from_listener_with_limits<L: Into<Listener>>(
+        listener: L,
+        ssl_config: Option<SslConfig>,
+        limits: Limits,
+    ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
         let listener = listener.into();
         // building the "close" variable
         let close_trigger = Arc::new(AtomicBool::new(false));
@@ -295,7 +336,7 @@ impl Server {
                     Ok((sock, _)) => {
                         use util::RefinedTcpStream;
                         let (read_closable, write_closable) = match ssl {
-                            None => RefinedTcpStream::new(sock),
+                            None => RefinedTcpStream::new(sock, limits.request_timeout),
                             #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
                             Some(ref ssl) => {
                                 // trying to apply SSL over the connection
@@ -305,13 +346,13 @@ impl Server {
                                     Err(_) => continue,
                                 };
 
-                                RefinedTcpStream::new(sock)
+                                RefinedTcpStream::new(sock, limits.request_timeout)
                             }
                             #[cfg(not(any(feature = "ssl-openssl", feature = "ssl-rustls")))]
                             Some(ref _ssl) => unreachable!(),
                         };
 
-                        Ok(ClientConnection::new(write_closable, read_closable))
+                        Ok(ClientConnection::new(write_closable, read_closable, limits))
                     }
                     Err(e) => Err(e),
                 };

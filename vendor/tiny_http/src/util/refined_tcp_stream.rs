@@ -1,6 +1,9 @@
 use std::io::Result as IoResult;
-use std::io::{Read, Write};
+use std::io::{Error as IoError, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::connection::Connection;
 #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
@@ -45,6 +48,15 @@ impl Stream {
         }
     }
 
+    fn set_read_timeout(&self, timeout: Duration) -> IoResult<()> {
+        match self {
+            Stream::Http(tcp_stream) => tcp_stream.set_read_timeout(timeout),
+            // The deadline is still checked before each read.
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(_) => Ok(()),
+        }
+    }
+
     fn shutdown(&mut self, how: Shutdown) -> IoResult<()> {
         match self {
             Stream::Http(tcp_stream) => tcp_stream.shutdown(how),
@@ -86,27 +98,70 @@ pub struct RefinedTcpStream {
     stream: Stream,
     close_read: bool,
     close_write: bool,
+    deadline: Option<Arc<Deadline>>,
+}
+
+/// When the client must have sent its next request in full: restarted each
+/// time a response is written, shared by the two halves of a connection
+/// (an nvr-node patch).
+pub(crate) struct Deadline {
+    origin: Instant,
+    timeout: Duration,
+    /// Milliseconds after `origin`.
+    at: AtomicU64,
+}
+
+impl Deadline {
+    fn new(timeout: Duration) -> Deadline {
+        let deadline = Deadline {
+            origin: Instant::now(),
+            timeout,
+            at: AtomicU64::new(0),
+        };
+        deadline.restart();
+        deadline
+    }
+
+    fn restart(&self) {
+        let at = self.origin.elapsed() + self.timeout;
+        self.at.store(at.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// The time left, or a `TimedOut` error once there is none.
+    fn remaining(&self) -> IoResult<Duration> {
+        let at = Duration::from_millis(self.at.load(Ordering::Relaxed));
+        match at.checked_sub(self.origin.elapsed()) {
+            Some(left) if !left.is_zero() => Ok(left),
+            _ => Err(IoError::new(ErrorKind::TimedOut, "request timeout")),
+        }
+    }
 }
 
 impl RefinedTcpStream {
-    pub(crate) fn new<S>(stream: S) -> (RefinedTcpStream, RefinedTcpStream)
+    pub(crate) fn new<S>(
+        stream: S,
+        request_timeout: Option<Duration>,
+    ) -> (RefinedTcpStream, RefinedTcpStream)
     where
         S: Into<Stream>,
     {
         let stream: Stream = stream.into();
 
         let (read, write) = (stream.clone(), stream);
+        let deadline = request_timeout.map(|t| Arc::new(Deadline::new(t)));
 
         let read = RefinedTcpStream {
             stream: read,
             close_read: true,
             close_write: false,
+            deadline: deadline.clone(),
         };
 
         let write = RefinedTcpStream {
             stream: write,
             close_read: false,
             close_write: true,
+            deadline,
         };
 
         (read, write)
@@ -137,13 +192,36 @@ impl Drop for RefinedTcpStream {
 
 impl Read for RefinedTcpStream {
     fn read(&mut self, buf: &mut [u8]) -> IoResult<usize> {
-        self.stream.read(buf)
+        let Some(deadline) = &self.deadline else {
+            return self.stream.read(buf);
+        };
+        // A blocking read waits at most until the deadline, so neither a
+        // silent client nor one dribbling a byte at a time outlasts it.
+        loop {
+            let left = deadline.remaining()?;
+            // Linux's timer wheel may fire a long timeout up to 1/8 late:
+            // wait 7/8 of what is left, then look again.
+            let wait = if left > Duration::from_secs(1) {
+                left - left / 8
+            } else {
+                left
+            };
+            self.stream.set_read_timeout(wait)?;
+            match self.stream.read(buf) {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+                result => return result,
+            }
+        }
     }
 }
 
 impl Write for RefinedTcpStream {
     fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
-        self.stream.write(buf)
+        let written = self.stream.write(buf)?;
+        if let Some(deadline) = &self.deadline {
+            deadline.restart();
+        }
+        Ok(written)
     }
 
     fn flush(&mut self) -> IoResult<()> {
