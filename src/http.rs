@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tiny_http::{Header, Request, Response, Server};
+use tiny_http::{Header, Limits, Request, Response, Server};
 
 use crate::api;
 use crate::app::App;
@@ -29,16 +29,31 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Request threads need little stack; the default 2 MiB would be wasted address space.
 const REQUEST_STACK_BYTES: usize = 256 * 1024;
 
+/// Connections the kernel may queue before the node accepts them (capped by
+/// `net.core.somaxconn`).
+const LISTEN_BACKLOG: libc::c_int = 1024;
+
 /// How long a client may leave a response unread.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What one connection may make the node wait for or hold: 30 s to send each
+/// request (so silent, dribbling and idle keep-alive clients are let go), and
+/// a head of at most 100 lines and 32 KiB, no line longer than a maximal URL.
+/// (tiny_http is patched for these: see vendor/tiny_http/PATCHES.md.)
+pub const LIMITS: Limits = Limits {
+    request_timeout: Some(Duration::from_secs(30)),
+    max_line_bytes: MAX_URL_BYTES + 32,
+    max_head_bytes: 32 * 1024,
+    max_headers: 100,
+};
 
 /// Binds `address`:`port` with options that Linux passes on to every accepted
 /// socket, since tiny_http gives no access to those: TCP_NODELAY (tiny_http
 /// writes a response in several pieces, and with Nagle's algorithm each answer
 /// would wait ~40 ms for a delayed ACK), and a send timeout, so a client that
-/// stops reading frees its thread after 30 s. (A receive timeout cannot go the
-/// same way: on the listener it also ends `accept`, and tiny_http's accept
-/// loop with it.)
+/// stops reading frees its thread after 30 s. (Reads are bounded by
+/// [`LIMITS`] instead: a receive timeout on the listener would also end
+/// `accept`, and tiny_http's accept loop with it.)
 pub fn bind(address: IpAddr, port: u16) -> io::Result<TcpListener> {
     let listener = TcpListener::bind((address, port))?;
     let one: libc::c_int = 1;
@@ -49,6 +64,12 @@ pub fn bind(address: IpAddr, port: u16) -> io::Result<TcpListener> {
     };
 
     set_option(&listener, libc::SOL_SOCKET, libc::SO_SNDTIMEO, &timeout)?;
+    // std listens with a backlog of 128; past it Linux drops the handshake's
+    // last ACK and a burst of clients waits a second or more for a retry.
+    // SAFETY: a valid listening socket; listen again only resizes its queue.
+    if unsafe { libc::listen(listener.as_raw_fd(), LISTEN_BACKLOG) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
     Ok(listener)
 }
 
@@ -85,7 +106,8 @@ const STOP_CHECK: Duration = Duration::from_millis(250);
 /// returns the error, so the process exits and its supervisor restarts it
 /// rather than it running on deaf).
 pub fn serve(listener: TcpListener, app: Arc<App>, stop: &AtomicBool) -> io::Result<()> {
-    let server = Server::from_listener(listener, None).map_err(io::Error::other)?;
+    let server =
+        Server::from_listener_with_limits(listener, None, LIMITS).map_err(io::Error::other)?;
     let in_flight = Arc::new(AtomicUsize::new(0));
     while !stop.load(Ordering::Relaxed) {
         let Some(request) = server.recv_timeout(STOP_CHECK)? else {

@@ -1,26 +1,79 @@
-//! Clients that connect and go silent do not starve the others.
+//! Slow, idle, oversized and many clients: each is let go or refused, and
+//! none starves the others.
 
 mod common;
 
+use std::io::{BufReader, ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::{Node, TempDir, closed_port};
 
+/// Time within which a client must have sent a whole request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How a test client behaves once connected.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Manner {
+    /// Sends nothing.
+    Silent,
+    /// Sends a request one byte a second, never finishing it.
+    Dribbling,
+}
+
+/// Connects and behaves in `manner` until the node hangs up; returns how
+/// long the connection lasted and what the node sent before hanging up.
+fn linger(port: u16, manner: Manner) -> (Duration, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let started = Instant::now();
+    let mut dribble = b"GET /api/status HTTP/1.1\r\nX-Slow: "
+        .iter()
+        .chain(std::iter::repeat(&b'a'));
+    let mut received = Vec::new();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    while started.elapsed() < REQUEST_TIMEOUT + Duration::from_secs(10) {
+        if manner == Manner::Dribbling && stream.write_all(&[*dribble.next().unwrap()]).is_err() {
+            break;
+        }
+        let mut buf = [0; 512];
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => received.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            Err(_) => break,
+        }
+    }
+    (
+        started.elapsed(),
+        String::from_utf8_lossy(&received).into_owned(),
+    )
+}
+
 #[test]
-fn two_hundred_silent_connections_starve_no_one() {
+fn silent_and_dribbling_clients_are_let_go_within_30_s_and_starve_no_one() {
     let dir = TempDir::new("slow");
     let node = Node::start(
         dir.path(),
         &format!("http://127.0.0.1:{}", closed_port()),
         &[],
     );
-    let _silent: Vec<TcpStream> = (0..200)
-        .map(|_| TcpStream::connect(("127.0.0.1", node.port)).expect("connect"))
+    let port = node.port;
+    let clients: Vec<_> = (0..200)
+        .map(|i| {
+            let manner = if i % 2 == 0 {
+                Manner::Silent
+            } else {
+                Manner::Dribbling
+            };
+            std::thread::Builder::new()
+                .stack_size(64 * 1024)
+                .spawn(move || (manner, linger(port, manner)))
+                .unwrap()
+        })
         .collect();
-    let mut partial = TcpStream::connect(("127.0.0.1", node.port)).unwrap();
-    std::io::Write::write_all(&mut partial, b"GET /api/sta").unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(Duration::from_secs(2));
     for _ in 0..5 {
         let started = Instant::now();
         let status = node.get("/api/status");
@@ -28,9 +81,171 @@ fn two_hundred_silent_connections_starve_no_one() {
         assert_eq!(status.status, 200, "{status}");
         assert!(
             took < Duration::from_secs(1),
-            "status took {took:?} beside 200 silent connections"
+            "status took {took:?} beside 200 silent and dribbling connections"
         );
     }
+    let mut longest = Duration::ZERO;
+    for client in clients {
+        let (manner, (lasted, received)) = client.join().unwrap();
+        assert!(
+            lasted <= REQUEST_TIMEOUT + Duration::from_secs(1),
+            "a {manner:?} client was let go only after {lasted:?}"
+        );
+        assert!(
+            received.starts_with("HTTP/1.1 408 "),
+            "a {manner:?} client was sent {received:?}, not a 408"
+        );
+        longest = longest.max(lasted);
+    }
+    eprintln!("200 silent and dribbling clients let go after at most {longest:?}");
+    assert_eq!(node.get("/api/status").status, 200);
+}
+
+#[test]
+fn an_idle_keep_alive_connection_is_closed_after_30_s() {
+    let dir = TempDir::new("idle");
+    let node = Node::start(
+        dir.path(),
+        &format!("http://127.0.0.1:{}", closed_port()),
+        &[],
+    );
+    let mut connection = TcpStream::connect(("127.0.0.1", node.port)).unwrap();
+    connection
+        .write_all(b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .unwrap();
+    let mut reader = BufReader::new(connection.try_clone().unwrap());
+    let answered = common::http::read_response(&mut reader, false);
+    assert_eq!(answered.status, 200, "{answered}");
+    let idle_from = Instant::now();
+    connection
+        .set_read_timeout(Some(REQUEST_TIMEOUT + Duration::from_secs(10)))
+        .unwrap();
+    let mut rest = String::new();
+    let _ = reader.read_to_string(&mut rest);
+    let idle = idle_from.elapsed();
+    assert!(
+        idle > REQUEST_TIMEOUT - Duration::from_secs(1)
+            && idle <= REQUEST_TIMEOUT + Duration::from_secs(1),
+        "the idle connection was closed after {idle:?}"
+    );
+    assert!(rest.starts_with("HTTP/1.1 408 "), "sent {rest:?}");
+}
+
+/// Sends `head` (which need not end), then reads what the node answers.
+fn send_head(port: u16, head: &[u8]) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _ = stream.write_all(head);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[test]
+fn oversized_request_lines_and_heads_get_414_and_431() {
+    let dir = TempDir::new("heads");
+    let node = Node::start(
+        dir.path(),
+        &format!("http://127.0.0.1:{}", closed_port()),
+        &[],
+    );
+    let long_url = format!("GET /{} HTTP/1.1\r\n", "a".repeat(9 * 1024));
+    let answer = send_head(node.port, long_url.as_bytes());
+    assert!(
+        answer.starts_with("HTTP/1.1 414 "),
+        "a 9 KiB request line got {answer:?}"
+    );
+
+    let long_header = format!(
+        "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(9 * 1024)
+    );
+    let answer = send_head(node.port, long_header.as_bytes());
+    assert!(
+        answer.starts_with("HTTP/1.1 431 "),
+        "a 9 KiB header got {answer:?}"
+    );
+
+    let many = (0..101)
+        .map(|i| format!("X-{i}: a\r\n"))
+        .collect::<String>();
+    let many = format!("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n{many}\r\n");
+    let answer = send_head(node.port, many.as_bytes());
+    assert!(
+        answer.starts_with("HTTP/1.1 431 "),
+        "102 headers got {answer:?}"
+    );
+
+    let line = format!("X-Big: {}\r\n", "a".repeat(7 * 1024));
+    let big = format!(
+        "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n{}\r\n",
+        line.repeat(5)
+    );
+    let answer = send_head(node.port, big.as_bytes());
+    assert!(
+        answer.starts_with("HTTP/1.1 431 "),
+        "a 35 KiB head got {answer:?}"
+    );
+
+    let fits = format!(
+        "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{}\r\n",
+        line.repeat(3)
+    );
+    let answer = send_head(node.port, fits.as_bytes());
+    assert!(
+        answer.starts_with("HTTP/1.1 200 "),
+        "a 21 KiB head got {answer:?}"
+    );
+}
+
+#[test]
+fn a_flood_of_endless_headers_leaves_memory_bounded() {
+    let dir = TempDir::new("flood");
+    let node = Node::start(
+        dir.path(),
+        &format!("http://127.0.0.1:{}", closed_port()),
+        &[("LOG_LEVEL", "warn")],
+    );
+    let port = node.port;
+    let before = resident_kib(node.pid());
+    // 50 clients each try to send a 100 MiB header line.
+    let floods: Vec<_> = (0..50)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                stream
+                    .write_all(b"GET /api/status HTTP/1.1\r\nX-Flood: ")
+                    .unwrap();
+                let chunk = vec![b'a'; 64 * 1024];
+                let mut sent = 0usize;
+                while sent < 100 << 20 {
+                    match stream.write(&chunk) {
+                        Ok(n) => sent += n,
+                        Err(_) => break,
+                    }
+                }
+                sent
+            })
+        })
+        .collect();
+    let mut peak = before;
+    let mut most_sent = 0;
+    for flood in floods {
+        peak = peak.max(resident_kib(node.pid()));
+        most_sent = most_sent.max(flood.join().unwrap());
+    }
+    peak = peak.max(resident_kib(node.pid()));
+    eprintln!(
+        "50 floods of header bytes: at most {most_sent} bytes taken from one; resident {before} KiB before, {peak} KiB peak"
+    );
+    assert!(most_sent < 16 << 20, "a flood got {most_sent} bytes in");
+    assert!(
+        peak < before + 16 * 1024,
+        "resident memory went from {before} KiB to {peak} KiB"
+    );
+    assert_eq!(node.get("/api/status").status, 200);
 }
 
 fn resident_kib(pid: u32) -> u64 {
