@@ -103,28 +103,33 @@ pub struct RefinedTcpStream {
 
 /// When the client must have sent its next request in full: restarted each
 /// time a response is written, shared by the two halves of a connection
-/// (an nvr-node patch).
+/// (an nvr-node patch). Once missed it stays missed, so a connection that
+/// timed out is closed after its 408 rather than given another round.
 pub(crate) struct Deadline {
     origin: Instant,
     timeout: Duration,
-    /// Milliseconds after `origin`.
+    /// Milliseconds after `origin`; [`MISSED`] once missed.
     at: AtomicU64,
 }
 
+const MISSED: u64 = 0;
+
 impl Deadline {
     fn new(timeout: Duration) -> Deadline {
-        let deadline = Deadline {
+        Deadline {
             origin: Instant::now(),
             timeout,
-            at: AtomicU64::new(0),
-        };
-        deadline.restart();
-        deadline
+            at: AtomicU64::new(timeout.as_millis().max(1) as u64),
+        }
     }
 
     fn restart(&self) {
-        let at = self.origin.elapsed() + self.timeout;
-        self.at.store(at.as_millis() as u64, Ordering::Relaxed);
+        let at = (self.origin.elapsed() + self.timeout).as_millis() as u64;
+        let _ = self
+            .at
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                (old != MISSED).then_some(at)
+            });
     }
 
     /// The time left, or a `TimedOut` error once there is none.
@@ -132,7 +137,10 @@ impl Deadline {
         let at = Duration::from_millis(self.at.load(Ordering::Relaxed));
         match at.checked_sub(self.origin.elapsed()) {
             Some(left) if !left.is_zero() => Ok(left),
-            _ => Err(IoError::new(ErrorKind::TimedOut, "request timeout")),
+            _ => {
+                self.at.store(MISSED, Ordering::Relaxed);
+                Err(IoError::new(ErrorKind::TimedOut, "request timeout"))
+            }
         }
     }
 }
