@@ -1,6 +1,6 @@
 //! HTTP plumbing: the listening socket, the loop that hands each request to a
-//! thread of its own (at most [`MAX_IN_FLIGHT`] at once), request bodies and
-//! responses.
+//! thread of its own, request bodies, the limit on requests handled at once
+//! ([`MAX_IN_FLIGHT`]) and responses.
 
 use std::io::{self, Cursor, Read};
 use std::net::{IpAddr, TcpListener};
@@ -113,21 +113,11 @@ pub fn serve(listener: TcpListener, app: Arc<App>, stop: &AtomicBool) -> io::Res
         let Some(request) = server.recv_timeout(STOP_CHECK)? else {
             continue;
         };
-        if in_flight.fetch_add(1, Ordering::AcqRel) >= MAX_IN_FLIGHT {
-            in_flight.fetch_sub(1, Ordering::AcqRel);
-            let busy = Error::new(Kind::Unavailable, "the node is busy; retry in a second");
-            let busy = Reply::error(&busy).with_header("Retry-After", "1");
-            let _ = request.respond(busy.into_response());
-            continue;
-        }
-        let slot = InFlight(in_flight.clone());
         let app = app.clone();
+        let in_flight = in_flight.clone();
         let spawned = thread::Builder::new()
             .stack_size(REQUEST_STACK_BYTES)
-            .spawn(move || {
-                let _slot = slot;
-                handle(&app, request);
-            });
+            .spawn(move || handle(&app, &in_flight, request));
         if let Err(e) = spawned {
             // The request is dropped with the closure; tiny_http answers it 500.
             log::error!("cannot start a request thread: {e}");
@@ -141,21 +131,35 @@ pub fn serve(listener: TcpListener, app: Arc<App>, stop: &AtomicBool) -> io::Res
     Ok(())
 }
 
-/// Frees its slot when the request thread ends, however it ends.
-struct InFlight(Arc<AtomicUsize>);
+/// A place among the requests handled at once, freed when dropped however
+/// the request ends.
+struct InFlight<'a>(&'a AtomicUsize);
 
-impl Drop for InFlight {
+impl InFlight<'_> {
+    fn take(in_flight: &AtomicUsize) -> Result<InFlight<'_>, Error> {
+        if in_flight.fetch_add(1, Ordering::AcqRel) >= MAX_IN_FLIGHT {
+            in_flight.fetch_sub(1, Ordering::AcqRel);
+            return Err(Error::new(
+                Kind::Unavailable,
+                "the node is busy; retry in a second",
+            ));
+        }
+        Ok(InFlight(in_flight))
+    }
+}
+
+impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
-fn handle(app: &App, mut request: Request) {
+fn handle(app: &App, in_flight: &AtomicUsize, mut request: Request) {
     let method = request.method().as_str().to_owned();
     let url = request.url().to_owned();
     let (path, query) = url.split_once('?').unwrap_or((&url, ""));
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        answer(app, &mut request, &method, path, query)
+        answer(app, in_flight, &mut request, &method, path, query)
     }));
     let reply = match outcome {
         Ok(Ok(reply)) => reply,
@@ -172,8 +176,12 @@ fn handle(app: &App, mut request: Request) {
     log::debug!("{method} {path} -> {status}");
 }
 
+/// Checks and reads the request, then hands it to its handler. The request
+/// counts as in flight only once its body is in, so clients sending slowly
+/// (for at most [`LIMITS`]'s 30 s) cannot take all the places.
 fn answer(
     app: &App,
+    in_flight: &AtomicUsize,
     request: &mut Request,
     method: &str,
     path: &str,
@@ -202,6 +210,7 @@ fn answer(
         None => Vec::new(),
     };
     let peer = request.remote_addr().map(|a| a.ip());
+    let _in_flight = InFlight::take(in_flight)?;
     api::dispatch(app, route, api::Call { query, body, peer })
 }
 
@@ -236,7 +245,13 @@ fn read_body(request: &mut Request, kind: BodyKind) -> Result<Vec<u8>, Error> {
         .as_reader()
         .take(MAX_BODY_BYTES as u64 + 1)
         .read_to_end(&mut body)
-        .map_err(|_| Error::bad_request("the request body could not be read"))?;
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::TimedOut => Error::new(
+                Kind::RequestTimeout,
+                "the request body did not arrive within 30 s",
+            ),
+            _ => Error::bad_request("the request body could not be read"),
+        })?;
     if body.len() > MAX_BODY_BYTES {
         return Err(too_large());
     }
@@ -291,15 +306,16 @@ impl Reply {
         }
     }
 
-    /// `{"error": "<message>"}`, with `Allow` for 405.
+    /// `{"error": "<message>"}`, with `Allow` for 405 and `Retry-After` for 503.
     pub fn error(error: &Error) -> Reply {
         let reply = Reply::json(
             error.kind.status(),
             &serde_json::json!({ "error": error.message }),
         );
-        match error.allow {
-            Some(allow) => reply.with_header("Allow", allow),
-            None => reply,
+        match (error.allow, error.kind) {
+            (Some(allow), _) => reply.with_header("Allow", allow),
+            (None, Kind::Unavailable) => reply.with_header("Retry-After", "1"),
+            (None, _) => reply,
         }
     }
 

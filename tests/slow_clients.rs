@@ -17,8 +17,10 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 enum Manner {
     /// Sends nothing.
     Silent,
-    /// Sends a request one byte a second, never finishing it.
+    /// Sends a request's head one byte a second, never finishing it.
     Dribbling,
+    /// Sends a whole head, then its body one byte a second, never finishing it.
+    DribblingBody,
 }
 
 /// Connects and behaves in `manner` until the node hangs up; returns how
@@ -29,12 +31,17 @@ fn linger(port: u16, manner: Manner) -> (Duration, String) {
     let mut dribble = b"GET /api/status HTTP/1.1\r\nX-Slow: "
         .iter()
         .chain(std::iter::repeat(&b'a'));
+    if manner == Manner::DribblingBody {
+        let head = "POST /api/cameras HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+                    Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{";
+        stream.write_all(head.as_bytes()).unwrap();
+    }
     let mut received = Vec::new();
     stream
         .set_read_timeout(Some(Duration::from_secs(1)))
         .unwrap();
     while started.elapsed() < REQUEST_TIMEOUT + Duration::from_secs(10) {
-        if manner == Manner::Dribbling && stream.write_all(&[*dribble.next().unwrap()]).is_err() {
+        if manner != Manner::Silent && stream.write_all(&[*dribble.next().unwrap()]).is_err() {
             break;
         }
         let mut buf = [0; 512];
@@ -52,7 +59,7 @@ fn linger(port: u16, manner: Manner) -> (Duration, String) {
 }
 
 #[test]
-fn silent_and_dribbling_clients_are_let_go_within_30_s_and_starve_no_one() {
+fn silent_and_dribbling_clients_are_answered_408_and_let_go_within_30_s_and_starve_no_one() {
     let dir = TempDir::new("slow");
     let node = Node::start(
         dir.path(),
@@ -60,13 +67,9 @@ fn silent_and_dribbling_clients_are_let_go_within_30_s_and_starve_no_one() {
         &[],
     );
     let port = node.port;
-    let clients: Vec<_> = (0..200)
+    let clients: Vec<_> = (0..210)
         .map(|i| {
-            let manner = if i % 2 == 0 {
-                Manner::Silent
-            } else {
-                Manner::Dribbling
-            };
+            let manner = [Manner::Silent, Manner::Dribbling, Manner::DribblingBody][i % 3];
             std::thread::Builder::new()
                 .stack_size(64 * 1024)
                 .spawn(move || (manner, linger(port, manner)))
@@ -81,7 +84,7 @@ fn silent_and_dribbling_clients_are_let_go_within_30_s_and_starve_no_one() {
         assert_eq!(status.status, 200, "{status}");
         assert!(
             took < Duration::from_secs(1),
-            "status took {took:?} beside 200 silent and dribbling connections"
+            "status took {took:?} beside 210 silent and dribbling connections"
         );
     }
     let mut longest = Duration::ZERO;
@@ -97,7 +100,7 @@ fn silent_and_dribbling_clients_are_let_go_within_30_s_and_starve_no_one() {
         );
         longest = longest.max(lasted);
     }
-    eprintln!("200 silent and dribbling clients let go after at most {longest:?}");
+    eprintln!("210 silent and dribbling clients let go after at most {longest:?}");
     assert_eq!(node.get("/api/status").status, 200);
 }
 
