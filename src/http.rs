@@ -59,7 +59,7 @@ pub fn bind(address: IpAddr, port: u16) -> io::Result<TcpListener> {
     let one: libc::c_int = 1;
     set_option(&listener, libc::IPPROTO_TCP, libc::TCP_NODELAY, &one)?;
     let timeout = libc::timeval {
-        tv_sec: SEND_TIMEOUT.as_secs() as libc::time_t,
+        tv_sec: SEND_TIMEOUT.as_secs() as _,
         tv_usec: 0,
     };
 

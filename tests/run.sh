@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages: ffprobe, Chromium, and GStreamer's RTSP server for the test camera.
+# Debian packages: ffprobe, Chromium, and GStreamer's RTSP server for the test
+# camera; cross compilers, musl for aarch64 and qemu for the board builds.
 packages=(
   ffmpeg
   chromium
@@ -15,10 +16,19 @@ packages=(
   gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad
   gstreamer1.0-plugins-ugly
-    gcc
+  gcc
   curl
   iproute2
+  binutils
+  gcc-aarch64-linux-gnu
+  gcc-arm-linux-gnueabihf
+  qemu-user
+  musl-dev:arm64
 )
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+# musl-dev:arm64 is another architecture's package (Multi-Arch: same).
+dpkg --print-foreign-architectures | grep -qx arm64 || $sudo dpkg --add-architecture arm64
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -27,16 +37,15 @@ done
 command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# The WebRTC relay stand-in's Python packages (aiortc, aiohttp) in a git-ignored venv.
-if ! .venv/bin/python -c "import aiortc, aiohttp" 2>/dev/null; then
+# In a git-ignored venv: the WebRTC relay stand-in's Python packages (aiortc,
+# aiohttp), and zig with cargo-zigbuild for the armv7 build's old glibc floor.
+if ! .venv/bin/python -c "import aiortc, aiohttp, ziglang" 2>/dev/null || [ ! -x .venv/bin/cargo-zigbuild ]; then
   python3 -m venv .venv
-  .venv/bin/pip install -q -r tests/relay_webrtc/requirements.txt
+  .venv/bin/pip install -q -r tests/relay_webrtc/requirements.txt -r tests/build-requirements.txt
 fi
 # playwright-core drives Debian's Chromium; it downloads no browser of its own.
 if [ ! -d tests/e2e/node_modules/playwright-core ]; then
@@ -52,5 +61,14 @@ for tool in ffprobe /usr/bin/python3 /usr/bin/chromium node; do
 done
 /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer" \
   || { echo "/usr/bin/python3 cannot import GstRtspServer (gir1.2-gst-rtsp-server-1.0)" >&2; exit 1; }
+
+# The board builds (README "Building for a board"), checked by tests/arm.rs,
+# and the unit tests run on aarch64 under qemu.
+arm_started=$(date +%s)
+rustup target add aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf
+cargo build --locked --release --target aarch64-unknown-linux-musl
+PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --release --target armv7-unknown-linux-gnueabihf.2.17
+cargo test --locked --target aarch64-unknown-linux-musl --bins
+echo "board builds and aarch64 unit tests: $(( $(date +%s) - arm_started )) s"
 
 cargo test --locked

@@ -92,16 +92,22 @@ impl Node {
         relay_url: &str,
         extra: &[(&str, &str)],
     ) -> Node {
-        let binary = env!("CARGO_BIN_EXE_nvr-node");
-        let mut command = match wrapper {
-            [] => Command::new(binary),
-            [program, args @ ..] => {
-                let mut command = Command::new(program);
-                command.args(args).arg(binary);
-                command
-            }
-        };
+        let mut program = wrapper.to_vec();
+        program.push(env!("CARGO_BIN_EXE_nvr-node"));
+        Node::start_program(&program, data, relay_url, extra)
+    }
+
+    /// Starts `program` (a node binary, after any wrapper and its arguments).
+    pub fn start_program(
+        program: &[&str],
+        data: &Path,
+        relay_url: &str,
+        extra: &[(&str, &str)],
+    ) -> Node {
+        let (first, args) = program.split_first().expect("a program to start");
+        let mut command = Command::new(first);
         command
+            .args(args)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("PORT", "0")

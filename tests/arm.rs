@@ -1,0 +1,185 @@
+//! The board builds: each ARM release binary runs under qemu user-mode
+//! emulation and serves a real request; its linkage and size are what a
+//! board with an old C library (or none) and little flash can take.
+//!
+//! The binaries are built before `cargo test` by `tests/run.sh` (cargo cannot
+//! build other targets from inside a test); see README "Building for a board".
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{Node, TempDir, closed_port};
+use serde_json::json;
+
+/// A board target: where its binary is, how to run it here, and what it may link.
+struct Board {
+    triple: &'static str,
+    /// The command that runs one of its binaries on this machine.
+    emulator: &'static [&'static str],
+    /// `None`: static. `Some(v)`: glibc, with no symbol version above `v`.
+    glibc_floor: Option<(u32, u32)>,
+}
+
+const BOARDS: [Board; 2] = [
+    Board {
+        triple: "aarch64-unknown-linux-musl",
+        emulator: &["qemu-aarch64"],
+        glibc_floor: None,
+    },
+    Board {
+        triple: "armv7-unknown-linux-gnueabihf",
+        emulator: &["qemu-arm", "-L", "/usr/arm-linux-gnueabihf"],
+        glibc_floor: Some((2, 17)),
+    },
+];
+
+/// The most a stripped aarch64 binary may weigh, UI and TLS included.
+const AARCH64_MAX_BYTES: u64 = 3 * 1024 * 1024;
+
+impl Board {
+    fn binary(&self) -> PathBuf {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+        let binary = target.join(self.triple).join("release/nvr-node");
+        assert!(
+            binary.is_file(),
+            "{} is missing: build it first with `bash tests/run.sh` or as README \
+             \"Building for a board\" says",
+            binary.display()
+        );
+        binary
+    }
+}
+
+/// Runs `program` with `args`; panics with its output unless it succeeds.
+fn output(program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {program} (Debian's binutils): {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn each_board_binary_serves_status_and_cameras_under_emulation() {
+    for board in &BOARDS {
+        let binary = board.binary();
+        let binary = binary.to_str().unwrap();
+        let dir = TempDir::new(board.triple);
+        let mut program = board.emulator.to_vec();
+        program.push(binary);
+        let relay = format!("http://127.0.0.1:{}", closed_port());
+        let node = Node::start_program(&program, dir.path(), &relay, &[]);
+
+        let status = node.get("/api/status");
+        assert_eq!(status.status, 200, "{}: {status}", board.triple);
+        assert_eq!(status.json()["version"], env!("CARGO_PKG_VERSION"));
+
+        let camera = node.add_camera(json!({
+            "name": "Porch",
+            "rtspUrl": format!("rtsp://127.0.0.1:{}/stream", closed_port()),
+        }));
+        let cameras = node.get("/api/cameras").json();
+        assert_eq!(
+            cameras[0]["id"], camera["id"],
+            "{}: {cameras}",
+            board.triple
+        );
+        assert_eq!(cameras[0]["name"], "Porch");
+
+        let ui = node.get("/");
+        assert_eq!(ui.status, 200, "{}: the embedded UI", board.triple);
+        assert!(ui.text().contains("<html"), "{}", board.triple);
+
+        let stopped = Command::new("kill")
+            .args(["-TERM", &node.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(stopped.success());
+        assert_eq!(node.wait(), Some(0), "{}: exit after SIGTERM", board.triple);
+    }
+}
+
+/// The highest `GLIBC_x.y` version named in `readelf -V` output.
+fn highest_glibc(versions: &str) -> Option<(u32, u32)> {
+    versions
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+        .filter_map(|word| word.strip_prefix("GLIBC_"))
+        .filter_map(|v| {
+            let mut parts = v.split('.').map(|n| n.parse::<u32>().ok());
+            Some((parts.next()??, parts.next().flatten().unwrap_or(0)))
+        })
+        .max()
+}
+
+#[test]
+fn board_binaries_link_within_their_floor() {
+    for board in &BOARDS {
+        let binary = board.binary();
+        let binary = binary.to_str().unwrap();
+        let dynamic = output("readelf", &["--dynamic", "--program-headers", binary]);
+        match board.glibc_floor {
+            None => {
+                assert!(
+                    !dynamic.contains("NEEDED") && !dynamic.contains("INTERP"),
+                    "{} should be static:\n{dynamic}",
+                    board.triple
+                );
+                eprintln!("{}: static", board.triple);
+            }
+            Some(floor) => {
+                let highest = highest_glibc(&output("readelf", &["--version-info", binary]));
+                let highest = highest.expect("a glibc binary names glibc versions");
+                assert!(
+                    highest <= floor,
+                    "{} needs GLIBC_{}.{}, above the floor {}.{}",
+                    board.triple,
+                    highest.0,
+                    highest.1,
+                    floor.0,
+                    floor.1
+                );
+                eprintln!("{}: glibc {}.{}", board.triple, highest.0, highest.1);
+            }
+        }
+        let sections = output("readelf", &["--section-headers", binary]);
+        assert!(
+            !sections.contains(".symtab"),
+            "{} is not stripped",
+            board.triple
+        );
+    }
+}
+
+#[test]
+fn the_aarch64_binary_fits_in_3_mib() {
+    for board in &BOARDS {
+        let size = std::fs::metadata(board.binary()).unwrap().len();
+        eprintln!("{}: {size} bytes", board.triple);
+        if board.triple.starts_with("aarch64") {
+            assert!(
+                size <= AARCH64_MAX_BYTES,
+                "{} is {size} bytes, over {AARCH64_MAX_BYTES}",
+                board.triple
+            );
+        }
+    }
+}
+
+#[test]
+fn glibc_versions_are_read_from_readelf_output() {
+    let sample = "  0x0010:   Name: GLIBC_2.4  Flags: none\n  Name: GLIBC_2.17 \
+                  Flags: none\n  Name: GLIBC_PRIVATE\n  Name: GLIBC_2.9\n";
+    assert_eq!(highest_glibc(sample), Some((2, 17)));
+    assert_eq!(highest_glibc("nothing"), None);
+}
