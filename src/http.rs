@@ -1,5 +1,5 @@
-//! HTTP plumbing: the listening socket, the loop that hands each request to a
-//! thread of its own, request bodies, the limit on requests handled at once
+//! HTTP plumbing: the listening socket, handling each request on its
+//! connection's thread, request bodies, the limit on requests handled at once
 //! ([`MAX_IN_FLIGHT`]) and responses.
 
 use std::io::{self, Cursor, Read};
@@ -26,8 +26,6 @@ pub const MAX_IN_FLIGHT: usize = 64;
 pub const MAX_URL_BYTES: usize = 8 * 1024;
 /// The largest request body (JSON or SDP) accepted.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
-/// Request threads need little stack; the default 2 MiB would be wasted address space.
-const REQUEST_STACK_BYTES: usize = 256 * 1024;
 
 /// Connections the kernel may queue before the node accepts them (capped by
 /// `net.core.somaxconn`).
@@ -106,23 +104,28 @@ const STOP_CHECK: Duration = Duration::from_millis(250);
 /// returns the error, so the process exits and its supervisor restarts it
 /// rather than it running on deaf).
 pub fn serve(listener: TcpListener, app: Arc<App>, stop: &AtomicBool) -> io::Result<()> {
-    let server =
-        Server::from_listener_with_limits(listener, None, LIMITS).map_err(io::Error::other)?;
     let in_flight = Arc::new(AtomicUsize::new(0));
-    while !stop.load(Ordering::Relaxed) {
-        let Some(request) = server.recv_timeout(STOP_CHECK)? else {
-            continue;
-        };
-        let app = app.clone();
-        let in_flight = in_flight.clone();
-        let spawned = thread::Builder::new()
-            .stack_size(REQUEST_STACK_BYTES)
-            .spawn(move || handle(&app, &in_flight, request));
-        if let Err(e) = spawned {
-            // The request is dropped with the closure; tiny_http answers it 500.
-            log::error!("cannot start a request thread: {e}");
+    let stopping = Arc::new(AtomicBool::new(false));
+    let handler = {
+        let (in_flight, stopping) = (in_flight.clone(), stopping.clone());
+        move |request: Request| {
+            if stopping.load(Ordering::Acquire) {
+                // A keep-alive connection outlives the listener by the drain.
+                let stopping = Error::new(Kind::Unavailable, "the node is stopping");
+                let _ = request.respond(Reply::error(&stopping).into_response());
+                return;
+            }
+            handle(&app, &in_flight, request);
         }
+    };
+    let server =
+        Server::from_listener_with_handler(listener, LIMITS, handler).map_err(io::Error::other)?;
+    while !stop.load(Ordering::Relaxed) {
+        // Requests go to the handler on their connection's thread; `recv`
+        // only reports accept errors.
+        server.recv_timeout(STOP_CHECK)?;
     }
+    stopping.store(true, Ordering::Release);
     drop(server);
     let deadline = Instant::now() + DRAIN;
     while in_flight.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
