@@ -263,6 +263,7 @@ fn whep_failures_are_502_without_the_relay_text() {
     assert!(!relay.received().iter().any(|r| r.path == "/api/webrtc"));
 
     // The relay lost the stream (until the next reconcile): go2rtc answers 404.
+    relay.settle();
     relay.remove_stream(&id);
     let missing = whep(&node, &id);
     assert_eq!(missing.status, 502, "relay 404: {missing}");

@@ -120,6 +120,21 @@ impl Relay {
         self.state.lock().unwrap().mode = Some(mode);
     }
 
+    /// Waits until the node has sent nothing for 300 ms (at most 5 s), so
+    /// that a reconcile it still owes cannot undo what the test does next.
+    pub fn settle(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut seen = self.received().len();
+        while std::time::Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(300));
+            let now = self.received().len();
+            if now == seen {
+                return;
+            }
+            seen = now;
+        }
+    }
+
     pub fn streams(&self) -> BTreeMap<String, String> {
         self.state.lock().unwrap().streams.clone()
     }
