@@ -36,7 +36,7 @@ fn start_round(app: &Arc<App>, checking: &Arc<Mutex<HashSet<Uuid>>>) {
         return;
     };
     app.retain_online(|id| cameras.iter().any(|c| c.id == *id));
-    for camera in cameras {
+    for camera in cameras.iter() {
         if !camera.settings.enabled {
             app.set_online(camera.id, false);
             continue;
@@ -49,13 +49,14 @@ fn start_round(app: &Arc<App>, checking: &Arc<Mutex<HashSet<Uuid>>>) {
             continue;
         }
         let (app, checking) = (app.clone(), checking.clone());
+        let (id, url) = (camera.id, camera.settings.rtsp_url.clone());
         thread::spawn(move || {
-            let online = answers_options(&camera.settings.rtsp_url, CHECK_TIMEOUT);
-            app.set_online(camera.id, online);
+            let online = answers_options(&url, CHECK_TIMEOUT);
+            app.set_online(id, online);
             checking
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .remove(&camera.id);
+                .remove(&id);
         });
     }
 }

@@ -1,7 +1,9 @@
 //! The node's SQLite database: schema versions and upgrades, cameras, events
 //! and the node's identity. Knows nothing of HTTP.
 
+use std::cell::RefCell;
 use std::path::Path;
+use std::sync::Arc;
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
@@ -61,6 +63,12 @@ pub struct Identity {
 
 pub struct Store {
     conn: Connection,
+    /// The cameras as last read, until a camera is written: status and the
+    /// camera list read them on every call, and a query per call was most of
+    /// their cost.
+    cameras: RefCell<Option<Arc<Vec<Camera>>>>,
+    /// The node id as last read, until the identity is written.
+    node_id: RefCell<Option<Option<String>>>,
 }
 
 impl Store {
@@ -72,7 +80,11 @@ impl Store {
         // FULL: a camera or event acknowledged with a 2xx survives a power cut too.
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", true)?;
-        let mut store = Store { conn };
+        let mut store = Store {
+            conn,
+            cameras: RefCell::new(None),
+            node_id: RefCell::new(None),
+        };
         store.upgrade()?;
         Ok(store)
     }
@@ -102,7 +114,12 @@ impl Store {
     /// The id the cloud gave this node, once it has registered. One lookup:
     /// status asks for it on every call, and needs no secret.
     pub fn node_id(&self) -> Result<Option<String>> {
-        self.node_value("node_id")
+        if let Some(node_id) = self.node_id.borrow().as_ref() {
+            return Ok(node_id.clone());
+        }
+        let node_id = self.node_value("node_id")?;
+        *self.node_id.borrow_mut() = Some(node_id.clone());
+        Ok(node_id)
     }
 
     fn node_value(&self, key: &str) -> Result<Option<String>> {
@@ -128,6 +145,7 @@ impl Store {
 
     /// Stores the identity (or forgets it, with None) in one transaction.
     pub fn set_identity(&mut self, identity: Option<&Identity>) -> Result<()> {
+        self.node_id.take();
         let tx = self.conn.transaction()?;
         tx.execute(
             "DELETE FROM node WHERE key IN ('node_id', 'node_secret', 'claimed')",
@@ -150,11 +168,20 @@ impl Store {
         tx.commit()
     }
 
-    pub fn cameras(&self) -> Result<Vec<Camera>> {
+    /// All cameras, oldest first.
+    pub fn cameras(&self) -> Result<Arc<Vec<Camera>>> {
+        if let Some(cameras) = self.cameras.borrow().as_ref() {
+            return Ok(cameras.clone());
+        }
         let mut stmt = self
             .conn
             .prepare_cached(&format!("{SELECT_CAMERA} ORDER BY created_at_ms, id"))?;
-        stmt.query_map([], camera_from_row)?.collect()
+        let cameras = Arc::new(
+            stmt.query_map([], camera_from_row)?
+                .collect::<Result<_>>()?,
+        );
+        *self.cameras.borrow_mut() = Some(Arc::clone(&cameras));
+        Ok(cameras)
     }
 
     pub fn camera(&self, id: Uuid) -> Result<Option<Camera>> {
@@ -165,6 +192,7 @@ impl Store {
     }
 
     pub fn insert_camera(&self, camera: &Camera, created_at_ms: i64) -> Result<()> {
+        self.cameras.take();
         let mut values = camera_values(camera);
         values.push(created_at_ms.into());
         self.conn.execute(
@@ -178,6 +206,7 @@ impl Store {
 
     /// Writes a camera's settings and capabilities; returns whether it exists.
     pub fn update_camera(&self, camera: &Camera) -> Result<bool> {
+        self.cameras.take();
         let n = self.conn.execute(
             "UPDATE camera SET name = ?2, make = ?3, model = ?4, rtsp_url = ?5, rtsp_sub_url = ?6,
                                enabled = ?7, record = ?8, detect = ?9, capabilities = ?10
@@ -192,6 +221,7 @@ impl Store {
         let Some(camera) = self.camera(id)? else {
             return Ok(None);
         };
+        self.cameras.take();
         let tx = self.conn.transaction()?;
         let clips = clip_paths(&tx, "camera_id = ?1", [id.to_string()])?;
         tx.execute("DELETE FROM event WHERE camera_id = ?1", [id.to_string()])?;
@@ -202,6 +232,7 @@ impl Store {
 
     /// Returns whether the camera exists.
     pub fn set_capabilities(&self, id: Uuid, capabilities: &Capabilities) -> Result<bool> {
+        self.cameras.take();
         let n = self.conn.execute(
             "UPDATE camera SET capabilities = ?2 WHERE id = ?1",
             params![id.to_string(), capabilities_json(capabilities)],
@@ -429,12 +460,18 @@ mod tests {
             );
         }
         let mut store = Store::open(&dir).unwrap();
-        assert_eq!(store.cameras().unwrap(), vec![a.clone(), b.clone()]);
+        assert_eq!(*store.cameras().unwrap(), vec![a.clone(), b.clone()]);
         let mut changed = b.clone();
         changed.settings.name = "b2".into();
         changed.settings.rtsp_sub_url = None;
         changed.capabilities = None;
+        assert_eq!(*store.cameras().unwrap(), vec![a.clone(), b.clone()]);
         assert!(store.update_camera(&changed).unwrap());
+        assert_eq!(
+            store.cameras().unwrap()[1],
+            changed,
+            "the cached list is renewed"
+        );
         assert_eq!(store.camera(b.id).unwrap(), Some(changed));
         assert!(store.update_camera(&b).unwrap());
         assert!(!store.update_camera(&camera("ghost")).unwrap());
@@ -445,7 +482,7 @@ mod tests {
         );
         assert_eq!(store.delete_camera(a.id).unwrap(), None);
         assert_eq!(store.camera(a.id).unwrap(), None);
-        assert_eq!(store.cameras().unwrap(), vec![b]);
+        assert_eq!(*store.cameras().unwrap(), vec![b]);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
