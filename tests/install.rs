@@ -1,0 +1,862 @@
+//! Installation on a board (`deploy/`): install.sh into a temporary DESTDIR
+//! (install, upgrade, uninstall, purge), the settings file against the
+//! variables the node really reads, the systemd unit (`systemd-analyze
+//! verify`) and the init script: its commands, and a real supervised node
+//! started, killed, restarted and stopped from a copy of it with its paths
+//! moved into a temporary folder. Nothing is installed on this machine.
+//!
+//! Runs as any user; as root it also checks that install.sh makes the user
+//! `nvr` in DESTDIR's own account files (useradd --prefix), and runs the
+//! supervised node as `nobody` through start-stop-daemon --chuid.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{TempDir, closed_port};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_nvr-node");
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn deploy(file: &str) -> PathBuf {
+    repo().join("deploy").join(file)
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// A finished command, with what it printed, for failure messages.
+struct Run {
+    command: String,
+    output: Output,
+}
+
+impl Run {
+    fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    fn report(&self) -> String {
+        format!(
+            "command: {}\nstatus: {}\n--- stdout ---\n{}--- stderr ---\n{}",
+            self.command,
+            self.output.status,
+            self.stdout(),
+            self.stderr()
+        )
+    }
+
+    /// Panics with the report unless the command exited 0.
+    fn ok(self) -> Run {
+        assert!(
+            self.output.status.success(),
+            "command failed\n{}",
+            self.report()
+        );
+        self
+    }
+
+    /// Panics with the report unless the command exited with `code`.
+    fn exits(self, code: i32) -> Run {
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "unexpected exit status\n{}",
+            self.report()
+        );
+        self
+    }
+}
+
+fn run(command: &mut Command) -> Run {
+    let description = format!("{command:?}");
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {description}: {e}"));
+    Run {
+        command: description,
+        output,
+    }
+}
+
+/// `command.run_ok()` and `command.exits(code)`: run, then check.
+trait RunOk {
+    fn run_ok(&mut self) -> Run;
+    fn exits(&mut self, code: i32) -> Run;
+}
+
+impl RunOk for Command {
+    fn run_ok(&mut self) -> Run {
+        run(self).ok()
+    }
+
+    fn exits(&mut self, code: i32) -> Run {
+        run(self).exits(code)
+    }
+}
+
+fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", "command -v \"$1\" >/dev/null", "sh", program])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn is_root() -> bool {
+    run(Command::new("id").arg("-u")).ok().stdout().trim() == "0"
+}
+
+fn mode(path: &Path) -> u32 {
+    fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+// ---- install.sh ----
+
+/// `sh deploy/install.sh ARGS` with DESTDIR=dest and no PREFIX unless given.
+fn install(dest: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new("sh");
+    command
+        .arg(deploy("install.sh"))
+        .args(args)
+        .env("DESTDIR", dest)
+        .env_remove("PREFIX");
+    command
+}
+
+/// DESTDIR/etc with the account files of a system that has only root, so
+/// that useradd --prefix has files to add the user to.
+fn seed_accounts(dest: &Path) {
+    let etc = dest.join("etc");
+    fs::create_dir_all(&etc).unwrap();
+    for (file, text, mode) in [
+        ("passwd", "root:x:0:0:root:/root:/bin/bash\n", 0o644),
+        ("group", "root:x:0:\n", 0o644),
+        ("shadow", "root:*:19000:0:99999:7:::\n", 0o640),
+        ("gshadow", "root:*::\n", 0o640),
+    ] {
+        fs::write(etc.join(file), text).unwrap();
+        fs::set_permissions(etc.join(file), fs::Permissions::from_mode(mode)).unwrap();
+    }
+}
+
+/// The lines of DESTDIR/etc/`file` for `nvr`, split on ':'.
+fn account_entries(dest: &Path, file: &str) -> Vec<Vec<String>> {
+    read(&dest.join("etc").join(file))
+        .lines()
+        .filter(|l| l.starts_with("nvr:"))
+        .map(|l| l.split(':').map(str::to_owned).collect())
+        .collect()
+}
+
+/// Every line install.sh prints is one "nvr-node: ..." step.
+fn assert_steps(run: &Run) {
+    let stdout = run.stdout();
+    assert!(
+        !stdout.trim().is_empty(),
+        "nothing printed\n{}",
+        run.report()
+    );
+    for line in stdout.lines() {
+        assert!(
+            line.starts_with("nvr-node: "),
+            "a line that is not a step: {line:?}\n{}",
+            run.report()
+        );
+    }
+}
+
+#[test]
+fn install_upgrade_uninstall_and_purge_into_a_destdir() {
+    let dir = TempDir::new("install");
+    let dest = dir.path().join("root");
+    fs::create_dir_all(&dest).unwrap();
+    // useradd --prefix needs root to lock and rewrite the account files.
+    let accounts = is_root() && have("useradd");
+    if accounts {
+        seed_accounts(&dest);
+    } else {
+        eprintln!("not root or no useradd: the user nvr is not made in DESTDIR");
+    }
+    let host_passwd = fs::read("/etc/passwd").unwrap_or_default();
+
+    let bin = dest.join("usr/local/bin/nvr-node");
+    let env_file = dest.join("etc/default/nvr-node");
+    let dist = dest.join("etc/default/nvr-node.dist");
+    let unit = dest.join("etc/systemd/system/nvr-node.service");
+    let init = dest.join("etc/init.d/nvr-node");
+    let data = dest.join("var/lib/nvr-node");
+
+    // First install.
+    let first = install(&dest, &[BINARY]).run_ok();
+    assert_steps(&first);
+    assert_eq!(mode(&bin), 0o755, "{}", first.report());
+    assert!(
+        fs::read(&bin).unwrap() == fs::read(BINARY).unwrap(),
+        "{} differs from {BINARY}",
+        bin.display()
+    );
+    assert_eq!(read(&env_file), read(&deploy("nvr-node.default")));
+    assert_documents_every_variable(&read(&env_file));
+    assert!(!dist.exists(), "a fresh install needs no .dist");
+    assert_eq!(read(&unit), read(&deploy("nvr-node.service")));
+    assert_eq!(read(&init), read(&deploy("nvr-node.init")));
+    assert_eq!(mode(&init), 0o755);
+    assert_eq!(mode(&data), 0o750, "{}", first.report());
+    if accounts {
+        let users = account_entries(&dest, "passwd");
+        assert_eq!(users.len(), 1, "{users:?}\n{}", first.report());
+        let user = &users[0];
+        assert_eq!(user[5], "/var/lib/nvr-node", "home of {user:?}");
+        assert!(user[6].ends_with("/nologin"), "shell of {user:?}");
+        assert_eq!(account_entries(&dest, "group").len(), 1);
+        let uid: u32 = user[2].parse().unwrap();
+        assert!(uid > 0 && uid < 1000, "a system uid: {user:?}");
+        assert_eq!(
+            fs::metadata(&data).unwrap().uid(),
+            uid,
+            "owner of the data folder"
+        );
+    } else {
+        assert!(
+            first.stdout().contains("user nvr: not made"),
+            "{}",
+            first.report()
+        );
+    }
+
+    // Upgrade: the settings were edited and the program is a new build
+    // (the same one with bytes appended), while the old one "runs".
+    let mut edited = read(&env_file);
+    edited.push_str("NODE_NAME=garage\n");
+    fs::write(&env_file, &edited).unwrap();
+    let new_build = dir.path().join("nvr-node");
+    let mut bytes = fs::read(BINARY).unwrap();
+    bytes.extend_from_slice(b"\nnew build\n");
+    fs::write(&new_build, &bytes).unwrap();
+    fs::set_permissions(&new_build, fs::Permissions::from_mode(0o755)).unwrap();
+    let running = fs::File::open(&bin).unwrap();
+    let running_inode = running.metadata().unwrap().ino();
+
+    let upgrade = install(&dest, &[new_build.to_str().unwrap()]).run_ok();
+    assert_steps(&upgrade);
+    assert!(
+        fs::read(&bin).unwrap() == bytes,
+        "the new build is not installed"
+    );
+    assert_ne!(
+        fs::metadata(&bin).unwrap().ino(),
+        running_inode,
+        "the program was rewritten in place, under a running node"
+    );
+    assert_eq!(mode(&bin), 0o755);
+    assert_eq!(read(&env_file), edited, "the user's settings were not kept");
+    assert_eq!(
+        read(&dist),
+        read(&deploy("nvr-node.default")),
+        "the shipped settings go beside the user's"
+    );
+    assert_eq!(mode(&data), 0o750);
+    if accounts {
+        assert_eq!(account_entries(&dest, "passwd").len(), 1, "user duplicated");
+        assert_eq!(account_entries(&dest, "group").len(), 1, "group duplicated");
+        assert_eq!(
+            account_entries(&dest, "shadow").len(),
+            1,
+            "shadow duplicated"
+        );
+    }
+
+    // The same program again: nothing to replace.
+    let again = install(&dest, &[new_build.to_str().unwrap()]).run_ok();
+    assert!(again.stdout().contains("unchanged"), "{}", again.report());
+    assert_eq!(read(&env_file), edited);
+
+    // Uninstall keeps the settings and the data.
+    fs::write(data.join("nvr-node.db"), b"cameras").unwrap();
+    let uninstall = install(&dest, &["--uninstall"]).run_ok();
+    assert_steps(&uninstall);
+    for gone in [&bin, &unit, &init, &dist] {
+        assert!(
+            !gone.exists(),
+            "{} is left\n{}",
+            gone.display(),
+            uninstall.report()
+        );
+    }
+    assert_eq!(read(&env_file), edited, "{}", uninstall.report());
+    assert_eq!(fs::read(data.join("nvr-node.db")).unwrap(), b"cameras");
+    if accounts {
+        assert_eq!(account_entries(&dest, "passwd").len(), 1, "the user stays");
+    }
+
+    // Purge removes the rest, the user too.
+    let purge = install(&dest, &["--uninstall", "--purge"]).run_ok();
+    assert_steps(&purge);
+    for gone in [&env_file, &data] {
+        assert!(
+            !gone.exists(),
+            "{} is left\n{}",
+            gone.display(),
+            purge.report()
+        );
+    }
+    if accounts {
+        assert!(
+            account_entries(&dest, "passwd").is_empty(),
+            "{}",
+            purge.report()
+        );
+        assert!(
+            account_entries(&dest, "group").is_empty(),
+            "{}",
+            purge.report()
+        );
+        assert!(read(&dest.join("etc/passwd")).starts_with("root:"));
+    }
+    assert_eq!(
+        fs::read("/etc/passwd").unwrap_or_default(),
+        host_passwd,
+        "this machine's /etc/passwd changed"
+    );
+}
+
+#[test]
+fn install_refuses_a_missing_or_non_executable_program_and_bad_options() {
+    let dir = TempDir::new("install-refuse");
+    let dest = dir.path().join("root");
+    let missing = dir.path().join("no-such-nvr-node");
+    let refused = install(&dest, &[missing.to_str().unwrap()]).exits(1);
+    assert!(
+        refused.stderr().contains("no program at"),
+        "{}",
+        refused.report()
+    );
+
+    let plain = dir.path().join("nvr-node");
+    fs::write(&plain, "#!/bin/sh\n").unwrap();
+    fs::set_permissions(&plain, fs::Permissions::from_mode(0o644)).unwrap();
+    let refused = install(&dest, &[plain.to_str().unwrap()]).exits(1);
+    assert!(
+        refused.stderr().contains("not executable"),
+        "{}",
+        refused.report()
+    );
+
+    let refused = install(&dest, &["--frobnicate"]).exits(2);
+    assert!(refused.stderr().contains("usage:"), "{}", refused.report());
+    assert!(
+        !dest.join("usr").exists() && !dest.join("etc").exists(),
+        "refused, yet installed"
+    );
+}
+
+#[test]
+fn prefix_moves_the_program_and_the_paths_that_name_it() {
+    let dir = TempDir::new("install-prefix");
+    let dest = dir.path().join("root");
+    install(&dest, &[BINARY]).env("PREFIX", "/opt/nvr").run_ok();
+    assert!(dest.join("opt/nvr/bin/nvr-node").is_file());
+    assert!(!dest.join("usr/local/bin/nvr-node").exists());
+    let unit = read(&dest.join("etc/systemd/system/nvr-node.service"));
+    assert!(
+        unit.contains("\nExecStart=/opt/nvr/bin/nvr-node\n"),
+        "{unit}"
+    );
+    let init = read(&dest.join("etc/init.d/nvr-node"));
+    assert!(init.contains("\nDAEMON=/opt/nvr/bin/nvr-node\n"), "{init}");
+    assert!(!init.contains("/usr/local/bin/nvr-node") && !unit.contains("/usr/local/bin/nvr-node"));
+    install(&dest, &["--uninstall"])
+        .env("PREFIX", "/opt/nvr")
+        .run_ok();
+    assert!(!dest.join("opt/nvr/bin/nvr-node").exists());
+}
+
+// ---- the settings file ----
+
+/// Modules compiled only for tests (`#[cfg(test)] mod x;` in main.rs).
+fn test_only_modules() -> BTreeSet<String> {
+    let main = read(&repo().join("src/main.rs"));
+    let lines: Vec<&str> = main.lines().map(str::trim).collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0] == "#[cfg(test)]")
+        .filter_map(|w| w[1].strip_prefix("mod ")?.strip_suffix(';'))
+        .map(|name| format!("{name}.rs"))
+        .collect()
+}
+
+/// The environment variables the node reads: every `var("NAME")` (the
+/// closure in config.rs, `std::env::var` in main.rs) or `var_os("NAME")` in
+/// src/, outside `#[cfg(test)]` code.
+fn variables_the_node_reads() -> BTreeSet<String> {
+    let skip = test_only_modules();
+    let mut files = vec![repo().join("src")];
+    let mut names = BTreeSet::new();
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        let file_name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !file_name.ends_with(".rs") || skip.contains(&file_name) {
+            continue;
+        }
+        let text = read(&path);
+        // Unit tests sit at the end of a file, in #[cfg(test)] mod tests.
+        let code = match text.find("#[cfg(test)]\nmod tests {") {
+            Some(at) => &text[..at],
+            None => &text,
+        };
+        for pattern in ["var(\"", "var_os(\""] {
+            for (at, _) in code.match_indices(pattern) {
+                let rest = &code[at + pattern.len()..];
+                let name = &rest[..rest.find('"').unwrap()];
+                if !name.is_empty()
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                {
+                    names.insert(name.to_owned());
+                }
+            }
+        }
+    }
+    // The scan must find what is known to be there, or it proves nothing.
+    for known in [
+        "PORT",
+        "DATA_DIR",
+        "RELAY_URL",
+        "LOG_LEVEL",
+        "ALLOWED_HOSTS",
+    ] {
+        assert!(
+            names.contains(known),
+            "the scan of src/ missed {known}: {names:?}"
+        );
+    }
+    names
+}
+
+/// Plain KEY=value lines and comments; each variable the node reads has a
+/// "# NAME: ..." block giving its default and an example, followed by its
+/// line, set (only PORT, DATA_DIR, RELAY_URL) or commented out.
+fn assert_documents_every_variable(settings: &str) {
+    let variables = variables_the_node_reads();
+    let lines: Vec<&str> = settings.lines().collect();
+    let mut set = BTreeSet::new();
+    let mut mentioned = BTreeSet::new();
+    for line in &lines {
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        let assignment = line.strip_prefix('#').unwrap_or(line);
+        if let Some((key, value)) = assignment.split_once('=')
+            && !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        {
+            // Both sh (init script) and systemd (EnvironmentFile) read it.
+            assert!(
+                !value.contains(['$', '`', '\\', '\'']) && !value.starts_with(' '),
+                "not a plain value in {line:?}"
+            );
+            mentioned.insert(key.to_owned());
+            if !line.starts_with('#') {
+                set.insert(key.to_owned());
+            }
+            continue;
+        }
+        assert!(
+            line.starts_with('#'),
+            "neither a comment nor KEY=value: {line:?}"
+        );
+    }
+    for name in &variables {
+        let start = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("# {name}:")))
+            .unwrap_or_else(|| panic!("no \"# {name}: ...\" documentation in\n{settings}"));
+        let block: Vec<&str> = lines[start..]
+            .iter()
+            .take_while(|l| l.starts_with("# "))
+            .copied()
+            .collect();
+        let text = block.join("\n");
+        assert!(text.contains("Default"), "no default for {name}:\n{text}");
+        assert!(text.contains("Example"), "no example for {name}:\n{text}");
+        let next = lines.get(start + block.len()).copied().unwrap_or_default();
+        assert!(
+            next.starts_with(&format!("{name}=")) || next.starts_with(&format!("#{name}=")),
+            "the documentation of {name} is not followed by its line, but {next:?}"
+        );
+    }
+    assert_eq!(
+        mentioned, variables,
+        "the settings file and the variables read in src/ differ"
+    );
+    let expected: BTreeSet<String> = ["PORT", "DATA_DIR", "RELAY_URL"].map(String::from).into();
+    assert_eq!(
+        set, expected,
+        "only these are set; the rest stay commented out"
+    );
+}
+
+#[test]
+fn the_settings_file_documents_every_variable_the_node_reads() {
+    let path = deploy("nvr-node.default");
+    assert_documents_every_variable(&read(&path));
+    // The init script sources it with set -a: it must be valid sh, and give
+    // the values the systemd unit gets.
+    let env = Command::new("sh")
+        .args(["-c", "set -eu; set -a; . \"$1\"; set +a; env", "sh"])
+        .arg(&path)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .run_ok();
+    assert!(env.stderr().is_empty(), "{}", env.report());
+    let stdout = env.stdout();
+    for line in [
+        "PORT=8080",
+        "DATA_DIR=/var/lib/nvr-node",
+        "RELAY_URL=http://127.0.0.1:1984",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l == line),
+            "{line} not exported\n{}",
+            env.report()
+        );
+    }
+}
+
+// ---- the systemd unit ----
+
+fn unit_values(unit: &str, key: &str) -> Vec<String> {
+    unit.lines()
+        .filter_map(|l| l.strip_prefix(&format!("{key}=")))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_systemd_unit_verifies_and_matches_the_settings() {
+    let unit = read(&deploy("nvr-node.service"));
+    let one = |key: &str| {
+        let values = unit_values(&unit, key);
+        assert_eq!(values.len(), 1, "{key}= should be set once: {values:?}");
+        values[0].clone()
+    };
+    assert_eq!(one("User"), "nvr");
+    assert_eq!(one("ExecStart"), "/usr/local/bin/nvr-node");
+    assert_eq!(one("EnvironmentFile"), "-/etc/default/nvr-node");
+    // ProtectSystem=strict leaves only the state directory writable: the
+    // node's DATA_DIR, here and in the settings file, must be that folder.
+    assert_eq!(one("ProtectSystem"), "strict");
+    let state = format!("/var/lib/{}", one("StateDirectory"));
+    assert_eq!(one("Environment"), format!("DATA_DIR={state}"));
+    let settings = read(&deploy("nvr-node.default"));
+    assert!(
+        settings.lines().any(|l| l == format!("DATA_DIR={state}")),
+        "the settings file's DATA_DIR is not {state}"
+    );
+    assert_eq!(one("Restart"), "on-failure");
+    assert_eq!(one("CapabilityBoundingSet"), "");
+
+    let analyze = Path::new("/usr/bin/systemd-analyze");
+    if !analyze.exists() {
+        eprintln!("no {}: the unit is not verified", analyze.display());
+        return;
+    }
+    // verify fails when ExecStart's program does not exist, and the node is
+    // not installed here: verify a copy, named the same, that runs /bin/true.
+    let dir = TempDir::new("unit");
+    let copy = dir.path().join("nvr-node.service");
+    let replaced = unit.replace(
+        "\nExecStart=/usr/local/bin/nvr-node\n",
+        "\nExecStart=/bin/true\n",
+    );
+    assert_ne!(replaced, unit, "ExecStart not found");
+    fs::write(&copy, replaced).unwrap();
+    let verify = run(Command::new(analyze).arg("verify").arg(&copy));
+    // verify exits 0 on unknown keys and bad values, only printing them:
+    // any line about this unit fails too (other units' noise does not).
+    let complaints: Vec<String> = format!("{}{}", verify.stdout(), verify.stderr())
+        .lines()
+        .filter(|l| l.contains("nvr-node"))
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        verify.output.status.success() && complaints.is_empty(),
+        "systemd-analyze verify rejects the unit: {complaints:?}\n{}",
+        verify.report()
+    );
+}
+
+// ---- the scripts ----
+
+#[test]
+fn the_scripts_parse_as_posix_sh() {
+    let shells: Vec<&str> = ["sh", "dash"].into_iter().filter(|s| have(s)).collect();
+    for script in ["install.sh", "nvr-node.init"] {
+        for shell in &shells {
+            Command::new(shell).arg("-n").arg(deploy(script)).run_ok();
+        }
+    }
+}
+
+/// A copy of the init script whose paths all lie in `dir`, with `daemon` as
+/// the program and `run_as` as the user; returns its path.
+fn init_copy(dir: &Path, daemon: &Path, run_as: &str) -> PathBuf {
+    let original = read(&deploy("nvr-node.init"));
+    let defaults = dir.join("defaults");
+    let moved = [
+        ("DAEMON=", daemon.display().to_string()),
+        ("RUN_AS=", run_as.to_owned()),
+        ("PIDFILE=", dir.join("nvr-node.pid").display().to_string()),
+        ("RUN_DIR=", dir.join("run").display().to_string()),
+        ("LOG_DIR=", dir.join("log").display().to_string()),
+        (
+            "SYSLOG_SOCKET=",
+            dir.join("no-syslog").display().to_string(),
+        ),
+    ];
+    let mut lines = Vec::new();
+    for line in original.lines() {
+        let line = line.replace("/etc/default/nvr-node", &defaults.display().to_string());
+        match moved.iter().find(|(key, _)| line.starts_with(key)) {
+            Some((key, value)) => lines.push(format!("{key}{value}")),
+            None => lines.push(line),
+        }
+    }
+    for (key, _) in &moved {
+        let count = original.lines().filter(|l| l.starts_with(key)).count();
+        assert_eq!(count, 1, "the init script should set {key} once");
+    }
+    let copy = dir.join("nvr-node.init");
+    fs::write(&copy, lines.join("\n") + "\n").unwrap();
+    fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
+    copy
+}
+
+fn init(script: &Path, action: &str) -> Command {
+    let mut command = Command::new("sh");
+    command.arg(script);
+    if !action.is_empty() {
+        command.arg(action);
+    }
+    command
+}
+
+#[test]
+fn the_init_script_answers_usage_and_status_without_starting_anything() {
+    let dir = TempDir::new("init-args");
+    let script = init_copy(dir.path(), Path::new("/nonexistent/nvr-node"), "nobody");
+    for action in ["bogus", ""] {
+        let usage = init(&script, action).exits(2);
+        assert!(usage.stderr().contains("Usage:"), "{}", usage.report());
+    }
+    let status = init(&script, "status").exits(3);
+    assert!(
+        status.stdout().contains("not running"),
+        "{}",
+        status.report()
+    );
+    // A pid file left by a loop that died: LSB status 1.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    fs::write(dir.path().join("nvr-node.pid"), format!("{dead}\n")).unwrap();
+    init(&script, "status").exits(1);
+    init(&script, "stop").exits(0);
+    assert!(
+        !dir.path().join("nvr-node.pid").exists(),
+        "stop leaves the stale pid file"
+    );
+    init(&script, "status").exits(3);
+    // Without the program there is nothing to start: LSB 5.
+    let start = init(&script, "start").exits(5);
+    assert!(
+        start.stderr().contains("not installed"),
+        "{}",
+        start.report()
+    );
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie has exited; this machine's init may be slow to collect it.
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| Some(stat.rsplit_once(") ")?.1.starts_with('Z')))
+        .is_some_and(|zombie| !zombie)
+}
+
+fn read_pid(path: &Path) -> Option<u32> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Live processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(needle) && alive(pid)
+        })
+        .collect()
+}
+
+fn wait_for<T>(what: &str, log: &Path, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}\n--- {} ---\n{}",
+            log.display(),
+            fs::read_to_string(log).unwrap_or_default()
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Stops the supervised node however the test ends.
+struct Supervised {
+    script: PathBuf,
+    pids: Vec<u32>,
+}
+
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        let _ = init(&self.script, "stop").output();
+        for pid in &self.pids {
+            if alive(*pid) {
+                let _ = Command::new("kill")
+                    .arg("-KILL")
+                    .arg(pid.to_string())
+                    .status();
+            }
+        }
+    }
+}
+
+#[test]
+fn the_init_script_restarts_the_node_and_stops_it_without_orphans() {
+    let root = is_root();
+    let run_as = if root && run(Command::new("id").arg("nobody")).code() == Some(0) {
+        "nobody".to_owned()
+    } else {
+        run(Command::new("id").arg("-un"))
+            .ok()
+            .stdout()
+            .trim()
+            .to_owned()
+    };
+    let dir = TempDir::new("init-supervise");
+    // The user runs the program from here, so it must be able to reach it.
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let daemon = dir.path().join("nvr-node");
+    fs::copy(BINARY, &daemon).unwrap();
+    let script = init_copy(dir.path(), &daemon, &run_as);
+    let data = dir.path().join("data");
+    fs::write(
+        dir.path().join("defaults"),
+        format!(
+            "PORT=0\nLISTEN_ADDRESS=127.0.0.1\nDATA_DIR={}\nRELAY_URL=http://127.0.0.1:{}\nNODE_NAME=init-test\n",
+            data.display(),
+            closed_port()
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("log/nvr-node.log");
+    let node_pid_file = dir.path().join("run/node.pid");
+    let mut supervised = Supervised {
+        script: script.clone(),
+        pids: Vec::new(),
+    };
+
+    let start = init(&script, "start").run_ok();
+    assert!(start.stdout().contains("started"), "{}", start.report());
+    let loop_pid = read_pid(&dir.path().join("nvr-node.pid")).expect("no pid file");
+    supervised.pids.push(loop_pid);
+    let port = wait_for("the node to listen", &log, || {
+        let text = fs::read_to_string(&log).ok()?;
+        let line = text
+            .lines()
+            .rev()
+            .find(|l| l.contains("listening on http://"))?;
+        line.rsplit(':').next()?.trim().parse::<u16>().ok()
+    });
+    let node = read_pid(&node_pid_file).expect("no node pid file");
+    supervised.pids.push(node);
+    let status = common::http::request(port, "GET", "/api/status", &[], b"");
+    assert_eq!(status.status, 200, "{status}");
+    assert_eq!(status.json()["nodeName"], "init-test", "{status}");
+    init(&script, "status").exits(0);
+
+    // The node runs as the user; its new data folder is the user's, 0750.
+    let uid = run(Command::new("id").args(["-u", run_as.as_str()]))
+        .ok()
+        .stdout();
+    let proc_status = read(Path::new(&format!("/proc/{node}/status")));
+    let node_uid = proc_status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap();
+    assert_eq!(node_uid, uid.trim(), "the node does not run as {run_as}");
+    assert_eq!(mode(&data), 0o750);
+    assert_eq!(fs::metadata(&data).unwrap().uid().to_string(), uid.trim());
+
+    // A node that dies is started again.
+    Command::new("kill")
+        .arg("-KILL")
+        .arg(node.to_string())
+        .run_ok();
+    let restarted = wait_for("the node to be started again", &log, || {
+        read_pid(&node_pid_file).filter(|&pid| pid != node && alive(pid))
+    });
+    supervised.pids.push(restarted);
+    wait_for("the restart to be logged", &log, || {
+        read(&log).contains("exited with status 137").then_some(())
+    });
+    assert!(alive(loop_pid), "the loop ended with the node");
+
+    // Stop ends the loop, the node and the log reader: nothing is left.
+    let started = Instant::now();
+    let stop = init(&script, "stop").run_ok();
+    eprintln!("stop took {:?}", started.elapsed());
+    for pid in [loop_pid, restarted] {
+        assert!(!alive(pid), "pid {pid} is still running\n{}", stop.report());
+    }
+    let left = processes_mentioning(&script.display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}\n{}", stop.report());
+    assert!(!dir.path().join("nvr-node.pid").exists());
+    init(&script, "status").exits(3);
+    assert!(read(&log).contains("nvr-node stopped"), "{}", read(&log));
+}
