@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, mpsc};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 
 use uuid::Uuid;
 
@@ -34,7 +34,16 @@ pub struct App {
     online: Mutex<HashMap<Uuid, bool>>,
     /// Asks the relay sync loop for a reconcile.
     relay_nudges: mpsc::Sender<()>,
+    /// Counts changes to the state kept in memory (cloud link, relay health,
+    /// cameras online), bumped after each change.
+    live_changes: AtomicU64,
+    /// The last status body, with the (`live_changes`, store generation) it
+    /// was built at: status is asked for far more often than it changes.
+    status_body: Mutex<Option<(Versions, Arc<[u8]>)>>,
 }
+
+/// (`live_changes`, the store's generation).
+type Versions = (u64, u64);
 
 impl App {
     pub fn new(config: &Config, store: Store, relay_nudges: mpsc::Sender<()>) -> App {
@@ -53,6 +62,8 @@ impl App {
             cloud: Mutex::new(LinkState::Disabled),
             online: Mutex::new(HashMap::new()),
             relay_nudges,
+            live_changes: AtomicU64::new(0),
+            status_body: Mutex::new(None),
         }
     }
 
@@ -100,6 +111,32 @@ impl App {
             _ => log::info!("cloud link: {}", state.name()),
         }
         *current = state;
+        drop(current);
+        self.live_changed();
+    }
+
+    fn live_changed(&self) {
+        self.live_changes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The status body for the current state, from `build` only when
+    /// something status shows has changed since it was last built.
+    pub fn status_body(
+        &self,
+        build: impl FnOnce(&App) -> Result<Vec<u8>, Error>,
+    ) -> Result<Arc<[u8]>, Error> {
+        // Versions first, state after: a change racing the build leaves a
+        // newer body under an older key, which the next call rebuilds.
+        let live = self.live_changes.load(Ordering::Acquire);
+        let key = (live, self.db(|s| Ok(s.generation()))?);
+        if let Some((built_at, body)) = lock(&self.status_body).as_ref()
+            && *built_at == key
+        {
+            return Ok(body.clone());
+        }
+        let body: Arc<[u8]> = build(self)?.into();
+        *lock(&self.status_body) = Some((key, body.clone()));
+        Ok(body)
     }
 
     /// What the heartbeat tells the cloud: version, relay health, cameras.
@@ -120,7 +157,11 @@ impl App {
 
     /// Returns the previous value.
     pub fn set_relay_healthy(&self, healthy: bool) -> bool {
-        self.relay_healthy.swap(healthy, Ordering::Relaxed)
+        let was = self.relay_healthy.swap(healthy, Ordering::Relaxed);
+        if was != healthy {
+            self.live_changed();
+        }
+        was
     }
 
     pub fn is_online(&self, id: Uuid) -> bool {
@@ -128,16 +169,28 @@ impl App {
     }
 
     pub fn set_online(&self, id: Uuid, online: bool) {
-        lock(&self.online).insert(id, online);
+        let was = lock(&self.online).insert(id, online);
+        if was != Some(online) {
+            self.live_changed();
+        }
     }
 
     pub fn forget_online(&self, id: Uuid) {
-        lock(&self.online).remove(&id);
+        if lock(&self.online).remove(&id).is_some() {
+            self.live_changed();
+        }
     }
 
     /// Drops the state of cameras for which `keep` is false.
     pub fn retain_online(&self, keep: impl Fn(&Uuid) -> bool) {
-        lock(&self.online).retain(|id, _| keep(id));
+        let mut online = lock(&self.online);
+        let before = online.len();
+        online.retain(|id, _| keep(id));
+        let removed = online.len() != before;
+        drop(online);
+        if removed {
+            self.live_changed();
+        }
     }
 
     /// Tells the relay sync loop that cameras changed; never blocks on the relay.

@@ -1,7 +1,7 @@
 //! The node's SQLite database: schema versions and upgrades, cameras, events
 //! and the node's identity. Knows nothing of HTTP.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -69,6 +69,9 @@ pub struct Store {
     cameras: RefCell<Option<Arc<Vec<Camera>>>>,
     /// The node id as last read, until the identity is written.
     node_id: RefCell<Option<Option<String>>>,
+    /// Counts writes to cameras and the identity, so views built from them
+    /// can tell whether they are still current.
+    generation: Cell<u64>,
 }
 
 impl Store {
@@ -84,6 +87,7 @@ impl Store {
             conn,
             cameras: RefCell::new(None),
             node_id: RefCell::new(None),
+            generation: Cell::new(0),
         };
         store.upgrade()?;
         Ok(store)
@@ -113,6 +117,16 @@ impl Store {
 
     /// The id the cloud gave this node, once it has registered. One lookup:
     /// status asks for it on every call, and needs no secret.
+    /// Changes with every write to the cameras or the identity.
+    pub fn generation(&self) -> u64 {
+        self.generation.get()
+    }
+
+    fn cameras_changed(&self) {
+        self.cameras.take();
+        self.generation.set(self.generation.get() + 1);
+    }
+
     pub fn node_id(&self) -> Result<Option<String>> {
         if let Some(node_id) = self.node_id.borrow().as_ref() {
             return Ok(node_id.clone());
@@ -146,6 +160,7 @@ impl Store {
     /// Stores the identity (or forgets it, with None) in one transaction.
     pub fn set_identity(&mut self, identity: Option<&Identity>) -> Result<()> {
         self.node_id.take();
+        self.generation.set(self.generation.get() + 1);
         let tx = self.conn.transaction()?;
         tx.execute(
             "DELETE FROM node WHERE key IN ('node_id', 'node_secret', 'claimed')",
@@ -192,7 +207,7 @@ impl Store {
     }
 
     pub fn insert_camera(&self, camera: &Camera, created_at_ms: i64) -> Result<()> {
-        self.cameras.take();
+        self.cameras_changed();
         let mut values = camera_values(camera);
         values.push(created_at_ms.into());
         self.conn.execute(
@@ -206,7 +221,7 @@ impl Store {
 
     /// Writes a camera's settings and capabilities; returns whether it exists.
     pub fn update_camera(&self, camera: &Camera) -> Result<bool> {
-        self.cameras.take();
+        self.cameras_changed();
         let n = self.conn.execute(
             "UPDATE camera SET name = ?2, make = ?3, model = ?4, rtsp_url = ?5, rtsp_sub_url = ?6,
                                enabled = ?7, record = ?8, detect = ?9, capabilities = ?10
@@ -221,7 +236,7 @@ impl Store {
         let Some(camera) = self.camera(id)? else {
             return Ok(None);
         };
-        self.cameras.take();
+        self.cameras_changed();
         let tx = self.conn.transaction()?;
         let clips = clip_paths(&tx, "camera_id = ?1", [id.to_string()])?;
         tx.execute("DELETE FROM event WHERE camera_id = ?1", [id.to_string()])?;
@@ -232,7 +247,7 @@ impl Store {
 
     /// Returns whether the camera exists.
     pub fn set_capabilities(&self, id: Uuid, capabilities: &Capabilities) -> Result<bool> {
-        self.cameras.take();
+        self.cameras_changed();
         let n = self.conn.execute(
             "UPDATE camera SET capabilities = ?2 WHERE id = ?1",
             params![id.to_string(), capabilities_json(capabilities)],

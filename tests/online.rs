@@ -8,15 +8,21 @@ use std::time::{Duration, Instant};
 use common::{Camera, Node, SilentCamera, TempDir, closed_port, wait_for};
 use serde_json::{Value, json};
 
+/// The camera's `online` in the camera list, checked to be the same in status.
 fn online(node: &Node, name: &str) -> Value {
-    let cameras = node.get("/api/cameras").json();
-    let camera = cameras
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .cloned();
-    camera.unwrap_or_else(|| panic!("no camera {name}: {cameras}"))["online"].clone()
+    let find = |cameras: &Value| {
+        let camera = cameras
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .cloned();
+        camera.unwrap_or_else(|| panic!("no camera {name}: {cameras}"))["online"].clone()
+    };
+    let listed = find(&node.get("/api/cameras").json());
+    let in_status = find(&node.get("/api/status").json()["cameras"]);
+    assert_eq!(listed, in_status, "the list and status disagree on {name}");
+    listed
 }
 
 #[test]

@@ -19,16 +19,19 @@ struct Status<'a> {
 }
 
 pub fn get(app: &App) -> Result<Reply, Error> {
+    let body = app.status_body(build)?;
+    Ok(Reply::bytes(200, "application/json", body.to_vec()))
+}
+
+fn build(app: &App) -> Result<Vec<u8>, Error> {
     let (node_id, cameras) = app.db(|s| Ok((s.node_id()?, s.cameras()?)))?;
-    Ok(Reply::json(
-        200,
-        &Status {
-            node_id,
-            node_name: &app.node_name,
-            version: env!("CARGO_PKG_VERSION"),
-            cloud: app.cloud_state().to_json(),
-            relay_healthy: app.relay_healthy(),
-            cameras: cameras.iter().map(|c| CameraView::new(c, app)).collect(),
-        },
-    ))
+    let status = Status {
+        node_id,
+        node_name: &app.node_name,
+        version: env!("CARGO_PKG_VERSION"),
+        cloud: app.cloud_state().to_json(),
+        relay_healthy: app.relay_healthy(),
+        cameras: cameras.iter().map(|c| CameraView::new(c, app)).collect(),
+    };
+    Ok(serde_json::to_vec(&status).expect("status serializes"))
 }
