@@ -327,8 +327,12 @@ impl Store {
 
     /// Uploads cut short by a crash start again.
     pub fn reset_uploading(&self) -> Result<usize> {
+        // The first two terms restate event_clip_pending's condition, so
+        // SQLite walks that small index rather than every event (at start).
         self.conn.execute(
-            "UPDATE event SET clip_status = 'local' WHERE clip_status = 'uploading'",
+            "UPDATE event SET clip_status = 'local'
+             WHERE clip_status != 'uploaded' AND clip_path IS NOT NULL
+               AND clip_status = 'uploading'",
             [],
         )
     }
