@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages: ffprobe, Chromium, and GStreamer's RTSP server for the test
-# camera; cross compilers, musl for aarch64 and qemu for the board builds.
+# camera; cross compilers, musl for aarch64 and qemu for the board builds; wrk
+# and nginx for the benchmark's smoke run.
 packages=(
   ffmpeg
   chromium
@@ -24,6 +25,8 @@ packages=(
   gcc-arm-linux-gnueabihf
   qemu-user
   musl-dev:arm64
+  wrk
+  nginx-light
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -1,0 +1,997 @@
+#!/usr/bin/python3
+"""Benchmark of nvr-node, each figure measured next to a reference in the same run.
+
+Usage: python3 benches/bench.py [--smoke] [--binary PATH] [--json PATH]
+
+Starts everything it needs on 127.0.0.1 (the node, go2rtc stand-ins, a camera
+that never answers, nginx), each in its own temporary folder, and stops all of
+it on exit. Prints a markdown table and writes the same figures as JSON
+(default target/bench.json). Needs wrk and nginx (Debian: apt-get install wrk
+nginx-light). Exits 0 after printing, 1 if something broke, 2 if the node
+binary is missing.
+"""
+
+import argparse
+import collections
+import concurrent.futures
+import http.client
+import json
+import os
+import re
+import selectors
+import shutil
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CAMERAS = 64
+HUNG_CAMERAS = 16
+SMALL_EVENTS = 100
+EVENT_KINDS = ("person", "vehicle", "animal", "motion", "package")
+ANSWER_SDP = (
+    b"v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=bench relay answer\r\nt=0 0\r\n"
+    b"m=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\na=rtpmap:96 H264/90000\r\n"
+    b"a=setup:passive\r\na=mid:0\r\na=sendonly\r\n"
+)
+OFFER_SDP = (
+    b"v=0\r\no=- 4611731400430051336 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n"
+    b"a=group:BUNDLE 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\n"
+    b"a=ice-ufrag:bnch\r\na=ice-pwd:benchbenchbenchbenchbe\r\n"
+    b"a=fingerprint:sha-256 00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:"
+    b"00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF\r\n"
+    b"a=setup:actpass\r\na=mid:0\r\na=recvonly\r\na=rtcp-mux\r\na=rtpmap:96 H264/90000\r\n"
+)
+# The figures in the order of the table: the order of the issue's items.
+FIGURES = (
+    "status_vs_nginx",
+    "status_p99",
+    "events_large_vs_small",
+    "whep_overhead",
+    "idle_rss",
+    "peak_rss",
+    "hung_probes_p99_ratio",
+    "startup",
+    "idle_disk_writes",
+)
+TOOLS = {
+    "wrk": "apt-get install wrk",
+    "nginx": "apt-get install nginx-light (or nginx)",
+}
+
+
+class BenchError(Exception):
+    """Something broke: the run is invalid and the script exits 1 with this message."""
+
+
+class Settings:
+    """Durations and sizes of one run: the full benchmark or the short smoke run."""
+
+    def __init__(self, smoke):
+        self.smoke = smoke
+        self.wrk_seconds = 2 if smoke else 10
+        self.isolation_wrk_seconds = 2 if smoke else 5
+        self.large_events = 10_000 if smoke else 1_000_000
+        self.whep_requests = 200 if smoke else 2000
+        self.startup_launches = 3 if smoke else 5
+        self.idle_seconds = 10 if smoke else 60
+
+
+class Cleanup:
+    """What the run started, stopped in reverse order on exit (also on Ctrl-C or an error)."""
+
+    def __init__(self):
+        self.actions = []
+
+    def add(self, action):
+        """Registers `action` (no arguments) to run on exit."""
+        self.actions.append(action)
+
+    def run(self):
+        """Runs every registered action, newest first, going on past failures."""
+        while self.actions:
+            action = self.actions.pop()
+            try:
+                action()
+            except Exception as e:  # so that every later action still runs
+                print(f"bench: cleanup: {e}", file=sys.stderr)
+
+
+# --- helpers ---------------------------------------------------------------
+
+
+def free_port():
+    """A port nothing listens on now (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_process(proc, sig=signal.SIGTERM):
+    """Stops `proc` with `sig`, killing it if it is still there after 10 s."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def accepts(port):
+    """Whether something accepts connections on 127.0.0.1:`port` now."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+def request(port, method, path, body=None, content_type=None, timeout=30):
+    """One HTTP request on a new connection; returns (status, body bytes)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        headers = {"Content-Type": content_type} if content_type else {}
+        conn.request(method, path, body=body, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+    except (OSError, http.client.HTTPException) as e:
+        raise BenchError(f"{method} {path} on port {port}: {e or type(e).__name__}") from e
+    finally:
+        conn.close()
+
+
+def expect(status, body, wanted, what):
+    """Raises BenchError unless `status` is `wanted`."""
+    if status != wanted:
+        text = body[:500].decode("utf-8", "replace")
+        raise BenchError(f"{what}: expected {wanted}, got {status}: {text}")
+
+
+def proc_fields(pid, name):
+    """The `key: value` lines of /proc/PID/<name> as a dict of the first number of each."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/{name}").read_text().splitlines():
+        key, _, value = line.partition(":")
+        number = value.split()
+        if number and number[0].isdigit():
+            fields[key] = int(number[0])
+    return fields
+
+
+def median_us(samples_ns):
+    """The median of nanosecond samples, in microseconds."""
+    return statistics.median(samples_ns) / 1000
+
+
+# --- the processes the benchmark starts ----------------------------------
+
+
+class RelayStandIn:
+    """A go2rtc stand-in on a thread of this process, as fast as Python allows:
+    one selector loop, HTTP/1.1 keep-alive, no thread per connection.
+
+    `GET /api` 200 (health), `GET /api/streams` the streams put so far,
+    `PUT /api/streams?name=&src=` and `DELETE /api/streams?src=` 200,
+    `POST /api/webrtc?src=` 201 with a fixed SDP answer, anything else 404.
+    It remembers streams as go2rtc does, so the node's reconcile settles
+    instead of putting every stream back every 10 s.
+    """
+
+    def __init__(self, cleanup):
+        self.streams = {}
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(512)
+        self.listener.setblocking(False)
+        self.port = self.listener.getsockname()[1]
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ)
+        self.buffers = {}
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+        cleanup.add(self.stop)
+
+    def url(self):
+        """The base URL to give the node as RELAY_URL."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self):
+        """Stops the loop and closes every socket."""
+        self.stopped.set()
+        self.thread.join(timeout=2)
+
+    def _serve(self):
+        """The loop: accepts connections and answers each complete request at once."""
+        while not self.stopped.is_set():
+            for key, _ in self.selector.select(timeout=0.2):
+                if key.fileobj is self.listener:
+                    self._accept()
+                else:
+                    self._read(key.fileobj)
+        for conn in list(self.buffers):
+            self._drop(conn)
+        self.selector.close()
+        self.listener.close()
+
+    def _accept(self):
+        """Takes one pending connection into the loop."""
+        try:
+            conn, _ = self.listener.accept()
+        except BlockingIOError:
+            return
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.setblocking(False)
+        self.buffers[conn] = b""
+        self.selector.register(conn, selectors.EVENT_READ)
+
+    def _drop(self, conn):
+        """Forgets and closes a connection."""
+        self.selector.unregister(conn)
+        del self.buffers[conn]
+        conn.close()
+
+    def _read(self, conn):
+        """Reads what arrived on `conn` and answers the requests it completes."""
+        try:
+            data = conn.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop(conn)
+            return
+        buffered = self.buffers[conn] + data
+        while (parsed := split_request(buffered)) is not None:
+            (method, target, _body), buffered = parsed
+            conn.setblocking(True)
+            try:
+                conn.sendall(self._answer(method, target))
+            except OSError:
+                self._drop(conn)
+                return
+            conn.setblocking(False)
+        self.buffers[conn] = buffered
+
+    def _answer(self, method, target):
+        """The full HTTP response to one request."""
+        path, _, query = target.partition("?")
+        params = dict(urllib.parse.parse_qsl(query))
+        if (method, path) == ("POST", "/api/webrtc"):
+            return http_response(201, "application/sdp", ANSWER_SDP)
+        if (method, path) == ("GET", "/api"):
+            return http_response(200, "application/json", b'{"version":"bench"}')
+        if (method, path) == ("GET", "/api/streams"):
+            listing = {n: {"producers": [{"url": s}]} for n, s in self.streams.items()}
+            return http_response(200, "application/json", json.dumps(listing).encode())
+        if (method, path) == ("PUT", "/api/streams") and "src" in params:
+            self.streams[params.get("name", params["src"])] = params["src"]
+            return http_response(200, "text/plain", b"")
+        if (method, path) == ("DELETE", "/api/streams"):
+            self.streams.pop(params.get("src"), None)
+            return http_response(200, "text/plain", b"")
+        return http_response(404, "text/plain", b"404 page not found")
+
+
+def split_request(buffer):
+    """Splits one complete request off `buffer`: ((method, target, body), rest), or None."""
+    head_end = buffer.find(b"\r\n\r\n")
+    if head_end < 0:
+        return None
+    lines = buffer[:head_end].decode("latin-1").split("\r\n")
+    method, target = lines[0].split(" ")[:2]
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    end = head_end + 4 + length
+    if len(buffer) < end:
+        return None
+    return (method, target, buffer[head_end + 4 : end]), buffer[end:]
+
+
+def http_response(status, content_type, body):
+    """An HTTP/1.1 response with a body, as bytes."""
+    reasons = {200: "OK", 201: "Created", 404: "Not Found"}
+    head = (
+        f"HTTP/1.1 {status} {reasons[status]}\r\nContent-Type: {content_type}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+class SilentCamera:
+    """A TCP server that accepts connections and never answers: a hung camera."""
+
+    def __init__(self, cleanup):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(128)
+        self.port = self.listener.getsockname()[1]
+        self.held = []
+        self.stopped = False
+        threading.Thread(target=self._hold, daemon=True).start()
+        cleanup.add(self.stop)
+
+    def _hold(self):
+        """Accepts and keeps every connection, silently, until the listener closes."""
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def stop(self):
+        """Closes the listener and every held connection: the probes waiting on them fail."""
+        if self.stopped:
+            return
+        self.stopped = True
+        self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        for conn in self.held:
+            conn.close()
+
+
+class Node:
+    """An nvr-node process with its own data folder and relay stand-in; its output is kept."""
+
+    def __init__(self, bench, data_dir, port=0, extra_env=None):
+        self.data_dir = data_dir
+        self.relay = RelayStandIn(bench.cleanup)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PORT": str(port),
+            "LISTEN_ADDRESS": "127.0.0.1",
+            "DATA_DIR": str(data_dir),
+            "RELAY_URL": self.relay.url(),
+            "NODE_NAME": "bench-node",
+            "LOG_LEVEL": "info",
+            **(extra_env or {}),
+        }
+        self.port = port
+        self.stopped = False
+        bench.nodes.append(self)
+        self.output = collections.deque(maxlen=100)
+        self.listening = threading.Event()
+        self.started_at = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [bench.binary],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        bench.cleanup.add(self.stop)
+        threading.Thread(target=self._drain, args=(self.proc.stdout,), daemon=True).start()
+        threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True).start()
+
+    @property
+    def pid(self):
+        """The node's process id."""
+        return self.proc.pid
+
+    def _drain(self, pipe):
+        """Keeps the last lines of a pipe; notes the port from the `listening on` line."""
+        for line in pipe:
+            self.output.append(line.rstrip("\n"))
+            if match := re.match(r"listening on http://[^ ]+:(\d+)$", line.strip()):
+                self.port = int(match.group(1))
+                self.listening.set()
+
+    def wait_listening(self):
+        """Waits for the node to print its port; raises BenchError if it does not."""
+        if not self.listening.wait(timeout=20):
+            raise BenchError(f"the node did not start (exit status {self.proc.poll()}):\n{self.tail()}")
+        return self
+
+    def tail(self):
+        """The node's last output lines, for error messages."""
+        return "\n".join(self.output)
+
+    def get(self, path):
+        """GET `path`; raises BenchError unless 200; returns the body."""
+        status, body = request(self.port, "GET", path)
+        expect(status, body, 200, f"GET {path}")
+        return body
+
+    def stop(self):
+        """Stops the node with SIGTERM (killing it if it lingers) and its relay stand-in."""
+        self.stopped = True
+        stop_process(self.proc)
+        self.relay.stop()
+
+
+class Nginx:
+    """nginx serving one file as /api/status, configured in its own temporary folder."""
+
+    def __init__(self, bench, body):
+        folder = bench.temp_dir("nginx")
+        (folder / "www/api").mkdir(parents=True)
+        (folder / "www/api/status").write_bytes(body)
+        self.port = free_port()
+        self.error_log = folder / "err"
+        conf = folder / "nginx.conf"
+        conf.write_text(nginx_config(folder, self.port))
+        command = [bench.tools["nginx"], "-p", str(folder), "-c", str(conf), "-e", str(self.error_log)]
+        self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        bench.cleanup.add(lambda: stop_process(self.proc, signal.SIGQUIT))
+        self._wait_ready(body)
+
+    def _wait_ready(self, body):
+        """Waits until nginx serves `body`; raises BenchError if it does not within 5 s."""
+        deadline = time.monotonic() + 5
+        while not accepts(self.port):
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                errors = self.proc.stderr.read().decode() if self.proc.poll() is not None else ""
+                raise BenchError(f"nginx did not start:\n{errors}{self.tail()}")
+            time.sleep(0.02)
+        status, served = request(self.port, "GET", "/api/status")
+        expect(status, served, 200, "nginx GET /api/status")
+        if served != body:
+            raise BenchError("nginx serves other bytes than the node's status")
+
+    def tail(self):
+        """The end of nginx's error log, for error messages."""
+        return self.error_log.read_text()[-4000:] if self.error_log.exists() else ""
+
+
+def nginx_config(folder, port):
+    """An nginx.conf serving `folder`/www on 127.0.0.1:`port`, everything kept in `folder`."""
+    temp_paths = "\n".join(
+        f"    {kind}_temp_path {folder}/{kind}_temp;"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    return f"""daemon off;
+worker_processes auto;
+error_log {folder}/err;
+pid {folder}/pid;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    default_type application/json;
+    keepalive_requests 1000000;
+{temp_paths}
+    server {{
+        listen 127.0.0.1:{port};
+        root {folder}/www;
+    }}
+}}
+"""
+
+
+# --- wrk --------------------------------------------------------------------
+
+
+def run_wrk(bench, server, path, seconds):
+    """Runs `wrk -t2 -c32 -dNs --latency` on `path` of `server` (a Node or Nginx);
+    returns requests/s and percentiles in ms."""
+    url = f"http://127.0.0.1:{server.port}{path}"
+    command = [bench.tools["wrk"], "-t2", "-c32", f"-d{seconds}s", "--latency", url]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60)
+    if done.returncode != 0:
+        raise BenchError(f"{' '.join(command)} failed: {done.stderr}{done.stdout}")
+    if "Non-2xx or 3xx responses" in done.stdout:
+        raise BenchError(
+            f"{' '.join(command)}: some answers were not 2xx:\n{done.stdout}\n"
+            f"--- the server's last output ---\n{server.tail()}"
+        )
+    return parse_wrk(done.stdout, " ".join(command))
+
+
+def parse_wrk(output, command):
+    """Requests/s and the latency distribution (50/75/90/99 %, in ms) from wrk's output."""
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    latencies = dict(re.findall(r"^\s+(50|75|90|99)%\s+([\d.]+\w+)\s*$", output, re.M))
+    if not rps or "99" not in latencies:
+        raise BenchError(f"{command}: cannot read wrk's output:\n{output}")
+    return {
+        "rps": float(rps.group(1)),
+        **{f"p{p}_ms": duration_ms(text) for p, text in latencies.items()},
+    }
+
+
+def duration_ms(text):
+    """A wrk duration such as 812.00us, 1.53ms, 2.01s or 1.00m, in milliseconds."""
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()
+    return float(number) * {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000}[unit]
+
+
+# --- the run ------------------------------------------------------------------
+
+
+class Bench:
+    """One benchmark run: its settings, tools, temporary folders and figures."""
+
+    def __init__(self, settings, binary, tools, cleanup):
+        self.settings = settings
+        self.tools = tools
+        self.cleanup = cleanup
+        self.root = Path(tempfile.mkdtemp(prefix="nvr-node-bench-"))
+        # nginx started by root reads its files as an unprivileged worker.
+        self.root.chmod(0o711)
+        cleanup.add(lambda: shutil.rmtree(self.root, ignore_errors=True))
+        # A copy, so that a rebuild during the run cannot mix two versions.
+        self.source_binary = binary
+        self.binary = shutil.copy2(binary, self.root / "nvr-node")
+        self.figures = {}
+        self.nodes = []
+
+    def unexpected_exits(self):
+        """What every node that exited without being stopped printed last, for error messages."""
+        return "".join(
+            f"\n--- node {node.pid} exited with status {node.proc.returncode}; its last output ---\n"
+            f"{node.tail()}"
+            for node in self.nodes
+            if not node.stopped and node.proc.poll() is not None
+        )
+
+    def temp_dir(self, name):
+        """A new folder of its own under the run's temporary folder."""
+        folder = self.root / name
+        folder.mkdir()
+        return folder
+
+    def add_figure(self, name, label, value, unit, target, **raw):
+        """Records a figure; `target` is (operator, limit) with operator one of < <= >= =."""
+        operator, limit = target
+        met = {"<": value < limit, "<=": value <= limit, ">=": value >= limit, "=": value == limit}
+        symbol = {"<": "<", "<=": "≤", ">=": "≥", "=": "="}[operator]
+        self.figures[name] = {
+            "label": label,
+            "value": round(value, 3),
+            "unit": unit,
+            "target": f"{symbol} {limit:g} {unit}".strip(),
+            "met": met[operator],
+            **{k: round(v, 3) if isinstance(v, float) else v for k, v in raw.items()},
+        }
+
+
+def add_cameras(port, urls, parallel):
+    """Adds a camera per RTSP URL through the API, `parallel` at a time; returns their ids."""
+
+    def add(numbered):
+        number, url = numbered
+        body = json.dumps({"name": f"Cam {number}", "rtspUrl": url}).encode()
+        status, answer = request(port, "POST", "/api/cameras", body, "application/json")
+        expect(status, answer, 201, "POST /api/cameras")
+        return json.loads(answer)["id"]
+
+    with concurrent.futures.ThreadPoolExecutor(parallel) as pool:
+        return list(pool.map(add, enumerate(urls, 1)))
+
+
+def wait_relay_healthy(node):
+    """Waits (10 s at most) until the node's status says the relay stand-in is healthy."""
+    deadline = time.monotonic() + 10
+    while not json.loads(node.get("/api/status"))["relayHealthy"]:
+        if time.monotonic() > deadline:
+            raise BenchError(f"the node never saw its relay stand-in as healthy:\n{node.tail()}")
+        time.sleep(0.1)
+
+
+def measure_idle_rss(bench, node):
+    """Item 4a: VmRSS of the node idle with its cameras, after 2 s to settle."""
+    time.sleep(2)
+    rss_mib = proc_fields(node.pid, "status")["VmRSS"] / 1024
+    bench.add_figure(
+        "idle_rss", f"RSS idle, {CAMERAS} cameras", rss_mib, "MiB", ("<", 6),
+    )
+
+
+def measure_idle_writes(bench, node):
+    """Item 7: bytes the idle node sends to storage while its status is polled every 2 s."""
+    seconds = bench.settings.idle_seconds
+    before = proc_fields(node.pid, "io")
+    start = time.monotonic()
+    for tick in range(seconds // 2):
+        node.get("/api/status")
+        time.sleep(max(0, start + 2 * (tick + 1) - time.monotonic()))
+    after = proc_fields(node.pid, "io")
+    bench.add_figure(
+        "idle_disk_writes",
+        f"disk writes idle {seconds} s, status polled every 2 s (write_bytes)",
+        after["write_bytes"] - before["write_bytes"],
+        "bytes",
+        ("=", 0),
+        seconds=seconds,
+        status_polls=seconds // 2,
+        wchar_bytes=after["wchar"] - before["wchar"],
+    )
+
+
+def measure_status(bench, node):
+    """Items 1 and 4b: status under wrk next to nginx serving the same bytes; peak RSS after."""
+    seconds = bench.settings.wrk_seconds
+    node_run = run_wrk(bench, node, "/api/status", seconds)
+    peak_mib = proc_fields(node.pid, "status")["VmHWM"] / 1024
+    body = node.get("/api/status")
+    nginx = Nginx(bench, body)
+    nginx_run = run_wrk(bench, nginx, "/api/status", seconds)
+    stop_process(nginx.proc, signal.SIGQUIT)
+    bench.add_figure(
+        "status_vs_nginx",
+        f"GET /api/status ({CAMERAS} cameras, {len(body)} bytes): node ÷ nginx requests/s",
+        node_run["rps"] / nginx_run["rps"],
+        "",
+        (">=", 0.8),
+        node_rps=node_run["rps"],
+        nginx_rps=nginx_run["rps"],
+        wrk_seconds=seconds,
+        body_bytes=len(body),
+    )
+    bench.add_figure(
+        "status_p99",
+        "GET /api/status p99 latency, 32 connections",
+        node_run["p99_ms"],
+        "ms",
+        ("<", 2),
+        node_p50_ms=node_run["p50_ms"],
+        nginx_p99_ms=nginx_run["p99_ms"],
+    )
+    bench.add_figure(
+        "peak_rss", "peak RSS (VmHWM) after the status load", peak_mib, "MiB", ("<", 24),
+    )
+
+
+def measure_isolation(bench, node, silent):
+    """Item 5: status p99 while 16 probes of hung cameras run, next to p99 without them."""
+    urls = [f"rtsp://127.0.0.1:{silent.port}/hung{n}" for n in range(1, HUNG_CAMERAS + 1)]
+    hung = add_cameras(node.port, urls, HUNG_CAMERAS)
+    seconds = bench.settings.isolation_wrk_seconds
+    without = run_wrk(bench, node, "/api/status", seconds)
+    finished = []
+
+    def probe(camera_id):
+        request(node.port, "POST", f"/api/cameras/{camera_id}/probe", timeout=60)
+        finished.append(camera_id)
+
+    probes = [threading.Thread(target=probe, args=(i,), daemon=True) for i in hung]
+    held_before = len(silent.held)
+    for thread in probes:
+        thread.start()
+    wait_for_connections(silent, held_before + HUNG_CAMERAS)
+    loaded = run_wrk(bench, node, "/api/status", seconds)
+    in_flight = HUNG_CAMERAS - len(finished)
+    silent.stop()
+    for thread in probes:
+        thread.join(timeout=15)
+    if in_flight < HUNG_CAMERAS:
+        raise BenchError(f"only {in_flight} of {HUNG_CAMERAS} probes were still running at the end")
+    bench.add_figure(
+        "hung_probes_p99_ratio",
+        f"status p99 with {HUNG_CAMERAS} hung probes ÷ without",
+        loaded["p99_ms"] / without["p99_ms"],
+        "",
+        ("<=", 1.5),
+        p99_without_ms=without["p99_ms"],
+        p99_with_ms=loaded["p99_ms"],
+        rps_without=without["rps"],
+        rps_with=loaded["rps"],
+        wrk_seconds=seconds,
+        probes_in_flight_at_end=in_flight,
+    )
+
+
+def wait_for_connections(silent, count):
+    """Waits until the hung camera holds `count` connections (every probe is waiting on it),
+    then a moment more for the probe processes to settle; raises BenchError after 5 s."""
+    deadline = time.monotonic() + 5
+    while len(silent.held) < count:
+        if time.monotonic() > deadline:
+            raise BenchError(f"the probes did not reach the hung camera ({len(silent.held)} of {count})")
+        time.sleep(0.01)
+    time.sleep(0.2)
+
+
+def copy_database(node, folder):
+    """Copies the running node's database (schema, version and cameras) into `folder`."""
+    source = sqlite3.connect(f"file:{node.data_dir / 'nvr-node.db'}?mode=ro", uri=True)
+    target = sqlite3.connect(folder / "nvr-node.db")
+    source.backup(target)
+    source.close()
+    target.close()
+
+
+def fill_events(folder, camera_ids, count):
+    """Inserts `count` events straight into the database in `folder`, in one transaction."""
+    db = sqlite3.connect(folder / "nvr-node.db")
+    db.execute("PRAGMA cache_size = -262144")
+    first_ms = int(time.time() * 1000) - count * 1000
+    rows = (
+        (
+            str(uuid.uuid4()),
+            camera_ids[i % len(camera_ids)],
+            EVENT_KINDS[i % len(EVENT_KINDS)],
+            0.5 + (i % 50) / 100,
+            first_ms + i * 1000,
+            first_ms + i * 1000 + 800,
+        )
+        for i in range(count)
+    )
+    with db:
+        db.executemany(
+            "INSERT INTO event (id, camera_id, kind, score, started_at_ms, ended_at_ms,"
+            " clip_status, clip_path) VALUES (?, ?, ?, ?, ?, ?, 'local', NULL)",
+            rows,
+        )
+    db.close()
+
+
+def add_events_figure(bench, small_run, large_run):
+    """Item 2: GET /api/events requests/s with many events stored ÷ with 100."""
+    count = bench.settings.large_events
+    bench.add_figure(
+        "events_large_vs_small",
+        f"GET /api/events: {count:,} ÷ {SMALL_EVENTS} events stored, requests/s",
+        large_run["rps"] / small_run["rps"],
+        "",
+        (">=", 0.9),
+        large_events=count,
+        small_events=SMALL_EVENTS,
+        large_rps=large_run["rps"],
+        small_rps=small_run["rps"],
+        wrk_seconds=bench.settings.wrk_seconds,
+    )
+
+
+def timed_post(conn, path):
+    """POSTs the SDP offer on a kept-alive connection; returns nanoseconds taken."""
+    start = time.perf_counter_ns()
+    conn.request("POST", path, body=OFFER_SDP, headers={"Content-Type": "application/sdp"})
+    response = conn.getresponse()
+    body = response.read()
+    took = time.perf_counter_ns() - start
+    expect(response.status, body, 201, f"POST {path}")
+    return took
+
+
+def timed_post_new_connection(port, path):
+    """POSTs the SDP offer on a connection of its own; returns nanoseconds taken, connect included."""
+    start = time.perf_counter_ns()
+    status, body = request(port, "POST", path, OFFER_SDP, "application/sdp")
+    took = time.perf_counter_ns() - start
+    expect(status, body, 201, f"POST {path}")
+    return took
+
+
+def measure_whep(bench, node, camera_id):
+    """Item 3: median WHEP offer through the node minus straight to the relay stand-in."""
+    via_node = http.client.HTTPConnection("127.0.0.1", node.port, timeout=30)
+    direct = http.client.HTTPConnection("127.0.0.1", node.relay.port, timeout=30)
+    node_path, relay_path = f"/api/whep/{camera_id}", f"/api/webrtc?src={camera_id}"
+    samples = {"node": [], "direct": [], "direct_new": []}
+    for _ in range(20):
+        timed_post(via_node, node_path)
+        timed_post(direct, relay_path)
+    for _ in range(bench.settings.whep_requests):
+        samples["node"].append(timed_post(via_node, node_path))
+        samples["direct"].append(timed_post(direct, relay_path))
+        samples["direct_new"].append(timed_post_new_connection(node.relay.port, relay_path))
+    via_node.close()
+    direct.close()
+    medians = {leg: median_us(values) for leg, values in samples.items()}
+    bench.add_figure(
+        "whep_overhead",
+        "WHEP offer: median through the node − straight to the relay",
+        medians["node"] - medians["direct"],
+        "µs",
+        ("<", 1000),
+        node_median_us=medians["node"],
+        direct_median_us=medians["direct"],
+        direct_new_connection_median_us=medians["direct_new"],
+        requests=bench.settings.whep_requests,
+    )
+
+
+def answers_status(port):
+    """Whether GET /api/status on `port` answers 200 now; False while nothing listens."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            return s.recv(64).startswith(b"HTTP/1.1 200")
+    except (ConnectionRefusedError, ConnectionResetError):
+        return False
+
+
+def launch_until_status(bench, data_dir):
+    """Starts a node on `data_dir`; returns ms from launch to its first status 200."""
+    port = free_port()
+    node = Node(bench, data_dir, port=port, extra_env={"MAX_EVENTS": "2000000"})
+    deadline = node.started_at + 20
+    while not answers_status(port):
+        if time.perf_counter() > deadline or node.proc.poll() is not None:
+            raise BenchError(f"the node did not answer status within 20 s:\n{node.tail()}")
+        time.sleep(0.001)
+    took_ms = (time.perf_counter() - node.started_at) * 1000
+    node.stop()
+    return took_ms
+
+
+def measure_startup(bench, data_dir):
+    """Item 6: median time from launch to the first status 200 with the large database."""
+    times = [launch_until_status(bench, data_dir) for _ in range(bench.settings.startup_launches)]
+    count = bench.settings.large_events
+    bench.add_figure(
+        "startup",
+        f"start-up to the first status 200, {count:,} events (median of {len(times)})",
+        statistics.median(times),
+        "ms",
+        ("<", 100),
+        launches_ms=[round(t, 2) for t in times],
+        events=count,
+    )
+
+
+def prepare_event_databases(bench, node, camera_ids):
+    """Item 2's data folders: copies of the node's database with 100 and with many events."""
+    folders = []
+    for name, count in (("events-small", SMALL_EVENTS), ("events-large", bench.settings.large_events)):
+        progress(f"storing {count:,} events")
+        folder = bench.temp_dir(name)
+        copy_database(node, folder)
+        fill_events(folder, camera_ids, count)
+        folders.append(folder)
+    return folders
+
+
+def events_node(bench, folder):
+    """A node on an events database, keeping far more events than it holds."""
+    node = Node(bench, folder, extra_env={"MAX_EVENTS": "2000000"}).wait_listening()
+    wait_relay_healthy(node)
+    return node
+
+
+def progress(message):
+    """Tells the person running the benchmark what it is doing (stderr)."""
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def run(bench):
+    """Runs every measurement, one at a time, in an order that leaves each undisturbed."""
+    silent = SilentCamera(bench.cleanup)
+    progress(f"starting the node and adding {CAMERAS} cameras")
+    node = Node(bench, bench.temp_dir("status-node")).wait_listening()
+    closed = free_port()
+    urls = [f"rtsp://127.0.0.1:{closed}/stream{n}" for n in range(1, CAMERAS + 1)]
+    camera_ids = add_cameras(node.port, urls, 8)
+    wait_relay_healthy(node)
+    progress("idle memory and disk writes")
+    measure_idle_rss(bench, node)
+    measure_idle_writes(bench, node)
+    progress("GET /api/status: node, then nginx")
+    measure_status(bench, node)
+    small_dir, large_dir = prepare_event_databases(bench, node, camera_ids)
+    progress(f"adding {HUNG_CAMERAS} cameras that never answer (about 10 s), then status under their probes")
+    measure_isolation(bench, node, silent)
+    node.stop()
+    progress("GET /api/events and WHEP")
+    small = events_node(bench, small_dir)
+    small_run = run_wrk(bench, small, "/api/events", bench.settings.wrk_seconds)
+    measure_whep(bench, small, camera_ids[0])
+    small.stop()
+    large = events_node(bench, large_dir)
+    large_run = run_wrk(bench, large, "/api/events", bench.settings.wrk_seconds)
+    large.stop()
+    add_events_figure(bench, small_run, large_run)
+    progress("start-up")
+    measure_startup(bench, large_dir)
+
+
+def number(value):
+    """A figure as text: whole above 100, three significant digits below."""
+    if isinstance(value, list):
+        return " ".join(number(v) for v in value)
+    if isinstance(value, (int, float)) and abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def table(bench):
+    """The markdown table of the figures."""
+    lines = ["smoke run: targets not enforced", ""] if bench.settings.smoke else []
+    lines += ["| measurement | figure | target | result | details |", "|---|---|---|---|---|"]
+    shown = ("label", "value", "unit", "target", "met")
+    for figure in (bench.figures[name] for name in FIGURES):
+        details = ", ".join(f"{k} {number(v)}" for k, v in figure.items() if k not in shown)
+        value = f"{number(figure['value'])} {figure['unit']}".strip()
+        met = "met" if figure["met"] else "not met"
+        lines.append(f"| {figure['label']} | {value} | {figure['target']} | {met} | {details} |")
+    return "\n".join(lines)
+
+
+def write_json(bench, path):
+    """Writes the figures and the machine they were measured on to `path`."""
+    uname = os.uname()
+    report = {
+        "smoke": bench.settings.smoke,
+        "binary": str(bench.source_binary),
+        "figures": {name: bench.figures[name] for name in FIGURES},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "kernel": f"{uname.sysname} {uname.release} {uname.version} {uname.machine}",
+        },
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+
+
+def find_tools():
+    """Paths of wrk and nginx; raises BenchError naming the Debian package of a missing one."""
+    search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+    tools = {name: shutil.which(name, path=search) for name in TOOLS}
+    missing = [f"{name} is missing: {TOOLS[name]}" for name, path in tools.items() if not path]
+    if missing:
+        raise BenchError("; ".join(missing))
+    return tools
+
+
+def parse_args():
+    """The command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="short run; targets not enforced")
+    parser.add_argument(
+        "--binary",
+        type=Path,
+        default=ROOT / "target/release/nvr-node",
+        help="the nvr-node binary (default target/release/nvr-node)",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=ROOT / "target/bench.json",
+        help="where to write the figures (default target/bench.json)",
+    )
+    return parser.parse_args()
+
+
+def exit_on_signal(signum, _frame):
+    """Turns SIGTERM or SIGHUP into an exit that runs the clean-up."""
+    raise SystemExit(128 + signum)
+
+
+def main():
+    """Runs the benchmark; returns the exit status."""
+    args = parse_args()
+    binary = args.binary.resolve()
+    if not os.access(binary, os.X_OK):
+        print(f"bench: no node binary at {binary}; build it with `cargo build --release`", file=sys.stderr)
+        return 2
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, exit_on_signal)
+    cleanup = Cleanup()
+    bench = None
+    try:
+        bench = Bench(Settings(args.smoke), binary, find_tools(), cleanup)
+        run(bench)
+    except (BenchError, OSError, subprocess.TimeoutExpired) as e:
+        exits = bench.unexpected_exits() if bench else ""
+        print(f"bench: failed: {e}{exits}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        cleanup.run()
+    print(table(bench))
+    write_json(bench, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
