@@ -9,6 +9,12 @@ use std::time::{Duration, Instant};
 
 use common::{Node, TempDir, closed_port};
 
+/// A node with `extra` settings whose relay is not there (these tests need none).
+fn start_node(dir: &TempDir, extra: &[(&str, &str)]) -> Node {
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    Node::start(dir.path(), &relay, extra)
+}
+
 /// Time within which a client must have sent a whole request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -61,11 +67,7 @@ fn linger(port: u16, manner: Manner) -> (Duration, String) {
 #[test]
 fn silent_and_dribbling_clients_are_answered_408_and_let_go_within_30_s_and_starve_no_one() {
     let dir = TempDir::new("slow");
-    let node = Node::start(
-        dir.path(),
-        &format!("http://127.0.0.1:{}", closed_port()),
-        &[],
-    );
+    let node = start_node(&dir, &[]);
     let port = node.port;
     let clients: Vec<_> = (0..210)
         .map(|i| {
@@ -107,11 +109,7 @@ fn silent_and_dribbling_clients_are_answered_408_and_let_go_within_30_s_and_star
 #[test]
 fn an_idle_keep_alive_connection_is_closed_after_30_s() {
     let dir = TempDir::new("idle");
-    let node = Node::start(
-        dir.path(),
-        &format!("http://127.0.0.1:{}", closed_port()),
-        &[],
-    );
+    let node = start_node(&dir, &[]);
     let mut connection = TcpStream::connect(("127.0.0.1", node.port)).unwrap();
     connection
         .write_all(b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
@@ -149,11 +147,7 @@ fn send_head(port: u16, head: &[u8]) -> String {
 #[test]
 fn oversized_request_lines_and_heads_get_414_and_431() {
     let dir = TempDir::new("heads");
-    let node = Node::start(
-        dir.path(),
-        &format!("http://127.0.0.1:{}", closed_port()),
-        &[],
-    );
+    let node = start_node(&dir, &[]);
     let long_url = format!("GET /{} HTTP/1.1\r\n", "a".repeat(9 * 1024));
     let answer = send_head(node.port, long_url.as_bytes());
     assert!(
@@ -206,11 +200,7 @@ fn oversized_request_lines_and_heads_get_414_and_431() {
 #[test]
 fn a_flood_of_endless_headers_leaves_memory_bounded() {
     let dir = TempDir::new("flood");
-    let node = Node::start(
-        dir.path(),
-        &format!("http://127.0.0.1:{}", closed_port()),
-        &[("LOG_LEVEL", "warn")],
-    );
+    let node = start_node(&dir, &[("LOG_LEVEL", "warn")]);
     let port = node.port;
     let before = resident_kib(node.pid());
     // 50 clients each try to send a 100 MiB header line.
@@ -266,11 +256,7 @@ fn resident_kib(pid: u32) -> u64 {
 #[test]
 fn five_hundred_keep_alive_clients_get_answers_or_503() {
     let dir = TempDir::new("hammer");
-    let node = Node::start(
-        dir.path(),
-        &format!("http://127.0.0.1:{}", closed_port()),
-        &[("LOG_LEVEL", "warn")],
-    );
+    let node = start_node(&dir, &[("LOG_LEVEL", "warn")]);
     let port = node.port;
     let before = resident_kib(node.pid());
     let stop = Instant::now() + Duration::from_secs(30);
