@@ -164,8 +164,9 @@ fn an_upload_cut_short_by_a_crash_is_local_again() {
         .to_owned();
     node.kill();
     let db = rusqlite::Connection::open(dir.path().join("nvr-node.db")).unwrap();
+    // As the uploader leaves it: only an event with a clip is ever uploading.
     db.execute(
-        "UPDATE event SET clip_status = 'uploading' WHERE id = ?1",
+        "UPDATE event SET clip_status = 'uploading', clip_path = 'clips/1.mp4' WHERE id = ?1",
         [&id],
     )
     .unwrap();
