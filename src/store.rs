@@ -115,18 +115,21 @@ impl Store {
         tx.commit()
     }
 
-    /// The id the cloud gave this node, once it has registered. One lookup:
-    /// status asks for it on every call, and needs no secret.
     /// Changes with every write to the cameras or the identity.
     pub fn generation(&self) -> u64 {
         self.generation.get()
     }
 
-    fn cameras_changed(&self) {
+    /// Forgets what was read of the cameras and the identity, before either
+    /// is written. (A camera write also drops the node id: one query, rarely.)
+    fn written(&self) {
         self.cameras.take();
+        self.node_id.take();
         self.generation.set(self.generation.get() + 1);
     }
 
+    /// The id the cloud gave this node, once it has registered. One lookup:
+    /// status asks for it on every call, and needs no secret.
     pub fn node_id(&self) -> Result<Option<String>> {
         if let Some(node_id) = self.node_id.borrow().as_ref() {
             return Ok(node_id.clone());
@@ -159,8 +162,7 @@ impl Store {
 
     /// Stores the identity (or forgets it, with None) in one transaction.
     pub fn set_identity(&mut self, identity: Option<&Identity>) -> Result<()> {
-        self.node_id.take();
-        self.generation.set(self.generation.get() + 1);
+        self.written();
         let tx = self.conn.transaction()?;
         tx.execute(
             "DELETE FROM node WHERE key IN ('node_id', 'node_secret', 'claimed')",
@@ -207,7 +209,7 @@ impl Store {
     }
 
     pub fn insert_camera(&self, camera: &Camera, created_at_ms: i64) -> Result<()> {
-        self.cameras_changed();
+        self.written();
         let mut values = camera_values(camera);
         values.push(created_at_ms.into());
         self.conn.execute(
@@ -221,7 +223,7 @@ impl Store {
 
     /// Writes a camera's settings and capabilities; returns whether it exists.
     pub fn update_camera(&self, camera: &Camera) -> Result<bool> {
-        self.cameras_changed();
+        self.written();
         let n = self.conn.execute(
             "UPDATE camera SET name = ?2, make = ?3, model = ?4, rtsp_url = ?5, rtsp_sub_url = ?6,
                                enabled = ?7, record = ?8, detect = ?9, capabilities = ?10
@@ -236,7 +238,7 @@ impl Store {
         let Some(camera) = self.camera(id)? else {
             return Ok(None);
         };
-        self.cameras_changed();
+        self.written();
         let tx = self.conn.transaction()?;
         let clips = clip_paths(&tx, "camera_id = ?1", [id.to_string()])?;
         tx.execute("DELETE FROM event WHERE camera_id = ?1", [id.to_string()])?;
@@ -247,7 +249,7 @@ impl Store {
 
     /// Returns whether the camera exists.
     pub fn set_capabilities(&self, id: Uuid, capabilities: &Capabilities) -> Result<bool> {
-        self.cameras_changed();
+        self.written();
         let n = self.conn.execute(
             "UPDATE camera SET capabilities = ?2 WHERE id = ?1",
             params![id.to_string(), capabilities_json(capabilities)],
