@@ -255,22 +255,17 @@ impl Iterator for ClientConnection {
                     return None; // closing the connection
                 }
 
-                Err(ReadError::RequestLineTooLong) => {
+                Err(too_large @ (ReadError::RequestLineTooLong | ReadError::HeadTooLarge)) => {
+                    let status = match too_large {
+                        ReadError::RequestLineTooLong => 414,
+                        _ => 431,
+                    };
                     let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(414));
+                    let response = Response::new_empty(StatusCode(status));
                     response
                         .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                         .ok();
-                    return None;
-                }
-
-                Err(ReadError::HeadTooLarge) => {
-                    let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(431));
-                    response
-                        .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
-                        .ok();
-                    return None;
+                    return None; // the rest of the head is unread: close
                 }
 
                 Err(ReadError::ExpectationFailed(ver)) => {
