@@ -101,11 +101,7 @@ fn each_board_binary_serves_status_and_cameras_under_emulation() {
         assert_eq!(ui.status, 200, "{}: the embedded UI", board.triple);
         assert!(ui.text().contains("<html"), "{}", board.triple);
 
-        let stopped = Command::new("kill")
-            .args(["-TERM", &node.pid().to_string()])
-            .status()
-            .unwrap();
-        assert!(stopped.success());
+        node.terminate();
         assert_eq!(node.wait(), Some(0), "{}: exit after SIGTERM", board.triple);
     }
 }

@@ -651,11 +651,7 @@ fn sigterm_finishes_requests_in_flight_and_exits_0() {
     });
     thread::sleep(Duration::from_millis(500));
     let stopped = Instant::now();
-    let kill = std::process::Command::new("kill")
-        .args(["-TERM", &node.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    node.terminate();
     thread::sleep(Duration::from_millis(600));
     assert!(
         std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),

@@ -148,53 +148,37 @@ fn send_head(port: u16, head: &[u8]) -> String {
 fn oversized_request_lines_and_heads_get_414_and_431() {
     let dir = TempDir::new("heads");
     let node = start_node(&dir, &[]);
-    let long_url = format!("GET /{} HTTP/1.1\r\n", "a".repeat(9 * 1024));
-    let answer = send_head(node.port, long_url.as_bytes());
-    assert!(
-        answer.starts_with("HTTP/1.1 414 "),
-        "a 9 KiB request line got {answer:?}"
-    );
-
-    let long_header = format!(
-        "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: {}\r\n\r\n",
-        "a".repeat(9 * 1024)
-    );
-    let answer = send_head(node.port, long_header.as_bytes());
-    assert!(
-        answer.starts_with("HTTP/1.1 431 "),
-        "a 9 KiB header got {answer:?}"
-    );
-
+    let head = |lines: &str| format!("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n{lines}\r\n");
+    let big_line = format!("X-Big: {}\r\n", "a".repeat(7 * 1024));
     let many = (0..101)
         .map(|i| format!("X-{i}: a\r\n"))
         .collect::<String>();
-    let many = format!("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n{many}\r\n");
-    let answer = send_head(node.port, many.as_bytes());
-    assert!(
-        answer.starts_with("HTTP/1.1 431 "),
-        "102 headers got {answer:?}"
-    );
-
-    let line = format!("X-Big: {}\r\n", "a".repeat(7 * 1024));
-    let big = format!(
-        "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n{}\r\n",
-        line.repeat(5)
-    );
-    let answer = send_head(node.port, big.as_bytes());
-    assert!(
-        answer.starts_with("HTTP/1.1 431 "),
-        "a 35 KiB head got {answer:?}"
-    );
-
-    let fits = format!(
-        "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{}\r\n",
-        line.repeat(3)
-    );
-    let answer = send_head(node.port, fits.as_bytes());
-    assert!(
-        answer.starts_with("HTTP/1.1 200 "),
-        "a 21 KiB head got {answer:?}"
-    );
+    let cases = [
+        (
+            "a 9 KiB request line",
+            format!("GET /{} HTTP/1.1\r\n", "a".repeat(9 * 1024)),
+            414,
+        ),
+        (
+            "a 9 KiB header",
+            head(&format!("X-Big: {}\r\n", "a".repeat(9 * 1024))),
+            431,
+        ),
+        ("102 headers", head(&many), 431),
+        ("a 35 KiB head", head(&big_line.repeat(5)), 431),
+        (
+            "a 21 KiB head",
+            head(&format!("Connection: close\r\n{}", big_line.repeat(3))),
+            200,
+        ),
+    ];
+    for (what, request, status) in cases {
+        let answer = send_head(node.port, request.as_bytes());
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{what} got {answer:?}, not {status}"
+        );
+    }
 }
 
 #[test]

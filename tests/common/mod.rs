@@ -240,6 +240,15 @@ impl Node {
         let _ = self.child.wait();
     }
 
+    /// Sends the node SIGTERM, as an init system stopping it would.
+    pub fn terminate(&self) {
+        let kill = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(kill.success(), "kill -TERM {}: {kill}", self.pid());
+    }
+
     /// Waits for the node to exit on its own and returns its exit code.
     pub fn wait(mut self) -> Option<i32> {
         self.child.wait().ok().and_then(|s| s.code())
