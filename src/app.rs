@@ -1,17 +1,20 @@
 //! The node's shared state: the database behind its lock, the prober, the
-//! relay client and the live state kept in memory.
+//! relay client, the recordings and the live state kept in memory.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, mpsc};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 
 use uuid::Uuid;
 
-use crate::cloud::LinkState;
 use crate::config::Config;
-use crate::error::{Error, Kind};
+use crate::db::{Db, lock};
+use crate::error::Error;
+use crate::link_state::LinkState;
+use crate::live::LiveChanges;
 use crate::prober::Prober;
+use crate::recording::{self, Recordings};
 use crate::relay::Relay;
 use crate::sessions::Sessions;
 use crate::static_files::Ui;
@@ -27,16 +30,15 @@ pub struct App {
     pub relay: Relay,
     pub whep_sessions: Sessions,
     pub ui: Ui,
-    store: Mutex<Store>,
+    db: Arc<Db>,
+    pub recordings: Recordings,
     relay_healthy: AtomicBool,
     cloud: Mutex<LinkState>,
     /// Whether each camera answered its last check or probe; in memory, so an idle node writes nothing.
     online: Mutex<HashMap<Uuid, bool>>,
     /// Asks the relay sync loop for a reconcile.
     relay_nudges: mpsc::Sender<()>,
-    /// Counts changes to the state kept in memory (cloud link, relay health,
-    /// cameras online), bumped after each change.
-    live_changes: AtomicU64,
+    live_changes: Arc<LiveChanges>,
     /// The last status body, with the (`live_changes`, store generation) it
     /// was built at: status is asked for far more often than it changes.
     status_body: Mutex<Option<(Versions, Arc<[u8]>)>>,
@@ -47,38 +49,39 @@ type Versions = (u64, u64);
 
 impl App {
     pub fn new(config: &Config, store: Store, relay_nudges: mpsc::Sender<()>) -> App {
+        let db = Arc::new(Db::new(store));
+        let live_changes = Arc::new(LiveChanges::default());
+        let prober = Prober::new(config.ffprobe.clone());
+        let recordings = Recordings::new(
+            recording::Settings::from_config(config),
+            db.clone(),
+            live_changes.clone(),
+            prober.clone(),
+        );
         App {
             node_name: config.node_name.clone(),
             data_dir: config.data_dir.clone(),
             max_events: config.max_events,
             host_name: config.host_name.clone(),
             allowed_hosts: config.allowed_hosts.clone(),
-            prober: Prober::new(config.ffprobe.clone()),
+            prober,
             relay: Relay::new(&config.relay_url),
             whep_sessions: Sessions::default(),
             ui: Ui::new(config.www_dir.clone()),
-            store: Mutex::new(store),
+            db,
+            recordings,
             relay_healthy: AtomicBool::new(false),
             cloud: Mutex::new(LinkState::Disabled),
             online: Mutex::new(HashMap::new()),
             relay_nudges,
-            live_changes: AtomicU64::new(0),
+            live_changes,
             status_body: Mutex::new(None),
         }
     }
 
     /// Runs `f` under the database lock. Keep `f` short: no I/O beyond SQLite.
     pub fn db<T>(&self, f: impl FnOnce(&mut Store) -> store::Result<T>) -> Result<T, Error> {
-        f(&mut lock(&self.store)).map_err(|e| match e.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DiskFull) => {
-                log::warn!("database: the disk is full");
-                Error::new(
-                    Kind::InsufficientStorage,
-                    "the node's storage is full: free some space and try again",
-                )
-            }
-            _ => Error::internal("database", &e),
-        })
+        self.db.run(f)
     }
 
     /// Deletes clip files named relative to the data folder; a missing file is fine.
@@ -116,7 +119,7 @@ impl App {
     }
 
     fn live_changed(&self) {
-        self.live_changes.fetch_add(1, Ordering::AcqRel);
+        self.live_changes.bump();
     }
 
     /// The status body for the current state, from `build` only when
@@ -127,7 +130,7 @@ impl App {
     ) -> Result<Arc<[u8]>, Error> {
         // Versions first, state after: a change racing the build leaves a
         // newer body under an older key, which the next call rebuilds.
-        let live = self.live_changes.load(Ordering::Acquire);
+        let live = self.live_changes.get();
         let key = (live, self.db(|s| Ok(s.generation()))?);
         if let Some((built_at, body)) = lock(&self.status_body).as_ref()
             && *built_at == key
@@ -193,16 +196,11 @@ impl App {
         }
     }
 
-    /// Tells the relay sync loop that cameras changed; never blocks on the relay.
+    /// Tells the relay sync loop and the recorders that cameras changed;
+    /// never blocks on either.
     pub fn cameras_changed(&self) {
         // The loop only stops with the process.
         let _ = self.relay_nudges.send(());
+        self.recordings.cameras_changed();
     }
-}
-
-/// A panic in one request must not take the lock down for all others.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

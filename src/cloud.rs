@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::app::App;
-use crate::event::format_timestamp;
+use crate::link_state::LinkState;
 use crate::store::Identity;
 
 /// The wait after the cloud rejects the node, before registering afresh.
@@ -27,46 +27,6 @@ const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(30);
 const SLOW_DOWN_STEP: Duration = Duration::from_secs(5);
 /// Claim codes: no 0/O, 1/I/L look-alikes.
 const CLAIM_ALPHABET: &str = "23456789ABCDEFGHJKMNPQRSTUVWXYZ";
-
-/// The link's state as status shows it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum LinkState {
-    Disabled,
-    Registering,
-    Unclaimed { code: String, expires_at_ms: i64 },
-    Connecting,
-    Online,
-    Error { message: String },
-}
-
-impl LinkState {
-    pub fn name(&self) -> &'static str {
-        match self {
-            LinkState::Disabled => "disabled",
-            LinkState::Registering => "registering",
-            LinkState::Unclaimed { .. } => "unclaimed",
-            LinkState::Connecting => "connecting",
-            LinkState::Online => "online",
-            LinkState::Error { .. } => "error",
-        }
-    }
-
-    /// The status fields: `state`, and `claimCode` with `claimCodeExpiresAt`, or `message`.
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            LinkState::Unclaimed {
-                code,
-                expires_at_ms,
-            } => json!({
-                "state": self.name(),
-                "claimCode": code,
-                "claimCodeExpiresAt": format_timestamp(*expires_at_ms),
-            }),
-            LinkState::Error { message } => json!({ "state": self.name(), "message": message }),
-            _ => json!({ "state": self.name() }),
-        }
-    }
-}
 
 /// Why a call to the cloud failed. Never carries the cloud's text or the secret.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

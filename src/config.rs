@@ -23,6 +23,15 @@ pub struct Config {
     pub host_name: String,
     /// More host names browsers may use (`ALLOWED_HOSTS`, comma-separated).
     pub allowed_hosts: Vec<String>,
+    /// The ffmpeg program that records cameras.
+    pub ffmpeg: PathBuf,
+    /// Where recordings go: one folder per camera, one per hour inside it.
+    pub recordings_dir: PathBuf,
+    /// The most bytes recordings may take; None: only the free-space reserve limits them.
+    pub recordings_max_bytes: Option<u64>,
+    /// Free space kept on the recordings' file system; None: 1 GiB or 10 %
+    /// of the file system, whichever is larger.
+    pub recordings_keep_free: Option<u64>,
 }
 
 pub const HELP: &str = "\
@@ -40,12 +49,22 @@ Environment:
   NODE_NAME   name shown in status (default: the host name)
   RELAY_URL   stream relay (go2rtc) API address (default http://127.0.0.1:1984)
   FFPROBE     ffprobe program used to probe cameras (default ffprobe from PATH)
+  FFMPEG      ffmpeg program used to record cameras (default ffmpeg from PATH)
+  RECORDINGS_DIR
+              folder of the recordings (default DATA_DIR/recordings)
+  RECORDINGS_MAX_BYTES
+              the most space recordings may take, like 200G or 500MiB
+              (default: no limit but RECORDINGS_KEEP_FREE)
+  RECORDINGS_KEEP_FREE
+              free space always left on the recordings' disk, the oldest
+              recordings deleted to keep it (default 1G or 10 % of the
+              disk, the larger)
   CAMERA_CHECK_INTERVAL
               how often each camera's liveness is checked (default 30s)
-      CLOUD_URL   the cloud service for remote access (default: none, the node never calls out)
+  CLOUD_URL   the cloud service for remote access (default: none, the node never calls out)
   MAX_EVENTS  events kept, the oldest dropped with their clips (default 10000)
   WWW_DIR     serve the browser UI from this folder, not the built-in copy
-    ALLOWED_HOSTS
+  ALLOWED_HOSTS
               host names, comma-separated, that browsers may use besides IP
               addresses, localhost, .local names and the host name
   LOG_LEVEL   error, warn, info or debug (default info)
@@ -99,11 +118,27 @@ impl Config {
                 "CLOUD_URL must start with https:// or http://, not {url:?}"
             ));
         }
+        let size = |name: &str, value: Option<String>| -> Result<Option<u64>, String> {
+            value
+                .map(|text| {
+                    parse_size(&text).ok_or_else(|| {
+                        format!("{name} must be a size like 500M, 200G or 1T, not {text:?}")
+                    })
+                })
+                .transpose()
+        };
+        let data_dir: PathBuf = var("DATA_DIR").unwrap_or_else(|| "./data".into()).into();
         let machine_name = host_name();
         Ok(Config {
             listen_address,
             port,
-            data_dir: var("DATA_DIR").unwrap_or_else(|| "./data".into()).into(),
+            recordings_dir: var("RECORDINGS_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| data_dir.join("recordings")),
+            recordings_max_bytes: size("RECORDINGS_MAX_BYTES", var("RECORDINGS_MAX_BYTES"))?,
+            recordings_keep_free: size("RECORDINGS_KEEP_FREE", var("RECORDINGS_KEEP_FREE"))?,
+            ffmpeg: var("FFMPEG").unwrap_or_else(|| "ffmpeg".into()).into(),
+            data_dir,
             node_name: var("NODE_NAME").unwrap_or_else(|| machine_name.clone()),
             host_name: machine_name,
             allowed_hosts: var("ALLOWED_HOSTS")
@@ -123,6 +158,32 @@ impl Config {
             cloud_url,
         })
     }
+}
+
+/// Bytes from `123`, `500K`, `500M`, `1.5G`, `2T` (powers of 1024, with or
+/// without a trailing `B` or `iB`), or `500MB`-style powers of 1000 when
+/// spelt `KB`, `MB`, `GB`, `TB`.
+fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let unit = unit.trim();
+    let power = |letter: char| "KMGT".find(letter).map(|i| i as i32 + 1);
+    let multiplier = match unit.len() {
+        0 => 1.0,
+        1 if unit == "B" => 1.0,
+        1 => 1024f64.powi(power(unit.chars().next()?.to_ascii_uppercase())?),
+        2 if unit.ends_with('B') => 1000f64.powi(power(unit.chars().next()?.to_ascii_uppercase())?),
+        3 if unit.ends_with("iB") => {
+            1024f64.powi(power(unit.chars().next()?.to_ascii_uppercase())?)
+        }
+        _ => return None,
+    };
+    let bytes = number * multiplier;
+    (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then_some(bytes.round() as u64)
 }
 
 fn host_name() -> String {
@@ -158,6 +219,55 @@ mod tests {
         assert_eq!(c.ffprobe, PathBuf::from("ffprobe"));
         assert!(!c.node_name.is_empty());
         assert_eq!(c.camera_check_interval, Duration::from_secs(30));
+        assert_eq!(c.ffmpeg, PathBuf::from("ffmpeg"));
+        assert_eq!(c.recordings_dir, PathBuf::from("./data/recordings"));
+        assert_eq!(
+            (c.recordings_max_bytes, c.recordings_keep_free),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn recordings() {
+        let c = config(&[
+            ("DATA_DIR", "/var/lib/nvr"),
+            ("FFMPEG", "/opt/ffmpeg"),
+            ("RECORDINGS_MAX_BYTES", "200G"),
+            ("RECORDINGS_KEEP_FREE", "512MiB"),
+        ])
+        .unwrap();
+        assert_eq!(c.recordings_dir, PathBuf::from("/var/lib/nvr/recordings"));
+        assert_eq!(c.ffmpeg, PathBuf::from("/opt/ffmpeg"));
+        assert_eq!(c.recordings_max_bytes, Some(200 << 30));
+        assert_eq!(c.recordings_keep_free, Some(512 << 20));
+        let c = config(&[("RECORDINGS_DIR", "/mnt/disk/nvr")]).unwrap();
+        assert_eq!(c.recordings_dir, PathBuf::from("/mnt/disk/nvr"));
+    }
+
+    #[test]
+    fn sizes() {
+        let table = [
+            ("0", Some(0)),
+            ("123", Some(123)),
+            ("123B", Some(123)),
+            ("4k", Some(4096)),
+            ("500M", Some(500 << 20)),
+            ("500MiB", Some(500 << 20)),
+            ("500MB", Some(500_000_000)),
+            ("1.5G", Some(3 << 29)),
+            (" 2T ", Some(2 << 40)),
+            ("10 GiB", Some(10 << 30)),
+            ("", None),
+            ("G", None),
+            ("-1", None),
+            ("5X", None),
+            ("5MiBs", None),
+            ("1e3", None),
+            ("1.2.3", None),
+        ];
+        for (text, want) in table {
+            assert_eq!(parse_size(text), want, "{text:?}");
+        }
     }
 
     #[test]
@@ -201,6 +311,8 @@ mod tests {
             [("LISTEN_ADDRESS", "localhost")],
             [("MAX_EVENTS", "0")],
             [("CLOUD_URL", "ftp://cloud")],
+            [("RECORDINGS_MAX_BYTES", "lots")],
+            [("RECORDINGS_KEEP_FREE", "-5G")],
         ] {
             assert!(config(&vars).is_err(), "{vars:?}");
         }

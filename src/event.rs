@@ -199,7 +199,7 @@ impl NewEvent {
 }
 
 /// Milliseconds since the epoch from `2026-11-22T10:04:05.123Z` (UTC, `Z`).
-fn parse_timestamp(field: &str, text: &str) -> Result<i64, Error> {
+pub fn parse_timestamp(field: &str, text: &str) -> Result<i64, Error> {
     let bad = || {
         Error::bad_request(format!(
             "{field} must be an ISO 8601 UTC time like 2026-11-22T10:04:05.123Z"

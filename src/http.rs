@@ -2,7 +2,7 @@
 //! connection's thread, request bodies, the limit on requests handled at once
 //! ([`MAX_IN_FLIGHT`]) and responses.
 
-use std::io::{self, Cursor, Read};
+use std::io::{self, Read};
 use std::net::{IpAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-use tiny_http::{Header, Limits, Request, Response, Server};
+use tiny_http::{Limits, Request, Server};
 
 use crate::api;
 use crate::app::App;
 use crate::error::{Error, Kind};
 use crate::guard;
+use crate::reply::Reply;
 use crate::routes::{self, BodyKind};
 
 /// Requests handled at once; past this the node answers 503.
@@ -99,11 +99,16 @@ const DRAIN: Duration = Duration::from_secs(5);
 /// How often the serving loop looks at the stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(250);
 
-/// Serves until `stop` is set (then stops accepting, lets requests in flight
-/// finish for at most 5 s and returns Ok), or until accepting fails (then
-/// returns the error, so the process exits and its supervisor restarts it
-/// rather than it running on deaf).
-pub fn serve(listener: TcpListener, app: Arc<App>, stop: &AtomicBool) -> io::Result<()> {
+/// Serves until `stop` is set (then calls `on_stop`, stops accepting, lets
+/// requests in flight finish for at most 5 s and returns Ok), or until
+/// accepting fails (then returns the error, so the process exits and its
+/// supervisor restarts it rather than it running on deaf).
+pub fn serve(
+    listener: TcpListener,
+    app: Arc<App>,
+    stop: &AtomicBool,
+    on_stop: impl FnOnce(),
+) -> io::Result<()> {
     let in_flight = Arc::new(AtomicUsize::new(0));
     let stopping = Arc::new(AtomicBool::new(false));
     let handler = {
@@ -125,6 +130,7 @@ pub fn serve(listener: TcpListener, app: Arc<App>, stop: &AtomicBool) -> io::Res
         // only reports accept errors.
         server.recv_timeout(STOP_CHECK)?;
     }
+    on_stop();
     stopping.store(true, Ordering::Release);
     drop(server);
     let deadline = Instant::now() + DRAIN;
@@ -213,8 +219,15 @@ fn answer(
         None => Vec::new(),
     };
     let peer = request.remote_addr().map(|a| a.ip());
+    let range = header(request, "Range").map(str::to_owned);
     let _in_flight = InFlight::take(in_flight)?;
-    api::dispatch(app, route, api::Call { query, body, peer })
+    let call = api::Call {
+        query,
+        body,
+        peer,
+        range,
+    };
+    api::dispatch(app, route, call)
 }
 
 /// Reads a body of `kind`: a declared size over the limit, or the wrong
@@ -274,70 +287,6 @@ fn has_media_type(request: &Request, wanted: &str) -> bool {
 fn header<'a>(request: &'a Request, name: &'static str) -> Option<&'a str> {
     let found = request.headers().iter().find(|h| h.field.equiv(name));
     found.map(|h| h.value.as_str())
-}
-
-/// A response as handlers build it.
-#[derive(Debug)]
-pub struct Reply {
-    pub status: u16,
-    content_type: Option<&'static str>,
-    body: Vec<u8>,
-    headers: Vec<(&'static str, String)>,
-}
-
-impl Reply {
-    pub fn bytes(status: u16, content_type: &'static str, body: Vec<u8>) -> Reply {
-        Reply {
-            status,
-            content_type: Some(content_type),
-            body,
-            headers: Vec::new(),
-        }
-    }
-
-    pub fn json(status: u16, value: &impl Serialize) -> Reply {
-        let body = serde_json::to_vec(value).expect("response types serialize");
-        Reply::bytes(status, "application/json", body)
-    }
-
-    pub fn no_content() -> Reply {
-        Reply {
-            status: 204,
-            content_type: None,
-            body: Vec::new(),
-            headers: Vec::new(),
-        }
-    }
-
-    /// `{"error": "<message>"}`, with `Allow` for 405 and `Retry-After` for 503.
-    pub fn error(error: &Error) -> Reply {
-        let reply = Reply::json(
-            error.kind.status(),
-            &serde_json::json!({ "error": error.message }),
-        );
-        match (error.allow, error.kind) {
-            (Some(allow), _) => reply.with_header("Allow", allow),
-            (None, Kind::Unavailable) => reply.with_header("Retry-After", "1"),
-            (None, _) => reply,
-        }
-    }
-
-    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Reply {
-        self.headers.push((name, value.into()));
-        self
-    }
-
-    fn into_response(self) -> Response<Cursor<Vec<u8>>> {
-        let content_type = self.content_type.map(|t| ("Content-Type", t.to_owned()));
-        content_type
-            .into_iter()
-            .chain(self.headers)
-            .filter_map(|(name, value)| Header::from_bytes(name, value).ok())
-            .fold(
-                Response::from_data(self.body).with_status_code(self.status),
-                Response::with_header,
-            )
-    }
 }
 
 #[cfg(test)]

@@ -8,18 +8,27 @@ mod camera;
 mod cloud;
 
 mod config;
+mod db;
 mod error;
 mod event;
 mod guard;
 
 mod http;
+mod link_state;
+mod live;
+mod media;
 mod monitor;
 mod prober;
 #[cfg(test)]
 mod properties;
+mod query;
+mod range;
+
+mod recording;
 
 mod relay;
 mod relay_sync;
+mod reply;
 mod routes;
 mod sessions;
 mod static_files;
@@ -30,6 +39,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
 
 use app::App;
 use config::Config;
@@ -98,6 +109,7 @@ fn run() -> Result<(), String> {
 
     let (relay_nudges, nudged) = mpsc::channel();
     let app = Arc::new(App::new(&config, store, relay_nudges));
+    app.recordings.start();
     relay_sync::spawn(app.clone(), nudged);
     monitor::spawn(app.clone(), config.camera_check_interval);
     if let Some(cloud_url) = &config.cloud_url {
@@ -113,8 +125,19 @@ fn run() -> Result<(), String> {
         app.node_name
     );
     exit_when_tiny_http_panics();
-    http::serve(listener, app, stop_flag())
+    // On SIGTERM the recorders finish their segments while requests drain.
+    let (recorders_stopped, stopped) = mpsc::channel();
+    let stopping = app.clone();
+    let stop_recorders = move || {
+        let deadline = Instant::now() + STOP_RECORDERS;
+        thread::spawn(move || {
+            stopping.recordings.stop(deadline);
+            let _ = recorders_stopped.send(());
+        });
+    };
+    http::serve(listener, app, stop_flag(), stop_recorders)
         .map_err(|e| format!("stopped accepting connections: {e}"))?;
+    let _ = stopped.recv_timeout(STOP_RECORDERS);
     log::info!("stopped");
     Ok(())
 }
@@ -135,6 +158,10 @@ fn exit_when_tiny_http_panics() {
         }
     }));
 }
+
+/// How long the recorders get to finish their last segments on SIGTERM:
+/// within the 5 s the node takes to stop.
+const STOP_RECORDERS: Duration = Duration::from_millis(4500);
 
 /// Set when SIGTERM or SIGINT arrives.
 static STOP: AtomicBool = AtomicBool::new(false);

@@ -1,15 +1,16 @@
-//! Stream probing: runs ffprobe on a camera's RTSP URL, over TCP, bounded by a
-//! watchdog, and reads the main stream's capabilities from its JSON.
+//! Stream probing: runs ffprobe (supervised, killed at 10 s) on a camera's
+//! RTSP URL over TCP, or on a recorded file, and reads the capabilities of
+//! the main stream from its JSON.
 
-use std::io::Read;
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::thread;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
 use crate::camera::Capabilities;
+use crate::media::child::Child;
+use crate::media::failure::Failure;
 
 /// The spec's probe timeout.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,6 +50,23 @@ impl ProbeError {
     }
 }
 
+impl From<Failure> for ProbeError {
+    fn from(failure: Failure) -> ProbeError {
+        match failure {
+            Failure::Unauthorized => ProbeError::Unauthorized,
+            Failure::NotFound => ProbeError::NotFound,
+            Failure::Refused => ProbeError::Refused,
+            Failure::TimedOut => ProbeError::TimedOut,
+            Failure::Unreachable => ProbeError::Unreachable,
+            Failure::NoSpace | Failure::Other => ProbeError::Unreadable,
+        }
+    }
+}
+
+/// The most of ffprobe's JSON read: a few streams' worth is a few KiB.
+const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+
+#[derive(Clone)]
 pub struct Prober {
     ffprobe: PathBuf,
 }
@@ -61,87 +79,47 @@ impl Prober {
     /// Probes `url`. Blocks for at most [`PROBE_TIMEOUT`] plus the time to reap ffprobe.
     pub fn probe(&self, url: &str) -> Result<Capabilities, ProbeError> {
         let timeout_us = PROBE_TIMEOUT.as_micros().to_string();
-        let child = Command::new(&self.ffprobe)
-            .args([
-                "-v",
-                "error",
-                "-rtsp_transport",
-                "tcp",
-                "-timeout",
-                &timeout_us,
-            ])
-            .args(["-of", "json", "-show_entries"])
-            .arg("stream=codec_type,codec_name,width,height,avg_frame_rate,r_frame_rate")
+        let mut command = self.command();
+        command
+            .args(["-rtsp_transport", "tcp", "-timeout", &timeout_us])
             // Its own argument, never through a shell; validation made sure it starts with rtsp.
-            .args(["-i", url])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn();
-        let mut child = match child {
+            .args(["-i", url]);
+        self.run(command)
+    }
+
+    /// Probes a recorded file: whether ffprobe can read it, and what it holds.
+    pub fn probe_file(&self, path: &Path) -> Result<Capabilities, ProbeError> {
+        let mut command = self.command();
+        command.arg("-i").arg(path);
+        self.run(command)
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.ffprobe);
+        command
+            .args(["-v", "error", "-of", "json", "-show_entries"])
+            .arg("stream=codec_type,codec_name,width,height,avg_frame_rate,r_frame_rate");
+        command
+    }
+
+    fn run(&self, mut command: Command) -> Result<Capabilities, ProbeError> {
+        let mut child = match Child::spawn(&mut command) {
             Ok(child) => child,
             Err(e) => {
                 log::error!("cannot run {}: {e}", self.ffprobe.display());
                 return Err(ProbeError::ToolMissing);
             }
         };
-        // Both pipes are drained on their own threads so a chatty ffprobe cannot block.
-        let stdout = drain(child.stdout.take());
-        let stderr = drain(child.stderr.take());
-        let outcome = watchdog(child, PROBE_TIMEOUT);
-        let stdout = stdout.join().unwrap_or_default();
-        let stderr = stderr.join().unwrap_or_default();
-        match outcome {
-            None => Err(ProbeError::TimedOut),
-            // On failure ffprobe still prints `{}`: judge by the exit status.
-            Some(status) if !status.success() => Err(classify(&String::from_utf8_lossy(&stderr))),
-            Some(_) => parse(&stdout),
+        let Some((stdout, status)) = child.finish(Instant::now() + PROBE_TIMEOUT, MAX_OUTPUT_BYTES)
+        else {
+            return Err(ProbeError::TimedOut);
+        };
+        // On failure ffprobe still prints `{}`: judge by the exit status.
+        if !status.success() {
+            return Err(Failure::classify(&child.stderr_tail()).into());
         }
+        parse(&stdout)
     }
-}
-
-fn drain(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<Vec<u8>> {
-    thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut buf);
-        }
-        buf
-    })
-}
-
-/// The watchdog: waits for `child`, killing it at `timeout`. None: it was killed.
-fn watchdog(mut child: Child, timeout: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-}
-
-/// Maps ffprobe's error text to a reason, by the messages ffmpeg 5.1 prints.
-fn classify(stderr: &str) -> ProbeError {
-    let table = [
-        ("401 Unauthorized", ProbeError::Unauthorized),
-        ("404 Not Found", ProbeError::NotFound),
-        ("Connection refused", ProbeError::Refused),
-        ("timed out", ProbeError::TimedOut),
-        ("No route to host", ProbeError::Unreachable),
-        ("Network is unreachable", ProbeError::Unreachable),
-        ("Name or service not known", ProbeError::Unreachable),
-        ("Failed to resolve hostname", ProbeError::Unreachable),
-    ];
-    table
-        .iter()
-        .find(|(needle, _)| stderr.contains(needle))
-        .map_or(ProbeError::Unreadable, |(_, e)| *e)
 }
 
 #[derive(Deserialize)]
@@ -255,32 +233,18 @@ mod tests {
     }
 
     #[test]
-    fn classifies_ffprobe_errors() {
+    fn failures_map_to_reasons() {
         let table = [
-            (
-                "[rtsp @ 0x55] method DESCRIBE failed: 401 Unauthorized\nrtsp://u:p@h/x: Server returned 401 Unauthorized (authorization failed)",
-                ProbeError::Unauthorized,
-            ),
-            (
-                "[rtsp @ 0x55] method DESCRIBE failed: 404 Not Found\nrtsp://h/x: Server returned 404 Not Found",
-                ProbeError::NotFound,
-            ),
-            (
-                "[tcp @ 0x55] Connection to tcp://127.0.0.1:9 failed: Connection refused",
-                ProbeError::Refused,
-            ),
-            ("rtsp://h/x: Connection timed out", ProbeError::TimedOut),
-            (
-                "[tcp @ 0x5] Failed to resolve hostname nope: Name or service not known",
-                ProbeError::Unreachable,
-            ),
-            (
-                "rtsp://h/x: Invalid data found when processing input",
-                ProbeError::Unreadable,
-            ),
+            (Failure::Unauthorized, ProbeError::Unauthorized),
+            (Failure::NotFound, ProbeError::NotFound),
+            (Failure::Refused, ProbeError::Refused),
+            (Failure::TimedOut, ProbeError::TimedOut),
+            (Failure::Unreachable, ProbeError::Unreachable),
+            (Failure::NoSpace, ProbeError::Unreadable),
+            (Failure::Other, ProbeError::Unreadable),
         ];
-        for (stderr, want) in table {
-            assert_eq!(classify(stderr), want, "{stderr}");
+        for (failure, want) in table {
+            assert_eq!(ProbeError::from(failure), want, "{failure:?}");
         }
     }
 
@@ -290,19 +254,6 @@ mod tests {
         assert_eq!(
             prober.probe("rtsp://127.0.0.1/x"),
             Err(ProbeError::ToolMissing)
-        );
-    }
-
-    #[test]
-    fn watchdog_kills_at_timeout() {
-        let child = Command::new("sleep").arg("30").spawn().unwrap();
-        let pid = child.id();
-        let started = Instant::now();
-        assert_eq!(watchdog(child, Duration::from_millis(200)), None);
-        assert!(started.elapsed() < Duration::from_secs(5));
-        assert!(
-            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
-            "sleep {pid} still alive"
         );
     }
 }

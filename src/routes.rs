@@ -15,6 +15,10 @@ pub enum Route {
     UpdateCamera(Uuid),
     DeleteCamera(Uuid),
     ProbeCamera(Uuid),
+    /// The recorded spans of a camera.
+    Recordings(Uuid),
+    /// A stretch of a camera's recording as one MP4.
+    RecordingMp4(Uuid),
     Whep(Uuid),
     WhepOptions(Uuid),
     /// Ends the WHEP session (camera, session) named in a 201's `Location`.
@@ -80,6 +84,14 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
             ("DELETE, PATCH", route)
         }
         ["cameras", id, "probe"] => ("POST", on(method, "POST", Route::ProbeCamera(camera(id)?))),
+        ["cameras", id, "recordings"] => ("GET", on(method, "GET", Route::Recordings(camera(id)?))),
+        ["cameras", id, "recording.mp4"] => {
+            let route = Route::RecordingMp4(camera(id)?);
+            (
+                "GET, HEAD",
+                matches!(method, "GET" | "HEAD").then_some(route),
+            )
+        }
         ["whep", id] => {
             let id = camera(id)?;
             let route = match method {
@@ -152,6 +164,21 @@ mod tests {
                 "POST",
                 format!("/api/cameras/{ID}/probe"),
                 Route::ProbeCamera(id()),
+            ),
+            (
+                "GET",
+                format!("/api/cameras/{ID}/recordings"),
+                Route::Recordings(id()),
+            ),
+            (
+                "GET",
+                format!("/api/cameras/{ID}/recording.mp4"),
+                Route::RecordingMp4(id()),
+            ),
+            (
+                "HEAD",
+                format!("/api/cameras/{ID}/recording.mp4"),
+                Route::RecordingMp4(id()),
             ),
             ("POST", format!("/api/whep/{ID}"), Route::Whep(id())),
             (
@@ -248,6 +275,30 @@ mod tests {
                 Some("POST, OPTIONS"),
             ),
             ("GET", "/api/whep/x".to_owned(), Kind::NotFound, None),
+            (
+                "POST",
+                format!("/api/cameras/{ID}/recordings"),
+                Kind::MethodNotAllowed,
+                Some("GET"),
+            ),
+            (
+                "DELETE",
+                format!("/api/cameras/{ID}/recording.mp4"),
+                Kind::MethodNotAllowed,
+                Some("GET, HEAD"),
+            ),
+            (
+                "GET",
+                "/api/cameras/x/recordings".to_owned(),
+                Kind::NotFound,
+                None,
+            ),
+            (
+                "GET",
+                format!("/api/cameras/{ID}/recording.mkv"),
+                Kind::NotFound,
+                None,
+            ),
             ("DELETE", format!("/api/whep/{ID}/x"), Kind::NotFound, None),
             ("DELETE", format!("/api/whep/x/{ID}"), Kind::NotFound, None),
             (

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::error::Error;
-use crate::http::Reply;
+use crate::reply::Reply;
 
 /// (URL path, contents) of every file under `www/`, written by `build.rs`.
 const EMBEDDED: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/www.rs"));

@@ -7,7 +7,8 @@ use std::thread;
 use std::time::Duration;
 
 use crate::app::App;
-use crate::cloud::{Client, CloudError, LinkState};
+use crate::cloud::{Client, CloudError};
+use crate::link_state::LinkState;
 
 /// How often to look for work while there is none.
 const IDLE: Duration = Duration::from_secs(2);

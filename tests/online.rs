@@ -99,7 +99,10 @@ fn an_idle_node_writes_nothing() {
         &relay.url(),
         &[("CAMERA_CHECK_INTERVAL", "1s"), ("LOG_LEVEL", "warn")],
     );
-    node.add_camera(json!({ "name": "Porch", "rtspUrl": camera.url("", "/main") }));
+    // Idle: not recording (a recording camera writes a segment every 10 s).
+    node.add_camera(
+        json!({ "name": "Porch", "rtspUrl": camera.url("", "/main"), "record": false }),
+    );
     std::thread::sleep(Duration::from_secs(2));
     let (before, files) = (written_bytes(node.pid()), data_files(dir.path()));
     // Checks every second, status polled as the UI does, relay health and reconcile running.

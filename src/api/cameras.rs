@@ -10,7 +10,8 @@ use super::no_such_camera;
 use crate::app::App;
 use crate::camera::{Camera, Capabilities, Settings, SettingsPatch, redact};
 use crate::error::{Error, Kind};
-use crate::http::Reply;
+use crate::event::format_timestamp;
+use crate::reply::Reply;
 
 /// A camera as every response shows it.
 #[derive(Serialize)]
@@ -26,6 +27,16 @@ pub struct CameraView<'a> {
     capabilities: CapabilitiesField,
     has_substream: bool,
     online: bool,
+    recording: RecordingView,
+}
+
+/// What the camera's recorder is doing.
+#[derive(Serialize)]
+struct RecordingView {
+    state: &'static str,
+    since: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
 }
 
 impl<'a> CameraView<'a> {
@@ -50,6 +61,14 @@ impl<'a> CameraView<'a> {
             capabilities,
             has_substream,
             online: app.is_online(camera.id),
+            recording: {
+                let recorder = app.recordings.state(camera);
+                RecordingView {
+                    state: recorder.state.name(),
+                    since: format_timestamp(recorder.since_ms),
+                    message: recorder.message,
+                }
+            },
         }
     }
 }

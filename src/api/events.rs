@@ -10,7 +10,7 @@ use crate::app::App;
 use crate::error::Error;
 use crate::error::Kind;
 use crate::event::{Event, NewEvent, format_timestamp};
-use crate::http::Reply;
+use crate::reply::Reply;
 
 /// The spec's limit on events returned.
 const RECENT_EVENTS: u32 = 50;

@@ -3,6 +3,7 @@
 
 mod cameras;
 mod events;
+mod recordings;
 mod status;
 mod whep;
 
@@ -10,7 +11,7 @@ use std::net::IpAddr;
 
 use crate::app::App;
 use crate::error::Error;
-use crate::http::Reply;
+use crate::reply::Reply;
 use crate::routes::Route;
 
 /// What a handler may need of the request besides its route.
@@ -19,11 +20,18 @@ pub struct Call<'a> {
     pub query: &'a str,
     pub body: Vec<u8>,
     pub peer: Option<IpAddr>,
+    /// The `Range` header, if any.
+    pub range: Option<String>,
 }
 
 /// Runs the handler for `route`.
 pub fn dispatch(app: &App, route: Route, call: Call) -> Result<Reply, Error> {
-    let Call { query, body, peer } = call;
+    let Call {
+        query,
+        body,
+        peer,
+        range,
+    } = call;
     match route {
         Route::Status => status::get(app),
         Route::Events => events::list(app),
@@ -33,6 +41,8 @@ pub fn dispatch(app: &App, route: Route, call: Call) -> Result<Reply, Error> {
         Route::UpdateCamera(id) => cameras::update(app, id, &body),
         Route::DeleteCamera(id) => cameras::delete(app, id),
         Route::ProbeCamera(id) => cameras::probe(app, id),
+        Route::Recordings(id) => recordings::spans(app, id, query),
+        Route::RecordingMp4(id) => recordings::mp4(app, id, query, range.as_deref()),
         Route::Whep(id) => whep::offer(app, id, query, body),
         Route::WhepOptions(_) => whep::options(),
         Route::EndWhepSession(camera, session) => whep::end(app, camera, session),

@@ -1,11 +1,13 @@
-//! `GET /api/status`: the node, its cloud link, the relay's health and the cameras.
+//! `GET /api/status`: the node, its cloud link, the relay's health, the
+//! cameras and the recordings' use of storage.
 
 use serde::Serialize;
 
 use super::cameras::CameraView;
 use crate::app::App;
 use crate::error::Error;
-use crate::http::Reply;
+use crate::event::format_timestamp;
+use crate::reply::Reply;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -16,6 +18,19 @@ struct Status<'a> {
     cloud: serde_json::Value,
     relay_healthy: bool,
     cameras: Vec<CameraView<'a>>,
+    storage: StorageView,
+}
+
+/// What recordings take of the disk.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StorageView {
+    used_bytes: u64,
+    budget_bytes: Option<u64>,
+    reserve_bytes: u64,
+    free_bytes: Option<u64>,
+    total_bytes: Option<u64>,
+    oldest_recording_at: Option<String>,
 }
 
 pub fn get(app: &App) -> Result<Reply, Error> {
@@ -32,6 +47,17 @@ fn build(app: &App) -> Result<Vec<u8>, Error> {
         cloud: app.cloud_state().to_json(),
         relay_healthy: app.relay_healthy(),
         cameras: cameras.iter().map(|c| CameraView::new(c, app)).collect(),
+        storage: {
+            let storage = app.recordings.storage();
+            StorageView {
+                used_bytes: storage.used_bytes,
+                budget_bytes: storage.budget_bytes,
+                reserve_bytes: storage.reserve_bytes,
+                free_bytes: storage.free_bytes,
+                total_bytes: storage.total_bytes,
+                oldest_recording_at: storage.oldest_ms.map(format_timestamp),
+            }
+        },
     };
     Ok(serde_json::to_vec(&status).expect("status serializes"))
 }

@@ -7,9 +7,10 @@ use uuid::Uuid;
 use super::no_such_camera;
 use crate::app::App;
 use crate::error::{Error, Kind};
-use crate::http::Reply;
+use crate::query;
 use crate::relay::RelayError;
 use crate::relay_sync::stream_name;
+use crate::reply::Reply;
 
 /// `POST /api/whep/{id}[?stream=main|sub]` with an SDP offer.
 pub fn offer(app: &App, id: Uuid, query: &str, body: Vec<u8>) -> Result<Reply, Error> {
@@ -53,11 +54,7 @@ pub fn offer(app: &App, id: Uuid, query: &str, body: Vec<u8>) -> Result<Reply, E
 }
 
 fn wants_sub_stream(query: &str) -> Result<bool, Error> {
-    let stream = query
-        .split('&')
-        .filter_map(|pair| pair.strip_prefix("stream="))
-        .next_back();
-    match stream {
+    match query::param(query, "stream")?.as_deref() {
         None | Some("main") => Ok(false),
         Some("sub") => Ok(true),
         Some(_) => Err(Error::bad_request("stream must be main or sub")),

@@ -17,6 +17,8 @@ Mount points (all shared: several clients share one encoder):
     /main        H.264 640x360 @ 25 fps + G.711 A-law audio (8 kHz mono, pt 8)
     /sub         H.264 320x180 @ 10 fps + G.711 A-law audio
     /video-only  H.264 640x360 @ 25 fps, no audio
+    /aac         H.264 640x360 @ 25 fps + AAC-LC (16 kHz mono)
+    /hd          H.264 1280x720 @ 25 fps, 2 Mbit/s + AAC-LC (16 kHz mono)
 
 With --user/--password every mount requires RTSP Basic authentication;
 requests without (or with wrong) credentials get 401. Unknown paths get 404.
@@ -45,7 +47,7 @@ ROLE = "user"
 # H.264 that looks like a typical IP camera stream: SPS/PPS repeated before
 # every IDR (config-interval=1), one keyframe per second, no B-frames.
 VIDEO = (
-    "videotestsrc is-live=true pattern=ball "
+    "videotestsrc is-live=true {pattern} "
     "! video/x-raw,format=I420,width={w},height={h},framerate={fps}/1 "
     "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={fps} "
     "bframes=0 threads=1 bitrate={kbps} "
@@ -61,17 +63,31 @@ AUDIO = (
 )
 
 
-def launch(w, h, fps, kbps, audio):
-    desc = VIDEO.format(w=w, h=h, fps=fps, kbps=kbps)
+# AAC-LC, 16 kHz mono (RFC 3640 payload), as cameras that browsers can play
+# the recordings of send it.
+AAC = (
+    "audiotestsrc is-live=true wave=sine freq=440 volume=0.2 "
+    "! audio/x-raw,format=S16LE,rate=16000,channels=1 "
+    "! voaacenc bitrate=32000 ! aacparse ! rtpmp4gpay pt=97 name=pay1"
+)
+
+
+def launch(w, h, fps, kbps, audio, pattern="pattern=ball"):
+    desc = VIDEO.format(w=w, h=h, fps=fps, kbps=kbps, pattern=pattern)
     if audio:
-        desc += " " + AUDIO
+        desc += " " + audio
     return "( " + desc + " )"
 
 
 MOUNTS = {
-    "/main": launch(640, 360, 25, 512, audio=True),
-    "/sub": launch(320, 180, 10, 128, audio=True),
-    "/video-only": launch(640, 360, 25, 512, audio=False),
+    "/main": launch(640, 360, 25, 512, audio=AUDIO),
+    "/sub": launch(320, 180, 10, 128, audio=AUDIO),
+    "/video-only": launch(640, 360, 25, 512, audio=None),
+    "/aac": launch(640, 360, 25, 512, audio=AAC),
+    # A scene that moves everywhere, so the encoder spends its 2 Mbit/s as a
+    # real camera's would (the ball on black needs a tenth of that).
+    "/hd": launch(1280, 720, 25, 2000, audio=AAC,
+                  pattern="pattern=smpte horizontal-speed=2"),
 }
 
 
@@ -125,7 +141,8 @@ def main(argv):
     Gst.init(None)
 
     missing = [e for e in ("videotestsrc", "x264enc", "rtph264pay",
-                           "audiotestsrc", "alawenc", "rtppcmapay")
+                           "audiotestsrc", "alawenc", "rtppcmapay",
+                           "voaacenc", "aacparse", "rtpmp4gpay")
                if Gst.ElementFactory.find(e) is None]
     if missing:
         log("missing GStreamer elements: " + ", ".join(missing))

@@ -105,6 +105,7 @@ impl Node {
         extra: &[(&str, &str)],
     ) -> Node {
         let (first, args) = program.split_first().expect("a program to start");
+        become_subreaper();
         let mut command = Command::new(first);
         command
             .args(args)
@@ -236,8 +237,7 @@ impl Node {
 
     /// Stops the node the hard way, as a crash or power cut would.
     pub fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        kill_and_reap(&mut self.child);
     }
 
     /// Sends the node SIGTERM, as an init system stopping it would.
@@ -257,13 +257,101 @@ impl Node {
 
 impl Drop for Node {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        kill_and_reap(&mut self.child);
         if thread::panicking() {
             eprintln!("{}", self.report());
         } else {
             assert_no_secret(&self.logs(), "the node's log");
         }
+    }
+}
+
+/// Makes this test process the reaper of its orphaned descendants: the
+/// ffmpeg of a node killed with SIGKILL die with it (the kernel's death
+/// signal), and are reparented here rather than to init, which on this
+/// machine never reaps them.
+fn become_subreaper() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: prctl with plain integer arguments.
+    ONCE.call_once(|| unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+    });
+}
+
+/// The processes whose parent is `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|child| {
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+            // `pid (comm) state ppid ...`: the comm may hold spaces.
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                == Some(pid)
+        })
+        .collect()
+}
+
+/// Kills a node with SIGKILL and reaps it and the children it leaves.
+fn kill_and_reap(node: &mut Child) {
+    let orphans = children_of(node.id());
+    let _ = node.kill();
+    let _ = node.wait();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for pid in orphans {
+        while Instant::now() < deadline {
+            // SAFETY: waitpid on one pid, with no status wanted.
+            let reaped =
+                unsafe { libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), libc::WNOHANG) };
+            if reaped == pid as libc::pid_t || !Path::new(&format!("/proc/{pid}")).exists() {
+                break;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Whether `pid` is running (a zombie is not).
+pub fn is_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .is_some_and(|state| state != "Z" && state != "X")
+        })
+        .unwrap_or(false)
+}
+
+/// A small tmpfs of the test's own, unmounted on drop.
+pub struct Tmpfs(TempDir);
+
+impl Tmpfs {
+    pub fn new(size: &str) -> Tmpfs {
+        let dir = TempDir::new("tmpfs");
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .expect("mount runs");
+        assert!(
+            out.status.success(),
+            "mount tmpfs failed (needs root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
     }
 }
 
@@ -333,7 +421,8 @@ impl ReadyServer {
 }
 
 /// A real RTSP camera: GStreamer's RTSP server, run by `tests/camera/rtsp_camera.py`.
-/// It serves `/main` (H.264 640x360 25 fps + A-law audio), `/sub` and `/video-only`.
+/// It serves `/main` (H.264 640x360 25 fps + A-law audio), `/sub`, `/video-only`,
+/// `/aac` (640x360 + AAC) and `/hd` (1280x720 at 2 Mbit/s + AAC).
 pub struct Camera {
     child: Child,
     _stdin: ChildStdin,
@@ -342,20 +431,25 @@ pub struct Camera {
 
 impl Camera {
     pub fn start() -> Camera {
-        Camera::start_with(&[])
+        Camera::start_with(0, &[])
+    }
+
+    /// A camera on `port`, as one that comes back after going away.
+    pub fn start_on(port: u16) -> Camera {
+        Camera::start_with(port, &[])
     }
 
     /// A camera that requires these credentials.
     pub fn with_credentials(user: &str, password: &str) -> Camera {
-        Camera::start_with(&["--user", user, "--password", password])
+        Camera::start_with(0, &["--user", user, "--password", password])
     }
 
-    fn start_with(args: &[&str]) -> Camera {
+    fn start_with(port: u16, args: &[&str]) -> Camera {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/camera/rtsp_camera.py");
         let mut command = Command::new(SYSTEM_PYTHON);
         command
             .arg(&script)
-            .args(["--port", "0", "--max-seconds", "600"])
+            .args(["--port", &port.to_string(), "--max-seconds", "600"])
             .args(args);
         let needs = format!(
             "{SYSTEM_PYTHON} (Debian's) with python3-gi, gir1.2-gst-rtsp-server-1.0 and \
@@ -518,8 +612,8 @@ impl Drop for SilentCamera {
     }
 }
 
-/// Live ffprobe processes whose command line mentions `needle`.
-pub fn ffprobes_mentioning(needle: &str) -> Vec<u32> {
+/// Live `program` processes (ffprobe, ffmpeg) whose command line mentions `needle`.
+pub fn processes_mentioning(program: &str, needle: &str) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -528,7 +622,12 @@ pub fn ffprobes_mentioning(needle: &str) -> Vec<u32> {
         .filter(|pid| {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let cmdline = String::from_utf8_lossy(&cmdline);
-            cmdline.contains("ffprobe") && cmdline.contains(needle)
+            cmdline.contains(program) && cmdline.contains(needle) && is_running(*pid)
         })
         .collect()
+}
+
+/// Live ffprobe processes whose command line mentions `needle`.
+pub fn ffprobes_mentioning(needle: &str) -> Vec<u32> {
+    processes_mentioning("ffprobe", needle)
 }

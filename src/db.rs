@@ -1,0 +1,53 @@
+//! The database behind its lock, shared by the API and the background work,
+//! and the one place where SQLite failures become the node's errors.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Kind};
+use crate::store::{self, Store};
+
+/// A hold of the lock longer than this is logged: something slow ran under it.
+const SLOW_HOLD: Duration = Duration::from_secs(1);
+
+pub struct Db {
+    store: Mutex<Store>,
+}
+
+impl Db {
+    pub fn new(store: Store) -> Db {
+        Db {
+            store: Mutex::new(store),
+        }
+    }
+
+    /// Runs `f` under the lock. Keep `f` short: no I/O beyond SQLite, no
+    /// waiting on anything (the design's rule 1).
+    pub fn run<T>(&self, f: impl FnOnce(&mut Store) -> store::Result<T>) -> Result<T, Error> {
+        let mut store = lock(&self.store);
+        let started = Instant::now();
+        let result = f(&mut store);
+        drop(store);
+        let held = started.elapsed();
+        if held > SLOW_HOLD {
+            log::warn!("database: the lock was held for {held:?}");
+        }
+        result.map_err(|e| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => {
+                log::warn!("database: the disk is full");
+                Error::new(
+                    Kind::InsufficientStorage,
+                    "the node's storage is full: free some space and try again",
+                )
+            }
+            _ => Error::internal("database", &e),
+        })
+    }
+}
+
+/// A panic in one request must not take the lock down for all others.
+pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,0 +1,379 @@
+//! Supervised child processes (ffprobe, ffmpeg): each runs in its own process
+//! group and is killed by the kernel when the thread that started it dies
+//! (`PR_SET_PDEATHSIG`), so none outlives the node, even after SIGKILL. Its
+//! stdout is read by lines or to the end, its stderr drained on the same
+//! thread into a small tail that is never logged (ffmpeg prints the camera
+//! URL with its password there). Stopping is SIGTERM, then SIGKILL after a
+//! grace: a stalled RTSP read leaves ffmpeg deaf to SIGTERM.
+
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::process::{ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How much of stderr is kept, from its end: enough for the last error lines.
+const STDERR_TAIL_BYTES: usize = 4096;
+/// The longest stdout line kept whole; a longer one is cut.
+const MAX_LINE_BYTES: usize = 4096;
+
+pub struct Child {
+    process: std::process::Child,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    /// Stdout read but not yet returned.
+    pending: Vec<u8>,
+    stderr_tail: Vec<u8>,
+    exited: Option<ExitStatus>,
+}
+
+/// What [`Child::next_line`] saw.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Output {
+    Line(String),
+    /// Nothing within the wait.
+    Quiet,
+    /// Stdout reached its end: the child is exiting or gone.
+    Closed,
+}
+
+impl Child {
+    /// Starts `command` with stdin from /dev/null and stdout and stderr piped.
+    /// It must be supervised from the calling thread for its whole life: the
+    /// kernel kills it when this thread ends.
+    pub fn spawn(command: &mut Command) -> io::Result<Child> {
+        let parent = std::process::id() as libc::pid_t;
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        // SAFETY: only async-signal-safe calls (prctl, getppid) run between
+        // fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // The node died between fork and prctl: nobody will reap us.
+                if libc::getppid() != parent {
+                    return Err(io::Error::other("the parent exited"));
+                }
+                Ok(())
+            })
+        };
+        let mut process = command.spawn()?;
+        Ok(Child {
+            stdout: process.stdout.take(),
+            stderr: process.stderr.take(),
+            process,
+            pending: Vec::new(),
+            stderr_tail: Vec::new(),
+            exited: None,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process.id()
+    }
+
+    /// The end of what the child wrote to stderr, to classify a failure by.
+    /// It may hold a camera password: never log it or show it.
+    pub fn stderr_tail(&self) -> String {
+        String::from_utf8_lossy(&self.stderr_tail).into_owned()
+    }
+
+    /// Waits at most `wait` for the next line of stdout, draining stderr meanwhile.
+    pub fn next_line(&mut self, wait: Duration) -> Output {
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(line) = self.take_line() {
+                return Output::Line(line);
+            }
+            if self.stdout.is_none() {
+                return Output::Closed;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Output::Quiet;
+            }
+            self.pump(left);
+        }
+    }
+
+    /// Reads stdout to its end (keeping at most `limit` bytes) and waits for
+    /// the exit, all before `deadline`; past it the child is killed and None
+    /// returned.
+    pub fn finish(&mut self, deadline: Instant, limit: usize) -> Option<(Vec<u8>, ExitStatus)> {
+        while self.stdout.is_some() || self.stderr.is_some() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                self.kill();
+                return None;
+            }
+            self.pump(left);
+            if self.pending.len() > limit {
+                self.pending.truncate(limit);
+            }
+        }
+        let Some(status) = self.wait_until(deadline) else {
+            self.kill();
+            return None;
+        };
+        Some((std::mem::take(&mut self.pending), status))
+    }
+
+    /// Asks the child to finish (SIGTERM to its group); it may take a while.
+    pub fn terminate(&self) {
+        self.signal(libc::SIGTERM);
+    }
+
+    /// Waits for the exit until `deadline`; None if it is still running.
+    pub fn wait_until(&mut self, deadline: Instant) -> Option<ExitStatus> {
+        loop {
+            if let Some(status) = self.exited {
+                return Some(status);
+            }
+            if let Ok(Some(status)) = self.process.try_wait() {
+                self.exited = Some(status);
+                continue;
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            // Keep stderr flowing so a chatty child cannot block on it.
+            if self.stdout.is_some() || self.stderr.is_some() {
+                self.pump(Duration::from_millis(20).min(deadline - Instant::now()));
+            } else {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// SIGKILL to the group, and reaps the child.
+    pub fn kill(&mut self) -> ExitStatus {
+        if let Some(status) = self.exited {
+            return status;
+        }
+        self.signal(libc::SIGKILL);
+        let status = self.process.wait().unwrap_or_else(|_| {
+            use std::os::unix::process::ExitStatusExt;
+            ExitStatus::from_raw(libc::SIGKILL)
+        });
+        self.exited = Some(status);
+        status
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        if self.exited.is_some() {
+            return;
+        }
+        // The group's id is the child's pid (process_group(0)). While the
+        // child is unreaped its pid cannot be reused, so this never hits a
+        // stranger.
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(-(self.process.id() as libc::pid_t), signal) };
+    }
+
+    /// Returns the next complete line of `pending` (or what is left once
+    /// stdout is closed).
+    fn take_line(&mut self) -> Option<String> {
+        let end = match self.pending.iter().position(|&b| b == b'\n') {
+            Some(newline) => newline + 1,
+            None if self.stdout.is_none() && !self.pending.is_empty() => self.pending.len(),
+            None if self.pending.len() > MAX_LINE_BYTES => self.pending.len(),
+            None => return None,
+        };
+        let line: Vec<u8> = self.pending.drain(..end).collect();
+        let line = String::from_utf8_lossy(&line);
+        Some(line.trim_end_matches(['\r', '\n']).to_owned())
+    }
+
+    /// Waits at most `wait` for either pipe to have something, and reads it.
+    fn pump(&mut self, wait: Duration) {
+        let fds: Vec<(i32, bool)> = [
+            self.stdout.as_ref().map(|p| (p.as_raw_fd(), true)),
+            self.stderr.as_ref().map(|p| (p.as_raw_fd(), false)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if fds.is_empty() {
+            std::thread::sleep(wait);
+            return;
+        }
+        let mut polls: Vec<libc::pollfd> = fds
+            .iter()
+            .map(|&(fd, _)| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let millis = wait.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+        // SAFETY: `polls` is a valid array of its length for the call.
+        let ready = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, millis) };
+        if ready <= 0 {
+            return;
+        }
+        let mut buf = [0u8; 8192];
+        for (poll, &(_, is_stdout)) in polls.iter().zip(&fds) {
+            if poll.revents == 0 {
+                continue;
+            }
+            let read = if is_stdout {
+                self.stdout.as_mut().map(|p| p.read(&mut buf))
+            } else {
+                self.stderr.as_mut().map(|p| p.read(&mut buf))
+            };
+            match read {
+                Some(Ok(n)) if n > 0 => {
+                    if is_stdout {
+                        self.pending.extend_from_slice(&buf[..n]);
+                    } else {
+                        self.stderr_tail.extend_from_slice(&buf[..n]);
+                        let over = self.stderr_tail.len().saturating_sub(STDERR_TAIL_BYTES);
+                        self.stderr_tail.drain(..over);
+                    }
+                }
+                Some(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                // End of file, or an error: the pipe is done.
+                _ => {
+                    if is_stdout {
+                        self.stdout = None;
+                    } else {
+                        self.stderr = None;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Child {
+        Child::spawn(Command::new("sh").args(["-c", script])).unwrap()
+    }
+
+    fn alive(pid: u32) -> bool {
+        // A zombie is dead for our purposes.
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| !stat.contains(") Z "))
+            .unwrap_or(false)
+    }
+
+    #[test]
+    fn lines_and_the_end_of_stdout() {
+        let mut child = sh("echo one; echo two >&2; printf 'two\\nthree'; exit 3");
+        let wait = Duration::from_secs(5);
+        assert_eq!(child.next_line(wait), Output::Line("one".into()));
+        assert_eq!(child.next_line(wait), Output::Line("two".into()));
+        assert_eq!(child.next_line(wait), Output::Line("three".into()));
+        assert_eq!(child.next_line(wait), Output::Closed);
+        let status = child.wait_until(Instant::now() + wait).unwrap();
+        assert_eq!(status.code(), Some(3));
+        assert_eq!(child.stderr_tail(), "two\n");
+    }
+
+    #[test]
+    fn quiet_children_time_out() {
+        let mut child = sh("sleep 5");
+        let started = Instant::now();
+        assert_eq!(child.next_line(Duration::from_millis(200)), Output::Quiet);
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn stderr_keeps_only_its_tail() {
+        let mut child = sh("head -c 100000 /dev/zero | tr '\\0' x >&2; echo END >&2; echo out");
+        let (out, status) = child
+            .finish(Instant::now() + Duration::from_secs(5), 1024)
+            .unwrap();
+        assert_eq!((out.as_slice(), status.success()), (&b"out\n"[..], true));
+        let tail = child.stderr_tail();
+        assert_eq!(tail.len(), STDERR_TAIL_BYTES);
+        assert!(tail.ends_with("xxEND\n"), "{tail}");
+    }
+
+    #[test]
+    fn finish_kills_at_the_deadline() {
+        let mut child = sh("echo started; exec sleep 30");
+        let pid = child.pid();
+        let started = Instant::now();
+        assert!(
+            child
+                .finish(Instant::now() + Duration::from_millis(300), 1024)
+                .is_none()
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(!alive(pid), "{pid} still alive");
+    }
+
+    #[test]
+    fn sigterm_then_sigkill() {
+        let mut child = sh("trap 'echo bye; exit 0' TERM; echo ready; while :; do sleep 0.1; done");
+        let wait = Duration::from_secs(5);
+        assert_eq!(child.next_line(wait), Output::Line("ready".into()));
+        child.terminate();
+        assert_eq!(child.next_line(wait), Output::Line("bye".into()));
+        assert!(child.wait_until(Instant::now() + wait).unwrap().success());
+
+        // One deaf to SIGTERM, like ffmpeg blocked on a stalled camera.
+        let mut deaf = sh("trap '' TERM; echo ready; while :; do sleep 0.1; done");
+        assert_eq!(deaf.next_line(wait), Output::Line("ready".into()));
+        deaf.terminate();
+        assert_eq!(
+            deaf.wait_until(Instant::now() + Duration::from_millis(300)),
+            None
+        );
+        assert!(!deaf.kill().success());
+        assert!(!alive(deaf.pid()));
+    }
+
+    #[test]
+    fn the_whole_group_is_killed() {
+        // The shell's own child (sleep) is in the same group and goes too.
+        let mut child = sh("sleep 30 & echo $!; wait");
+        let Output::Line(grandchild) = child.next_line(Duration::from_secs(5)) else {
+            panic!("no pid printed");
+        };
+        let grandchild: u32 = grandchild.parse().unwrap();
+        assert!(alive(grandchild));
+        child.kill();
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            !alive(grandchild)
+        });
+        assert!(gone, "sleep {grandchild} outlived its group");
+    }
+
+    #[test]
+    fn children_die_with_the_thread_that_started_them() {
+        let pid = std::thread::spawn(|| {
+            let child = sh("exec sleep 30");
+            let pid = child.pid();
+            // Leak it: only the kernel's death signal can end it now.
+            std::mem::forget(child);
+            pid
+        })
+        .join()
+        .unwrap();
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            !alive(pid)
+        });
+        assert!(gone, "sleep {pid} outlived the thread that started it");
+        // Reap it.
+        // SAFETY: waitpid on our own child.
+        unsafe { libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0) };
+    }
+}

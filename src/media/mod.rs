@@ -1,0 +1,7 @@
+//! Media plumbing that knows nothing of cameras, the database or HTTP:
+//! supervised ffmpeg-family processes, what their errors mean, and the boxes
+//! of the fragmented MP4 files that recordings are made of.
+
+pub mod child;
+pub mod failure;
+pub mod fmp4;

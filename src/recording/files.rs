@@ -1,0 +1,193 @@
+//! Where recordings live on disk, and what their names mean:
+//! `<dir>/<camera>/<hour>/<start>.mp4` for indexed segments (for example
+//! `<camera>/2026-11-22T21Z/2026-11-22T21-36-14.123Z.mp4`, UTC), and
+//! `<dir>/<camera>/incoming/` for the files ffmpeg is writing, named by it
+//! (`20261122T213614.mp4`). Also the few file-system calls the rest needs.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
+
+use uuid::Uuid;
+
+pub const INCOMING: &str = "incoming";
+/// ffmpeg's `-strftime` pattern for the files it writes (with `TZ=UTC`).
+pub const INCOMING_PATTERN: &str = "%Y%m%dT%H%M%S.mp4";
+
+const HOUR_MS: i64 = 3_600_000;
+
+pub fn camera_dir(dir: &Path, camera: Uuid) -> PathBuf {
+    dir.join(camera.to_string())
+}
+
+pub fn incoming_dir(dir: &Path, camera: Uuid) -> PathBuf {
+    camera_dir(dir, camera).join(INCOMING)
+}
+
+/// `2026-11-22T21:36:14.123Z` for a time in ms since the epoch.
+fn rfc3339(ms: i64) -> String {
+    let time = UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+fn parse_rfc3339(text: &str) -> Option<i64> {
+    let time = humantime::parse_rfc3339(text).ok()?;
+    let ms = time.duration_since(UNIX_EPOCH).ok()?.as_millis();
+    i64::try_from(ms).ok()
+}
+
+/// The hour folder of a moment: `2026-11-22T21Z`.
+pub fn hour_folder(ms: i64) -> String {
+    format!("{}Z", &rfc3339(ms)[..13])
+}
+
+/// The start of the hour a folder stands for, if it is one of ours.
+pub fn hour_of(folder: &str) -> Option<i64> {
+    let hour = folder.strip_suffix('Z').filter(|h| h.len() == 13)?;
+    parse_rfc3339(&format!("{hour}:00:00Z")).filter(|ms| hour_folder(*ms) == folder)
+}
+
+/// Where the segment of `camera` starting at `start_ms` is kept, relative
+/// to the recordings folder.
+pub fn segment_path(camera: Uuid, start_ms: i64) -> String {
+    let name = rfc3339(start_ms).replace(':', "-");
+    format!("{camera}/{}/{name}.mp4", hour_folder(start_ms))
+}
+
+/// The start of an indexed segment from its file name, if it is one of ours.
+pub fn start_of(file_name: &str) -> Option<i64> {
+    let stem = file_name.strip_suffix(".mp4")?;
+    if stem.len() != 24 || !stem.is_ascii() {
+        return None;
+    }
+    let text = format!("{}:{}:{}", &stem[..13], &stem[14..16], &stem[17..]);
+    parse_rfc3339(&text).filter(|ms| format!("{}.mp4", rfc3339(*ms).replace(':', "-")) == file_name)
+}
+
+/// When ffmpeg began a file it named `20261122T213614.mp4`, to the second.
+pub fn incoming_start(file_name: &str) -> Option<i64> {
+    let stem = file_name.strip_suffix(".mp4")?;
+    let digits = |r: std::ops::Range<usize>| {
+        stem.get(r)
+            .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
+    };
+    if stem.len() != 15 || stem.as_bytes()[8] != b'T' {
+        return None;
+    }
+    let text = format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        digits(0..4)?,
+        digits(4..6)?,
+        digits(6..8)?,
+        digits(9..11)?,
+        digits(11..13)?,
+        digits(13..15)?
+    );
+    parse_rfc3339(&text)
+}
+
+/// The hour (its start in ms) that `ms` falls in.
+pub fn hour_start(ms: i64) -> i64 {
+    ms.div_euclid(HOUR_MS) * HOUR_MS
+}
+
+pub const HOUR: i64 = HOUR_MS;
+
+/// Makes a folder's entries (a new or renamed file) survive a power cut.
+pub fn sync_dir(path: &Path) -> io::Result<()> {
+    File::open(path)?.sync_all()
+}
+
+/// Removes a folder if it is empty; anything else is left alone.
+pub fn remove_if_empty(path: &Path) {
+    let _ = std::fs::remove_dir(path);
+}
+
+/// Free and total bytes of the file system holding `path`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Space {
+    /// What an unprivileged process (the node) may still write.
+    pub free: u64,
+    pub total: u64,
+}
+
+pub fn space(path: &Path) -> io::Result<Space> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: statvfs writes only into `stats`, and `path` is NUL-terminated.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let block = stats.f_frsize as u64;
+    Ok(Space {
+        free: stats.f_bavail as u64 * block,
+        total: stats.f_blocks as u64 * block,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAMERA: &str = "0f8fad5b-d9cb-469f-a165-70867728950e";
+
+    #[test]
+    fn names_round_trip() {
+        let camera = Uuid::parse_str(CAMERA).unwrap();
+        let start = 1_795_383_374_123; // 2026-11-22T21:36:14.123Z
+        let path = segment_path(camera, start);
+        assert_eq!(
+            path,
+            format!("{CAMERA}/2026-11-22T21Z/2026-11-22T21-36-14.123Z.mp4")
+        );
+        let (_, name) = path.rsplit_once('/').unwrap();
+        assert_eq!(start_of(name), Some(start));
+        assert_eq!(
+            hour_of("2026-11-22T21Z"),
+            Some(start - 36 * 60_000 - 14_123)
+        );
+        assert_eq!(hour_start(start), start - 36 * 60_000 - 14_123);
+        assert_eq!(incoming_start("20261122T213614.mp4"), Some(start - 123));
+    }
+
+    #[test]
+    fn strangers_are_not_ours() {
+        for name in [
+            "2026-11-22T21-36-14.123Z.mkv",
+            "2026-11-22T21-36-14Z.mp4",
+            "2026-11-22T21:36:14.123Z.mp4",
+            "2026-13-22T21-36-14.123Z.mp4",
+            "notes.mp4",
+            "",
+        ] {
+            assert_eq!(start_of(name), None, "{name}");
+        }
+        for folder in [
+            "2026-11-22T21",
+            "2026-11-22T25Z",
+            "2026-11-22Z",
+            "incoming",
+            "x",
+        ] {
+            assert_eq!(hour_of(folder), None, "{folder}");
+        }
+        for name in [
+            "20261122T213614.mkv",
+            "20261122-213614.mp4",
+            "2026112xT213614.mp4",
+            "x.mp4",
+        ] {
+            assert_eq!(incoming_start(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn free_space() {
+        let space = space(Path::new("/")).unwrap();
+        assert!(space.total > 0 && space.free <= space.total, "{space:?}");
+        assert!(super::space(Path::new("/nonexistent/nvr")).is_err());
+    }
+}

@@ -1,0 +1,113 @@
+//! Responses as handlers build them: a status, headers and a body that is
+//! either in memory or read as it is sent (a recording streamed from its
+//! files), and how one becomes tiny_http's response.
+
+use std::io::{Cursor, Read};
+
+use serde::Serialize;
+use tiny_http::{Header, Response};
+
+use crate::error::{Error, Kind};
+
+/// What a response carries.
+pub enum Body {
+    Bytes(Vec<u8>),
+    /// `len` bytes, read as they are sent.
+    Stream(Box<dyn Read + Send>, u64),
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Body::Bytes(bytes) => write!(f, "{} bytes", bytes.len()),
+            Body::Stream(_, len) => write!(f, "a stream of {len} bytes"),
+        }
+    }
+}
+
+/// A response as handlers build it.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    content_type: Option<&'static str>,
+    body: Body,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl Reply {
+    pub fn bytes(status: u16, content_type: &'static str, body: Vec<u8>) -> Reply {
+        Reply {
+            status,
+            content_type: Some(content_type),
+            body: Body::Bytes(body),
+            headers: Vec::new(),
+        }
+    }
+
+    /// `len` bytes of `content_type` read from `body` while they are sent.
+    pub fn stream(
+        status: u16,
+        content_type: &'static str,
+        body: Box<dyn Read + Send>,
+        len: u64,
+    ) -> Reply {
+        Reply {
+            status,
+            content_type: Some(content_type),
+            body: Body::Stream(body, len),
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn json(status: u16, value: &impl Serialize) -> Reply {
+        let body = serde_json::to_vec(value).expect("response types serialize");
+        Reply::bytes(status, "application/json", body)
+    }
+
+    pub fn no_content() -> Reply {
+        Reply {
+            status: 204,
+            content_type: None,
+            body: Body::Bytes(Vec::new()),
+            headers: Vec::new(),
+        }
+    }
+
+    /// `{"error": "<message>"}`, with `Allow` for 405 and `Retry-After` for 503.
+    pub fn error(error: &Error) -> Reply {
+        let reply = Reply::json(
+            error.kind.status(),
+            &serde_json::json!({ "error": error.message }),
+        );
+        match (error.allow, error.kind) {
+            (Some(allow), _) => reply.with_header("Allow", allow),
+            (None, Kind::Unavailable) => reply.with_header("Retry-After", "1"),
+            (None, _) => reply,
+        }
+    }
+
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Reply {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    pub fn into_response(self) -> Response<Box<dyn Read + Send>> {
+        let (body, len): (Box<dyn Read + Send>, u64) = match self.body {
+            Body::Bytes(bytes) => {
+                let len = bytes.len() as u64;
+                (Box::new(Cursor::new(bytes)), len)
+            }
+            Body::Stream(reader, len) => (reader, len),
+        };
+        let content_type = self.content_type.map(|t| ("Content-Type", t.to_owned()));
+        let headers = content_type
+            .into_iter()
+            .chain(self.headers)
+            .filter_map(|(name, value)| Header::from_bytes(name, value).ok())
+            .collect();
+        // With a known length, always Content-Length rather than chunks:
+        // media players need it to ask for ranges.
+        Response::new(self.status.into(), headers, body, Some(len as usize), None)
+            .with_chunked_threshold(usize::MAX)
+    }
+}

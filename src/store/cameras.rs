@@ -1,0 +1,195 @@
+//! Cameras: their settings (with the stream URLs, which never leave the
+//! node) and capabilities.
+
+use std::sync::Arc;
+
+use rusqlite::types::Value;
+use rusqlite::{OptionalExtension, Row, params, params_from_iter};
+use uuid::Uuid;
+
+use super::events::clip_paths;
+use super::segments::tombstone_where;
+use super::{Result, Store, uuid_column};
+use crate::camera::{Camera, Capabilities, Settings};
+
+impl Store {
+    /// All cameras, oldest first.
+    pub fn cameras(&self) -> Result<Arc<Vec<Camera>>> {
+        if let Some(cameras) = self.cameras.borrow().as_ref() {
+            return Ok(cameras.clone());
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!("{SELECT_CAMERA} ORDER BY created_at_ms, id"))?;
+        let cameras = Arc::new(
+            stmt.query_map([], camera_from_row)?
+                .collect::<Result<_>>()?,
+        );
+        *self.cameras.borrow_mut() = Some(Arc::clone(&cameras));
+        Ok(cameras)
+    }
+
+    pub fn camera(&self, id: Uuid) -> Result<Option<Camera>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!("{SELECT_CAMERA} WHERE id = ?1"))?;
+        stmt.query_row([id.to_string()], camera_from_row).optional()
+    }
+
+    pub fn insert_camera(&self, camera: &Camera, created_at_ms: i64) -> Result<()> {
+        self.written();
+        let mut values = camera_values(camera);
+        values.push(created_at_ms.into());
+        self.conn.execute(
+            "INSERT INTO camera (id, name, make, model, rtsp_url, rtsp_sub_url, enabled,
+                                 record, detect, capabilities, created_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params_from_iter(values),
+        )?;
+        Ok(())
+    }
+
+    /// Writes a camera's settings and capabilities; returns whether it exists.
+    pub fn update_camera(&self, camera: &Camera) -> Result<bool> {
+        self.written();
+        let n = self.conn.execute(
+            "UPDATE camera SET name = ?2, make = ?3, model = ?4, rtsp_url = ?5, rtsp_sub_url = ?6,
+                               enabled = ?7, record = ?8, detect = ?9, capabilities = ?10
+             WHERE id = ?1",
+            params_from_iter(camera_values(camera)),
+        )?;
+        Ok(n > 0)
+    }
+
+    /// Deletes a camera with its events, and turns its segments into
+    /// tombstones; returns it and its events' clip files.
+    pub fn delete_camera(&mut self, id: Uuid) -> Result<Option<(Camera, Vec<String>)>> {
+        let Some(camera) = self.camera(id)? else {
+            return Ok(None);
+        };
+        self.written();
+        let tx = self.conn.transaction()?;
+        let clips = clip_paths(&tx, "camera_id = ?1", [id.to_string()])?;
+        tx.execute("DELETE FROM event WHERE camera_id = ?1", [id.to_string()])?;
+        let freed = tombstone_where(&tx, "camera_id = ?1", [id.to_string()])?;
+        tx.execute("DELETE FROM camera WHERE id = ?1", [id.to_string()])?;
+        tx.commit()?;
+        self.segments_freed(freed);
+        Ok(Some((camera, clips)))
+    }
+
+    /// Returns whether the camera exists.
+    pub fn set_capabilities(&self, id: Uuid, capabilities: &Capabilities) -> Result<bool> {
+        self.written();
+        let n = self.conn.execute(
+            "UPDATE camera SET capabilities = ?2 WHERE id = ?1",
+            params![id.to_string(), capabilities_json(capabilities)],
+        )?;
+        Ok(n > 0)
+    }
+}
+
+/// A camera's columns from `id` to `capabilities`, as parameters ?1 to ?10.
+fn camera_values(camera: &Camera) -> Vec<Value> {
+    let s = &camera.settings;
+    let text = |t: &str| Value::Text(t.to_owned());
+    vec![
+        text(&camera.id.to_string()),
+        text(&s.name),
+        text(&s.make),
+        text(&s.model),
+        text(&s.rtsp_url),
+        s.rtsp_sub_url.clone().map_or(Value::Null, Value::Text),
+        Value::Integer(s.enabled.into()),
+        Value::Integer(s.record.into()),
+        Value::Integer(s.detect.into()),
+        camera
+            .capabilities
+            .as_ref()
+            .map_or(Value::Null, |c| Value::Text(capabilities_json(c))),
+    ]
+}
+
+const SELECT_CAMERA: &str = "SELECT id, name, make, model, rtsp_url, rtsp_sub_url, enabled, \
+                             record, detect, capabilities FROM camera";
+
+fn camera_from_row(r: &Row) -> Result<Camera> {
+    let capabilities: Option<String> = r.get(9)?;
+    Ok(Camera {
+        id: uuid_column(r, 0)?,
+        settings: Settings {
+            name: r.get(1)?,
+            make: r.get(2)?,
+            model: r.get(3)?,
+            rtsp_url: r.get(4)?,
+            rtsp_sub_url: r.get(5)?,
+            enabled: r.get(6)?,
+            record: r.get(7)?,
+            detect: r.get(8)?,
+        },
+        // A row this version cannot read counts as not probed.
+        capabilities: capabilities.and_then(|json| serde_json::from_str(&json).ok()),
+    })
+}
+
+fn capabilities_json(capabilities: &Capabilities) -> String {
+    serde_json::to_string(capabilities).expect("capabilities serialize")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{camera, temp_dir};
+    use super::*;
+
+    #[test]
+    fn cameras_round_trip_across_reopen() {
+        let dir = temp_dir("cameras");
+        let a = camera("a");
+        let mut b = camera("b");
+        b.settings.rtsp_sub_url = Some("rtsp://h/sub".into());
+        {
+            let store = Store::open(&dir).unwrap();
+            store.insert_camera(&a, 1).unwrap();
+            store.insert_camera(&b, 2).unwrap();
+            let caps = Capabilities {
+                video_codec: "h264".into(),
+                width: 640,
+                height: 360,
+                fps: 25,
+                audio_codec: Some("pcm_alaw".into()),
+            };
+            assert!(store.set_capabilities(b.id, &caps).unwrap());
+            b.capabilities = Some(caps);
+            assert!(
+                !store
+                    .set_capabilities(Uuid::new_v4(), b.capabilities.as_ref().unwrap())
+                    .unwrap()
+            );
+        }
+        let mut store = Store::open(&dir).unwrap();
+        assert_eq!(*store.cameras().unwrap(), vec![a.clone(), b.clone()]);
+        let mut changed = b.clone();
+        changed.settings.name = "b2".into();
+        changed.settings.rtsp_sub_url = None;
+        changed.capabilities = None;
+        assert_eq!(*store.cameras().unwrap(), vec![a.clone(), b.clone()]);
+        assert!(store.update_camera(&changed).unwrap());
+        assert_eq!(
+            store.cameras().unwrap()[1],
+            changed,
+            "the cached list is renewed"
+        );
+        assert_eq!(store.camera(b.id).unwrap(), Some(changed));
+        assert!(store.update_camera(&b).unwrap());
+        assert!(!store.update_camera(&camera("ghost")).unwrap());
+        assert_eq!(store.camera(b.id).unwrap(), Some(b.clone()));
+        assert_eq!(
+            store.delete_camera(a.id).unwrap(),
+            Some((a.clone(), vec![]))
+        );
+        assert_eq!(store.delete_camera(a.id).unwrap(), None);
+        assert_eq!(store.camera(a.id).unwrap(), None);
+        assert_eq!(*store.cameras().unwrap(), vec![b]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,203 @@
+//! The node's SQLite database: schema versions and upgrades, and one file
+//! per table group (cameras, events, recorded segments, the node's identity).
+//! Knows nothing of HTTP.
+
+mod cameras;
+mod events;
+mod node;
+mod segments;
+
+use std::cell::{Cell, RefCell};
+use std::path::Path;
+use std::sync::Arc;
+
+use rusqlite::{Connection, Row};
+use uuid::Uuid;
+
+use crate::camera::Camera;
+
+pub use node::Identity;
+pub use segments::Segment;
+
+pub type Result<T> = rusqlite::Result<T>;
+
+/// Each step upgrades the schema from version `index` to `index + 1`.
+const UPGRADES: &[&str] = &[
+    // 0 -> 1
+    "CREATE TABLE node (
+         key TEXT PRIMARY KEY,
+         value TEXT NOT NULL
+     ) STRICT;
+     CREATE TABLE camera (
+         id TEXT PRIMARY KEY,
+         name TEXT NOT NULL,
+         make TEXT NOT NULL,
+         model TEXT NOT NULL,
+         rtsp_url TEXT NOT NULL,
+         rtsp_sub_url TEXT,
+         enabled INTEGER NOT NULL,
+         record INTEGER NOT NULL,
+         detect INTEGER NOT NULL,
+         capabilities TEXT,
+         created_at_ms INTEGER NOT NULL
+     ) STRICT;
+     CREATE TABLE event (
+         id TEXT PRIMARY KEY,
+         camera_id TEXT NOT NULL,
+         kind TEXT NOT NULL,
+         score REAL NOT NULL,
+         started_at_ms INTEGER NOT NULL,
+         ended_at_ms INTEGER NOT NULL,
+         clip_status TEXT NOT NULL
+     ) STRICT;
+     CREATE INDEX event_started ON event (started_at_ms DESC);",
+    // 1 -> 2: clips, deleting a camera's events, and the uploader's queue.
+    "ALTER TABLE event ADD COLUMN clip_path TEXT;
+     CREATE INDEX event_camera ON event (camera_id);
+     CREATE INDEX event_clip_pending ON event (started_at_ms)
+         WHERE clip_status != 'uploaded' AND clip_path IS NOT NULL;",
+    // 2 -> 3: recorded segments, the tombstones of their deletion, and events
+    // by camera and time (which segments an event's clip still needs).
+    "CREATE TABLE segment (
+         camera_id TEXT NOT NULL,
+         start_ms INTEGER NOT NULL,
+         end_ms INTEGER NOT NULL,
+         bytes INTEGER NOT NULL,
+         path TEXT NOT NULL,
+         PRIMARY KEY (camera_id, start_ms)
+     ) STRICT, WITHOUT ROWID;
+     CREATE INDEX segment_start ON segment (start_ms);
+     CREATE TABLE segment_garbage (
+         path TEXT PRIMARY KEY
+     ) STRICT, WITHOUT ROWID;
+     DROP INDEX event_camera;
+     CREATE INDEX event_camera_started ON event (camera_id, started_at_ms);",
+];
+
+pub struct Store {
+    conn: Connection,
+    /// The cameras as last read, until a camera is written: status and the
+    /// camera list read them on every call, and a query per call was most of
+    /// their cost.
+    cameras: RefCell<Option<Arc<Vec<Camera>>>>,
+    /// The node id as last read, until the identity is written.
+    node_id: RefCell<Option<Option<String>>>,
+    /// Counts writes to cameras and the identity, so views built from them
+    /// can tell whether they are still current.
+    generation: Cell<u64>,
+    /// The bytes of all recorded segments, once counted: kept up to date on
+    /// each write, since the retention check asks after every new segment.
+    segment_bytes: Cell<Option<u64>>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database in `dir` and upgrades its schema.
+    pub fn open(dir: &Path) -> Result<Store> {
+        let conn = Connection::open(dir.join("nvr-node.db"))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // FULL: a camera or event acknowledged with a 2xx survives a power cut too.
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", true)?;
+        let mut store = Store {
+            conn,
+            cameras: RefCell::new(None),
+            node_id: RefCell::new(None),
+            generation: Cell::new(0),
+            segment_bytes: Cell::new(None),
+        };
+        store.upgrade()?;
+        Ok(store)
+    }
+
+    fn upgrade(&mut self) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        let version: usize = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version > UPGRADES.len() {
+            let message = format!(
+                "database schema version {version} is newer than this node knows ({})",
+                UPGRADES.len()
+            );
+            let code = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR);
+            return Err(rusqlite::Error::SqliteFailure(code, Some(message)));
+        }
+        for (from, sql) in UPGRADES.iter().enumerate().skip(version) {
+            log::info!(
+                "upgrading database schema from version {from} to {}",
+                from + 1
+            );
+            tx.execute_batch(sql)?;
+        }
+        tx.pragma_update(None, "user_version", UPGRADES.len())?;
+        tx.commit()
+    }
+
+    /// Changes with every write to the cameras or the identity.
+    pub fn generation(&self) -> u64 {
+        self.generation.get()
+    }
+
+    /// Forgets what was read of the cameras and the identity, before either
+    /// is written. (A camera write also drops the node id: one query, rarely.)
+    fn written(&self) {
+        self.cameras.take();
+        self.node_id.take();
+        self.generation.set(self.generation.get() + 1);
+    }
+}
+
+fn uuid_column(r: &Row, index: usize) -> Result<Uuid> {
+    let text: String = r.get(index)?;
+    Uuid::try_parse(&text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+    use crate::camera::Settings;
+
+    pub fn temp_dir(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("nvr-node-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    pub fn camera(name: &str) -> Camera {
+        Camera {
+            id: Uuid::new_v4(),
+            settings: Settings {
+                name: name.into(),
+                make: "Acme".into(),
+                model: "".into(),
+                rtsp_url: "rtsp://u:p@h/main".into(),
+                rtsp_sub_url: None,
+                enabled: true,
+                record: false,
+                detect: true,
+            },
+            capabilities: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::temp_dir;
+    use super::*;
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let dir = temp_dir("newer");
+        drop(Store::open(&dir).unwrap());
+        let conn = Connection::open(dir.join("nvr-node.db")).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+        drop(conn);
+        let err = Store::open(&dir).err().expect("refused");
+        assert!(err.to_string().contains("newer"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,105 @@
+//! The node's identity towards the cloud, in the `node` key-value table.
+
+use rusqlite::OptionalExtension;
+
+use super::{Result, Store};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Identity {
+    pub node_id: String,
+    /// Never logged, never shown.
+    pub secret: String,
+    /// Whether a person has claimed the node into an account.
+    pub claimed: bool,
+}
+
+impl Store {
+    /// The id the cloud gave this node, once it has registered. One lookup:
+    /// status asks for it on every call, and needs no secret.
+    pub fn node_id(&self) -> Result<Option<String>> {
+        if let Some(node_id) = self.node_id.borrow().as_ref() {
+            return Ok(node_id.clone());
+        }
+        let node_id = self.node_value("node_id")?;
+        *self.node_id.borrow_mut() = Some(node_id.clone());
+        Ok(node_id)
+    }
+
+    fn node_value(&self, key: &str) -> Result<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT value FROM node WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()
+    }
+
+    /// The node's cloud identity, once it has registered.
+    pub fn identity(&self) -> Result<Option<Identity>> {
+        let value = |key: &str| self.node_value(key);
+        let (Some(node_id), Some(secret)) = (value("node_id")?, value("node_secret")?) else {
+            return Ok(None);
+        };
+        let claimed = value("claimed")?.as_deref() == Some("true");
+        Ok(Some(Identity {
+            node_id,
+            secret,
+            claimed,
+        }))
+    }
+
+    /// Stores the identity (or forgets it, with None) in one transaction.
+    pub fn set_identity(&mut self, identity: Option<&Identity>) -> Result<()> {
+        self.written();
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "DELETE FROM node WHERE key IN ('node_id', 'node_secret', 'claimed')",
+            [],
+        )?;
+        if let Some(identity) = identity {
+            let claimed = if identity.claimed { "true" } else { "false" };
+            let rows = [
+                ("node_id", identity.node_id.as_str()),
+                ("node_secret", &identity.secret),
+                ("claimed", claimed),
+            ];
+            for (key, value) in rows {
+                tx.execute(
+                    "INSERT INTO node (key, value) VALUES (?1, ?2)",
+                    [key, value],
+                )?;
+            }
+        }
+        tx.commit()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::temp_dir;
+    use super::*;
+    use uuid::Uuid;
+
+    #[test]
+    fn identity_round_trip() {
+        let dir = temp_dir("identity");
+        let mut store = Store::open(&dir).unwrap();
+        assert_eq!(store.identity().unwrap(), None);
+        let identity = Identity {
+            node_id: Uuid::new_v4().to_string(),
+            secret: "s".into(),
+            claimed: false,
+        };
+        store.set_identity(Some(&identity)).unwrap();
+        let claimed = Identity {
+            claimed: true,
+            ..identity.clone()
+        };
+        store.set_identity(Some(&claimed)).unwrap();
+        drop(store);
+        let mut store = Store::open(&dir).unwrap();
+        assert_eq!(store.identity().unwrap(), Some(claimed.clone()));
+        assert_eq!(store.node_id().unwrap(), Some(claimed.node_id));
+        store.set_identity(None).unwrap();
+        assert_eq!(store.identity().unwrap(), None);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,262 @@
+//! Recorded segments: one row per closed file, and the tombstones that make
+//! deleting them crash-safe (rows become tombstones in one transaction, then
+//! the files are unlinked, then the tombstones dropped).
+
+use rusqlite::{OptionalExtension, Transaction, params};
+use uuid::Uuid;
+
+use super::{Result, Store, uuid_column};
+
+/// A closed, indexed segment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub camera_id: Uuid,
+    /// Wall-clock start and end, milliseconds since the Unix epoch, UTC.
+    pub start_ms: i64,
+    pub end_ms: i64,
+    pub bytes: u64,
+    /// The file, relative to the recordings folder.
+    pub path: String,
+}
+
+/// How far before the window's start a segment overlapping it may begin:
+/// segments are about 10 s, and never near this long.
+const LONGEST_SEGMENT_MS: i64 = 10 * 60 * 1000;
+
+/// Around an event, the span its clip is cut from.
+pub const CLIP_MARGIN_MS: i64 = 5_000;
+
+const SELECT_SEGMENT: &str = "SELECT camera_id, start_ms, end_ms, bytes, path FROM segment";
+
+fn segment_from_row(r: &rusqlite::Row) -> Result<Segment> {
+    Ok(Segment {
+        camera_id: uuid_column(r, 0)?,
+        start_ms: r.get(1)?,
+        end_ms: r.get(2)?,
+        bytes: r.get::<_, i64>(3)?.max(0) as u64,
+        path: r.get(4)?,
+    })
+}
+
+impl Store {
+    /// Indexes a segment. Returns the start it was stored under (moved on by
+    /// a millisecond or more if another segment of the camera starts at the
+    /// same moment, as after the clock was set back), or None when the
+    /// camera no longer exists.
+    pub fn insert_segment(&self, segment: &Segment) -> Result<Option<i64>> {
+        let camera = segment.camera_id.to_string();
+        let mut start_ms = segment.start_ms;
+        loop {
+            let inserted = self
+                .conn
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO segment (camera_id, start_ms, end_ms, bytes, path)
+                     SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM camera WHERE id = ?1)",
+                )?
+                .execute(params![
+                    camera,
+                    start_ms,
+                    segment.end_ms.max(start_ms),
+                    segment.bytes as i64,
+                    segment.path
+                ])?;
+            if inserted == 1 {
+                if let Some(total) = self.segment_bytes.get() {
+                    self.segment_bytes.set(Some(total + segment.bytes));
+                }
+                return Ok(Some(start_ms));
+            }
+            let camera_exists: bool = self
+                .conn
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM camera WHERE id = ?1)")?
+                .query_row([&camera], |r| r.get(0))?;
+            if !camera_exists {
+                return Ok(None);
+            }
+            start_ms += 1;
+        }
+    }
+
+    /// The camera's segments that overlap `[start_ms, end_ms)`, oldest first.
+    pub fn segments_between(
+        &self,
+        camera: Uuid,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<Vec<Segment>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "{SELECT_SEGMENT} WHERE camera_id = ?1 AND start_ms >= ?2 AND start_ms < ?3
+               AND end_ms > ?4 ORDER BY start_ms"
+        ))?;
+        stmt.query_map(
+            params![
+                camera.to_string(),
+                start_ms.saturating_sub(LONGEST_SEGMENT_MS),
+                end_ms,
+                start_ms
+            ],
+            segment_from_row,
+        )?
+        .collect()
+    }
+
+    /// The camera's newest segment.
+    pub fn last_segment(&self, camera: Uuid) -> Result<Option<Segment>> {
+        self.conn
+            .prepare_cached(&format!(
+                "{SELECT_SEGMENT} WHERE camera_id = ?1 ORDER BY start_ms DESC LIMIT 1"
+            ))?
+            .query_row([camera.to_string()], segment_from_row)
+            .optional()
+    }
+
+    /// The bytes of all segments.
+    pub fn segment_bytes(&self) -> Result<u64> {
+        if let Some(total) = self.segment_bytes.get() {
+            return Ok(total);
+        }
+        let total: i64 =
+            self.conn
+                .query_row("SELECT COALESCE(SUM(bytes), 0) FROM segment", [], |r| {
+                    r.get(0)
+                })?;
+        let total = total.max(0) as u64;
+        self.segment_bytes.set(Some(total));
+        Ok(total)
+    }
+
+    pub fn segment_count(&self) -> Result<u64> {
+        let count: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM segment", [], |r| r.get(0))?;
+        Ok(count.max(0) as u64)
+    }
+
+    /// The start of the oldest segment of any camera.
+    pub fn oldest_segment_start(&self) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached("SELECT MIN(start_ms) FROM segment")?
+            .query_row([], |r| r.get(0))
+    }
+
+    /// Up to `limit` of the oldest segments across cameras, in the order they
+    /// should go: first those no event's clip still needs (an event without a
+    /// clip yet, within [`CLIP_MARGIN_MS`]), oldest first; then the others.
+    pub fn segments_to_delete(&self, limit: usize) -> Result<Vec<Segment>> {
+        let needed = "EXISTS (SELECT 1 FROM event e
+             WHERE e.camera_id = s.camera_id AND e.clip_path IS NULL
+               AND e.started_at_ms <= s.end_ms + ?2 AND e.ended_at_ms >= s.start_ms - ?2)";
+        let mut found = Vec::new();
+        for wanted in ["NOT", ""] {
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT s.camera_id, s.start_ms, s.end_ms, s.bytes, s.path FROM segment s
+                 WHERE {wanted} {needed} ORDER BY s.start_ms LIMIT ?1"
+            ))?;
+            let left = limit - found.len();
+            found.extend(
+                stmt.query_map(params![left as i64, CLIP_MARGIN_MS], segment_from_row)?
+                    .collect::<Result<Vec<_>>>()?,
+            );
+            if found.len() >= limit {
+                break;
+            }
+        }
+        Ok(found)
+    }
+
+    /// Turns segments into tombstones, in one transaction: their rows go,
+    /// their files are listed for [`Store::garbage`]. Returns the bytes freed.
+    pub fn tombstone_segments(&mut self, segments: &[Segment]) -> Result<u64> {
+        let tx = self.conn.transaction()?;
+        let mut freed = 0;
+        for segment in segments {
+            let camera = segment.camera_id.to_string();
+            freed += tombstone_where(
+                &tx,
+                "camera_id = ?1 AND start_ms = ?2",
+                params![camera, segment.start_ms],
+            )?;
+        }
+        tx.commit()?;
+        self.segments_freed(freed);
+        Ok(freed)
+    }
+
+    /// Drops the rows of segments whose files are gone (no tombstone: there
+    /// is nothing left to unlink).
+    pub fn forget_segments(&mut self, segments: &[Segment]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        let mut freed = 0;
+        for segment in segments {
+            freed += tx.execute(
+                "DELETE FROM segment WHERE camera_id = ?1 AND start_ms = ?2",
+                params![segment.camera_id.to_string(), segment.start_ms],
+            )? as u64
+                * segment.bytes;
+        }
+        tx.commit()?;
+        self.segments_freed(freed);
+        Ok(())
+    }
+
+    pub(super) fn segments_freed(&self, bytes: u64) {
+        if let Some(total) = self.segment_bytes.get() {
+            self.segment_bytes.set(Some(total.saturating_sub(bytes)));
+        }
+    }
+
+    /// Up to `limit` files of deleted segments still to unlink.
+    pub fn garbage(&self, limit: usize) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT path FROM segment_garbage LIMIT ?1")?;
+        stmt.query_map([limit as i64], |r| r.get(0))?.collect()
+    }
+
+    /// Drops the tombstones of files that are unlinked.
+    pub fn forget_garbage(&mut self, paths: &[String]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for path in paths {
+            tx.execute("DELETE FROM segment_garbage WHERE path = ?1", [path])?;
+        }
+        tx.commit()
+    }
+
+    /// The hours (start, in ms) in which the camera has segments.
+    pub fn segment_hours(&self, camera: Uuid) -> Result<Vec<i64>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT DISTINCT start_ms / 3600000 * 3600000 FROM segment WHERE camera_id = ?1",
+        )?;
+        stmt.query_map([camera.to_string()], |r| r.get(0))?
+            .collect()
+    }
+
+    /// The cameras that have segments.
+    pub fn cameras_with_segments(&self) -> Result<Vec<Uuid>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT DISTINCT camera_id FROM segment")?;
+        stmt.query_map([], |r| uuid_column(r, 0))?.collect()
+    }
+}
+
+/// Moves the segments matching `filter` to the tombstones; returns their bytes.
+pub(super) fn tombstone_where(
+    tx: &Transaction,
+    filter: &str,
+    params: impl rusqlite::Params + Clone,
+) -> Result<u64> {
+    let bytes: i64 = tx.query_row(
+        &format!("SELECT COALESCE(SUM(bytes), 0) FROM segment WHERE {filter}"),
+        params.clone(),
+        |r| r.get(0),
+    )?;
+    tx.execute(
+        &format!(
+            "INSERT OR IGNORE INTO segment_garbage (path) SELECT path FROM segment WHERE {filter}"
+        ),
+        params.clone(),
+    )?;
+    tx.execute(&format!("DELETE FROM segment WHERE {filter}"), params)?;
+    Ok(bytes.max(0) as u64)
+}
