@@ -1,0 +1,850 @@
+//! Recording, end to end, with the real parts: the GStreamer camera, the
+//! node's ffmpeg recorders, ffprobe to judge every file, SQLite read
+//! straight from the node's database, and Chromium to play a recording back.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{
+    Camera, Node, TempDir, Tmpfs, closed_port, is_running, password, processes_mentioning, wait_for,
+};
+use serde_json::{Value, json};
+
+/// A segment's row in the node's index.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Row {
+    start_ms: i64,
+    end_ms: i64,
+    bytes: u64,
+    path: String,
+}
+
+/// The segment rows of the node whose data folder is `data`, oldest first.
+fn rows(data: &Path) -> Vec<Row> {
+    let db = rusqlite::Connection::open_with_flags(
+        data.join("nvr-node.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let mut stmt = db
+        .prepare("SELECT start_ms, end_ms, bytes, path FROM segment ORDER BY start_ms")
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok(Row {
+            start_ms: r.get(0)?,
+            end_ms: r.get(1)?,
+            bytes: r.get::<_, i64>(2)? as u64,
+            path: r.get(3)?,
+        })
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+/// The segment files in the hour folders (not those being written), as
+/// paths relative to the recordings folder.
+fn filed(recordings: &Path) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for camera in std::fs::read_dir(recordings)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for hour in std::fs::read_dir(camera.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if hour.file_name() == "incoming" {
+                continue;
+            }
+            for file in std::fs::read_dir(hour.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let path = file.path();
+                let relative = path.strip_prefix(recordings).unwrap();
+                found.insert(relative.to_string_lossy().into_owned());
+            }
+        }
+    }
+    found
+}
+
+/// The files a camera's recorder is writing.
+fn incoming(recordings: &Path, camera: &str) -> Vec<PathBuf> {
+    let dir = recordings.join(camera).join("incoming");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    files
+}
+
+/// What ffprobe says of a file: its streams' codecs and its duration.
+fn probe(path: &Path) -> (Vec<String>, f64) {
+    let output = Command::new("ffprobe")
+        .args(["-v", "error", "-of", "json", "-show_entries"])
+        .arg("stream=codec_name:format=duration")
+        .arg(path)
+        .output()
+        .expect("ffprobe (Debian package ffmpeg) runs");
+    assert!(
+        output.status.success(),
+        "ffprobe cannot read {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let info: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let codecs = info["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["codec_name"].as_str().unwrap().to_owned())
+        .collect();
+    let duration = info["format"]["duration"]
+        .as_str()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0.0);
+    (codecs, duration)
+}
+
+/// Whether ffmpeg decodes a whole file without an error.
+fn decodes(path: &Path) -> Result<(), String> {
+    let output = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(path)
+        .args(["-f", "null", "-"])
+        .output()
+        .expect("ffmpeg runs");
+    let errors = String::from_utf8_lossy(&output.stderr).into_owned();
+    if output.status.success() && errors.trim().is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+fn iso(ms: i64) -> String {
+    let time = std::time::UNIX_EPOCH + Duration::from_millis(ms as u64);
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+fn ms(iso: &str) -> i64 {
+    let time = humantime::parse_rfc3339(iso).unwrap();
+    time.duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn now_ms() -> i64 {
+    ms(&humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string())
+}
+
+/// A node recording one camera, with its folders.
+struct Recording {
+    node: Node,
+    data: TempDir,
+    recordings: PathBuf,
+    id: String,
+}
+
+impl Recording {
+    /// Starts a node (with `env`) that records `url`.
+    fn start(name: &str, url: &str, env: &[(&str, &str)]) -> Recording {
+        let data = TempDir::new(name);
+        let recordings = data.path().join("recordings");
+        let node = start_node(data.path(), &recordings, env);
+        let created = node.add_camera(json!({ "name": name, "rtspUrl": url }));
+        let id = created["id"].as_str().unwrap().to_owned();
+        Recording {
+            node,
+            data,
+            recordings,
+            id,
+        }
+    }
+
+    fn camera(&self) -> Value {
+        let cameras = self.node.get("/api/cameras").json();
+        cameras
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == self.id.as_str())
+            .cloned()
+            .unwrap_or_else(|| panic!("no camera {}: {cameras}", self.id))
+    }
+
+    fn state(&self) -> Value {
+        self.camera()["recording"].clone()
+    }
+
+    fn rows(&self) -> Vec<Row> {
+        rows(self.data.path())
+    }
+
+    /// Waits for the index to hold `count` segments, or fails.
+    fn wait_for_segments(&self, count: usize, timeout: Duration) -> Vec<Row> {
+        let found = wait_for(timeout, || self.rows().len() >= count);
+        let rows = self.rows();
+        assert!(
+            found,
+            "only {} segments after {timeout:?}; recording: {}",
+            rows.len(),
+            self.state()
+        );
+        rows
+    }
+
+    /// The live ffmpeg processes recording into this node's folder.
+    fn recorders(&self) -> Vec<u32> {
+        processes_mentioning("ffmpeg", &self.recordings.display().to_string())
+    }
+
+    fn patch(&self, body: Value) -> Value {
+        let response = self.node.request(
+            "PATCH",
+            &format!("/api/cameras/{}", self.id),
+            &[("Content-Type", "application/json")],
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(response.status, 200, "{response}");
+        response.json()
+    }
+
+    /// Rows and files agree: every row's file exists, every filed file has a row.
+    fn assert_index_matches_files(&self) {
+        let indexed: BTreeSet<String> = self.rows().into_iter().map(|r| r.path).collect();
+        assert_eq!(
+            indexed,
+            filed(&self.recordings),
+            "the index and the folder disagree"
+        );
+    }
+}
+
+fn start_node(data: &Path, recordings: &Path, env: &[(&str, &str)]) -> Node {
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    let recordings = recordings.display().to_string();
+    let mut vars = vec![
+        ("RECORDINGS_DIR", recordings.as_str()),
+        // The test machine's disk may be nearly full: no reserve unless a test sets one.
+        ("RECORDINGS_KEEP_FREE", "0"),
+    ];
+    vars.extend_from_slice(env);
+    Node::start(data, &relay, &vars)
+}
+
+#[test]
+fn a_camera_is_recorded_in_playable_10_s_segments_and_played_back() {
+    let secret = password("rec");
+    let camera = Camera::with_credentials("admin", &secret);
+    let url = camera.url(&format!("admin:{secret}"), "/aac");
+    let rec = Recording::start("minute", &url, &[]);
+    // A minute: the first segment may begin late, so wait for seven.
+    let rows = rec.wait_for_segments(7, Duration::from_secs(100));
+    assert_eq!(rec.state()["state"], "recording", "{}", rec.state());
+    rec.assert_index_matches_files();
+    let covered = rows.last().unwrap().end_ms - rows[0].start_ms;
+    assert!(covered >= 60_000, "{covered} ms covered: {rows:?}");
+    for pair in rows.windows(2) {
+        let gap = pair[1].start_ms - pair[0].end_ms;
+        assert!(
+            (-500..=500).contains(&gap),
+            "a gap of {gap} ms between {pair:?}"
+        );
+    }
+    for row in &rows {
+        let (codecs, duration) = probe(&rec.recordings.join(&row.path));
+        assert_eq!(codecs, ["h264", "aac"], "{row:?}: AAC audio is kept");
+        assert!((9.0..=11.0).contains(&duration), "{row:?}: {duration} s");
+        let indexed = (row.end_ms - row.start_ms) as f64 / 1000.0;
+        assert!(
+            (duration - indexed).abs() < 0.5,
+            "{row:?}: the file holds {duration} s"
+        );
+        let bytes = std::fs::metadata(rec.recordings.join(&row.path))
+            .unwrap()
+            .len();
+        assert_eq!(bytes, row.bytes, "{row:?}");
+    }
+
+    // The spans: one, from the first segment to the last.
+    let listed = rec.node.get(&format!("/api/cameras/{}/recordings", rec.id));
+    assert_eq!(listed.status, 200, "{listed}");
+    let spans = listed.json();
+    assert_eq!(spans.as_array().unwrap().len(), 1, "{spans}");
+    assert_eq!(ms(spans[0]["start"].as_str().unwrap()), rows[0].start_ms);
+    assert!(ms(spans[0]["end"].as_str().unwrap()) >= rows.last().unwrap().end_ms);
+
+    // Thirty seconds of it, across segments, as one MP4.
+    let start = rows[0].start_ms + 5_000;
+    let path = format!(
+        "/api/cameras/{}/recording.mp4?start={}&end={}",
+        rec.id,
+        iso(start),
+        iso(start + 30_000)
+    );
+    let whole = rec.node.get(&path);
+    assert_eq!(
+        whole.status,
+        200,
+        "{}",
+        whole.text().chars().take(300).collect::<String>()
+    );
+    assert_eq!(whole.header("Content-Type"), Some("video/mp4"));
+    assert_eq!(whole.header("Accept-Ranges"), Some("bytes"));
+    assert_eq!(
+        whole.header("Content-Length"),
+        Some(whole.body.len().to_string().as_str())
+    );
+    let file = rec.data.path().join("clip.mp4");
+    std::fs::write(&file, &whole.body).unwrap();
+    let (codecs, duration) = probe(&file);
+    assert_eq!(codecs, ["h264", "aac"]);
+    // From the key frame at or before the start (GOP 1 s) to the end of the
+    // fragment holding the end.
+    assert!(
+        (29.0..=32.0).contains(&duration),
+        "{duration} s for 30 s asked"
+    );
+    decodes(&file).unwrap_or_else(|e| panic!("the clip does not decode cleanly: {e}"));
+
+    // Ranges, as a player asks for them.
+    let len = whole.body.len();
+    let part = rec
+        .node
+        .request("GET", &path, &[("Range", "bytes=100-1099")], b"");
+    assert_eq!(part.status, 206, "{}", part.status);
+    assert_eq!(
+        part.header("Content-Range"),
+        Some(format!("bytes 100-1099/{len}").as_str())
+    );
+    assert_eq!(part.body, whole.body[100..1100]);
+    let tail = rec.node.request(
+        "GET",
+        &path,
+        &[("Range", &format!("bytes={}-", len - 5000))],
+        b"",
+    );
+    assert_eq!(
+        (tail.status, tail.body.as_slice()),
+        (206, &whole.body[len - 5000..])
+    );
+    let beyond = rec
+        .node
+        .request("GET", &path, &[("Range", &format!("bytes={len}-"))], b"");
+    assert_eq!(beyond.status, 416, "{beyond}");
+    assert_eq!(
+        beyond.header("Content-Range"),
+        Some(format!("bytes */{len}").as_str())
+    );
+
+    // Wrong requests change nothing and say why.
+    let mp4 = |query: &str| {
+        rec.node
+            .get(&format!("/api/cameras/{}/recording.mp4?{query}", rec.id))
+    };
+    let hour = 3_600_000;
+    let table = [
+        (format!("end={}", iso(start)), 400, "start is required"),
+        (format!("start={}", iso(start)), 400, "end is required"),
+        (
+            format!("start={}&end={}", iso(start), iso(start + hour + 1)),
+            400,
+            "at most 1 hour",
+        ),
+        (
+            format!("start={}&end={}", iso(start), iso(start)),
+            400,
+            "end must be after start",
+        ),
+        (
+            format!("start=yesterday&end={}", iso(start)),
+            400,
+            "start must be an ISO 8601",
+        ),
+        (
+            format!(
+                "start={}&end={}",
+                iso(start - 400 * 24 * hour),
+                iso(start - 400 * 24 * hour + hour)
+            ),
+            404,
+            "nothing was recorded",
+        ),
+    ];
+    for (query, status, message) in table {
+        let response = mp4(&query);
+        assert_eq!(response.status, status, "{query}: {response}");
+        assert!(response.error().contains(message), "{query}: {response}");
+    }
+    let unknown = rec
+        .node
+        .get(&format!("/api/cameras/{}/recordings", uuid::Uuid::new_v4()));
+    assert_eq!(
+        (unknown.status, unknown.error()),
+        (404, "no such camera".to_owned())
+    );
+    let long = rec.node.get(&format!(
+        "/api/cameras/{}/recordings?start={}&end={}",
+        rec.id,
+        iso(start - 32 * 24 * hour),
+        iso(start)
+    ));
+    assert_eq!(long.status, 400, "{long}");
+
+    // Status tells what recordings take.
+    let storage = &rec.node.get("/api/status").json()["storage"];
+    let used: u64 = rec.rows().iter().map(|r| r.bytes).sum();
+    assert!(storage["usedBytes"].as_u64().unwrap() > 0, "{storage}");
+    assert!(storage["usedBytes"].as_u64().unwrap() <= used, "{storage}");
+    assert_eq!(
+        ms(storage["oldestRecordingAt"].as_str().unwrap()),
+        rows[0].start_ms
+    );
+    assert!(storage["freeBytes"].as_u64().unwrap() > 0, "{storage}");
+}
+
+#[test]
+fn a_recording_plays_and_seeks_in_chromium() {
+    let camera = Camera::start();
+    let rec = Recording::start("chromium", &camera.url("", "/aac"), &[]);
+    let rows = rec.wait_for_segments(3, Duration::from_secs(60));
+    let (start, end) = (rows[0].start_ms, rows[0].start_ms + 25_000);
+    let src = format!(
+        "/api/cameras/{}/recording.mp4?start={}&end={}",
+        rec.id,
+        iso(start),
+        iso(end)
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut command = Command::new("node");
+    command
+        .arg(root.join("tests/e2e/playback.mjs"))
+        .args(["--origin", &format!("http://127.0.0.1:{}", rec.node.port)])
+        .args(["--src", &src, "--seek", "18"]);
+    let description = format!("{command:?}");
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run node (Node.js, for playwright-core): {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report = format!(
+        "command: {description}\nstatus: {}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let verdict: Value = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no verdict\n{report}"));
+    assert!(output.status.success() && verdict["ok"] == true, "{report}");
+    let duration = verdict["duration"].as_f64().unwrap();
+    assert!(
+        (24.0..=27.0).contains(&duration),
+        "{duration} s for 25 s asked\n{report}"
+    );
+    assert!(verdict["advanced"].as_f64().unwrap() >= 1.5, "{report}");
+    let landed = verdict["landed"].as_f64().unwrap();
+    assert!(
+        (18.0..19.0).contains(&landed),
+        "the seek landed at {landed}\n{report}"
+    );
+    assert!(
+        verdict["afterSeek"].as_f64().unwrap() >= landed + 1.0,
+        "{report}"
+    );
+    assert_eq!(verdict["width"], 640, "{report}");
+    // The browser fetched it by ranges, and the node answered them.
+    assert!(
+        verdict["statuses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == 206),
+        "{report}"
+    );
+    eprintln!("{verdict}");
+}
+
+#[test]
+fn a_killed_recorder_comes_back_and_record_off_stops_it() {
+    let camera = Camera::start();
+    // G.711 audio: no browser plays it from MP4, so only the video is kept.
+    let rec = Recording::start("killed", &camera.url("", "/main"), &[]);
+    let first = rec.wait_for_segments(1, Duration::from_secs(40));
+    let (codecs, _) = probe(&rec.recordings.join(&first[0].path));
+    assert_eq!(codecs, ["h264"], "A-law audio is left out");
+    thread::sleep(Duration::from_secs(4));
+    let recorders = rec.recorders();
+    assert_eq!(recorders.len(), 1, "{recorders:?}");
+    let killed = recorders[0];
+    let cut = incoming(&rec.recordings, &rec.id);
+    assert_eq!(cut.len(), 1, "{cut:?}");
+    let cut_name = cut[0].file_name().unwrap().to_string_lossy().into_owned();
+
+    let kill = Command::new("kill")
+        .args(["-KILL", &killed.to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let killed_at = Instant::now();
+    assert!(
+        wait_for(Duration::from_secs(2), || rec
+            .recorders()
+            .iter()
+            .any(|p| *p != killed)),
+        "no new recorder within 2 s of the kill: {:?}",
+        rec.recorders()
+    );
+    eprintln!(
+        "a new recorder ran {:?} after the kill",
+        killed_at.elapsed()
+    );
+    assert!(!is_running(killed));
+    // The cut segment: either filed, indexed and playable, or gone.
+    rec.assert_index_matches_files();
+    assert!(
+        !incoming(&rec.recordings, &rec.id).iter().any(|f| f
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            == cut_name),
+        "the cut segment {cut_name} was left in incoming"
+    );
+    let now = rec.rows();
+    for row in &now {
+        probe(&rec.recordings.join(&row.path));
+    }
+    let recovered = now.len() > first.len();
+    eprintln!(
+        "the cut segment was {}",
+        if recovered { "recovered" } else { "deleted" }
+    );
+
+    // Record off: no ffmpeg within 2 s, and its last segment is indexed.
+    assert!(
+        wait_for(Duration::from_secs(30), || rec.state()["state"]
+            == "recording"),
+        "not recording again after the kill: {}",
+        rec.state()
+    );
+    thread::sleep(Duration::from_secs(3));
+    let before = rec.rows().len();
+    let off = rec.patch(json!({ "record": false }));
+    assert_eq!(off["record"], false);
+    let stopped_at = Instant::now();
+    assert!(
+        wait_for(Duration::from_secs(2), || rec.recorders().is_empty()
+            && rec.state()["state"] == "off"),
+        "still recording 2 s after record went off: {:?}, {}",
+        rec.recorders(),
+        rec.state()
+    );
+    eprintln!(
+        "recording stopped {:?} after record went off",
+        stopped_at.elapsed()
+    );
+    assert!(
+        rec.rows().len() > before,
+        "the last segment was not indexed"
+    );
+    assert!(incoming(&rec.recordings, &rec.id).is_empty());
+    rec.assert_index_matches_files();
+
+    // On again: recording resumes.
+    let resumed_at = now_ms();
+    rec.patch(json!({ "record": true }));
+    assert!(
+        wait_for(Duration::from_secs(30), || rec
+            .rows()
+            .last()
+            .is_some_and(|r| r.start_ms >= resumed_at - 1000)),
+        "no new segment after record went on again: {}",
+        rec.state()
+    );
+    assert_eq!(rec.state()["state"], "recording");
+
+    // SIGTERM: the last segment is finished and indexed, and nothing is left.
+    let count = rec.rows().len();
+    thread::sleep(Duration::from_secs(3));
+    let stopping = now_ms();
+    rec.node.terminate();
+    let Recording {
+        node,
+        data,
+        recordings,
+        id,
+    } = rec;
+    let started = Instant::now();
+    assert_eq!(node.wait(), Some(0));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(processes_mentioning("ffmpeg", &recordings.display().to_string()).is_empty());
+    let rows = rows(data.path());
+    assert!(
+        rows.len() > count,
+        "the last segment was not indexed on SIGTERM"
+    );
+    let last = rows.last().unwrap();
+    assert!(
+        last.end_ms >= stopping - 2_000,
+        "{last:?} ends long before the stop at {stopping}"
+    );
+    assert!(incoming(&recordings, &id).is_empty());
+    let indexed: BTreeSet<String> = rows.into_iter().map(|r| r.path).collect();
+    assert_eq!(indexed, filed(&recordings));
+}
+
+#[test]
+fn after_a_killed_node_no_recorder_is_left_and_recording_goes_on() {
+    let camera = Camera::start();
+    let rec = Recording::start("crash", &camera.url("", "/aac"), &[]);
+    rec.wait_for_segments(1, Duration::from_secs(40));
+    thread::sleep(Duration::from_secs(5));
+    let recorders = rec.recorders();
+    assert_eq!(recorders.len(), 1);
+    let Recording {
+        node,
+        data,
+        recordings,
+        id,
+    } = rec;
+    node.kill();
+    assert!(
+        wait_for(Duration::from_secs(2), || !is_running(recorders[0])),
+        "ffmpeg {} outlived the node",
+        recorders[0]
+    );
+    let before = rows(data.path());
+
+    let node = start_node(data.path(), &recordings, &[]);
+    let rec = Recording {
+        node,
+        data,
+        recordings,
+        id,
+    };
+    assert!(
+        wait_for(Duration::from_secs(40), || rec
+            .rows()
+            .iter()
+            .any(|r| r.start_ms > before.last().unwrap().end_ms + 1000)),
+        "recording did not go on after the restart: {}",
+        rec.state()
+    );
+    assert_eq!(rec.recorders().len(), 1, "one recorder after the restart");
+    assert!(!rec.recorders().contains(&recorders[0]));
+    rec.assert_index_matches_files();
+    // What the kill cut short was recovered or deleted: only the new run's file is being written.
+    assert!(incoming(&rec.recordings, &rec.id).len() <= 1);
+    let after = rec.rows();
+    for row in &after {
+        probe(&rec.recordings.join(&row.path));
+    }
+    let recovered = after.iter().filter(|r| !before.contains(r)).count();
+    eprintln!(
+        "{} segments before the kill, {} after the restart ({recovered} new, the cut one among them if it was readable)",
+        before.len(),
+        after.len()
+    );
+}
+
+#[test]
+fn a_camera_that_goes_away_is_retried_and_the_gap_shows() {
+    let port = closed_port();
+    let camera = Camera::start_on(port);
+    let rec = Recording::start("away", &camera.url("", "/aac"), &[]);
+    rec.wait_for_segments(2, Duration::from_secs(40));
+    drop(camera);
+    let gone = now_ms();
+    assert!(
+        wait_for(Duration::from_secs(15), || rec.state()["state"]
+            == "retrying"),
+        "not retrying after the camera went away: {}",
+        rec.state()
+    );
+    let state = rec.state();
+    let message = state["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no message: {state}"));
+    assert!(
+        !message.contains("rtsp") && !message.contains("127.0.0.1"),
+        "{message}"
+    );
+    eprintln!("while the camera is away: {state}");
+    thread::sleep(
+        Duration::from_secs(20).saturating_sub(Duration::from_millis((now_ms() - gone) as u64)),
+    );
+
+    let _camera = Camera::start_on(port);
+    let back = now_ms();
+    assert!(
+        wait_for(Duration::from_secs(60), || rec.state()["state"]
+            == "recording"
+            && rec.rows().last().is_some_and(|r| r.start_ms >= back - 1000)),
+        "not recording again after the camera came back: {}",
+        rec.state()
+    );
+    let spans = rec
+        .node
+        .get(&format!("/api/cameras/{}/recordings", rec.id))
+        .json();
+    let spans = spans.as_array().unwrap();
+    assert_eq!(spans.len(), 2, "{spans:?}");
+    let gap = ms(spans[1]["start"].as_str().unwrap()) - ms(spans[0]["end"].as_str().unwrap());
+    assert!(gap >= 15_000, "a gap of {gap} ms: {spans:?}");
+    rec.assert_index_matches_files();
+}
+
+#[test]
+fn recordings_stay_within_their_budget_oldest_first() {
+    let camera = Camera::start();
+    let budget: u64 = 600 * 1024;
+    let data = TempDir::new("budget");
+    let recordings = data.path().join("recordings");
+    let node = start_node(
+        data.path(),
+        &recordings,
+        &[("RECORDINGS_MAX_BYTES", "600K")],
+    );
+    for name in ["One", "Two"] {
+        node.add_camera(json!({ "name": name, "rtspUrl": camera.url("", "/aac") }));
+    }
+    let mut seen: BTreeSet<Row> = BTreeSet::new();
+    let mut deleted = 0;
+    let mut largest = 0;
+    let mut most = 0;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(50) {
+        let now = rows(data.path());
+        let on_disk: u64 = filed(&recordings)
+            .iter()
+            .filter_map(|p| std::fs::metadata(recordings.join(p)).ok())
+            .map(|m| m.len())
+            .sum();
+        largest = largest.max(now.iter().map(|r| r.bytes).max().unwrap_or(0));
+        most = most.max(on_disk);
+        assert!(
+            on_disk <= budget + 2 * largest,
+            "{on_disk} bytes on disk, over the budget of {budget} plus a segment per camera ({largest})"
+        );
+        // What went is older than all that stays.
+        let oldest_kept = now.first().map_or(i64::MAX, |r| r.start_ms);
+        for gone in seen.iter().filter(|r| !now.contains(r)) {
+            assert!(
+                gone.start_ms < oldest_kept,
+                "{gone:?} went before older segments: {now:?}"
+            );
+            deleted += 1;
+        }
+        seen = now.into_iter().collect();
+        thread::sleep(Duration::from_millis(250));
+    }
+    assert!(
+        deleted >= 2,
+        "the budget never made the cleaner delete anything"
+    );
+    let storage = &node.get("/api/status").json()["storage"];
+    assert_eq!(storage["budgetBytes"], budget, "{storage}");
+    eprintln!(
+        "at most {most} bytes on disk for a budget of {budget}, segments up to {largest}; {deleted} deleted"
+    );
+}
+
+#[test]
+fn a_full_disk_stops_no_api_and_recording_resumes_when_space_returns() {
+    let camera = Camera::start();
+    let disk = Tmpfs::new("8m");
+    let data = TempDir::new("full");
+    let recordings = disk.path().join("recordings");
+    let node = start_node(data.path(), &recordings, &[]);
+    std::fs::create_dir_all(&recordings).unwrap();
+    // Another program fills the disk to the last byte.
+    let filler = disk.path().join("filler");
+    let mut file = std::fs::File::create(&filler).unwrap();
+    let block = vec![0u8; 64 * 1024];
+    while std::io::Write::write_all(&mut file, &block).is_ok() {}
+    while std::io::Write::write_all(&mut file, &[0u8]).is_ok() {}
+    drop(file);
+    let created = node.add_camera(json!({ "name": "Full", "rtspUrl": camera.url("", "/aac") }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    let state = || {
+        let cameras = node.get("/api/cameras").json();
+        cameras
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id.as_str())
+            .unwrap()["recording"]
+            .clone()
+    };
+    assert!(
+        wait_for(Duration::from_secs(30), || state()["state"] == "retrying"
+            && state()["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("disk is full"))),
+        "no full-disk retry: {}",
+        state()
+    );
+    // The API answers on, reads and writes alike.
+    assert_eq!(node.get("/api/status").status, 200);
+    let other = node.post_json(
+        "/api/cameras",
+        &json!({ "name": "Other", "rtspUrl": camera.url("", "/aac"), "record": false }).to_string(),
+    );
+    assert_eq!(other.status, 201, "{other}");
+    assert!(rows(data.path()).is_empty());
+
+    std::fs::remove_file(&filler).unwrap();
+    let freed = Instant::now();
+    assert!(
+        wait_for(Duration::from_secs(60), || !rows(data.path()).is_empty()),
+        "recording did not resume once space returned: {}",
+        state()
+    );
+    eprintln!(
+        "recording resumed {:?} after space returned",
+        freed.elapsed()
+    );
+    assert_eq!(state()["state"], "recording");
+}
+
+#[test]
+fn deleting_a_camera_deletes_its_recordings() {
+    let camera = Camera::start();
+    let rec = Recording::start("deleted", &camera.url("", "/aac"), &[]);
+    rec.wait_for_segments(1, Duration::from_secs(40));
+    let camera_dir = rec.recordings.join(&rec.id);
+    assert!(camera_dir.is_dir());
+    let deleted = rec.node.delete(&format!("/api/cameras/{}", rec.id));
+    assert_eq!(deleted.status, 204, "{deleted}");
+    assert!(
+        wait_for(Duration::from_secs(5), || !camera_dir.exists()
+            && rec.rows().is_empty()),
+        "recordings left: {:?}, {:?}",
+        rec.rows(),
+        filed(&rec.recordings)
+    );
+    assert!(rec.recorders().is_empty());
+    assert_eq!(
+        rec.node.get("/api/status").json()["storage"]["usedBytes"],
+        0
+    );
+}
