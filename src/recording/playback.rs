@@ -371,3 +371,183 @@ impl Cache {
         entries.push((key, clip, Instant::now()));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::media::fmp4::tests::{init_bytes, recording};
+    use std::io::Cursor;
+
+    const T0: i64 = 1_795_383_374_000;
+
+    /// Writes a 10-fragment (10 s) recording per start, as segments of one camera.
+    fn segments(dir: &Path, starts: &[(i64, &[u8])]) -> Vec<Segment> {
+        std::fs::create_dir_all(dir).unwrap();
+        starts
+            .iter()
+            .map(|&(start, stsd)| {
+                let path = format!("{start}.mp4");
+                let mut bytes = recording(10);
+                if stsd != b"avc1" {
+                    let init = init_bytes(stsd);
+                    let old = init_bytes(b"avc1").len();
+                    bytes.splice(..old, init);
+                }
+                std::fs::write(dir.join(&path), &bytes).unwrap();
+                Segment {
+                    camera_id: Uuid::nil(),
+                    start_ms: start,
+                    end_ms: start + 10_000,
+                    bytes: bytes.len() as u64,
+                    path,
+                }
+            })
+            .collect()
+    }
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("nvr-node-playback-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn read_all(clip: &Arc<Clip>) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        clip.reader(0, clip.len()).read_to_end(&mut bytes).unwrap();
+        assert_eq!(bytes.len() as u64, clip.len());
+        bytes
+    }
+
+    /// The video decode times of the clip's fragments, in seconds.
+    fn video_times(bytes: &[u8]) -> Vec<f64> {
+        let index = fmp4::scan(&mut Cursor::new(bytes), bytes.len() as u64).unwrap();
+        index
+            .fragments
+            .iter()
+            .filter_map(|f| f.run(1))
+            .map(|r| r.decode_time as f64 / 12800.0)
+            .collect()
+    }
+
+    #[test]
+    fn a_stretch_across_segments_is_one_continuous_file() {
+        let dir = temp("across");
+        let segments = segments(
+            &dir,
+            &[
+                (T0, b"avc1"),
+                (T0 + 10_000, b"avc1"),
+                (T0 + 20_000, b"avc1"),
+            ],
+        );
+        let clip = Arc::new(Clip::build(&dir, &segments, T0 + 5_500, T0 + 24_200).unwrap());
+        // From the key frame at 5 s to the end of the fragment holding 24.2 s.
+        assert_eq!(clip.start_ms, T0 + 5_000);
+        let bytes = read_all(&clip);
+        let times = video_times(&bytes);
+        assert_eq!(times, (0..20).map(f64::from).collect::<Vec<_>>());
+        let index = fmp4::scan(&mut Cursor::new(&bytes), bytes.len() as u64).unwrap();
+        assert_eq!(
+            index.complete_len,
+            bytes.len() as u64,
+            "every fragment is whole"
+        );
+        let audio: Vec<u64> = index
+            .fragments
+            .iter()
+            .map(|f| f.run(2).unwrap().decode_time)
+            .collect();
+        // The test fragments hold 3 audio frames a second: the audio keeps its times.
+        assert!(audio.windows(2).all(|w| w[1] == w[0] + 16_000), "{audio:?}");
+        // The header: a mehd with the length (20 s at the movie's 1000), and a sidx of 20.
+        let mehd = bytes.windows(4).position(|w| w == b"mehd").unwrap();
+        assert_eq!(
+            u64::from_be_bytes(bytes[mehd + 8..mehd + 16].try_into().unwrap()),
+            20_000
+        );
+        let sidx = bytes.windows(4).position(|w| w == b"sidx").unwrap();
+        let count = u16::from_be_bytes(bytes[sidx + 34..sidx + 36].try_into().unwrap());
+        assert_eq!(count, 20);
+        let sizes: u64 = (0..20)
+            .map(|i| {
+                let at = sidx + 36 + 12 * i;
+                u64::from(u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()))
+            })
+            .sum();
+        assert_eq!(sizes, bytes.len() as u64 - index.fragments[0].offset);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn any_range_reads_as_the_whole_does() {
+        let dir = temp("ranges");
+        let segments = segments(&dir, &[(T0, b"avc1"), (T0 + 10_000, b"avc1")]);
+        let clip = Arc::new(Clip::build(&dir, &segments, T0, T0 + 20_000).unwrap());
+        let whole = read_all(&clip);
+        for (start, end) in [
+            (0, 1),
+            (0, 700),
+            (5, 2000),
+            (1000, 1300),
+            (whole.len() as u64 - 10, whole.len() as u64),
+        ] {
+            let mut part = Vec::new();
+            let mut reader = clip.reader(start, end);
+            // Small reads cross the boundaries of header, moofs and mdats.
+            let mut buf = [0u8; 97];
+            loop {
+                let n = reader.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                part.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(part, whole[start as usize..end as usize], "{start}..{end}");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn gaps_stay_and_jitter_closes() {
+        let dir = temp("gaps");
+        // A segment 100 ms late (the wall clock's jitter), then one 20 s later.
+        let segments = segments(
+            &dir,
+            &[
+                (T0, b"avc1"),
+                (T0 + 10_100, b"avc1"),
+                (T0 + 40_100, b"avc1"),
+            ],
+        );
+        let clip = Arc::new(Clip::build(&dir, &segments, T0, T0 + 50_100).unwrap());
+        let times = video_times(&read_all(&clip));
+        assert_eq!(times.len(), 30);
+        assert_eq!(times[10], 10.0, "jitter closed");
+        assert_eq!(times[19], 19.0);
+        assert!(
+            (times[20] - 40.1).abs() < 0.001,
+            "the gap stays: {}",
+            times[20]
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn other_codec_settings_end_the_clip_and_nothing_is_none() {
+        let dir = temp("settings");
+        let segments = segments(&dir, &[(T0, b"avc1"), (T0 + 10_000, b"avc1-other")]);
+        let clip = Arc::new(Clip::build(&dir, &segments, T0, T0 + 20_000).unwrap());
+        assert_eq!(video_times(&read_all(&clip)).len(), 10);
+        // Starting in the second: its own settings.
+        let later = Arc::new(Clip::build(&dir, &segments, T0 + 12_000, T0 + 20_000).unwrap());
+        assert_eq!(video_times(&read_all(&later)).len(), 8);
+        assert!(Clip::build(&dir, &segments, T0 + 30_000, T0 + 40_000).is_none());
+        assert!(Clip::build(&dir, &[], T0, T0 + 40_000).is_none());
+        // A file deleted meanwhile is left out.
+        std::fs::remove_file(dir.join(&segments[0].path)).unwrap();
+        let rest = Arc::new(Clip::build(&dir, &segments, T0, T0 + 20_000).unwrap());
+        assert_eq!(video_times(&read_all(&rest)).len(), 10);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

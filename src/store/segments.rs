@@ -260,3 +260,153 @@ pub(super) fn tombstone_where(
     tx.execute(&format!("DELETE FROM segment WHERE {filter}"), params)?;
     Ok(bytes.max(0) as u64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{camera, temp_dir};
+    use super::*;
+    use crate::event::Event;
+
+    fn segment(camera: Uuid, start_ms: i64, bytes: u64) -> Segment {
+        Segment {
+            camera_id: camera,
+            start_ms,
+            end_ms: start_ms + 10_000,
+            bytes,
+            path: format!("{camera}/{start_ms}.mp4"),
+        }
+    }
+
+    #[test]
+    fn segments_are_indexed_found_and_counted() {
+        let dir = temp_dir("segments");
+        let store = Store::open(&dir).unwrap();
+        let (a, b) = (camera("a"), camera("b"));
+        store.insert_camera(&a, 1).unwrap();
+        store.insert_camera(&b, 2).unwrap();
+        assert_eq!(store.segment_bytes().unwrap(), 0);
+        for start in [0, 10_000, 20_000] {
+            assert_eq!(
+                store.insert_segment(&segment(a.id, start, 100)).unwrap(),
+                Some(start)
+            );
+        }
+        assert_eq!(
+            store.insert_segment(&segment(b.id, 5_000, 50)).unwrap(),
+            Some(5_000)
+        );
+        // A start already taken moves on by a millisecond.
+        assert_eq!(
+            store.insert_segment(&segment(a.id, 10_000, 7)).unwrap(),
+            Some(10_001)
+        );
+        // A camera that is gone gets nothing.
+        assert_eq!(
+            store
+                .insert_segment(&segment(Uuid::new_v4(), 0, 1))
+                .unwrap(),
+            None
+        );
+        assert_eq!(store.segment_bytes().unwrap(), 357);
+        assert_eq!(store.segment_count().unwrap(), 5);
+        assert_eq!(store.oldest_segment_start().unwrap(), Some(0));
+        let starts = |from, to| -> Vec<i64> {
+            store
+                .segments_between(a.id, from, to)
+                .unwrap()
+                .iter()
+                .map(|s| s.start_ms)
+                .collect()
+        };
+        assert_eq!(starts(0, 100_000), vec![0, 10_000, 10_001, 20_000]);
+        // Overlapping the window counts, touching its end does not.
+        assert_eq!(starts(15_000, 20_000), vec![10_000, 10_001]);
+        assert_eq!(starts(30_000, 40_000), Vec::<i64>::new());
+        assert_eq!(store.last_segment(a.id).unwrap().unwrap().start_ms, 20_000);
+        assert_eq!(store.segment_hours(a.id).unwrap(), vec![0]);
+        let mut cameras = store.cameras_with_segments().unwrap();
+        cameras.sort();
+        let mut want = vec![a.id, b.id];
+        want.sort();
+        assert_eq!(cameras, want);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn deletion_goes_oldest_first_and_through_tombstones() {
+        let dir = temp_dir("retention");
+        let mut store = Store::open(&dir).unwrap();
+        let (a, b) = (camera("a"), camera("b"));
+        store.insert_camera(&a, 1).unwrap();
+        store.insert_camera(&b, 2).unwrap();
+        for (cam, start) in [
+            (a.id, 0),
+            (b.id, 5_000),
+            (a.id, 10_000),
+            (b.id, 15_000),
+            (a.id, 60_000),
+        ] {
+            store.insert_segment(&segment(cam, start, 10)).unwrap();
+        }
+        // An event of camera a at 12 s, with no clip yet: its clip needs the
+        // segments within 5 s of it (0 to 10 s ends at 10 s; 10 s to 20 s).
+        let event = Event {
+            id: Uuid::new_v4(),
+            camera_id: a.id,
+            kind: "motion".into(),
+            score: 0.5,
+            started_at_ms: 12_000,
+            ended_at_ms: 13_000,
+            clip_status: "local".into(),
+            clip_path: None,
+        };
+        store.insert_event(&event, 100).unwrap();
+        let order: Vec<(bool, i64)> = store
+            .segments_to_delete(10)
+            .unwrap()
+            .iter()
+            .map(|s| (s.camera_id == a.id, s.start_ms))
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                (false, 5_000),
+                (false, 15_000),
+                (true, 60_000),
+                (true, 0),
+                (true, 10_000)
+            ],
+            "unneeded first, oldest first; the event's segments last"
+        );
+        assert_eq!(store.segments_to_delete(2).unwrap().len(), 2);
+
+        let doomed = store.segments_to_delete(2).unwrap();
+        assert_eq!(store.tombstone_segments(&doomed).unwrap(), 20);
+        assert_eq!(store.segment_bytes().unwrap(), 30);
+        let mut garbage = store.garbage(10).unwrap();
+        garbage.sort();
+        let mut want: Vec<String> = doomed.iter().map(|s| s.path.clone()).collect();
+        want.sort();
+        assert_eq!(garbage, want);
+        store.forget_garbage(&garbage).unwrap();
+        assert!(store.garbage(10).unwrap().is_empty());
+
+        // Rows whose files are gone go without tombstones.
+        let first = store.segments_between(a.id, 0, 1).unwrap();
+        store.forget_segments(&first).unwrap();
+        assert_eq!(store.segment_bytes().unwrap(), 20);
+        assert!(store.garbage(10).unwrap().is_empty());
+
+        // Deleting a camera turns all its segments into tombstones.
+        store.delete_camera(a.id).unwrap().unwrap();
+        assert_eq!(store.segment_count().unwrap(), 0);
+        assert_eq!(store.segment_bytes().unwrap(), 0);
+        assert_eq!(store.garbage(10).unwrap().len(), 2);
+        drop(store);
+        // The count survives a reopen, read afresh.
+        let store = Store::open(&dir).unwrap();
+        assert_eq!(store.segment_bytes().unwrap(), 0);
+        assert_eq!(store.garbage(10).unwrap().len(), 2);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
