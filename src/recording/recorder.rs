@@ -60,6 +60,7 @@ pub struct Recorder {
 enum Ended {
     Stopped,
     ToolMissing,
+    FolderUnwritable,
     Stalled,
     Failed(Failure),
 }
@@ -69,6 +70,7 @@ impl Ended {
         match self {
             Ended::Stopped => "stopped",
             Ended::ToolMissing => "the recording tool (ffmpeg) is not available on the node",
+            Ended::FolderUnwritable => "the recordings folder cannot be written",
             Ended::Stalled => "the camera sent nothing for 50 seconds",
             Ended::Failed(Failure::Unauthorized) => "the camera rejected the user name or password",
             Ended::Failed(Failure::NotFound) => "the camera has no stream at this path",
@@ -106,11 +108,13 @@ impl Recorder {
         while !self.stopped() {
             self.shared.set_state(self.camera, State::Starting, None);
             let (ended, recorded) = self.record();
-            // What the run left unfinished: the segment a kill cut short.
-            self.recover_incoming();
             if self.stopped() {
+                // A stop is quick: what a kill after the grace cut short is
+                // filed by the next run, or by recovery at the next start.
                 break;
             }
+            // What the run left unfinished: the segment a kill cut short.
+            self.recover_incoming();
             if recorded {
                 retry = FIRST_RETRY;
             }
@@ -170,11 +174,11 @@ impl Recorder {
                 self.camera,
                 incoming.display()
             );
-            let failure = match e.raw_os_error() {
-                Some(libc::ENOSPC) => Failure::NoSpace,
-                _ => Failure::Other,
+            let ended = match e.raw_os_error() {
+                Some(libc::ENOSPC) => Ended::Failed(Failure::NoSpace),
+                _ => Ended::FolderUnwritable,
             };
-            return (Ended::Failed(failure), false);
+            return (ended, false);
         }
         let mut child = match Child::spawn(&mut self.command(&incoming)) {
             Ok(child) => child,
