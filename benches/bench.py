@@ -4,8 +4,8 @@
 Usage: python3 benches/bench.py [--smoke] [--binary PATH] [--json PATH]
 
 Starts everything it needs on 127.0.0.1 (the node, go2rtc stand-ins, a camera
-that never answers, nginx), each in its own temporary folder, and stops all of
-it on exit. Prints a markdown table and writes the same figures as JSON
+that never answers, nginx, and the GStreamer test camera for the recording
+figures), each in its own temporary folder, and stops all of it on exit. Prints a markdown table and writes the same figures as JSON
 (default target/bench.json). Needs wrk and nginx (Debian: apt-get install wrk
 nginx-light). Exits 0 after printing, 1 if something broke, 2 if the node
 binary is missing.
@@ -62,7 +62,15 @@ FIGURES = (
     "hung_probes_p99_ratio",
     "startup",
     "idle_disk_writes",
+    "recording_start",
+    "recording_cpu",
+    "recording_write_ratio",
+    "recording_rss",
 )
+# The GStreamer test camera's 1280x720 H.264 stream at 2 Mbit/s, with AAC.
+CAMERA_SCRIPT = ROOT / "tests/camera/rtsp_camera.py"
+HD_PATH = "/hd"
+RECORDING_CAMERAS = 8
 TOOLS = {
     "wrk": "apt-get install wrk",
     "nginx": "apt-get install nginx-light (or nginx)",
@@ -84,6 +92,7 @@ class Settings:
         self.whep_requests = 200 if smoke else 2000
         self.startup_launches = 3 if smoke else 5
         self.idle_seconds = 10 if smoke else 60
+        self.recording_seconds = 20 if smoke else 60
 
 
 class Cleanup:
@@ -562,12 +571,13 @@ class Bench:
         }
 
 
-def add_cameras(port, urls, parallel):
-    """Adds a camera per RTSP URL through the API, `parallel` at a time; returns their ids."""
+def add_cameras(port, urls, parallel, record=False):
+    """Adds a camera per RTSP URL through the API, `parallel` at a time; returns their ids.
+    They record only when asked: the API's figures are of a node that does not."""
 
     def add(numbered):
         number, url = numbered
-        body = json.dumps({"name": f"Cam {number}", "rtspUrl": url}).encode()
+        body = json.dumps({"name": f"Cam {number}", "rtspUrl": url, "record": record}).encode()
         status, answer = request(port, "POST", "/api/cameras", body, "application/json")
         expect(status, answer, 201, "POST /api/cameras")
         return json.loads(answer)["id"]
@@ -857,6 +867,173 @@ def events_node(bench, folder):
     return node
 
 
+class TestCamera:
+    """The GStreamer RTSP test camera (tests/camera/rtsp_camera.py, run by Debian's
+    /usr/bin/python3); it exits with this script (its stdin closes)."""
+
+    def __init__(self, bench):
+        command = ["/usr/bin/python3", str(CAMERA_SCRIPT), "--port", "0", "--max-seconds", "1800"]
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        bench.cleanup.add(lambda: stop_process(self.proc))
+        line = self.proc.stdout.readline()
+        match = re.match(r"ready rtsp://127\.0\.0\.1:(\d+)$", line.strip())
+        if not match:
+            stop_process(self.proc)
+            raise BenchError(
+                "the GStreamer test camera did not start (it needs python3-gi, "
+                f"gir1.2-gst-rtsp-server-1.0 and gstreamer1.0-plugins-*): {self.proc.stderr.read()}"
+            )
+        self.port = int(match.group(1))
+
+    def url(self, path):
+        """The RTSP URL of one of its mounts."""
+        return f"rtsp://127.0.0.1:{self.port}{path}"
+
+
+def cpu_seconds(pid):
+    """User plus system CPU time of `pid` so far, in seconds (from /proc/PID/stat)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat.rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def recorders_of(node):
+    """The ffmpeg processes the node runs."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.find("(") + 1 : stat.rfind(")")]
+        if name == "ffmpeg" and int(stat.rpartition(")")[2].split()[1]) == node.pid:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def private_mib(pid):
+    """Memory of `pid` shared with no other process (Private_Clean + Private_Dirty), in MiB."""
+    fields = proc_fields(pid, "smaps_rollup")
+    return (fields["Private_Clean"] + fields["Private_Dirty"]) / 1024
+
+
+def recorded_bytes(folder):
+    """The bytes of every recording file under `folder`, those being written included."""
+    return sum(f.stat().st_size for f in folder.rglob("*.mp4"))
+
+
+def segment_count(data_dir):
+    """How many segments the node has indexed."""
+    db = sqlite3.connect(f"file:{data_dir / 'nvr-node.db'}?mode=ro", uri=True, timeout=5)
+    try:
+        return db.execute("SELECT COUNT(*) FROM segment").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0  # before the node made its schema
+    finally:
+        db.close()
+
+
+def wait_all_recording(node, count, timeout):
+    """Waits until `count` cameras of `node` say `recording`; raises BenchError after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        cameras = json.loads(node.get("/api/cameras"))
+        states = [c["recording"]["state"] for c in cameras]
+        if states.count("recording") >= count:
+            return
+        if time.monotonic() > deadline:
+            raise BenchError(f"only {states.count('recording')} of {count} cameras record: {states}\n{node.tail()}")
+        time.sleep(0.2)
+
+
+def measure_recording(bench):
+    """The recording figures: from record on to the first segment; CPU and storage
+    writes of one camera (the 1280x720 test camera) over a window; RSS with 8."""
+    camera = TestCamera(bench)
+    folder = bench.temp_dir("recording-node")
+    # The reserve would be 1 GiB or more: on a nearly full disk nothing would be kept.
+    node = Node(bench, folder, extra_env={"RECORDINGS_KEEP_FREE": "0"}).wait_listening()
+    url = camera.url(HD_PATH)
+    [camera_id] = add_cameras(node.port, [url], 1)
+    body = json.dumps({"record": True}).encode()
+    started = time.perf_counter()
+    status, answer = request(node.port, "PATCH", f"/api/cameras/{camera_id}", body, "application/json")
+    expect(status, answer, 200, "PATCH record on")
+    while segment_count(folder) == 0:
+        if time.perf_counter() - started > 60:
+            raise BenchError(f"no segment 60 s after record went on:\n{node.tail()}")
+        time.sleep(0.02)
+    bench.add_figure(
+        "recording_start",
+        "record on to the first indexed segment (a 10 s segment; reported)",
+        time.perf_counter() - started,
+        "s",
+        ("<", 15),
+    )
+    wait_all_recording(node, 1, 30)
+    [recorder] = recorders_of(node)
+    recordings = folder / "recordings"
+    seconds = bench.settings.recording_seconds
+    before = {
+        "cpu": {pid: cpu_seconds(pid) for pid in (node.pid, recorder)},
+        "written": {pid: proc_fields(pid, "io")["write_bytes"] for pid in (node.pid, recorder)},
+        "video": recorded_bytes(recordings),
+        "segments": segment_count(folder),
+    }
+    time.sleep(seconds)
+    if recorders_of(node) != [recorder]:
+        raise BenchError(f"the recorder restarted during the measurement:\n{node.tail()}")
+    cpu = {pid: cpu_seconds(pid) - before["cpu"][pid] for pid in (node.pid, recorder)}
+    written = {pid: proc_fields(pid, "io")["write_bytes"] - before["written"][pid] for pid in (node.pid, recorder)}
+    video = recorded_bytes(recordings) - before["video"]
+    if written[recorder] == 0:
+        raise BenchError(f"ffmpeg wrote no bytes to storage: is {recordings} on a RAM disk (tmpfs)?")
+    bench.add_figure(
+        "recording_cpu",
+        f"CPU of recording one 1280x720 camera (ffmpeg + node), {seconds} s",
+        100 * (cpu[node.pid] + cpu[recorder]) / seconds,
+        "% of a core",
+        ("<=", 1),
+        ffmpeg_percent=100 * cpu[recorder] / seconds,
+        node_percent=100 * cpu[node.pid] / seconds,
+        video_kbit_per_s=video * 8 / 1000 / seconds,
+    )
+    bench.add_figure(
+        "recording_write_ratio",
+        "bytes written to storage ÷ bytes of video recorded (write_bytes of node and ffmpeg)",
+        (written[node.pid] + written[recorder]) / video,
+        "",
+        ("<=", 1.02),
+        video_bytes=video,
+        ffmpeg_written_bytes=written[recorder],
+        node_written_bytes=written[node.pid],
+        segments=segment_count(folder) - before["segments"],
+    )
+    add_cameras(node.port, [url] * (RECORDING_CAMERAS - 1), 4, record=True)
+    wait_all_recording(node, RECORDING_CAMERAS, 60)
+    time.sleep(2)
+    recorders = recorders_of(node)
+    # An ffmpeg's RSS counts the libraries all of them share; what each adds
+    # on its own is its private memory.
+    ffmpeg_rss = [proc_fields(pid, "status")["VmRSS"] / 1024 for pid in recorders]
+    ffmpeg_private = [private_mib(pid) for pid in recorders]
+    bench.add_figure(
+        "recording_rss",
+        f"node RSS with {RECORDING_CAMERAS} cameras recording",
+        proc_fields(node.pid, "status")["VmRSS"] / 1024,
+        "MiB",
+        ("<", 6),
+        ffmpeg_rss_mib=[round(m, 1) for m in ffmpeg_rss],
+        ffmpeg_private_mib=[round(m, 1) for m in ffmpeg_private],
+        ffmpeg_private_total_mib=sum(ffmpeg_private),
+    )
+    node.stop()
+
+
 def progress(message):
     """Tells the person running the benchmark what it is doing (stderr)."""
     print(f"bench: {message}", file=sys.stderr, flush=True)
@@ -891,6 +1068,8 @@ def run(bench):
     add_events_figure(bench, small_run, large_run)
     progress("start-up")
     measure_startup(bench, large_dir)
+    progress("recording: the test camera, one camera's CPU and writes, then 8 cameras")
+    measure_recording(bench)
 
 
 def number(value):
