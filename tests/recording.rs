@@ -848,3 +848,33 @@ fn deleting_a_camera_deletes_its_recordings() {
         0
     );
 }
+
+#[test]
+fn a_rejected_password_is_retried_in_plain_words_and_never_shown() {
+    let camera = Camera::with_credentials("admin", &password("right"));
+    // ffmpeg prints this URL, password and all, in its error: the node must
+    // not pass it on (the harness sweeps every answer and log line).
+    let wrong = camera.url(&format!("admin:{}", password("wrong")), "/aac");
+    let rec = Recording::start("rejected", &wrong, &[]);
+    assert!(
+        wait_for(Duration::from_secs(20), || {
+            rec.state()["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("rejected the user name or password"))
+        }),
+        "no plain reason: {}",
+        rec.state()
+    );
+    assert_eq!(rec.state()["state"], "retrying");
+    assert!(rec.rows().is_empty());
+    let status = rec.node.get("/api/status");
+    assert_eq!(status.status, 200);
+    // The wait doubles from 1 s: runs at about 0, 1, 3 and 7 s in 8 s.
+    thread::sleep(Duration::from_secs(8));
+    let logs = rec.node.logs();
+    let runs = logs
+        .lines()
+        .filter(|l| l.contains("ffmpeg") && l.ends_with("started"))
+        .count();
+    assert!((3..=5).contains(&runs), "{runs} runs in 8 s:\n{logs}");
+}
