@@ -827,10 +827,42 @@ fn a_full_disk_stops_no_api_and_recording_resumes_when_space_returns() {
 }
 
 #[test]
-fn deleting_a_camera_deletes_its_recordings() {
+fn a_new_url_restarts_the_recorder_disabling_stops_it_and_deleting_deletes_the_recordings() {
     let camera = Camera::start();
     let rec = Recording::start("deleted", &camera.url("", "/aac"), &[]);
     rec.wait_for_segments(1, Duration::from_secs(40));
+    let recorder_of = |path: &str| {
+        let needle = format!("{}{path}", camera.url("", ""));
+        processes_mentioning("ffmpeg", &needle)
+    };
+    assert_eq!(recorder_of("/aac").len(), 1);
+
+    // A new main URL: probed first (the PATCH waits for that), then the
+    // recorder restarts on it within 2 s.
+    rec.patch(json!({ "rtspUrl": camera.url("", "/video-only") }));
+    let changed = Instant::now();
+    assert!(
+        wait_for(Duration::from_secs(2), || recorder_of("/aac").is_empty()
+            && recorder_of("/video-only").len() == 1),
+        "not recording the new URL 2 s after the change: {:?} {:?}",
+        recorder_of("/aac"),
+        recorder_of("/video-only")
+    );
+    eprintln!(
+        "the recorder moved to the new URL in {:?}",
+        changed.elapsed()
+    );
+
+    // Disabled: no recorder within 2 s; enabled: one again.
+    rec.patch(json!({ "enabled": false }));
+    assert!(
+        wait_for(Duration::from_secs(2), || rec.recorders().is_empty()),
+        "a recorder still runs 2 s after the camera was disabled"
+    );
+    assert_eq!(rec.state()["state"], "off");
+    rec.patch(json!({ "enabled": true }));
+    assert!(wait_for(Duration::from_secs(2), || rec.recorders().len() == 1));
+
     let camera_dir = rec.recordings.join(&rec.id);
     assert!(camera_dir.is_dir());
     let deleted = rec.node.delete(&format!("/api/cameras/{}", rec.id));
@@ -838,9 +870,16 @@ fn deleting_a_camera_deletes_its_recordings() {
     assert!(
         wait_for(Duration::from_secs(5), || !camera_dir.exists()
             && rec.rows().is_empty()),
-        "recordings left: {:?}, {:?}",
+        "recordings left: {:?}, {:?}, {}",
         rec.rows(),
-        filed(&rec.recordings)
+        filed(&rec.recordings),
+        String::from_utf8_lossy(
+            &Command::new("find")
+                .arg(&camera_dir)
+                .output()
+                .unwrap()
+                .stdout
+        )
     );
     assert!(rec.recorders().is_empty());
     assert_eq!(

@@ -108,13 +108,12 @@ impl Recorder {
         while !self.stopped() {
             self.shared.set_state(self.camera, State::Starting, None);
             let (ended, recorded) = self.record();
+            // What the run left unfinished: the segment a kill cut short, or
+            // a file begun just before a stop (deleted with a deleted camera).
+            self.recover_incoming();
             if self.stopped() {
-                // A stop is quick: what a kill after the grace cut short is
-                // filed by the next run, or by recovery at the next start.
                 break;
             }
-            // What the run left unfinished: the segment a kill cut short.
-            self.recover_incoming();
             if recorded {
                 retry = FIRST_RETRY;
             }
