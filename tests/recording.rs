@@ -856,10 +856,11 @@ fn a_new_url_restarts_the_recorder_disabling_stops_it_and_deleting_deletes_the_r
     // Disabled: no recorder within 2 s; enabled: one again.
     rec.patch(json!({ "enabled": false }));
     assert!(
-        wait_for(Duration::from_secs(2), || rec.recorders().is_empty()),
-        "a recorder still runs 2 s after the camera was disabled"
+        wait_for(Duration::from_secs(2), || rec.recorders().is_empty()
+            && rec.state()["state"] == "off"),
+        "still recording 2 s after the camera was disabled: {}",
+        rec.state()
     );
-    assert_eq!(rec.state()["state"], "off");
     rec.patch(json!({ "enabled": true }));
     assert!(wait_for(Duration::from_secs(2), || rec.recorders().len() == 1));
 
