@@ -1,8 +1,9 @@
 //! The browser UI, end to end: `tests/e2e/ui.mjs` drives headless Debian
 //! Chromium through every task a person does (add, probe, edit, watch, read
-//! events, delete) against the real node, the test camera and the WebRTC relay
-//! stand-in. When the script prints `need-events <cameraId>`, this test writes
-//! three events for that camera into the node's database, as the detector will.
+//! events, play and download recordings, delete) against the real node, the
+//! test camera (which the node records) and the WebRTC relay stand-in. When
+//! the script prints `need-events <cameraId>`, this test writes three events
+//! for that camera into the node's database, as the detector will.
 
 mod common;
 

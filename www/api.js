@@ -25,13 +25,14 @@ export function serverNow() {
 }
 
 /**
- * Calls the API. Resolves to the parsed JSON body (null for 204); rejects with
- * an ApiError (status 0 when the node could not be reached).
+ * Calls the API. Resolves to the parsed JSON body (null for 204, or for a body
+ * that is not JSON); rejects with an ApiError (status 0 when the node could
+ * not be reached).
  */
-export async function api(method, path, body, { timeoutMs = 20000 } = {}) {
+export async function api(method, path, body, { timeoutMs = 20000, headers = {} } = {}) {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
-  const init = { method, cache: 'no-store', signal: controller.signal, headers: {} };
+  const init = { method, cache: 'no-store', signal: controller.signal, headers: { ...headers } };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);

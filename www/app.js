@@ -1,5 +1,6 @@
-// nvr-node's browser UI: the node header, cameras, the add form, live view and
-// events. Plain modules, no build step; everything from the node itself.
+// nvr-node's browser UI: the node header, cameras, the add form, live view,
+// recordings and events. Plain modules, no build step; everything from the
+// node itself.
 
 import { subscribe, startRefreshing } from './store.js';
 import { renderHeader } from './header.js';
@@ -7,6 +8,7 @@ import { renderCameras, setUpCameras } from './cameras.js';
 import { setUpAddForm, foldAddForm } from './addform.js';
 import { renderEvents, setUpEvents } from './events.js';
 import { setUpLive, updateLive } from './liveview.js';
+import { setUpRecordings, updateRecordings } from './recordings.js';
 
 let firstStatus = true;
 let cameraCount = 0;
@@ -16,6 +18,7 @@ subscribe((state) => {
   renderCameras(state);
   renderEvents(state);
   updateLive(state.cameras, state.status);
+  updateRecordings(state);
   if (state.status && cameraCount > 0 && state.cameras.size === 0) foldAddForm(false);
   if (state.status) cameraCount = state.cameras.size;
   if (firstStatus && state.status) {
@@ -31,4 +34,5 @@ setUpCameras();
 setUpAddForm();
 setUpEvents();
 setUpLive();
+setUpRecordings();
 startRefreshing();

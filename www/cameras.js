@@ -1,17 +1,15 @@
-// Camera cards, with their toggles, re-probe, edit and delete.
+// Camera cards, with the recorder's state, their toggles, recordings,
+// re-probe, edit and delete.
 
 import { $, setText, setAttr, show, toggleClass, fromTemplate, formErrors, maskWhenLeft } from './dom.js';
 import { api } from './api.js';
-import { capabilitiesText } from './format.js';
+import { capabilitiesText, recorderState, sentence } from './format.js';
 import { state, change, putCamera, dropCamera } from './store.js';
 import { openLive } from './liveview.js';
+import { openRecordings } from './recordings.js';
 
 const TOGGLE_WORDS = { enabled: 'Enabled', record: 'Record', detect: 'Detect' };
 const cards = new Map(); // id → card
-
-function sentence(text) {
-  return text ? text[0].toUpperCase() + text.slice(1) : text;
-}
 
 function setMessage(card, text, tone = '') {
   clearTimeout(card.msgTimer);
@@ -35,10 +33,13 @@ function makeCard(id) {
     name: q('.cam-name'),
     model: q('.cam-model'),
     caps: q('.cam-caps'),
+    recorder: q('.rec-state'),
+    recorderWord: q('.rec-word'),
     state: q('.state'),
     stateWord: q('.state-word'),
     msg: q('.card-msg'),
     watch: q('.watch'),
+    recordings: q('.recordings'),
     probe: q('.probe'),
     probeWord: q('.probe-word'),
     edit: q('.edit'),
@@ -65,6 +66,10 @@ function makeCard(id) {
     const camera = state.cameras.get(id);
     if (camera) openLive(camera, state.status);
   });
+  card.recordings.addEventListener('click', () => {
+    const camera = state.cameras.get(id);
+    if (camera) openRecordings(camera, state.events);
+  });
   card.probe.addEventListener('click', () => probe(card));
   card.edit.addEventListener('click', () => openEdit(id));
   card.del.addEventListener('click', () => openConfirm(id));
@@ -83,6 +88,10 @@ function renderCard(card) {
   setText(card.caps, caps || 'not probed yet');
   toggleClass(card.caps, 'muted', !caps);
 
+  const recorder = recorderState(camera.recording);
+  setText(card.recorderWord, recorder.text);
+  for (const t of ['rec', 'bad', 'off']) toggleClass(card.recorder, t, t === recorder.tone);
+
   const tone = !camera.enabled ? 'off' : camera.online ? 'ok' : 'bad';
   setText(card.stateWord, !camera.enabled ? 'Disabled' : camera.online ? 'Online' : 'Offline');
   for (const t of ['ok', 'bad', 'off']) toggleClass(card.state, t, t === tone);
@@ -100,6 +109,7 @@ function renderCard(card) {
   toggleClass(card.probe, 'busy', card.probing);
   setText(card.probeWord, card.probing ? 'Probing…' : 'Re-probe');
   setAttr(card.watch, 'aria-label', `Watch ${name} live`);
+  setAttr(card.recordings, 'aria-label', `Recordings of ${name}`);
   setAttr(card.probe, 'aria-label', card.probing ? `Probing ${name}…` : `Re-probe ${name}`);
   setAttr(card.edit, 'aria-label', `Edit ${name}`);
   setAttr(card.del, 'aria-label', `Delete ${name}`);

@@ -30,6 +30,28 @@ export function fromTemplate(id) {
   return document.getElementById(id).content.firstElementChild.cloneNode(true);
 }
 
+/**
+ * Makes `parent`'s children one element per item, in order: an element made
+ * by `make(item)` once per `keyOf(item)`, then updated by `fill(el, item)`.
+ * Kept elements are not replaced, so a focused one keeps the focus.
+ */
+export function syncChildren(parent, items, keyOf, make, fill) {
+  const old = new Map([...parent.children].map((el) => [el.dataset.key, el]));
+  items.forEach((item, index) => {
+    const key = String(keyOf(item));
+    let el = old.get(key);
+    if (el) {
+      old.delete(key);
+    } else {
+      el = make(item);
+      el.dataset.key = key;
+    }
+    fill(el, item);
+    if (parent.children[index] !== el) parent.insertBefore(el, parent.children[index] || null);
+  });
+  for (const el of old.values()) el.remove();
+}
+
 /** Points an inline SVG <use> at a symbol of the sprite. */
 export function setIcon(svg, symbol) {
   const use = svg.querySelector('use');

@@ -4,7 +4,8 @@ import { $, setText, setAttr, show, toggleClass, fromTemplate, setIcon } from '.
 import { serverNow } from './api.js';
 import { absoluteTime, duration, percent, relativeTime } from './format.js';
 
-const KINDS = {
+/** Each event kind's word and icon. */
+export const KINDS = {
   person: ['Person', 'i-person'],
   vehicle: ['Vehicle', 'i-vehicle'],
   animal: ['Animal', 'i-animal'],

@@ -1,4 +1,10 @@
-// Words for what the API gives: capabilities, times, durations, scores.
+// Words for what the API gives: capabilities, the recorder, times, durations,
+// scores, sizes.
+
+/** `text` with its first letter in capitals: the API's messages start in lower case. */
+export function sentence(text) {
+  return text ? text[0].toUpperCase() + text.slice(1) : text;
+}
 
 const CODECS = { h264: 'H.264', h265: 'H.265', hevc: 'H.265', mjpeg: 'MJPEG', mpeg4: 'MPEG-4', av1: 'AV1', vp8: 'VP8', vp9: 'VP9' };
 
@@ -17,6 +23,20 @@ export function capabilitiesText(caps) {
   return parts.join(' · ');
 }
 
+/** The recorder's state (a camera's `recording`) in words, and its tone. */
+export function recorderState(recording) {
+  switch (recording?.state) {
+    case 'recording':
+      return { text: 'Recording', tone: 'rec' };
+    case 'starting':
+      return { text: 'Recorder starting…', tone: 'off' };
+    case 'retrying':
+      return { text: `Not recording: ${recording.message || 'trying again shortly'}`, tone: 'bad' };
+    default:
+      return { text: 'Not recording', tone: 'off' };
+  }
+}
+
 /** "91%" for 0.91. */
 export function percent(score) {
   const n = Number(score);
@@ -26,6 +46,26 @@ export function percent(score) {
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 const shortDate = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+
+const clock = new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit' });
+const clockSeconds = new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit', second: '2-digit' });
+
+/** The local time of day: "14:03" (or "2:03 PM"), "14:03:10" with seconds. */
+export function clockTime(ms, seconds = false) {
+  return Number.isFinite(ms) ? (seconds ? clockSeconds : clock).format(new Date(ms)) : '';
+}
+
+const day = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
+
+/** "Nov 23": a day, where a time axis passes midnight. */
+export function dayName(ms) {
+  return day.format(new Date(ms));
+}
+
+/** "14:03 – 14:33" in the locale's way (with the dates when the days differ). */
+export function clockRange(from, to, seconds = false) {
+  return (seconds ? clockSeconds : clock).formatRange(new Date(from), new Date(to));
+}
 
 /** The full local date and time, for hover text. */
 export function absoluteTime(ms) {
@@ -61,4 +101,18 @@ export function countdown(ms) {
   const m = Math.floor((total % 3600) / 60);
   const s = String(total % 60).padStart(2, '0');
   return h ? `${h}:${String(m).padStart(2, '0')}:${s}` : `${m}:${s}`;
+}
+
+/** "812 kB", "1.2 GB", "40 GB": powers of 1000, as disks are sold. */
+export function bytes(n) {
+  if (!Number.isFinite(n) || n < 0) return '';
+  const units = ['B', 'kB', 'MB', 'GB', 'TB', 'PB'];
+  let value = n;
+  let unit = 0;
+  while (value >= 999.5 && unit < units.length - 1) {
+    value /= 1000;
+    unit += 1;
+  }
+  const text = unit > 0 && value < 9.95 ? value.toFixed(1) : String(Math.round(value));
+  return `${text}\u00a0${units[unit]}`;
 }

@@ -1,9 +1,10 @@
-// The node header: name, version, id, relay health, cloud link (with the claim
-// code and its countdown), and a banner when the node cannot be reached.
+// The node header: name, version, id, the recordings' storage, relay health,
+// cloud link (with the claim code and its countdown), and a banner when the
+// node cannot be reached.
 
 import { $, setText, show, toggleClass } from './dom.js';
 import { serverNow } from './api.js';
-import { countdown } from './format.js';
+import { absoluteTime, bytes, countdown } from './format.js';
 
 const CLOUD = {
   disabled: ['Cloud: off', 'neutral', 'Remote access is not set up; everything works on this network.'],
@@ -21,6 +22,25 @@ function setBadge(el, text, tone, title) {
   setText(el, text);
   for (const t of ['ok', 'bad', 'warn', 'neutral']) toggleClass(el, t, t === tone);
   if (title !== undefined && el.title !== title) el.title = title;
+}
+
+/** "Recordings: 1.2 GB used, 40 GB free", with the budget and the oldest recording on hover. */
+function renderStorage(storage) {
+  const el = $('node-storage');
+  show($('node-storage-sep'), Boolean(storage));
+  if (!storage) {
+    setText(el, '');
+    return;
+  }
+  const budget = storage.budgetBytes ? ` of ${bytes(storage.budgetBytes)}` : '';
+  const used = storage.usedBytes ? `${bytes(storage.usedBytes)}${budget} used` : 'none yet';
+  const free = storage.freeBytes === null ? '' : `, ${bytes(storage.freeBytes)} free`;
+  setText(el, `Recordings: ${used}${free}`);
+  const oldest = Date.parse(storage.oldestRecordingAt || '');
+  const within = storage.budgetBytes ? `stay within ${bytes(storage.budgetBytes)} and to ` : '';
+  const title = `${Number.isFinite(oldest) ? `The oldest recording is from ${absoluteTime(oldest)}.` : 'Nothing recorded yet.'} ` +
+    `The oldest recordings are deleted as needed to ${within}leave ${bytes(storage.reserveBytes)} of the disk free.`;
+  if (el.title !== title) el.title = title;
 }
 
 function tick() {
@@ -54,6 +74,7 @@ export function renderHeader(state) {
   if (document.title !== title) document.title = title;
   setText($('node-version'), `Version ${status.version || '?'}`);
   setText($('node-id'), status.nodeId ? `Node ID ${status.nodeId}` : 'Not registered');
+  renderStorage(status.storage);
 
   if (status.relayHealthy) {
     setBadge($('relay-badge'), 'Stream relay: OK', 'ok', 'Live view is available.');

@@ -36,12 +36,19 @@
 //   xss          a camera named <img src=x onerror=alert(1)> shows as that text (card,
 //                filter, live view title), no img element, no dialog; its live view
 //                (nothing listens at its address) gives a plain message, not video
+//   recordings   waits up to 40 s for the card to say "Recording"; the XSS camera's
+//                card and recordings view say why nothing is recorded; the real
+//                camera's view (from its card): waits up to 40 s for a span on the
+//                timeline, a click on it plays (readyState 4, currentTime advances),
+//                "Playing …" and the time under the playhead; the download is an MP4
+//                (ftyp) over 10 KB; a stretch's button and an event marker play with
+//                the keyboard (Enter); light and dark screenshots; closing unloads
 //   delete       delete with the confirmation: cancel keeps it, confirm removes it
 //   dark         the dark theme applies (screenshots)
 //   page         every control has a label; no CSP violation, script error or dialog
 // It prints one JSON line, {"ok":true,"steps":[...],"screenshots":[...]} and exits
 // 0, or {"ok":false,"step":"...","error":"..."} and exits 1, within --timeout-ms
-// (default 110000), and always closes the browser. Progress lines go to stderr;
+// (default 150000), and always closes the browser. Progress lines go to stderr;
 // a failure leaves a screenshot DIR/failed-<step>.png.
 
 import fs from 'node:fs';
@@ -72,7 +79,7 @@ function parseArgs(argv) {
     '--screenshots': 'screenshots',
     '--timeout-ms': 'timeoutMs',
   };
-  const opts = readFlags(argv, names, { timeoutMs: 110000 }, usage);
+  const opts = readFlags(argv, names, { timeoutMs: 150000 }, usage);
   for (const need of ['base', 'cameraUrl', 'subUrl', 'screenshots']) {
     if (!opts[need]) usage(`--${need.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is required`);
   }
@@ -672,6 +679,121 @@ async function run() {
     await page.waitForSelector('#live:not([open])', { state: 'attached' });
     await page.waitForTimeout(500);
     check(dialogs.length === 0, `a dialog fired: ${dialogs.join(' | ')}`);
+  });
+
+  await step('recordings', async () => {
+    const recorderWord = (id) => card(id).locator('.rec-word').textContent().then(norm);
+    // The real camera is recorded from when it was added (restarted by the toggles).
+    await page.waitForFunction(
+      (id) => document.querySelector(`.card[data-id="${id}"] .rec-word`)?.textContent === 'Recording',
+      porch,
+      { timeout: within(40000) },
+    ).catch(async () => { throw new Failure(`the card says "${await recorderWord(porch)}", not "Recording"`); });
+    // Nothing listens at the XSS camera's address: its card and its view say why.
+    await page.waitForFunction(
+      (id) => document.querySelector(`.card[data-id="${id}"] .rec-word`)?.textContent.startsWith('Not recording: '),
+      xss,
+      { timeout: within(15000) },
+    ).catch(async () => { throw new Failure(`the XSS camera's card says "${await recorderWord(xss)}"`); });
+    check((await card(xss).locator('.rec-state.bad').count()) === 1, 'a recorder that keeps failing is not shown as a problem');
+    note(`the cards say "${await recorderWord(porch)}" and "${await recorderWord(xss)}"`);
+    await card(xss).locator('.recordings').click();
+    await page.waitForSelector('#rec[open]');
+    check(norm(await page.textContent('#rec-title')) === `Recordings · ${XSS_NAME}`, 'the recordings view names the camera as typed');
+    await page.waitForFunction(() => document.getElementById('rec-msg-title').textContent === 'Nothing recorded in the last 24 hours' &&
+      document.getElementById('rec-msg-text').textContent.startsWith('Not recording: '), null, { timeout: within(15000) })
+      .catch(async () => { throw new Failure(`the empty view says "${norm(await page.textContent('#rec-msg'))}"`); });
+    check((await page.locator('img').count()) === 0, 'an img element is on the page');
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('#rec:not([open])', { state: 'attached' });
+
+    await card(porch).locator('.recordings').click();
+    await page.waitForSelector('#rec[open]');
+    check(norm(await page.textContent('#rec-title')) === 'Recordings · Porch camera', 'the recordings view names the camera');
+    // The first 10 s segment is indexed some 11–15 s after recording starts; the view asks every 10 s.
+    await page.locator('#rec-blocks .tl-span').first().waitFor({ timeout: within(40000) })
+      .catch(() => { throw new Failure('no recorded span on the timeline within 40 s'); });
+    note(`${await page.locator('#rec-blocks .tl-span').count()} span(s) on the timeline`);
+    check(norm(await page.textContent('#rec-msg-title')) === 'Choose a moment to play', 'the view does not say how to play');
+    // The longest of the spans drawn (keyed by their start), as the node lists them.
+    const drawn = await page.$$eval('#rec-blocks .tl-span', (els) => els.map((el) => Number(el.dataset.key)));
+    const longest = (await nodeApi('GET', `/api/cameras/${porch}/recordings`)).json
+      .map((s) => ({ start: Date.parse(s.start), end: Date.parse(s.end) }))
+      .filter((s) => drawn.includes(s.start))
+      .reduce((a, b) => (b.end - b.start > a.end - a.start ? b : a));
+    const marks = await page.$$eval('#rec-marks .tl-mark', (els) => els.map((el) => el.getAttribute('aria-label')));
+    for (const kind of ['Person', 'Vehicle', 'Motion']) {
+      check(marks.some((m) => m.startsWith(`${kind} at `)), `no ${kind} marker on the timeline: ${JSON.stringify(marks)}`);
+    }
+
+    const video = page.locator('#rec-video');
+    const clipStart = async () => Date.parse(new URL(await video.getAttribute('src'), opts.base).searchParams.get('start'));
+    const plays = async (what) => {
+      await page.waitForFunction(() => document.getElementById('rec-video').readyState === 4, null, { timeout: within(15000), polling: 100 })
+        .catch(async () => {
+          const state = await page.evaluate(() => ({
+            message: document.getElementById('rec-msg').innerText,
+            readyState: document.getElementById('rec-video').readyState,
+          }));
+          throw new Failure(`${what}: the video did not load: ${JSON.stringify(state)}`);
+        });
+      const t0 = await video.evaluate((v) => v.currentTime);
+      await page.waitForFunction((t) => document.getElementById('rec-video').currentTime - t >= 1, t0, { timeout: within(10000), polling: 100 })
+        .catch(() => { throw new Failure(`${what}: currentTime did not advance by 1 s`); });
+      check(await page.isHidden('#rec-msg'), `${what}: a message still covers the playing video`);
+    };
+
+    // A click inside the longest span on the timeline plays from a moment within it.
+    const clicked = Date.now();
+    await page.locator(`#rec-blocks .tl-span[data-key="${longest.start}"]`).click();
+    await plays('a click on the timeline');
+    const start = await clipStart();
+    check(start >= longest.start && start < longest.end, `the click played from ${new Date(start).toISOString()}, outside the span clicked`);
+    note(`a click on the timeline plays (${Date.now() - clicked} ms)`);
+    const playing = norm(await page.textContent('#rec-playing'));
+    check(/^Playing \d.* – .*\d/.test(playing), `the view says "${playing}"`);
+    check(/^· at \d/.test(norm(await page.textContent('#rec-at'))), `no time under the playhead: "${await page.textContent('#rec-at')}"`);
+    check(await page.isVisible('#rec-playhead'), 'no playhead on the timeline');
+
+    // The download saves the stretch shown, as the MP4 it plays.
+    const link = page.locator('#rec-download');
+    check(norm(await link.textContent()).startsWith('Download '), `the download says "${await link.textContent()}"`);
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: within(15000) }), link.click()]);
+    const bytes = fs.readFileSync(await download.path());
+    check(bytes.length > 10000 && bytes.subarray(4, 8).toString('latin1') === 'ftyp',
+      `the download is ${bytes.length} bytes starting ${JSON.stringify(bytes.subarray(0, 8).toString('latin1'))}, not an MP4`);
+    check(download.suggestedFilename().endsWith('.mp4'), `the download is named ${download.suggestedFilename()}`);
+    note(`downloaded ${bytes.length} bytes as ${download.suggestedFilename()}`);
+
+    // The keyboard: the newest stretch's button, then an event's marker.
+    const newest = page.locator('#rec-list .rec-span').first();
+    const newestStart = Number(await newest.evaluate((el) => el.parentElement.dataset.key));
+    await newest.focus();
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((from) => {
+      const src = document.getElementById('rec-video').getAttribute('src') || '';
+      return Date.parse(new URL(src, location.href).searchParams.get('start')) === from;
+    }, newestStart, { timeout: within(5000) })
+      .catch(() => { throw new Failure('Enter on the newest stretch did not play it from its start'); });
+    await plays('Enter on a stretch');
+    check((await newest.getAttribute('aria-current')) === 'true', 'the stretch playing is not marked');
+    const motion = (await nodeApi('GET', '/api/events')).json.find((e) => e.kind === 'motion');
+    await page.locator(`#rec-marks .tl-mark[data-key="${motion.id}"]`).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.getElementById('rec-video').readyState >= 2, null, { timeout: within(15000) });
+    const fromMark = await clipStart();
+    check(fromMark >= Date.parse(motion.startedAt) - 5000, `the motion marker played from ${new Date(fromMark).toISOString()}, before the event`);
+    note('the keyboard plays a stretch and an event');
+
+    const top = async () => page.evaluate(() => { document.getElementById('rec').scrollTop = 0; });
+    await shoot('recordings', top);
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await shoot('recordings-dark', top);
+    await page.emulateMedia({ colorScheme: 'light' });
+
+    await page.click('#rec-close');
+    await page.waitForSelector('#rec:not([open])', { state: 'attached' });
+    check(await video.evaluate((v) => !v.getAttribute('src') && v.paused), 'the video still plays after closing');
   });
 
   await step('delete', async () => {

@@ -1,0 +1,294 @@
+// The recordings view of one camera, in a dialog: the last 24 h on a timeline
+// (timeline.js) and as a list of recorded stretches, a <video> that plays the
+// node's recording.mp4 from the moment chosen and on into what follows, and a
+// download of the stretch shown. The spans are asked for again every 10 s, so
+// a recording that is still going grows on the timeline.
+
+import { $, setText, setAttr, show, toggleClass, syncChildren } from './dom.js';
+import { api, serverNow } from './api.js';
+import { clockRange, clockTime, codecName, duration, recorderState, sentence } from './format.js';
+import { drawTimeline, resetCursor, setPlayhead, setUpTimeline } from './timeline.js';
+
+const WINDOW_MS = 24 * 3600 * 1000;
+const REFRESH_MS = 10000; // recordings grow by one 10 s segment at a time
+const CLIP_MS = 3600 * 1000; // the longest stretch one recording.mp4 may hold
+const MIN_CLIP_MS = 5000; // a moment just before a span's end still plays this much
+const LATEST_MS = 60000; // a moment after every span plays the latest minute
+const FOLLOW_MS = 60000; // a clip that ended this near now waits for the recording to grow
+const SLIVER_MS = 1000; // less than this left of a span is not worth another clip
+
+let camera = null;
+let allEvents = [];
+let spans = []; // {start, end} in ms, oldest first
+let windowEnd = 0; // the end of the listed window: the node's "now" when asked
+let listed = false; // the spans came at least once
+let problem = ''; // why the spans could not be listed, in the node's words
+let clip = null; // the stretch in the video: {start, end, url}
+let after = ''; // what happened at the end of the clip
+let failure = null; // why the last clip could not play: {title, text}
+let waitingAfter = null; // the clip ended at the growing end: play on from here once it grows
+let opened = 0; // bumped on every open and close: answers for an earlier one are dropped
+let attempt = 0; // bumped on every clip: late answers about an earlier one are dropped
+let refreshTimer = null;
+
+const video = () => $('rec-video');
+const iso = (ms) => new Date(ms).toISOString();
+
+function message(title, text = '', spinner = false) {
+  setText($('rec-msg-title'), title);
+  setText($('rec-msg-text'), text);
+  show($('rec-spinner'), spinner);
+  show($('rec-msg'), Boolean(title));
+}
+
+/** What a moment `t` plays: from `t` (in a gap, from the next span's start) for up to an hour within its span; past every span, the latest minute. */
+function stretchAt(t) {
+  const span = spans.find((s) => s.end > t);
+  if (!span) {
+    const last = spans[spans.length - 1];
+    return last ? { start: Math.max(last.start, last.end - LATEST_MS), end: last.end } : null;
+  }
+  const start = Math.max(span.start, Math.min(t, span.end - MIN_CLIP_MS));
+  return { start, end: Math.min(span.end, start + CLIP_MS) };
+}
+
+/** What follows a clip that ended at `t`: the rest of its span, else the next span; null when nothing does (yet). */
+function stretchAfter(t) {
+  const span = spans.find((s) => s.end > t + SLIVER_MS);
+  if (!span) return null;
+  const start = Math.max(span.start, t);
+  return { start, end: Math.min(span.end, start + CLIP_MS) };
+}
+
+function whyNothing() {
+  if (!camera.enabled) return 'This camera is disabled: turn on “Enabled” on its card to record it.';
+  if (!camera.record) return 'Recording is off for this camera: turn on “Record” on its card.';
+  if (camera.recording?.state === 'retrying') return `${recorderState(camera.recording).text}.`;
+  return 'A recording shows here some 10 s after it starts.';
+}
+
+function drawList() {
+  const newest = [...spans].reverse();
+  show($('rec-stretches'), newest.length > 0);
+  syncChildren($('rec-list'), newest, (s) => s.start, () => {
+    const item = document.createElement('li');
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'rec-span';
+    // The item's key is its span's start, which stays while the span grows.
+    button.addEventListener('click', () => play(stretchAt(Number(item.dataset.key))));
+    item.append(button);
+    return item;
+  }, (item, span) => {
+    const button = item.firstElementChild;
+    const words = `${clockRange(span.start, span.end)} · ${duration(span.end - span.start)}`;
+    setText(button, words);
+    setAttr(button, 'aria-label', `Play ${words}`);
+    const current = clip && clip.start >= span.start && clip.start < span.end;
+    setAttr(button, 'aria-current', current ? 'true' : null);
+  });
+}
+
+function render() {
+  if (!camera) return;
+  setText($('rec-title'), `Recordings · ${camera.name || 'Unnamed camera'}`);
+  const { text, tone } = recorderState(camera.recording);
+  setText($('rec-state').querySelector('.rec-word'), text);
+  for (const t of ['rec', 'bad', 'off']) toggleClass($('rec-state'), t, t === tone);
+  const from = windowEnd - WINDOW_MS;
+  const events = allEvents.filter((e) => {
+    const t = Date.parse(e.startedAt);
+    return e.cameraId === camera.id && t >= from && t <= windowEnd;
+  });
+  drawTimeline(from, windowEnd, spans, events);
+  drawList();
+  show($('rec-hint'), spans.length > 0);
+  setText($('rec-note'), listed && problem ? `Could not refresh the recordings: ${problem}. Trying again…` : after);
+  if (clip) return;
+  if (failure) message(failure.title, failure.text);
+  else if (problem && !listed) message('Could not load the recordings', `${sentence(problem)}. Trying again…`);
+  else if (!listed) message('Loading the recordings…', '', true);
+  else if (spans.length === 0) message('Nothing recorded in the last 24 hours', whyNothing());
+  else message('Choose a moment to play', 'Click or tap the timeline, or pick a recorded stretch below it.');
+}
+
+function schedule() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(() => (document.hidden ? schedule() : refresh()), REFRESH_MS);
+}
+
+async function refresh() {
+  clearTimeout(refreshTimer);
+  if (!camera) return;
+  const mine = opened;
+  const end = serverNow();
+  const query = new URLSearchParams({ start: iso(end - WINDOW_MS), end: iso(end) });
+  try {
+    const list = await api('GET', `/api/cameras/${camera.id}/recordings?${query}`, undefined, { timeoutMs: 8000 });
+    if (mine !== opened) return;
+    spans = list.map((s) => ({ start: Date.parse(s.start), end: Date.parse(s.end) })).filter((s) => s.end > s.start);
+    windowEnd = end;
+    listed = true;
+    problem = '';
+  } catch (error) {
+    if (mine !== opened) return;
+    if (error.status === 404) {
+      removed();
+      return;
+    }
+    problem = error.message;
+  }
+  render();
+  if (waitingAfter !== null) {
+    const next = stretchAfter(waitingAfter);
+    if (next) play(next);
+  }
+  schedule();
+}
+
+function play(stretch) {
+  if (!stretch || !camera) return;
+  attempt += 1;
+  waitingAfter = null;
+  after = '';
+  failure = null;
+  const query = new URLSearchParams({ start: iso(stretch.start), end: iso(stretch.end) });
+  clip = { ...stretch, url: `/api/cameras/${camera.id}/recording.mp4?${query}` };
+  message('Loading…', '', true);
+  const v = video();
+  v.src = clip.url;
+  // Refused or cut short (another clip, the close): the video's own events tell the rest.
+  v.play().catch(() => {});
+  setText($('rec-playing'), `Playing ${clockRange(clip.start, clip.end, true)}`);
+  setText($('rec-at'), '');
+  const link = $('rec-download');
+  link.href = clip.url;
+  const short = clip.end - clip.start < 2 * 60000; // within a minute or two, minutes alone say little
+  setText($('rec-download-word'), `Download ${clockRange(clip.start, clip.end, short)}`);
+  show(link, true);
+  setPlayhead(clip.start);
+  render();
+}
+
+/** Drops the clip (and the video's hold on it). */
+function unload() {
+  attempt += 1;
+  clip = null;
+  waitingAfter = null;
+  after = '';
+  const v = video();
+  v.pause();
+  v.removeAttribute('src');
+  v.load();
+  setText($('rec-playing'), '');
+  setText($('rec-at'), '');
+  show($('rec-download'), false);
+  setPlayhead(null);
+}
+
+/** The clip ended: the next piece plays on if more was recorded; at the growing end, once it grows. */
+async function playOn() {
+  const mine = attempt;
+  const end = clip.end;
+  await refresh();
+  if (mine !== attempt || !camera) return;
+  const next = stretchAfter(end);
+  if (next) {
+    play(next);
+  } else if (camera.recording?.state === 'recording' && windowEnd - end < FOLLOW_MS) {
+    waitingAfter = end;
+    after = 'Waiting for the next part of the recording…';
+  } else {
+    after = `Nothing was recorded after ${clockTime(end, true)}.`;
+  }
+  render();
+}
+
+/** The video could not play the clip: ask the node why, in its words. */
+async function explain() {
+  const mine = attempt;
+  try {
+    await api('GET', clip.url, undefined, { headers: { Range: 'bytes=0-0' }, timeoutMs: 8000 });
+    if (mine !== attempt) return;
+    // The node has it and this browser cannot decode it (H.265, say): it can still be downloaded.
+    const codec = camera?.capabilities?.videoCodec;
+    setText($('rec-playing'), '');
+    setText($('rec-at'), '');
+    message('This browser cannot play this recording', `${codec ? `Its video is ${codecName(codec)}. ` : ''}Download it to watch it in a player that can.`);
+  } catch (error) {
+    if (mine !== attempt) return;
+    unload();
+    failure = { title: 'Cannot play this stretch', text: `${sentence(error.message)}.` };
+    if (error.status === 404) refresh(); // deleted since it was listed, maybe
+    render();
+  }
+}
+
+/** Ends what the view does: the clip, the refreshes, answers still to come. */
+function stop() {
+  unload();
+  clearTimeout(refreshTimer);
+  opened += 1;
+  camera = null;
+}
+
+function removed() {
+  stop();
+  message('This camera was removed', '');
+  show($('rec-stretches'), false);
+}
+
+/** Opens the recordings of `cam`, with markers for its events among `events` (the API's). */
+export function openRecordings(cam, events) {
+  stop();
+  camera = cam;
+  allEvents = events || [];
+  spans = [];
+  listed = false;
+  problem = '';
+  failure = null;
+  windowEnd = serverNow();
+  resetCursor();
+  const dialog = $('rec');
+  if (!dialog.open) dialog.showModal();
+  $('rec-close').focus();
+  render();
+  refresh();
+}
+
+/** Keeps the open view's camera (name, recorder) and event markers current. */
+export function updateRecordings(state) {
+  if (!camera) return;
+  const fresh = state.cameras.get(camera.id);
+  if (!fresh) {
+    if (state.status) removed();
+    return;
+  }
+  camera = fresh;
+  allEvents = state.events || [];
+  render();
+}
+
+export function setUpRecordings() {
+  const dialog = $('rec');
+  const v = video();
+  dialog.addEventListener('close', stop);
+  $('rec-close').addEventListener('click', () => dialog.close());
+  setUpTimeline((t) => play(stretchAt(t)));
+  v.addEventListener('loadeddata', () => {
+    if (clip) show($('rec-msg'), false);
+  });
+  v.addEventListener('timeupdate', () => {
+    if (!clip || !v.getAttribute('src')) return;
+    // The clip's timeline is the wall clock's from its start (give or take the key frame before it).
+    const t = clip.start + v.currentTime * 1000;
+    setPlayhead(t);
+    setText($('rec-at'), ` · at ${clockTime(t, true)}`);
+  });
+  v.addEventListener('ended', () => {
+    if (clip) playOn();
+  });
+  v.addEventListener('error', () => {
+    if (clip && v.getAttribute('src')) explain();
+  });
+}
