@@ -284,7 +284,9 @@ fn fifty_hung_probes_at_once_leave_nothing_behind() {
         .map(|i| {
             post(
                 "/api/cameras".into(),
-                json!({ "name": format!("Mute {i}"), "rtspUrl": silent.url() }).to_string(),
+                // Not recording: a recorder is a thread that stays by design.
+                json!({ "name": format!("Mute {i}"), "rtspUrl": silent.url(), "record": false })
+                    .to_string(),
             )
         })
         .collect();

@@ -124,6 +124,9 @@ def make_factory(launch_desc, with_auth):
     factory = GstRtspServer.RTSPMediaFactory()
     factory.set_launch(launch_desc)
     factory.set_shared(True)
+    # Like a real camera: one client going away (even without TEARDOWN)
+    # does not stop the stream that other clients (a recorder) still read.
+    factory.set_stop_on_disconnect(False)
     factory.set_protocols(GstRtsp.RTSPLowerTrans.TCP
                           | GstRtsp.RTSPLowerTrans.UDP)
     if with_auth:
