@@ -186,14 +186,7 @@ impl App {
 
     /// Drops the state of cameras for which `keep` is false.
     pub fn retain_online(&self, keep: impl Fn(&Uuid) -> bool) {
-        let mut online = lock(&self.online);
-        let before = online.len();
-        online.retain(|id, _| keep(id));
-        let removed = online.len() != before;
-        drop(online);
-        if removed {
-            self.live_changed();
-        }
+        self.live_changes.retain(&self.online, keep);
     }
 
     /// Tells the relay sync loop and the recorders that cameras changed;

@@ -2,7 +2,12 @@
 //! health, the cloud link, recorders, storage), bumped after each change, so
 //! that views built from that state (the status body) know when to rebuild.
 
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::db::lock;
 
 #[derive(Default)]
 pub struct LiveChanges(AtomicU64);
@@ -14,5 +19,18 @@ impl LiveChanges {
 
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Acquire)
+    }
+
+    /// Drops the entries of a per-camera `map` whose key `keep` refuses
+    /// (cameras deleted), counting a change if any went.
+    pub fn retain<K: Eq + Hash, V>(&self, map: &Mutex<HashMap<K, V>>, keep: impl Fn(&K) -> bool) {
+        let mut map = lock(map);
+        let before = map.len();
+        map.retain(|key, _| keep(key));
+        let removed = map.len() != before;
+        drop(map);
+        if removed {
+            self.bump();
+        }
     }
 }

@@ -743,12 +743,7 @@ fn a_full_disk_gives_507_and_reads_keep_working() {
     let first =
         node.add_camera(json!({ "name": "Before", "rtspUrl": dead_url(), "record": false }));
     // Fill the disk to the last byte.
-    let filler = disk.path().join("filler");
-    let mut file = std::fs::File::create(&filler).unwrap();
-    let block = vec![0u8; 64 * 1024];
-    while std::io::Write::write_all(&mut file, &block).is_ok() {}
-    while std::io::Write::write_all(&mut file, &[0u8]).is_ok() {}
-    drop(file);
+    let filler = disk.fill("filler");
     let mut full = None;
     for i in 0..200 {
         let body = json!({ "name": format!("More {i} {}", "x".repeat(40)), "rtspUrl": dead_url(), "record": false })

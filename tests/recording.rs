@@ -11,7 +11,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{
-    Camera, Node, TempDir, Tmpfs, closed_port, is_running, password, processes_mentioning, wait_for,
+    Camera, Node, TempDir, Tmpfs, browser_script, closed_port, is_running, password,
+    processes_mentioning, wait_for,
 };
 use serde_json::{Value, json};
 
@@ -430,28 +431,13 @@ fn a_recording_plays_and_seeks_in_chromium() {
         iso(start),
         iso(end)
     );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut command = Command::new("node");
-    command
-        .arg(root.join("tests/e2e/playback.mjs"))
-        .args(["--origin", &format!("http://127.0.0.1:{}", rec.node.port)])
-        .args(["--src", &src, "--seek", "18"]);
-    let description = format!("{command:?}");
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run node (Node.js, for playwright-core): {e}"));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let report = format!(
-        "command: {description}\nstatus: {}\nstdout: {stdout}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
+    let origin = format!("http://127.0.0.1:{}", rec.node.port);
+    let verdict = browser_script(
+        "playback.mjs",
+        &["--origin", &origin, "--src", &src, "--seek", "18"],
     );
-    let verdict: Value = stdout
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| panic!("no verdict\n{report}"));
-    assert!(output.status.success() && verdict["ok"] == true, "{report}");
+    let report = verdict["output"].as_str().unwrap().to_owned();
+    assert_eq!(verdict["ok"], true, "{report}");
     let duration = verdict["duration"].as_f64().unwrap();
     assert!(
         (24.0..=27.0).contains(&duration),
@@ -777,12 +763,7 @@ fn a_full_disk_stops_no_api_and_recording_resumes_when_space_returns() {
     let node = start_node(data.path(), &recordings, &[]);
     std::fs::create_dir_all(&recordings).unwrap();
     // Another program fills the disk to the last byte.
-    let filler = disk.path().join("filler");
-    let mut file = std::fs::File::create(&filler).unwrap();
-    let block = vec![0u8; 64 * 1024];
-    while std::io::Write::write_all(&mut file, &block).is_ok() {}
-    while std::io::Write::write_all(&mut file, &[0u8]).is_ok() {}
-    drop(file);
+    let filler = disk.fill("filler");
     let created = node.add_camera(json!({ "name": "Full", "rtspUrl": camera.url("", "/aac") }));
     let id = created["id"].as_str().unwrap().to_owned();
     let state = || {

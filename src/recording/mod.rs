@@ -157,14 +157,7 @@ impl Shared {
 
     /// Forgets the states of cameras for which `keep` is false.
     fn retain_states(&self, keep: impl Fn(&Uuid) -> bool) {
-        let mut states = lock(&self.states);
-        let before = states.len();
-        states.retain(|id, _| keep(id));
-        let removed = states.len() != before;
-        drop(states);
-        if removed {
-            self.live.bump();
-        }
+        self.live.retain(&self.states, keep);
     }
 
     fn clean(&self, what: Clean) {

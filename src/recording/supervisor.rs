@@ -133,29 +133,20 @@ fn stop_all(shared: &Shared, recorders: Vec<(Uuid, Running)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::camera::{Capabilities, Settings};
+    use crate::camera::Capabilities;
+    use crate::store::test_support;
 
     fn camera(enabled: bool, record: bool, audio: Option<&str>) -> Camera {
-        Camera {
-            id: Uuid::new_v4(),
-            settings: Settings {
-                name: "c".into(),
-                make: String::new(),
-                model: String::new(),
-                rtsp_url: "rtsp://h/main".into(),
-                rtsp_sub_url: None,
-                enabled,
-                record,
-                detect: false,
-            },
-            capabilities: audio.map(|codec| Capabilities {
-                video_codec: "h264".into(),
-                width: 640,
-                height: 360,
-                fps: 25,
-                audio_codec: (!codec.is_empty()).then(|| codec.to_owned()),
-            }),
-        }
+        let mut camera = test_support::camera("c");
+        (camera.settings.enabled, camera.settings.record) = (enabled, record);
+        camera.capabilities = audio.map(|codec| Capabilities {
+            video_codec: "h264".into(),
+            width: 640,
+            height: 360,
+            fps: 25,
+            audio_codec: (!codec.is_empty()).then(|| codec.to_owned()),
+        });
+        camera
     }
 
     #[test]

@@ -278,20 +278,30 @@ fn become_subreaper() {
     });
 }
 
-/// The processes whose parent is `pid`.
-pub fn children_of(pid: u32) -> Vec<u32> {
+/// Every process id on the machine.
+fn all_pids() -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|child| {
-            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
-            // `pid (comm) state ppid ...`: the comm may hold spaces.
-            stat.rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
-                == Some(pid)
-        })
+        .collect()
+}
+
+/// A process's state letter and parent, from `/proc/PID/stat`
+/// (`pid (comm) state ppid ...`, where the comm may hold spaces).
+fn state_and_parent(pid: u32) -> Option<(String, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.to_owned();
+    Some((state, fields.next()?.parse().ok()?))
+}
+
+/// The processes whose parent is `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    all_pids()
+        .into_iter()
+        .filter(|child| state_and_parent(*child).is_some_and(|(_, parent)| parent == pid))
         .collect()
 }
 
@@ -316,13 +326,7 @@ fn kill_and_reap(node: &mut Child) {
 
 /// Whether `pid` is running (a zombie is not).
 pub fn is_running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            stat.rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next())
-                .is_some_and(|state| state != "Z" && state != "X")
-        })
-        .unwrap_or(false)
+    state_and_parent(pid).is_some_and(|(state, _)| state != "Z" && state != "X")
 }
 
 /// A small tmpfs of the test's own, unmounted on drop.
@@ -346,6 +350,17 @@ impl Tmpfs {
 
     pub fn path(&self) -> &Path {
         self.0.path()
+    }
+
+    /// Fills the file system to the last byte with the file `name`, as
+    /// another program might; returns its path.
+    pub fn fill(&self, name: &str) -> PathBuf {
+        let filler = self.path().join(name);
+        let mut file = std::fs::File::create(&filler).unwrap();
+        let block = vec![0u8; 64 * 1024];
+        while std::io::Write::write_all(&mut file, &block).is_ok() {}
+        while std::io::Write::write_all(&mut file, &[0u8]).is_ok() {}
+        filler
     }
 }
 
@@ -545,9 +560,16 @@ impl Drop for WebrtcRelay {
 /// on a live view page; returns its JSON verdict, with the command and its
 /// output in `"output"` for failure messages.
 pub fn live_view_in_browser(args: &[&str]) -> serde_json::Value {
+    browser_script("live_view.mjs", args)
+}
+
+/// Runs a script of `tests/e2e/` that drives Chromium and prints a JSON
+/// verdict as its last line; returns the verdict, `"ok"` false unless the
+/// script also exited 0, and the command with its output in `"output"`.
+pub fn browser_script(script: &str, args: &[&str]) -> serde_json::Value {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut command = Command::new("node");
-    command.arg(root.join("tests/e2e/live_view.mjs")).args(args);
+    command.arg(root.join("tests/e2e").join(script)).args(args);
     let description = format!("{command:?}");
     let output = command
         .output()
@@ -614,11 +636,8 @@ impl Drop for SilentCamera {
 
 /// Live `program` processes (ffprobe, ffmpeg) whose command line mentions `needle`.
 pub fn processes_mentioning(program: &str, needle: &str) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+    all_pids()
+        .into_iter()
         .filter(|pid| {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let cmdline = String::from_utf8_lossy(&cmdline);
