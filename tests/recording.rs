@@ -267,8 +267,10 @@ fn a_camera_is_recorded_in_playable_10_s_segments_and_played_back() {
             "a gap of {gap} ms between {pair:?}"
         );
     }
+    let mut durations = Vec::new();
     for row in &rows {
         let (codecs, duration) = probe(&rec.recordings.join(&row.path));
+        durations.push(duration);
         assert_eq!(codecs, ["h264", "aac"], "{row:?}: AAC audio is kept");
         assert!((9.0..=11.0).contains(&duration), "{row:?}: {duration} s");
         let indexed = (row.end_ms - row.start_ms) as f64 / 1000.0;
@@ -281,6 +283,8 @@ fn a_camera_is_recorded_in_playable_10_s_segments_and_played_back() {
             .len();
         assert_eq!(bytes, row.bytes, "{row:?}");
     }
+
+    eprintln!("segment durations (ffprobe): {durations:?}");
 
     // The spans: one, from the first segment to the last.
     let listed = rec.node.get(&format!("/api/cameras/{}/recordings", rec.id));
@@ -322,6 +326,10 @@ fn a_camera_is_recorded_in_playable_10_s_segments_and_played_back() {
         "{duration} s for 30 s asked"
     );
     decodes(&file).unwrap_or_else(|e| panic!("the clip does not decode cleanly: {e}"));
+    eprintln!(
+        "30 s asked: a clip of {duration} s, {} bytes",
+        whole.body.len()
+    );
 
     // Ranges, as a player asks for them.
     let len = whole.body.len();
@@ -582,6 +590,7 @@ fn a_killed_recorder_comes_back_and_record_off_stops_it() {
         "{:?}",
         started.elapsed()
     );
+    eprintln!("the node stopped {:?} after SIGTERM", started.elapsed());
     assert!(processes_mentioning("ffmpeg", &recordings.display().to_string()).is_empty());
     let rows = rows(data.path());
     assert!(
