@@ -571,13 +571,13 @@ class Bench:
         }
 
 
-def add_cameras(port, urls, parallel, record=False):
+def add_cameras(port, urls, parallel, record=False, detect=False):
     """Adds a camera per RTSP URL through the API, `parallel` at a time; returns their ids.
-    They record only when asked: the API's figures are of a node that does not."""
+    They record and detect only when asked: the API's figures are of a node that does neither."""
 
     def add(numbered):
         number, url = numbered
-        body = json.dumps({"name": f"Cam {number}", "rtspUrl": url, "record": record}).encode()
+        body = json.dumps({"name": f"Cam {number}", "rtspUrl": url, "record": record, "detect": detect}).encode()
         status, answer = request(port, "POST", "/api/cameras", body, "application/json")
         expect(status, answer, 201, "POST /api/cameras")
         return json.loads(answer)["id"]

@@ -5,14 +5,18 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::Instant;
 
 use uuid::Uuid;
 
+use crate::clips::Clips;
 use crate::config::Config;
 use crate::db::{Db, lock};
 use crate::error::Error;
 use crate::link_state::LinkState;
 use crate::live::LiveChanges;
+use crate::motion::{self, Motion};
 use crate::prober::Prober;
 use crate::recording::{self, Recordings};
 use crate::relay::Relay;
@@ -23,7 +27,6 @@ use crate::store::{self, Store};
 pub struct App {
     pub node_name: String,
     pub data_dir: PathBuf,
-    pub max_events: u64,
     pub host_name: String,
     pub allowed_hosts: Vec<String>,
     pub prober: Prober,
@@ -31,7 +34,9 @@ pub struct App {
     pub whep_sessions: Sessions,
     pub ui: Ui,
     db: Arc<Db>,
-    pub recordings: Recordings,
+    pub recordings: Arc<Recordings>,
+    pub clips: Arc<Clips>,
+    pub motion: Motion,
     relay_healthy: AtomicBool,
     cloud: Mutex<LinkState>,
     /// Whether each camera answered its last check or probe; in memory, so an idle node writes nothing.
@@ -52,16 +57,30 @@ impl App {
         let db = Arc::new(Db::new(store));
         let live_changes = Arc::new(LiveChanges::default());
         let prober = Prober::new(config.ffprobe.clone());
-        let recordings = Recordings::new(
+        let recordings = Arc::new(Recordings::new(
             recording::Settings::from_config(config),
             db.clone(),
             live_changes.clone(),
             prober.clone(),
+        ));
+        let clips = Arc::new(Clips::new(
+            config.data_dir.clone(),
+            config.ffmpeg.clone(),
+            config.max_events,
+            db.clone(),
+            recordings.clone(),
+        ));
+        let motion = Motion::new(
+            motion::Settings {
+                ffmpeg: config.ffmpeg.clone(),
+            },
+            db.clone(),
+            clips.clone(),
+            recordings.clone(),
         );
         App {
             node_name: config.node_name.clone(),
             data_dir: config.data_dir.clone(),
-            max_events: config.max_events,
             host_name: config.host_name.clone(),
             allowed_hosts: config.allowed_hosts.clone(),
             prober,
@@ -70,6 +89,8 @@ impl App {
             ui: Ui::new(config.www_dir.clone()),
             db,
             recordings,
+            clips,
+            motion,
             relay_healthy: AtomicBool::new(false),
             cloud: Mutex::new(LinkState::Disabled),
             online: Mutex::new(HashMap::new()),
@@ -82,18 +103,6 @@ impl App {
     /// Runs `f` under the database lock. Keep `f` short: no I/O beyond SQLite.
     pub fn db<T>(&self, f: impl FnOnce(&mut Store) -> store::Result<T>) -> Result<T, Error> {
         self.db.run(f)
-    }
-
-    /// Deletes clip files named relative to the data folder; a missing file is fine.
-    pub fn remove_clips(&self, clips: &[String]) {
-        for clip in clips {
-            let path = self.data_dir.join(clip);
-            if let Err(e) = std::fs::remove_file(&path)
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                log::warn!("cannot delete clip {}: {e}", path.display());
-            }
-        }
     }
 
     pub fn cloud_state(&self) -> LinkState {
@@ -195,5 +204,22 @@ impl App {
         // The loop only stops with the process.
         let _ = self.relay_nudges.send(());
         self.recordings.cameras_changed();
+        self.motion.cameras_changed();
+    }
+
+    /// Starts the background work of recording, clips and motion detection.
+    pub fn start(&self) {
+        self.recordings.start();
+        self.clips.start();
+        self.motion.start();
+    }
+
+    /// Stops the watchers and the recorders (each recorder finishing its
+    /// segment), all at once, waiting for them until `deadline`.
+    pub fn stop(&self, deadline: Instant) {
+        thread::scope(|scope| {
+            scope.spawn(|| self.motion.stop(deadline));
+            self.recordings.stop(deadline);
+        });
     }
 }

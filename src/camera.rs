@@ -27,6 +27,31 @@ pub struct Capabilities {
     pub audio_codec: Option<String>,
 }
 
+/// How eagerly motion is detected (`detectSensitivity`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sensitivity {
+    Low,
+    #[default]
+    Medium,
+    High,
+}
+
+impl Sensitivity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Sensitivity::Low => "low",
+            Sensitivity::Medium => "medium",
+            Sensitivity::High => "high",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Sensitivity> {
+        [Sensitivity::Low, Sensitivity::Medium, Sensitivity::High]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
+}
+
 /// What a user sets for a camera: a validated `POST /api/cameras` body.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
@@ -38,6 +63,7 @@ pub struct Settings {
     pub enabled: bool,
     pub record: bool,
     pub detect: bool,
+    pub detect_sensitivity: Sensitivity,
 }
 
 const MAX_NAME_CHARS: usize = 64;
@@ -57,6 +83,7 @@ impl Settings {
             enabled: given.enabled.unwrap_or(true),
             record: given.record.unwrap_or(true),
             detect: given.detect.unwrap_or(true),
+            detect_sensitivity: given.detect_sensitivity.unwrap_or_default(),
         })
     }
 }
@@ -75,6 +102,7 @@ pub struct SettingsPatch {
     pub enabled: Option<bool>,
     pub record: Option<bool>,
     pub detect: Option<bool>,
+    pub detect_sensitivity: Option<Sensitivity>,
 }
 
 impl SettingsPatch {
@@ -104,6 +132,13 @@ impl SettingsPatch {
             enabled: optional_bool(&fields, "enabled")?,
             record: optional_bool(&fields, "record")?,
             detect: optional_bool(&fields, "detect")?,
+            detect_sensitivity: optional_str(&fields, "detectSensitivity")?
+                .map(|name| {
+                    Sensitivity::from_name(name).ok_or_else(|| {
+                        Error::bad_request("detectSensitivity must be low, medium or high")
+                    })
+                })
+                .transpose()?,
         })
     }
 
@@ -122,6 +157,9 @@ impl SettingsPatch {
             enabled: self.enabled.unwrap_or(settings.enabled),
             record: self.record.unwrap_or(settings.record),
             detect: self.detect.unwrap_or(settings.detect),
+            detect_sensitivity: self
+                .detect_sensitivity
+                .unwrap_or(settings.detect_sensitivity),
         }
     }
 }
@@ -284,6 +322,7 @@ mod tests {
                 enabled: false,
                 record: false,
                 detect: true,
+                detect_sensitivity: Sensitivity::Medium,
             }
         );
         let minimal =
@@ -421,6 +460,14 @@ mod tests {
                 r#"{"name":"a","rtspUrl":"rtsp://h/","detect":[]}"#,
                 "detect must be true or false",
             ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","detectSensitivity":"max"}"#,
+                "detectSensitivity must be low, medium or high",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","detectSensitivity":2}"#,
+                "detectSensitivity must be a string",
+            ),
         ];
         for (body, message) in table {
             let err = parse(body).expect_err(body);
@@ -472,6 +519,10 @@ mod tests {
             ),
             (r#"{"model":"\u0000"}"#, "model must not contain control"),
             (r#"{"detect":"no"}"#, "detect must be true or false"),
+            (
+                r#"{"detectSensitivity":"High"}"#,
+                "detectSensitivity must be low",
+            ),
             ("[]", "JSON object"),
         ];
         for (body, message) in table {

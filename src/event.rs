@@ -17,6 +17,8 @@ pub struct Event {
     pub clip_status: String,
     /// The clip file, relative to `DATA_DIR`.
     pub clip_path: Option<String>,
+    /// The thumbnail (JPEG), relative to `DATA_DIR`.
+    pub thumbnail_path: Option<String>,
 }
 
 /// `2026-11-22T10:04:05.123Z`: ISO 8601, UTC, milliseconds.

@@ -5,6 +5,7 @@
 mod api;
 mod app;
 mod camera;
+mod clips;
 mod cloud;
 
 mod config;
@@ -18,6 +19,7 @@ mod link_state;
 mod live;
 mod media;
 mod monitor;
+mod motion;
 mod prober;
 #[cfg(test)]
 mod properties;
@@ -34,6 +36,7 @@ mod sessions;
 mod static_files;
 mod store;
 mod uploader;
+mod workers;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -109,7 +112,7 @@ fn run() -> Result<(), String> {
 
     let (relay_nudges, nudged) = mpsc::channel();
     let app = Arc::new(App::new(&config, store, relay_nudges));
-    app.recordings.start();
+    app.start();
     relay_sync::spawn(app.clone(), nudged);
     monitor::spawn(app.clone(), config.camera_check_interval);
     if let Some(cloud_url) = &config.cloud_url {
@@ -131,7 +134,7 @@ fn run() -> Result<(), String> {
     let stop_recorders = move || {
         let deadline = Instant::now() + STOP_RECORDERS;
         thread::spawn(move || {
-            stopping.recordings.stop(deadline);
+            stopping.stop(deadline);
             let _ = recorders_stopped.send(());
         });
     };

@@ -154,6 +154,7 @@ mod tests {
                 enabled,
                 record: true,
                 detect: true,
+                detect_sensitivity: Default::default(),
             },
             capabilities: None,
         };

@@ -10,6 +10,9 @@ pub enum Route {
     Status,
     Events,
     AddEvent,
+    /// An event's clip, and its thumbnail.
+    EventClip(Uuid),
+    EventThumbnail(Uuid),
     ListCameras,
     AddCamera,
     UpdateCamera(Uuid),
@@ -69,6 +72,18 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
             "POST" => ("GET, POST", Some(Route::AddEvent)),
             _ => ("GET, POST", None),
         },
+        ["events", id, file @ ("clip.mp4" | "thumbnail.jpg")] => {
+            let id = uuid(id, "no such event")?;
+            let route = if *file == "clip.mp4" {
+                Route::EventClip(id)
+            } else {
+                Route::EventThumbnail(id)
+            };
+            (
+                "GET, HEAD",
+                matches!(method, "GET" | "HEAD").then_some(route),
+            )
+        }
         ["cameras"] => match method {
             "GET" => ("GET, POST", Some(Route::ListCameras)),
             "POST" => ("GET, POST", Some(Route::AddCamera)),
@@ -143,6 +158,16 @@ mod tests {
             ("GET", "/api/status".to_owned(), Route::Status),
             ("GET", "/api/events".to_owned(), Route::Events),
             ("POST", "/api/events".to_owned(), Route::AddEvent),
+            (
+                "GET",
+                format!("/api/events/{ID}/clip.mp4"),
+                Route::EventClip(id()),
+            ),
+            (
+                "HEAD",
+                format!("/api/events/{ID}/thumbnail.jpg"),
+                Route::EventThumbnail(id()),
+            ),
             ("GET", "/api/cameras".to_owned(), Route::ListCameras),
             ("POST", "/api/cameras".to_owned(), Route::AddCamera),
             (
@@ -275,6 +300,24 @@ mod tests {
                 Some("POST, OPTIONS"),
             ),
             ("GET", "/api/whep/x".to_owned(), Kind::NotFound, None),
+            (
+                "GET",
+                "/api/events/x/clip.mp4".to_owned(),
+                Kind::NotFound,
+                None,
+            ),
+            (
+                "GET",
+                format!("/api/events/{ID}/clip.mkv"),
+                Kind::NotFound,
+                None,
+            ),
+            (
+                "POST",
+                format!("/api/events/{ID}/thumbnail.jpg"),
+                Kind::MethodNotAllowed,
+                Some("GET, HEAD"),
+            ),
             (
                 "POST",
                 format!("/api/cameras/{ID}/recordings"),

@@ -35,7 +35,7 @@ fn dead_url() -> String {
     )
 }
 
-const CAMERA_FIELDS: [&str; 11] = [
+const CAMERA_FIELDS: [&str; 12] = [
     "id",
     "name",
     "make",
@@ -43,6 +43,7 @@ const CAMERA_FIELDS: [&str; 11] = [
     "enabled",
     "record",
     "detect",
+    "detectSensitivity",
     "capabilities",
     "hasSubstream",
     "online",
@@ -398,7 +399,9 @@ fn events_are_the_50_newest_first() {
                 "score",
                 "startedAt",
                 "endedAt",
-                "clipStatus"
+                "clipStatus",
+                "clipUrl",
+                "thumbnailUrl"
             ])
         );
         assert_eq!(event["cameraId"], camera.as_str());
@@ -672,7 +675,7 @@ fn every_camera_acknowledged_survives_a_sigkill_mid_stream() {
                 if stop.load(std::sync::atomic::Ordering::Relaxed) {
                     break;
                 }
-                let body = json!({ "name": format!("cam {i}"), "rtspUrl": "rtsp://127.0.0.1:1/x", "record": false })
+                let body = json!({ "name": format!("cam {i}"), "rtspUrl": "rtsp://127.0.0.1:1/x", "record": false, "detect": false })
                     .to_string();
                 let sent = std::panic::catch_unwind(|| {
                     common::http::request(
@@ -739,14 +742,16 @@ fn a_full_disk_gives_507_and_reads_keep_working() {
     std::fs::create_dir_all(&data).unwrap();
     let relay = format!("http://127.0.0.1:{}", closed_port());
     let node = Node::start(&data, &relay, &[]);
-    // Recording has its own full-disk test (tests/recording.rs).
-    let first =
-        node.add_camera(json!({ "name": "Before", "rtspUrl": dead_url(), "record": false }));
+    // Recording has its own full-disk test (tests/recording.rs); these
+    // cameras neither record nor detect.
+    let first = node.add_camera(
+        json!({ "name": "Before", "rtspUrl": dead_url(), "record": false, "detect": false }),
+    );
     // Fill the disk to the last byte.
     let filler = disk.fill("filler");
     let mut full = None;
     for i in 0..200 {
-        let body = json!({ "name": format!("More {i} {}", "x".repeat(40)), "rtspUrl": dead_url(), "record": false })
+        let body = json!({ "name": format!("More {i} {}", "x".repeat(40)), "rtspUrl": dead_url(), "record": false, "detect": false })
             .to_string();
         let response = node.post_json("/api/cameras", &body);
         if response.status != 201 {
@@ -765,7 +770,8 @@ fn a_full_disk_gives_507_and_reads_keep_working() {
     std::fs::remove_file(&filler).unwrap();
     let after = node.post_json(
         "/api/cameras",
-        &json!({ "name": "After", "rtspUrl": dead_url(), "record": false }).to_string(),
+        &json!({ "name": "After", "rtspUrl": dead_url(), "record": false, "detect": false })
+            .to_string(),
     );
     assert_eq!(after.status, 201, "recovered once space returned: {after}");
 }

@@ -41,6 +41,7 @@ fn events_are_added_and_listed() {
     let expected = json!({
         "id": created["id"], "cameraId": camera, "kind": "vehicle", "score": 0.75,
         "startedAt": "2026-11-22T10:04:00.000Z", "endedAt": "2026-11-22T10:04:07.250Z", "clipStatus": "local",
+        "clipUrl": null, "thumbnailUrl": null,
     });
     assert_eq!(created, expected);
     node.post_json("/api/events", &event(&camera, 9).to_string());

@@ -284,8 +284,8 @@ fn fifty_hung_probes_at_once_leave_nothing_behind() {
         .map(|i| {
             post(
                 "/api/cameras".into(),
-                // Not recording: a recorder is a thread that stays by design.
-                json!({ "name": format!("Mute {i}"), "rtspUrl": silent.url(), "record": false })
+                // Neither recording nor detecting: their threads stay by design.
+                json!({ "name": format!("Mute {i}"), "rtspUrl": silent.url(), "record": false, "detect": false })
                     .to_string(),
             )
         })

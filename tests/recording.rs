@@ -167,7 +167,8 @@ impl Recording {
         let data = TempDir::new(name);
         let recordings = data.path().join("recordings");
         let node = start_node(data.path(), &recordings, env);
-        let created = node.add_camera(json!({ "name": name, "rtspUrl": url }));
+        // Recording alone: motion detection has its own tests (motion.rs).
+        let created = node.add_camera(json!({ "name": name, "rtspUrl": url, "detect": false }));
         let id = created["id"].as_str().unwrap().to_owned();
         Recording {
             node,
@@ -720,7 +721,9 @@ fn recordings_stay_within_their_budget_oldest_first() {
         &[("RECORDINGS_MAX_BYTES", "600K")],
     );
     for name in ["One", "Two"] {
-        node.add_camera(json!({ "name": name, "rtspUrl": camera.url("", "/aac") }));
+        node.add_camera(
+            json!({ "name": name, "rtspUrl": camera.url("", "/aac"), "detect": false }),
+        );
     }
     let mut seen: BTreeSet<Row> = BTreeSet::new();
     let mut deleted = 0;
@@ -773,7 +776,8 @@ fn a_full_disk_stops_no_api_and_recording_resumes_when_space_returns() {
     std::fs::create_dir_all(&recordings).unwrap();
     // Another program fills the disk to the last byte.
     let filler = disk.fill("filler");
-    let created = node.add_camera(json!({ "name": "Full", "rtspUrl": camera.url("", "/aac") }));
+    let created = node
+        .add_camera(json!({ "name": "Full", "rtspUrl": camera.url("", "/aac"), "detect": false }));
     let id = created["id"].as_str().unwrap().to_owned();
     let state = || {
         let cameras = node.get("/api/cameras").json();
@@ -797,7 +801,7 @@ fn a_full_disk_stops_no_api_and_recording_resumes_when_space_returns() {
     assert_eq!(node.get("/api/status").status, 200);
     let other = node.post_json(
         "/api/cameras",
-        &json!({ "name": "Other", "rtspUrl": camera.url("", "/aac"), "record": false }).to_string(),
+        &json!({ "name": "Other", "rtspUrl": camera.url("", "/aac"), "record": false, "detect": false }).to_string(),
     );
     assert_eq!(other.status, 201, "{other}");
     assert!(rows(data.path()).is_empty());

@@ -24,6 +24,7 @@ pub struct CameraView<'a> {
     enabled: bool,
     record: bool,
     detect: bool,
+    detect_sensitivity: &'static str,
     capabilities: CapabilitiesField,
     has_substream: bool,
     online: bool,
@@ -58,6 +59,7 @@ impl<'a> CameraView<'a> {
             enabled: settings.enabled,
             record: settings.record,
             detect: settings.detect,
+            detect_sensitivity: settings.detect_sensitivity.name(),
             capabilities,
             has_substream,
             online: app.is_online(camera.id),
@@ -176,7 +178,7 @@ pub fn delete(app: &App, id: Uuid) -> Result<Reply, Error> {
     let (camera, clips) = app
         .db(|s| s.delete_camera(id))?
         .ok_or_else(no_such_camera)?;
-    app.remove_clips(&clips);
+    app.clips.remove_files(&clips);
     log::info!("deleted camera {id} {:?}", camera.settings.name);
     app.forget_online(id);
     app.cameras_changed();

@@ -1,12 +1,15 @@
 //! `/api/events`: detection events; the most recent are listed newest first,
-//! and detectors on this machine add new ones.
+//! detectors on this machine add new ones, and each one's clip and thumbnail.
 
+use std::io::{Read, Seek, SeekFrom};
 use std::net::IpAddr;
 
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::media;
 use crate::app::App;
+use crate::clips::Job;
 use crate::error::Error;
 use crate::error::Kind;
 use crate::event::{Event, NewEvent, format_timestamp};
@@ -25,6 +28,9 @@ struct EventView<'a> {
     started_at: String,
     ended_at: String,
     clip_status: &'a str,
+    /// Where the clip plays from, once it is cut; null before or without one.
+    clip_url: Option<String>,
+    thumbnail_url: Option<String>,
 }
 
 impl<'a> EventView<'a> {
@@ -37,6 +43,14 @@ impl<'a> EventView<'a> {
             started_at: format_timestamp(event.started_at_ms),
             ended_at: format_timestamp(event.ended_at_ms),
             clip_status: &event.clip_status,
+            clip_url: event
+                .clip_path
+                .as_ref()
+                .map(|_| format!("/api/events/{}/clip.mp4", event.id)),
+            thumbnail_url: event
+                .thumbnail_path
+                .as_ref()
+                .map(|_| format!("/api/events/{}/thumbnail.jpg", event.id)),
         }
     }
 }
@@ -71,16 +85,66 @@ pub fn add(app: &App, peer: Option<IpAddr>, body: &[u8]) -> Result<Reply, Error>
         ended_at_ms: new.ended_at_ms,
         clip_status: "local".to_owned(),
         clip_path: new.clip_path,
+        thumbnail_path: None,
     };
-    let dropped = app.db(|s| {
-        if s.camera(event.camera_id)?.is_none() {
-            return Ok(None);
-        }
-        s.insert_event(&event, app.max_events).map(Some)
-    })?;
-    let dropped = dropped.ok_or_else(|| Error::bad_request("cameraId names no camera"))?;
-    app.remove_clips(&dropped);
+    if !app.clips.add_event(&event)? {
+        return Err(Error::bad_request("cameraId names no camera"));
+    }
+    // Without a clip of its own, the camera's recording gives it one.
+    if event.clip_path.is_none() {
+        app.clips.request(Job {
+            event: event.id,
+            camera: event.camera_id,
+            started_ms: event.started_at_ms,
+            ended_ms: event.ended_at_ms,
+            peak_ms: event.started_at_ms,
+            pin: None,
+        });
+    }
     Ok(Reply::json(201, &EventView::new(&event)))
+}
+
+/// `GET /api/events/{id}/clip.mp4`: the event's clip, by ranges.
+pub fn clip(app: &App, id: Uuid, range: Option<&str>) -> Result<Reply, Error> {
+    let event = app
+        .db(|s| s.event(id))?
+        .ok_or_else(|| Error::not_found("no such event"))?;
+    let path = event
+        .clip_path
+        .ok_or_else(|| Error::not_found("this event has no clip"))?;
+    file(app, &path, "video/mp4", range)
+}
+
+/// `GET /api/events/{id}/thumbnail.jpg`.
+pub fn thumbnail(app: &App, id: Uuid) -> Result<Reply, Error> {
+    let event = app
+        .db(|s| s.event(id))?
+        .ok_or_else(|| Error::not_found("no such event"))?;
+    let path = event
+        .thumbnail_path
+        .ok_or_else(|| Error::not_found("this event has no thumbnail"))?;
+    file(app, &path, "image/jpeg", None)
+}
+
+/// An event's file, or 404 when it is gone (deleted by hand, say).
+fn file(
+    app: &App,
+    path: &str,
+    content_type: &'static str,
+    range: Option<&str>,
+) -> Result<Reply, Error> {
+    let (file, len) = app
+        .clips
+        .open(path)
+        .map_err(|_| Error::not_found("the file of this event is gone"))?;
+    let read = move |start: u64, end: u64| -> std::io::Result<Box<dyn Read + Send>> {
+        let mut file = file;
+        file.seek(SeekFrom::Start(start))?;
+        Ok(Box::new(file.take(end - start)))
+    };
+    // Clips and thumbnails never change once made.
+    Ok(media::reply(content_type, len, range, read)?
+        .with_header("Cache-Control", "private, max-age=86400"))
 }
 
 /// Whether `relative` is a regular file inside `dir`, links resolved.

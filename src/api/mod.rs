@@ -3,6 +3,7 @@
 
 mod cameras;
 mod events;
+mod media;
 mod recordings;
 mod status;
 mod whep;
@@ -36,6 +37,8 @@ pub fn dispatch(app: &App, route: Route, call: Call) -> Result<Reply, Error> {
         Route::Status => status::get(app),
         Route::Events => events::list(app),
         Route::AddEvent => events::add(app, peer, &body),
+        Route::EventClip(id) => events::clip(app, id, range.as_deref()),
+        Route::EventThumbnail(id) => events::thumbnail(app, id),
         Route::ListCameras => cameras::list(app),
         Route::AddCamera => cameras::add(app, &body),
         Route::UpdateCamera(id) => cameras::update(app, id, &body),

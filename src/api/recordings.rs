@@ -4,12 +4,12 @@
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::media;
 use super::no_such_camera;
 use crate::app::App;
-use crate::error::{Error, Kind};
+use crate::error::Error;
 use crate::event::{format_timestamp, parse_timestamp};
 use crate::query;
-use crate::range::{Ranged, ranged};
 use crate::recording::{MAX_CLIP, MAX_LISTING, now_ms};
 use crate::reply::Reply;
 
@@ -49,27 +49,11 @@ pub fn mp4(app: &App, id: Uuid, query: &str, range: Option<&str>) -> Result<Repl
     check_window(start, end, MAX_CLIP.as_millis() as i64, "1 hour")?;
     app.db(|s| s.camera(id))?.ok_or_else(no_such_camera)?;
     let clip = app.recordings.clip(id, start, end)?;
-    let len = clip.len();
     let name = format_timestamp(clip.start_ms).replace([':', '.'], "-");
-    let reply = match ranged(range, len) {
-        Ranged::Whole => Reply::stream(200, "video/mp4", Box::new(clip.reader(0, len)), len),
-        Ranged::Part { start, last } => Reply::stream(
-            206,
-            "video/mp4",
-            Box::new(clip.reader(start, last + 1)),
-            last + 1 - start,
-        )
-        .with_header("Content-Range", format!("bytes {start}-{last}/{len}")),
-        Ranged::Unsatisfiable => {
-            let error = Error::new(
-                Kind::RangeNotSatisfiable,
-                "the range is beyond the recording",
-            );
-            return Ok(Reply::error(&error).with_header("Content-Range", format!("bytes */{len}")));
-        }
+    let read = |start, end| -> std::io::Result<Box<dyn std::io::Read + Send>> {
+        Ok(Box::new(clip.reader(start, end)))
     };
-    Ok(reply
-        .with_header("Accept-Ranges", "bytes")
+    Ok(media::reply("video/mp4", clip.len(), range, read)?
         // A stretch that reaches now grows; a player must not keep an old copy.
         .with_header("Cache-Control", "no-cache")
         .with_header(

@@ -37,6 +37,14 @@ pub enum Output {
     Closed,
 }
 
+/// What [`Child::read_exact`] got.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Filled {
+    Full,
+    Quiet,
+    Closed,
+}
+
 impl Child {
     /// Starts `command` with stdin from /dev/null and stdout and stderr piped.
     /// It must be supervised from the calling thread for its whole life: the
@@ -99,6 +107,25 @@ impl Child {
             }
             self.pump(left);
         }
+    }
+
+    /// Fills `buf` from stdout, waiting at most `wait`: Full, or Quiet with
+    /// nothing taken (what has arrived waits for the next call), or Closed.
+    pub fn read_exact(&mut self, buf: &mut [u8], wait: Duration) -> Filled {
+        let deadline = Instant::now() + wait;
+        while self.pending.len() < buf.len() {
+            if self.stdout.is_none() {
+                return Filled::Closed;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Filled::Quiet;
+            }
+            self.pump(left);
+        }
+        buf.copy_from_slice(&self.pending[..buf.len()]);
+        self.pending.drain(..buf.len());
+        Filled::Full
     }
 
     /// Reads stdout to its end (keeping at most `limit` bytes) and waits for
@@ -282,6 +309,26 @@ mod tests {
         let status = child.wait_until(Instant::now() + wait).unwrap();
         assert_eq!(status.code(), Some(3));
         assert_eq!(child.stderr_tail(), "two\n");
+    }
+
+    #[test]
+    fn binary_after_a_header() {
+        let mut child = sh("printf 'P5\\n2 2\\n255\\n'; printf 'abcd'; sleep 0.3; printf 'efgh'");
+        let wait = Duration::from_secs(5);
+        for want in ["P5", "2 2", "255"] {
+            assert_eq!(child.next_line(wait), Output::Line(want.into()));
+        }
+        let mut frame = [0u8; 4];
+        assert_eq!(child.read_exact(&mut frame, wait), Filled::Full);
+        assert_eq!(&frame, b"abcd");
+        let mut more = [0u8; 8];
+        assert_eq!(
+            child.read_exact(&mut more, Duration::from_millis(50)),
+            Filled::Quiet
+        );
+        assert_eq!(child.read_exact(&mut frame, wait), Filled::Full);
+        assert_eq!(&frame, b"efgh");
+        assert_eq!(child.read_exact(&mut frame, wait), Filled::Closed);
     }
 
     #[test]

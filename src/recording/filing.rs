@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::Shared;
 use super::files;
+use super::ring::Ring;
 use crate::media::fmp4;
 use crate::store::Segment;
 
@@ -81,6 +82,41 @@ pub fn file_segment(
             path,
         },
     )
+}
+
+/// Puts a closed segment of a camera that only keeps a ring into the ring
+/// (RAM: no fsync, no row). Returns whether it was kept.
+pub fn file_in_ring(
+    shared: &Shared,
+    camera: Uuid,
+    from: &Path,
+    start_ms: i64,
+    end_ms: i64,
+) -> bool {
+    let bytes = fs::metadata(from).map(|m| m.len()).unwrap_or(0);
+    if bytes == 0 || end_ms <= start_ms {
+        let _ = fs::remove_file(from);
+        return false;
+    }
+    let path = Ring::path(camera, start_ms);
+    let to = shared.ring.dir().join(&path);
+    let moved = to
+        .parent()
+        .map_or(Ok(()), fs::create_dir_all)
+        .and_then(|()| fs::rename(from, &to));
+    if let Err(e) = moved {
+        log::warn!("camera {camera}: cannot keep a segment in the ring: {e}");
+        let _ = fs::remove_file(from);
+        return false;
+    }
+    shared.ring.add(Segment {
+        camera_id: camera,
+        start_ms,
+        end_ms,
+        bytes,
+        path,
+    });
+    true
 }
 
 /// Writes the row of a segment that is in its place.

@@ -13,6 +13,7 @@ mod playback;
 mod recorder;
 mod recovery;
 mod retention;
+mod ring;
 mod spans;
 mod supervisor;
 
@@ -31,6 +32,8 @@ use crate::db::{Db, lock};
 use crate::error::{Error, Kind};
 use crate::live::LiveChanges;
 use crate::prober::Prober;
+use crate::store::Segment;
+use crate::workers::Order;
 
 pub use playback::Clip;
 pub use spans::Span;
@@ -102,12 +105,6 @@ pub const MAX_CLIP: Duration = Duration::from_secs(3600);
 /// The longest window whose spans one request may list.
 pub const MAX_LISTING: Duration = Duration::from_secs(31 * 24 * 3600);
 
-/// What the supervisor is told.
-enum Order {
-    CamerasChanged,
-    Stop,
-}
-
 /// What the cleaner is told.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Clean {
@@ -130,6 +127,10 @@ struct Shared {
     started_ms: i64,
     /// How many recorders run, for the cleaner's headroom.
     recorders: std::sync::atomic::AtomicUsize,
+    ring: ring::Ring,
+    /// The segments being written: camera -> (in the ring, its start). Known
+    /// once a run has closed its first segment.
+    writing: Mutex<HashMap<Uuid, (bool, i64)>>,
 }
 
 impl Shared {
@@ -153,6 +154,37 @@ impl Shared {
         );
         drop(states);
         self.live.bump();
+    }
+
+    fn set_writing(&self, camera: Uuid, in_ring: bool, start_ms: i64) {
+        lock(&self.writing).insert(camera, (in_ring, start_ms));
+    }
+
+    fn forget_writing(&self, camera: Uuid) {
+        lock(&self.writing).remove(&camera);
+    }
+
+    /// The segment being written for `camera`, as a segment of unknown end.
+    fn segment_being_written(&self, camera: Uuid) -> Option<Segment> {
+        let (in_ring, start_ms) = *lock(&self.writing).get(&camera)?;
+        let base = if in_ring {
+            self.ring.dir()
+        } else {
+            &self.settings.dir
+        };
+        let incoming = files::incoming_dir(base, camera);
+        let newest = std::fs::read_dir(&incoming)
+            .ok()?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| files::incoming_start(name).is_some())
+            .max()?;
+        Some(Segment {
+            camera_id: camera,
+            start_ms,
+            end_ms: i64::MAX,
+            bytes: 0,
+            path: format!("{camera}/{}/{newest}", files::INCOMING),
+        })
     }
 
     /// Forgets the states of cameras for which `keep` is false.
@@ -205,6 +237,7 @@ impl Recordings {
             budget_bytes: settings.max_bytes,
             ..Storage::default()
         };
+        let settings_dir = settings.dir.clone();
         Recordings {
             shared: Arc::new(Shared {
                 settings,
@@ -216,6 +249,8 @@ impl Recordings {
                 cleaner,
                 started_ms: now_ms(),
                 recorders: Default::default(),
+                ring: ring::Ring::new(&settings_dir),
+                writing: Mutex::new(HashMap::new()),
             }),
             supervisor,
             pending: Mutex::new(Some((orders, cleanings))),
@@ -266,6 +301,8 @@ impl Recordings {
         }
         if supervisor.is_finished() {
             let _ = supervisor.join();
+            // The ring is of no use to the next run.
+            self.shared.ring.clear();
         } else {
             log::warn!("recorders did not stop in time: their ffmpeg are killed with the node");
         }
@@ -307,6 +344,48 @@ impl Recordings {
             from_ms,
             to_ms,
         ))
+    }
+
+    /// The recording of `camera` over `[from_ms, to_ms)` for an event's
+    /// clip: from its segments, or its ring, and the segment being written
+    /// (so the clip need not wait for it to close).
+    pub fn event_clip(
+        &self,
+        camera: Uuid,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> Result<Option<Clip>, Error> {
+        let shared = &self.shared;
+        let (dir, mut segments) = if shared.ring.holds(camera) {
+            (
+                shared.ring.dir(),
+                shared.ring.between(camera, from_ms, to_ms),
+            )
+        } else {
+            let segments = shared
+                .db
+                .run(|s| s.segments_between(camera, from_ms, to_ms))?;
+            (shared.settings.dir.as_path(), segments)
+        };
+        if let Some(writing) = shared.segment_being_written(camera)
+            && writing.start_ms < to_ms
+            && segments
+                .last()
+                .is_none_or(|last| last.start_ms < writing.start_ms)
+        {
+            segments.push(writing);
+        }
+        Ok(Clip::build(dir, &segments, from_ms, to_ms))
+    }
+
+    /// Keeps the ring's segments of `camera` from `from_ms` on until
+    /// [`Recordings::unpin`] (an event is on; its clip needs them).
+    pub fn pin(&self, camera: Uuid, from_ms: i64) -> u64 {
+        self.shared.ring.pin(camera, from_ms)
+    }
+
+    pub fn unpin(&self, pin: u64) {
+        self.shared.ring.unpin(pin);
     }
 
     /// The recording of `camera` over `[from_ms, to_ms)` as one MP4, cut at

@@ -47,9 +47,10 @@ pub struct Clip {
     header: Vec<u8>,
     parts: Vec<Part>,
     len: u64,
-    /// Wall-clock start of what the clip holds, ms since the epoch: the key
-    /// frame at or before the start asked for.
+    /// Wall-clock start and end of what the clip holds, ms since the epoch:
+    /// the start is the key frame at or before the start asked for.
     pub start_ms: i64,
+    pub end_ms: i64,
 }
 
 impl Clip {
@@ -218,11 +219,13 @@ fn assemble(init: &Init, chosen: Vec<(Arc<Path>, i64, Fragment)>) -> Clip {
         part.at = at;
         at += part.len;
     }
+    let duration_ms = u128::from(movie_duration) * 1000 / u128::from(init.movie_timescale);
     Clip {
         header,
         parts,
         len: at,
         start_ms: base_ms,
+        end_ms: base_ms + duration_ms as i64,
     }
 }
 

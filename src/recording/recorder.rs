@@ -43,6 +43,9 @@ pub struct Source {
     pub url: String,
     /// Whether to copy the first audio stream (only where browsers play it).
     pub audio: bool,
+    /// Only a ring of the last minute, in RAM, for motion clips: the camera
+    /// detects but does not record. Its state stays `off`.
+    pub ring: bool,
 }
 
 pub struct Recorder {
@@ -103,11 +106,29 @@ impl Recorder {
         self.stop.load(Ordering::Acquire)
     }
 
+    /// Says what the recorder does, unless it only keeps a ring.
+    fn set_state(&self, state: State, message: Option<String>) {
+        if !self.source.ring {
+            self.shared.set_state(self.camera, state, message);
+        }
+    }
+
+    /// Where ffmpeg writes.
+    fn incoming(&self) -> PathBuf {
+        let base = if self.source.ring {
+            self.shared.ring.dir()
+        } else {
+            &self.shared.settings.dir
+        };
+        files::incoming_dir(base, self.camera)
+    }
+
     pub fn run(mut self) {
         let mut retry = FIRST_RETRY;
         while !self.stopped() {
-            self.shared.set_state(self.camera, State::Starting, None);
+            self.set_state(State::Starting, None);
             let (ended, recorded) = self.record();
+            self.shared.forget_writing(self.camera);
             // What the run left unfinished: the segment a kill cut short, or
             // a file begun just before a stop (deleted with a deleted camera).
             self.recover_incoming();
@@ -121,8 +142,7 @@ impl Recorder {
                 self.shared.clean(Clean::Urgent);
             }
             let message = format!("{}; trying again in {} s", ended.message(), retry.as_secs());
-            self.shared
-                .set_state(self.camera, State::Retrying, Some(message));
+            self.set_state(State::Retrying, Some(message));
             let until = Instant::now() + retry;
             while !self.stopped() && Instant::now() < until {
                 std::thread::sleep(TICK.min(until - Instant::now()));
@@ -131,7 +151,7 @@ impl Recorder {
         }
         self.index_pending();
         // Gone with its camera, if it was deleted: the cleaner removes the rest.
-        let incoming = files::incoming_dir(&self.shared.settings.dir, self.camera);
+        let incoming = self.incoming();
         files::remove_if_empty(&incoming);
         files::remove_if_empty(incoming.parent().expect("a camera folder"));
     }
@@ -166,7 +186,7 @@ impl Recorder {
     /// One run of ffmpeg, until it exits, stalls or is stopped. Returns why
     /// it ended and whether it recorded anything.
     fn record(&mut self) -> (Ended, bool) {
-        let incoming = files::incoming_dir(&self.shared.settings.dir, self.camera);
+        let incoming = self.incoming();
         if let Err(e) = std::fs::create_dir_all(&incoming) {
             log::warn!(
                 "recorder of camera {}: cannot make {}: {e}",
@@ -203,7 +223,7 @@ impl Recorder {
                         last_progress = Instant::now();
                         if !recorded {
                             recorded = true;
-                            self.shared.set_state(self.camera, State::Recording, None);
+                            self.set_state(State::Recording, None);
                         }
                     }
                 }
@@ -253,8 +273,14 @@ impl Recorder {
         };
         let reported = now_ms();
         let (start_ms, end_ms) = place(anchor, reported, start, end);
-        self.index_pending();
+        // The next segment, now being written, starts where this one ends.
+        self.shared
+            .set_writing(self.camera, self.source.ring, end_ms);
         let path: PathBuf = incoming.join(name);
+        if self.source.ring {
+            return filing::file_in_ring(&self.shared, self.camera, &path, start_ms, end_ms);
+        }
+        self.index_pending();
         match filing::file_segment(&self.shared, self.camera, &path, start_ms, end_ms) {
             Ok(Filed::Indexed(_)) => true,
             Ok(Filed::Unindexed(segment)) => {
@@ -281,10 +307,15 @@ impl Recorder {
         }
     }
 
-    /// Files or deletes what a run left in the incoming folder.
+    /// Files or deletes what a run left in the incoming folder (a ring's
+    /// leftovers just go: nobody keeps them).
     fn recover_incoming(&self) {
-        let incoming = files::incoming_dir(&self.shared.settings.dir, self.camera);
-        filing::recover_folder(&self.shared, self.camera, &incoming);
+        let incoming = self.incoming();
+        if self.source.ring {
+            let _ = std::fs::remove_dir_all(&incoming);
+        } else {
+            filing::recover_folder(&self.shared, self.camera, &incoming);
+        }
     }
 }
 

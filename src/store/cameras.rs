@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::events::clip_paths;
 use super::segments::tombstone_where;
 use super::{Result, Store, uuid_column};
-use crate::camera::{Camera, Capabilities, Settings};
+use crate::camera::{Camera, Capabilities, Sensitivity, Settings};
 
 impl Store {
     /// All cameras, oldest first.
@@ -42,8 +42,8 @@ impl Store {
         values.push(created_at_ms.into());
         self.conn.execute(
             "INSERT INTO camera (id, name, make, model, rtsp_url, rtsp_sub_url, enabled,
-                                 record, detect, capabilities, created_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                 record, detect, capabilities, detect_sensitivity, created_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params_from_iter(values),
         )?;
         Ok(())
@@ -54,7 +54,8 @@ impl Store {
         self.written();
         let n = self.conn.execute(
             "UPDATE camera SET name = ?2, make = ?3, model = ?4, rtsp_url = ?5, rtsp_sub_url = ?6,
-                               enabled = ?7, record = ?8, detect = ?9, capabilities = ?10
+                               enabled = ?7, record = ?8, detect = ?9, capabilities = ?10,
+                               detect_sensitivity = ?11
              WHERE id = ?1",
             params_from_iter(camera_values(camera)),
         )?;
@@ -89,7 +90,7 @@ impl Store {
     }
 }
 
-/// A camera's columns from `id` to `capabilities`, as parameters ?1 to ?10.
+/// A camera's columns from `id` to `detect_sensitivity`, as parameters ?1 to ?11.
 fn camera_values(camera: &Camera) -> Vec<Value> {
     let s = &camera.settings;
     let text = |t: &str| Value::Text(t.to_owned());
@@ -107,11 +108,12 @@ fn camera_values(camera: &Camera) -> Vec<Value> {
             .capabilities
             .as_ref()
             .map_or(Value::Null, |c| Value::Text(capabilities_json(c))),
+        text(s.detect_sensitivity.name()),
     ]
 }
 
 const SELECT_CAMERA: &str = "SELECT id, name, make, model, rtsp_url, rtsp_sub_url, enabled, \
-                             record, detect, capabilities FROM camera";
+                             record, detect, capabilities, detect_sensitivity FROM camera";
 
 fn camera_from_row(r: &Row) -> Result<Camera> {
     let capabilities: Option<String> = r.get(9)?;
@@ -126,6 +128,9 @@ fn camera_from_row(r: &Row) -> Result<Camera> {
             enabled: r.get(6)?,
             record: r.get(7)?,
             detect: r.get(8)?,
+            // A value this version does not know counts as the default.
+            detect_sensitivity: Sensitivity::from_name(&r.get::<_, String>(10)?)
+                .unwrap_or_default(),
         },
         // A row this version cannot read counts as not probed.
         capabilities: capabilities.and_then(|json| serde_json::from_str(&json).ok()),

@@ -7,12 +7,14 @@ use super::{Result, Store, uuid_column};
 use crate::event::Event;
 
 impl Store {
-    /// Adds an event and drops the oldest past `keep`; returns the dropped events' clip files.
+    /// Adds an event and drops the oldest past `keep`; returns the dropped
+    /// events' files (clips and thumbnails).
     pub fn insert_event(&mut self, event: &Event, keep: u64) -> Result<Vec<String>> {
         let tx = self.conn.transaction()?;
         tx.execute(
-            "INSERT INTO event (id, camera_id, kind, score, started_at_ms, ended_at_ms, clip_status, clip_path)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO event (id, camera_id, kind, score, started_at_ms, ended_at_ms, clip_status,
+                                clip_path, thumbnail_path)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 event.id.to_string(),
                 event.camera_id.to_string(),
@@ -22,6 +24,7 @@ impl Store {
                 event.ended_at_ms,
                 event.clip_status,
                 event.clip_path,
+                event.thumbnail_path,
             ],
         )?;
         // The newest `keep` are found through the index; all older ones go.
@@ -91,33 +94,62 @@ impl Store {
 
     /// The `limit` most recent events, newest first.
     pub fn recent_events(&self, limit: u32) -> Result<Vec<Event>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, camera_id, kind, score, started_at_ms, ended_at_ms, clip_status, clip_path
-             FROM event ORDER BY started_at_ms DESC, rowid DESC LIMIT ?1",
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "{SELECT_EVENT} ORDER BY started_at_ms DESC, rowid DESC LIMIT ?1"
+        ))?;
+        stmt.query_map([limit], event_from_row)?.collect()
+    }
+
+    pub fn event(&self, id: Uuid) -> Result<Option<Event>> {
+        self.conn
+            .prepare_cached(&format!("{SELECT_EVENT} WHERE id = ?1"))?
+            .query_row([id.to_string()], event_from_row)
+            .optional()
+    }
+
+    /// Gives an event its clip and thumbnail (files relative to `DATA_DIR`);
+    /// returns whether the event still exists.
+    pub fn set_event_files(
+        &self,
+        id: Uuid,
+        clip: Option<&str>,
+        thumbnail: Option<&str>,
+    ) -> Result<bool> {
+        let n = self.conn.execute(
+            "UPDATE event SET clip_path = ?2, thumbnail_path = ?3 WHERE id = ?1",
+            params![id.to_string(), clip, thumbnail],
         )?;
-        stmt.query_map([limit], |r| {
-            Ok(Event {
-                id: uuid_column(r, 0)?,
-                camera_id: uuid_column(r, 1)?,
-                kind: r.get(2)?,
-                score: r.get(3)?,
-                started_at_ms: r.get(4)?,
-                ended_at_ms: r.get(5)?,
-                clip_status: r.get(6)?,
-                clip_path: r.get(7)?,
-            })
-        })?
-        .collect()
+        Ok(n > 0)
     }
 }
 
-/// The clip files of the events matching `filter`.
+const SELECT_EVENT: &str = "SELECT id, camera_id, kind, score, started_at_ms, ended_at_ms, \
+                            clip_status, clip_path, thumbnail_path FROM event";
+
+fn event_from_row(r: &rusqlite::Row) -> Result<Event> {
+    Ok(Event {
+        id: uuid_column(r, 0)?,
+        camera_id: uuid_column(r, 1)?,
+        kind: r.get(2)?,
+        score: r.get(3)?,
+        started_at_ms: r.get(4)?,
+        ended_at_ms: r.get(5)?,
+        clip_status: r.get(6)?,
+        clip_path: r.get(7)?,
+        thumbnail_path: r.get(8)?,
+    })
+}
+
+/// The files (clips and thumbnails) of the events matching `filter`.
 pub(super) fn clip_paths(
     conn: &Connection,
     filter: &str,
     params: impl rusqlite::Params,
 ) -> Result<Vec<String>> {
-    let sql = format!("SELECT clip_path FROM event WHERE clip_path IS NOT NULL AND ({filter})");
+    let sql = format!(
+        "SELECT clip_path FROM event WHERE clip_path IS NOT NULL AND ({filter})
+         UNION ALL SELECT thumbnail_path FROM event WHERE thumbnail_path IS NOT NULL AND ({filter})"
+    );
     let mut stmt = conn.prepare(&sql)?;
     stmt.query_map(params, |r| r.get(0))?.collect()
 }
@@ -137,6 +169,7 @@ mod tests {
             ended_at_ms: started_at_ms + 500,
             clip_status: "local".into(),
             clip_path: clip.map(str::to_owned),
+            thumbnail_path: None,
         }
     }
 

@@ -17,7 +17,7 @@ use uuid::Uuid;
 use crate::camera::Camera;
 
 pub use node::Identity;
-pub use segments::Segment;
+pub use segments::{CLIP_MARGIN_MS, Segment};
 
 pub type Result<T> = rusqlite::Result<T>;
 
@@ -72,6 +72,9 @@ const UPGRADES: &[&str] = &[
      ) STRICT, WITHOUT ROWID;
      DROP INDEX event_camera;
      CREATE INDEX event_camera_started ON event (camera_id, started_at_ms);",
+    // 3 -> 4: motion detection's sensitivity, and events' thumbnails.
+    "ALTER TABLE camera ADD COLUMN detect_sensitivity TEXT NOT NULL DEFAULT 'medium';
+     ALTER TABLE event ADD COLUMN thumbnail_path TEXT;",
 ];
 
 pub struct Store {
@@ -178,6 +181,7 @@ pub(crate) mod test_support {
                 enabled: true,
                 record: false,
                 detect: true,
+                detect_sensitivity: Default::default(),
             },
             capabilities: None,
         }

@@ -359,6 +359,7 @@ mod tests {
             ended_at_ms: 13_000,
             clip_status: "local".into(),
             clip_path: None,
+            thumbnail_path: None,
         };
         store.insert_event(&event, 100).unwrap();
         let order: Vec<(bool, i64)> = store

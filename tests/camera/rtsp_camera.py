@@ -19,6 +19,14 @@ Mount points (all shared: several clients share one encoder):
     /video-only  H.264 640x360 @ 25 fps, no audio
     /aac         H.264 640x360 @ 25 fps + AAC-LC (16 kHz mono)
     /hd          H.264 1280x720 @ 25 fps, 2 Mbit/s + AAC-LC (16 kHz mono)
+    /scene       H.264 640x360 @ 25 fps, no audio: a grey scene with mild sensor
+                 noise that commands on stdin change while it streams:
+                   box SECONDS    a white 80x80 box enters at the left, moves right
+                                  (100 px/s) for SECONDS, and leaves (disappears)
+                   lights on|off  the whole picture's brightness jumps up or back
+                 each answered on stderr with "scene: <command> at <unix ms>"
+
+The process reads stdin for scene commands, one a line.
 
 With --user/--password every mount requires RTSP Basic authentication;
 requests without (or with wrong) credentials get 401. Unknown paths get 404.
@@ -34,6 +42,7 @@ import argparse
 import os
 import signal
 import sys
+import time
 
 import gi
 
@@ -79,6 +88,87 @@ def launch(w, h, fps, kbps, audio, pattern="pattern=ball"):
     return "( " + desc + " )"
 
 
+# A still grey scene with mild sensor noise (snow at 6 %), a white box that
+# commands show and move, and a light that commands switch. The balance
+# starts out of passthrough (brightness 0.004): switching a live shared
+# videobalance out of passthrough stalls the stream for every client.
+SCENE = (
+    "( compositor name=mix background=black "
+    "sink_1::alpha=0.06 sink_2::alpha=0 sink_2::xpos=-200 sink_2::ypos=140 "
+    "! video/x-raw,width=640,height=360,framerate=25/1 "
+    "! videobalance name=light brightness=0.004 ! videoconvert "
+    "! video/x-raw,format=I420 "
+    "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=25 "
+    "bframes=0 threads=1 bitrate=768 "
+    "! video/x-h264,profile=constrained-baseline "
+    "! rtph264pay config-interval=1 pt=96 name=pay0 "
+    "videotestsrc is-live=true pattern=solid-color foreground-color=0xff707070 "
+    "! video/x-raw,format=AYUV,width=640,height=360,framerate=25/1 ! mix.sink_0 "
+    "videotestsrc is-live=true pattern=snow "
+    "! video/x-raw,format=AYUV,width=640,height=360,framerate=25/1 ! mix.sink_1 "
+    "videotestsrc is-live=true pattern=solid-color foreground-color=0xffffffff "
+    "! video/x-raw,format=AYUV,width=80,height=80,framerate=25/1 ! mix.sink_2 )"
+)
+
+BOX_SPEED = 100  # pixels a second
+BOX_START_X = 40
+
+
+class Scene:
+    """The /scene mount's elements (the media is shared: one pipeline for all
+    clients) and the commands that change them."""
+
+    def __init__(self):
+        self.mix = None
+        self.light = None
+        self.box_until = 0.0
+        self.box_x = BOX_START_X
+        self.lit = False
+
+    def configured(self, factory, media):
+        pipeline = media.get_element()
+        self.mix = pipeline.get_by_name("mix")
+        self.light = pipeline.get_by_name("light")
+        self.apply()
+
+    def box_pad(self):
+        return self.mix.get_static_pad("sink_2") if self.mix else None
+
+    def apply(self):
+        pad = self.box_pad()
+        if pad is not None:
+            moving = time.monotonic() < self.box_until
+            pad.set_property("alpha", 1.0 if moving else 0.0)
+            pad.set_property("xpos", int(self.box_x) if moving else -200)
+        if self.light is not None:
+            self.light.set_property("brightness", 0.35 if self.lit else 0.004)
+
+    def step(self):
+        if time.monotonic() >= self.box_until:
+            self.apply()
+            return GLib.SOURCE_REMOVE
+        self.box_x += BOX_SPEED * 0.04
+        self.apply()
+        return GLib.SOURCE_CONTINUE
+
+    def command(self, line):
+        words = line.split()
+        if len(words) == 2 and words[0] == "box":
+            self.box_x = BOX_START_X
+            self.box_until = time.monotonic() + float(words[1])
+            self.apply()
+            GLib.timeout_add(40, self.step)
+        elif words in (["lights", "on"], ["lights", "off"]):
+            self.lit = words[1] == "on"
+            self.apply()
+        else:
+            log("unknown command %r" % line)
+            return
+        log("%s at %d" % (line, int(time.time() * 1000)))
+
+
+SCENE_STATE = Scene()
+
 MOUNTS = {
     "/main": launch(640, 360, 25, 512, audio=AUDIO),
     "/sub": launch(320, 180, 10, 128, audio=AUDIO),
@@ -88,6 +178,7 @@ MOUNTS = {
     # real camera's would (the ball on black needs a tenth of that).
     "/hd": launch(1280, 720, 25, 2000, audio=AAC,
                   pattern="pattern=smpte horizontal-speed=2"),
+    "/scene": SCENE,
 }
 
 
@@ -144,6 +235,7 @@ def main(argv):
     Gst.init(None)
 
     missing = [e for e in ("videotestsrc", "x264enc", "rtph264pay",
+                           "compositor", "videobalance",
                            "audiotestsrc", "alawenc", "rtppcmapay",
                            "voaacenc", "aacparse", "rtpmp4gpay")
                if Gst.ElementFactory.find(e) is None]
@@ -177,7 +269,10 @@ def main(argv):
 
     mounts = server.get_mount_points()
     for path, desc in MOUNTS.items():
-        mounts.add_factory(path, make_factory(desc, with_auth))
+        factory = make_factory(desc, with_auth)
+        if path == "/scene":
+            factory.connect("media-configure", SCENE_STATE.configured)
+        mounts.add_factory(path, factory)
 
     try:
         if server.attach(None) == 0:
@@ -210,6 +305,8 @@ def main(argv):
     if not args.ignore_stdin:
         stdin_fd = sys.stdin.fileno()
 
+        pending = [b""]
+
         def on_stdin(fd, condition):
             try:
                 data = os.read(fd, 4096)
@@ -218,6 +315,11 @@ def main(argv):
             if not data:
                 quit_("stdin closed")
                 return GLib.SOURCE_REMOVE
+            pending[0] += data
+            while b"\n" in pending[0]:
+                line, pending[0] = pending[0].split(b"\n", 1)
+                if line.strip():
+                    SCENE_STATE.command(line.decode("utf-8", "replace").strip())
             return GLib.SOURCE_CONTINUE
 
         GLib.io_add_watch(stdin_fd, GLib.PRIORITY_DEFAULT,

@@ -257,6 +257,16 @@ impl Node {
 
 impl Drop for Node {
     fn drop(&mut self) {
+        // As an init system stops it: SIGTERM, so it stops its ffmpeg and
+        // clears its ring in /dev/shm; SIGKILL if it lingers.
+        if matches!(self.child.try_wait(), Ok(None)) {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(6);
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(20));
+            }
+        }
         kill_and_reap(&mut self.child);
         if thread::panicking() {
             eprintln!("{}", self.report());
@@ -440,7 +450,9 @@ impl ReadyServer {
 /// `/aac` (640x360 + AAC) and `/hd` (1280x720 at 2 Mbit/s + AAC).
 pub struct Camera {
     child: Child,
-    _stdin: ChildStdin,
+    /// Scene commands go here (`box SECONDS`, `lights on|off`); its end
+    /// ends the camera.
+    stdin: Mutex<ChildStdin>,
     pub port: u16,
 }
 
@@ -473,9 +485,22 @@ impl Camera {
         let server = ReadyServer::start(command, "ready rtsp://127.0.0.1:", &needs);
         Camera {
             child: server.child,
-            _stdin: server.stdin,
+            stdin: Mutex::new(server.stdin),
             port: server.port,
         }
+    }
+
+    /// Changes the `/scene` mount's picture (see rtsp_camera.py); returns
+    /// when it was sent, in ms since the epoch.
+    pub fn scene(&self, command: &str) -> i64 {
+        use std::io::Write;
+        let mut stdin = self.stdin.lock().unwrap();
+        writeln!(stdin, "{command}").expect("the camera reads its commands");
+        stdin.flush().unwrap();
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
     }
 
     /// `rtsp://[userinfo@]127.0.0.1:PORT{path}`.

@@ -1,0 +1,69 @@
+//! The motion detector's time per frame, as the node runs it: 320×180 grey
+//! frames of a grainy still scene, and of the same scene with a box moving
+//! across it. Built with the release profile (`cargo bench --bench
+//! detector`); prints one JSON line of medians and 99th percentiles in µs.
+//! `benches/bench.py` runs it.
+
+#[path = "../src/motion/detector.rs"]
+#[allow(dead_code)]
+mod detector;
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use detector::{Detector, Params};
+
+const W: usize = 320;
+const H: usize = 180;
+const FRAMES: usize = 5_000;
+
+/// Grey 100 with grain of ±6 (from `seed`), and a white 40×40 box at `x` if any.
+fn frame(seed: u32, x: Option<usize>) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    let mut pixels: Vec<u8> = (0..W * H)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (94 + state % 13) as u8
+        })
+        .collect();
+    if let Some(x) = x {
+        for y in 70..110 {
+            pixels[y * W + x..y * W + x + 40].fill(250);
+        }
+    }
+    pixels
+}
+
+/// Median and 99th percentile, in µs, of the detector's time on `frames`
+/// (taken in turn), after it has learnt the still scene.
+fn time(frames: &[Vec<u8>]) -> (f64, f64) {
+    let mut detector = Detector::new(W, H, Params::MEDIUM);
+    for seed in 0..20 {
+        detector.frame(&frame(1000 + seed, None));
+    }
+    let mut took: Vec<f64> = (0..FRAMES)
+        .map(|i| {
+            let started = Instant::now();
+            black_box(detector.frame(black_box(&frames[i % frames.len()])));
+            started.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    took.sort_by(f64::total_cmp);
+    (took[took.len() / 2], took[took.len() * 99 / 100])
+}
+
+fn main() {
+    let still: Vec<Vec<u8>> = (0..25).map(|seed| frame(seed, None)).collect();
+    // A box crossing the picture, 10 pixels a frame.
+    let moving: Vec<Vec<u8>> = (0..25)
+        .map(|i| frame(100 + i, Some(20 + 10 * i as usize)))
+        .collect();
+    let (still_median, still_p99) = time(&still);
+    let (moving_median, moving_p99) = time(&moving);
+    println!(
+        "{{\"still_median_us\":{still_median:.1},\"still_p99_us\":{still_p99:.1},\
+         \"moving_median_us\":{moving_median:.1},\"moving_p99_us\":{moving_p99:.1},\"frames\":{FRAMES}}}"
+    );
+}

@@ -1,0 +1,491 @@
+//! Motion in a camera's picture, found the way Frigate finds it, in integer
+//! arithmetic with no I/O and no clock: grey frames (about 320 pixels wide)
+//! are halved (each 2×2 block averaged, as Frigate works on frames about 100
+//! pixels tall), blurred and compared with a running-average background; pixels that
+//! differ by more than a threshold are dilated and cut into connected
+//! regions, and regions under a minimum area are dropped. The share of the
+//! picture in the regions left is the frame's motion. A change over most of
+//! the picture at once (lights, infrared switching, exposure) is not motion:
+//! the background starts again from that frame.
+
+/// How eagerly motion is seen: the grey-level difference that counts, and
+/// the smallest region that counts, as a share of the picture.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Params {
+    pub threshold: u8,
+    pub min_area: f32,
+}
+
+impl Params {
+    /// The parameters of the three sensitivities (`detectSensitivity`).
+    /// Sensor grain differs from the background by at most 5 grey levels
+    /// after the blur (measured on the test camera), so even `HIGH` stays
+    /// well above it. The smallest regions, in a 160×90 working picture:
+    /// 144, 43 and 14 pixels.
+    pub const LOW: Params = Params {
+        threshold: 40,
+        min_area: 0.01,
+    };
+    pub const MEDIUM: Params = Params {
+        threshold: 25,
+        min_area: 0.003,
+    };
+    pub const HIGH: Params = Params {
+        threshold: 15,
+        min_area: 0.001,
+    };
+}
+
+/// Frames spent learning the scene before any motion is reported.
+const CALIBRATION_FRAMES: u32 = 10;
+/// How fast the background follows the picture, as a power of two: 1/4
+/// while calibrating, 1/64 after (at 5 frames a second, something that stops
+/// moving becomes background in about 15 s, and a passing object leaves no
+/// ghost).
+const CALIBRATING_SHIFT: u32 = 2;
+const LEARNING_SHIFT: u32 = 6;
+/// More than this share of the picture changed at once: the light changed.
+const LIGHTS_SHARE: f32 = 0.6;
+
+/// What one frame showed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Motion {
+    /// The share of the picture (0 to 1) in regions that moved.
+    pub share: f32,
+    /// How many regions moved.
+    pub regions: usize,
+    /// The light changed: the background started again from this frame.
+    pub reseeded: bool,
+}
+
+pub struct Detector {
+    /// The frames' size.
+    input: (usize, usize),
+    /// The size worked at: half the frames'.
+    width: usize,
+    height: usize,
+    params: Params,
+    /// The running average, 8.8 fixed point.
+    background: Vec<u16>,
+    frames: u32,
+    // Buffers kept between frames, so a frame allocates nothing.
+    quarters: Vec<u16>,
+    sums: Vec<u16>,
+    blurred: Vec<u8>,
+    mask: Vec<u8>,
+    grown: Vec<u8>,
+    parents: Vec<u32>,
+    areas: Vec<u32>,
+    /// The rows in which the frame changed (None when none did), grown by
+    /// one each side once dilated.
+    band: Option<std::ops::Range<usize>>,
+}
+
+impl Detector {
+    /// A detector of frames `width` × `height` (each at least 2).
+    pub fn new(width: usize, height: usize, params: Params) -> Detector {
+        let (half_width, half_height) = ((width / 2).max(1), (height / 2).max(1));
+        let n = half_width * half_height;
+        Detector {
+            input: (width, height),
+            width: half_width,
+            height: half_height,
+            params,
+            background: vec![0; n],
+            frames: 0,
+            quarters: vec![0; n],
+            sums: vec![0; n],
+            blurred: vec![0; n],
+            mask: vec![0; n],
+            grown: vec![0; n],
+            parents: Vec::new(),
+            areas: Vec::new(),
+            band: None,
+        }
+    }
+
+    /// The size of the frames it takes.
+    pub fn size(&self) -> (usize, usize) {
+        self.input
+    }
+
+    /// Looks at one frame (`width * height` grey bytes, row by row).
+    pub fn frame(&mut self, pixels: &[u8]) -> Motion {
+        assert_eq!(
+            pixels.len(),
+            self.input.0 * self.input.1,
+            "a frame of another size"
+        );
+        self.frames = self.frames.saturating_add(1);
+        if self.frames == 1 {
+            self.blur(pixels);
+            for (b, p) in self.background.iter_mut().zip(&self.blurred) {
+                *b = u16::from(*p) << 8;
+            }
+            return Motion::default();
+        }
+        let calibrating = self.frames <= CALIBRATION_FRAMES;
+        let shift = if calibrating {
+            CALIBRATING_SHIFT
+        } else {
+            LEARNING_SHIFT
+        };
+        let changed = self.blur_compare_learn(pixels, shift);
+        if calibrating {
+            return Motion::default();
+        }
+        if changed as f32 > LIGHTS_SHARE * self.blurred.len() as f32 {
+            for (b, p) in self.background.iter_mut().zip(&self.blurred) {
+                *b = u16::from(*p) << 8;
+            }
+            return Motion {
+                reseeded: true,
+                ..Motion::default()
+            };
+        }
+        if changed == 0 {
+            return Motion::default();
+        }
+        self.dilate();
+        self.regions()
+    }
+
+    /// A 3×3 box blur into `blurred` (edges repeat), which smooths sensor
+    /// grain and rain. Rows as slices, so the loops run without bounds checks.
+    fn blur(&mut self, pixels: &[u8]) {
+        self.blur_compare_learn(pixels, 16);
+    }
+
+    /// In one pass: blurs the frame into `blurred`, marks in `mask` the
+    /// pixels that differ from the background by more than the threshold,
+    /// and moves the background `1 / 2^shift` of the way to the frame (not
+    /// at all for a shift of 16). Returns how many pixels differ.
+    fn blur_compare_learn(&mut self, pixels: &[u8], shift: u32) -> usize {
+        self.band = None;
+        let (w, input_width) = (self.width, self.input.0);
+        // Each 2×2 block summed (an odd last row or column is left out).
+        for y in 0..self.height {
+            let top = &pixels[2 * y * input_width..][..2 * w];
+            let bottom = &pixels[(2 * y + 1) * input_width..][..2 * w];
+            let quarters = &mut self.quarters[y * w..(y + 1) * w];
+            for x in 0..w {
+                quarters[x] = u16::from(top[2 * x])
+                    + u16::from(top[2 * x + 1])
+                    + u16::from(bottom[2 * x])
+                    + u16::from(bottom[2 * x + 1]);
+            }
+        }
+        for y in 0..self.height {
+            let row = &self.quarters[y * w..(y + 1) * w];
+            let sums = &mut self.sums[y * w..(y + 1) * w];
+            sum3(row, sums, |a, b, c| a + b + c);
+        }
+        let threshold = self.params.threshold;
+        let mut changed = 0;
+        for y in 0..self.height {
+            let before = changed;
+            let (up, here, down) = rows3(&self.sums, w, y);
+            let line = y * w..(y + 1) * w;
+            let blurred = &mut self.blurred[line.clone()];
+            let mask = &mut self.mask[line.clone()];
+            let background = &mut self.background[line];
+            // Equal lengths, told to the compiler: the loop needs no bounds checks.
+            let (up, here, down) = (&up[..w], &here[..w], &down[..w]);
+            let (mask, background) = (&mut mask[..w], &mut background[..w]);
+            for x in 0..w {
+                // The mean of 9 blocks of 4 pixels: (a + h + d) / 36, without a division.
+                let sum = u32::from(up[x]) + u32::from(here[x]) + u32::from(down[x]);
+                let v = ((sum * 7282) >> 18) as u8;
+                blurred[x] = v;
+                let b = background[x];
+                let moved = ((b >> 8) as u8).abs_diff(v) > threshold;
+                mask[x] = u8::from(moved);
+                changed += usize::from(moved);
+                if shift < 16 {
+                    background[x] = b - (b >> shift) + (u16::from(v) << (8 - shift));
+                }
+            }
+            if changed > before {
+                let first = self.band.as_ref().map_or(y, |band| band.start);
+                self.band = Some(first..y + 1);
+            }
+        }
+        changed
+    }
+
+    /// Grows `mask` by a pixel in every direction into `grown`, so the
+    /// pieces of one moving thing join into one region.
+    fn dilate(&mut self) {
+        let w = self.width;
+        // Only the rows that changed, and one more each side, can be set.
+        let changed = self
+            .band
+            .clone()
+            .expect("called only when something changed");
+        let band = changed.start.saturating_sub(1)..(changed.end + 1).min(self.height);
+        let rows = band.start * w..band.end * w;
+        for (row, out) in self.mask[rows.clone()]
+            .chunks_exact(w)
+            .zip(self.sums[rows].chunks_exact_mut(w))
+        {
+            sum3(row, out, |a, b, c| u16::from(a | b | c));
+        }
+        for y in band.clone() {
+            let out = &mut self.grown[y * w..(y + 1) * w];
+            // Rows outside the band hold no mark (their sums are stale).
+            let row = |r: usize| band.contains(&r).then(|| &self.sums[r * w..(r + 1) * w]);
+            let (up, down) = (y.checked_sub(1).and_then(row), row(y + 1));
+            let here = row(y).expect("in the band");
+            for (x, o) in out.iter_mut().enumerate() {
+                let mut v = here[x];
+                if let Some(up) = up {
+                    v |= up[x];
+                }
+                if let Some(down) = down {
+                    v |= down[x];
+                }
+                *o = v as u8;
+            }
+        }
+        self.band = Some(band);
+    }
+
+    /// Cuts `grown` into 8-connected regions and keeps those of the minimum
+    /// area. Works on runs of moving pixels, not pixels: a union-find of the
+    /// runs of each row with the touching runs of the row above.
+    fn regions(&mut self) -> Motion {
+        let w = self.width;
+        // Runs: (row, first x, x past the end); `labels` holds each run's parent.
+        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+        self.parents.clear();
+        let mut previous_row = 0..0; // the previous row's runs, as indexes into `runs`
+        let band = self.band.clone().expect("dilated first");
+        for (y, row) in self.grown[band.start * w..band.end * w]
+            .chunks_exact(w)
+            .enumerate()
+        {
+            let first = runs.len();
+            let mut x = 0;
+            while x < w {
+                if row[x] == 0 {
+                    x += 1;
+                    continue;
+                }
+                let start = x;
+                while x < w && row[x] != 0 {
+                    x += 1;
+                }
+                let run = runs.len() as u32;
+                runs.push((y, start, x));
+                self.parents.push(run);
+                // Touching runs above (8-connected: one pixel of slack each side).
+                for above in previous_row.clone() {
+                    let (_, a_start, a_end) = runs[above];
+                    if a_end + 1 > start && a_start < x + 1 {
+                        let (r1, r2) = (
+                            find(&mut self.parents, above as u32),
+                            find(&mut self.parents, run),
+                        );
+                        if r1 != r2 {
+                            let (low, high) = (r1.min(r2), r1.max(r2));
+                            self.parents[high as usize] = low;
+                        }
+                    }
+                }
+            }
+            previous_row = first..runs.len();
+        }
+        self.areas.clear();
+        self.areas.resize(runs.len(), 0);
+        for (i, (_, start, end)) in runs.iter().enumerate() {
+            let root = find(&mut self.parents, i as u32);
+            self.areas[root as usize] += (end - start) as u32;
+        }
+        let total = (w * self.height) as f32;
+        let min_area = ((self.params.min_area * total).ceil() as u32).max(1);
+        let kept = self.areas.iter().filter(|a| **a >= min_area);
+        let (regions, area) = kept.fold((0, 0u32), |(n, sum), a| (n + 1, sum + a));
+        Motion {
+            share: area as f32 / total,
+            regions,
+            reseeded: false,
+        }
+    }
+}
+
+/// `out[x] = f(row[x - 1], row[x], row[x + 1])`, the edges repeated.
+#[inline(always)]
+fn sum3<T: Copy>(row: &[T], out: &mut [u16], f: impl Fn(T, T, T) -> u16) {
+    let w = row.len();
+    let out = &mut out[..w];
+    if w == 1 {
+        out[0] = f(row[0], row[0], row[0]);
+        return;
+    }
+    out[0] = f(row[0], row[0], row[1]);
+    for x in 1..w - 1 {
+        out[x] = f(row[x - 1], row[x], row[x + 1]);
+    }
+    out[w - 1] = f(row[w - 2], row[w - 1], row[w - 1]);
+}
+
+/// Rows `y - 1`, `y` and `y + 1` of `values` (`w` a row), the edges repeated.
+fn rows3(values: &[u16], w: usize, y: usize) -> (&[u16], &[u16], &[u16]) {
+    let rows = values.len() / w;
+    let row = |r: usize| &values[r * w..(r + 1) * w];
+    (row(y.saturating_sub(1)), row(y), row((y + 1).min(rows - 1)))
+}
+
+/// The root of `label`'s set, halving the path on the way.
+fn find(parents: &mut [u32], mut label: u32) -> u32 {
+    while parents[label as usize] != label {
+        let grandparent = parents[parents[label as usize] as usize];
+        parents[label as usize] = grandparent;
+        label = grandparent;
+    }
+    label
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    pub const W: usize = 320;
+    pub const H: usize = 180;
+
+    /// A scene: grey `level` with grain of ±`grain` (a fixed pattern that
+    /// changes with `seed`), and white boxes (x, y, size).
+    pub fn scene(level: u8, grain: u8, seed: u32, boxes: &[(usize, usize, usize)]) -> Vec<u8> {
+        let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+        let mut frame: Vec<u8> = (0..W * H)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                let noise = (state % (2 * u32::from(grain) + 1)) as i16 - i16::from(grain);
+                (i16::from(level) + noise).clamp(0, 255) as u8
+            })
+            .collect();
+        for &(bx, by, size) in boxes {
+            for y in by..(by + size).min(H) {
+                for x in bx..(bx + size).min(W) {
+                    frame[y * W + x] = 250;
+                }
+            }
+        }
+        frame
+    }
+
+    /// A detector that has learnt a still, grainy scene.
+    fn calibrated(params: Params) -> Detector {
+        let mut detector = Detector::new(W, H, params);
+        for seed in 0..CALIBRATION_FRAMES + 5 {
+            let motion = detector.frame(&scene(100, 6, seed, &[]));
+            assert_eq!(motion, Motion::default(), "a still scene, frame {seed}");
+        }
+        detector
+    }
+
+    #[test]
+    fn grain_is_not_motion() {
+        for params in [Params::LOW, Params::MEDIUM, Params::HIGH] {
+            let mut detector = calibrated(params);
+            for seed in 100..200 {
+                let motion = detector.frame(&scene(100, 6, seed, &[]));
+                assert_eq!(motion.share, 0.0, "{params:?}, frame {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_box_is_one_region_of_its_size() {
+        let mut detector = calibrated(Params::MEDIUM);
+        let motion = detector.frame(&scene(100, 6, 500, &[(100, 50, 40)]));
+        assert_eq!(motion.regions, 1, "{motion:?}");
+        // 40×40 grown by the blur and the dilation: about 44×44.
+        let expected = (44.0 * 44.0) / (W * H) as f32;
+        assert!(
+            (motion.share - expected).abs() < 0.01,
+            "{motion:?}, about {expected}"
+        );
+        let two = detector.frame(&scene(100, 6, 501, &[(10, 10, 30), (250, 120, 30)]));
+        assert_eq!(two.regions, 2, "{two:?}");
+    }
+
+    #[test]
+    fn each_sensitivity_has_its_threshold_and_minimum_area() {
+        // A 10×10 box, grown to about 14×14: 0.34 % of the picture.
+        let small = [(150, 80, 10)];
+        let seen = |params| {
+            calibrated(params)
+                .frame(&scene(100, 6, 900, &small))
+                .regions
+        };
+        assert_eq!(seen(Params::LOW), 0, "under low's 1 %");
+        assert_eq!(seen(Params::MEDIUM), 1, "over medium's 0.3 %");
+        assert_eq!(seen(Params::HIGH), 1);
+        // A faint box (20 levels over the grey): seen only by high.
+        let faint = |params| {
+            let mut frame = scene(100, 2, 901, &[]);
+            for y in 60..100 {
+                for x in 60..100 {
+                    frame[y * W + x] = 120;
+                }
+            }
+            calibrated(params).frame(&frame).regions
+        };
+        assert_eq!(
+            (
+                faint(Params::LOW),
+                faint(Params::MEDIUM),
+                faint(Params::HIGH)
+            ),
+            (0, 0, 1)
+        );
+    }
+
+    #[test]
+    fn the_lights_reseed_the_background() {
+        let mut detector = calibrated(Params::HIGH);
+        let lit = detector.frame(&scene(180, 6, 700, &[]));
+        assert!(lit.reseeded && lit.share == 0.0, "{lit:?}");
+        // The new light is the background now: no motion, and a box still shows.
+        for seed in 701..710 {
+            assert_eq!(detector.frame(&scene(180, 6, seed, &[])).share, 0.0);
+        }
+        assert_eq!(
+            detector.frame(&scene(180, 6, 710, &[(20, 20, 40)])).regions,
+            1
+        );
+        // A box in the dark after the lights go off again.
+        assert!(detector.frame(&scene(40, 6, 711, &[])).reseeded);
+    }
+
+    #[test]
+    fn a_box_that_stays_becomes_background_and_leaves_no_ghost() {
+        let mut detector = calibrated(Params::MEDIUM);
+        let parked = [(100, 50, 40)];
+        let mut frames = 0;
+        while detector.frame(&scene(100, 6, 1000 + frames, &parked)).share > 0.0 {
+            frames += 1;
+            assert!(frames < 200, "the parked box never became background");
+        }
+        // About 15 s at 5 frames a second.
+        assert!((50..=120).contains(&frames), "{frames} frames");
+        // A box that only passes (a frame at each place) leaves nothing behind.
+        let mut detector = calibrated(Params::HIGH);
+        for step in 0..10 {
+            assert!(
+                detector
+                    .frame(&scene(100, 6, 2000 + step, &[(step as usize * 25, 60, 40)]))
+                    .share
+                    > 0.0
+            );
+        }
+        assert_eq!(
+            detector.frame(&scene(100, 6, 2100, &[])).share,
+            0.0,
+            "a ghost"
+        );
+    }
+}

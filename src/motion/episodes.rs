@@ -1,0 +1,205 @@
+//! From moving frames to events: an event starts only when motion is seen
+//! in at least 3 of 5 consecutive frames (a lone flicker is not one), ends
+//! 10 s after the last moving frame (someone who stands still for a moment
+//! is still there), and lasts at most 5 minutes (then a new one starts).
+//! Time is passed in, so all of it is tested without waiting.
+
+use std::collections::VecDeque;
+
+/// Frames looked at together to start an event, and how many must move.
+const WINDOW: usize = 5;
+const MOVING_IN_WINDOW: usize = 3;
+/// Stillness that ends an event.
+pub const QUIET_MS: i64 = 10_000;
+/// The longest event.
+pub const LONGEST_MS: i64 = 5 * 60_000;
+
+/// A motion event, as it ends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Episode {
+    /// The first and last moving frame, ms since the epoch.
+    pub started_ms: i64,
+    pub ended_ms: i64,
+    /// The largest share of the picture that moved (0 to 1), and when.
+    pub score: f32,
+    pub peak_ms: i64,
+}
+
+/// What a frame changed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    Started { at_ms: i64 },
+    Ended(Episode),
+}
+
+#[derive(Default)]
+pub struct Episodes {
+    /// The last frames while no event is on: (time, share moved).
+    window: VecDeque<(i64, f32)>,
+    current: Option<Episode>,
+}
+
+impl Episodes {
+    /// Takes a frame seen at `at_ms` in which `share` of the picture moved.
+    pub fn frame(&mut self, at_ms: i64, share: f32) -> Vec<Change> {
+        let moving = share > 0.0;
+        let mut changes = Vec::new();
+        if let Some(episode) = &mut self.current {
+            if moving && at_ms - episode.started_ms >= LONGEST_MS {
+                // Long enough: this one ends, a new one starts with this frame.
+                changes.push(Change::Ended(self.current.take().expect("on")));
+                self.start(at_ms, share, at_ms, &mut changes);
+                return changes;
+            }
+            if moving {
+                episode.ended_ms = at_ms;
+                if share > episode.score {
+                    (episode.score, episode.peak_ms) = (share, at_ms);
+                }
+            } else if at_ms - episode.ended_ms >= QUIET_MS {
+                changes.push(Change::Ended(self.current.take().expect("on")));
+            }
+            return changes;
+        }
+        self.window.push_back((at_ms, share));
+        if self.window.len() > WINDOW {
+            self.window.pop_front();
+        }
+        let moving_frames = self.window.iter().filter(|(_, s)| *s > 0.0).count();
+        if moving && moving_frames >= MOVING_IN_WINDOW {
+            let first = self
+                .window
+                .iter()
+                .find(|(_, s)| *s > 0.0)
+                .expect("some moved")
+                .0;
+            let (peak_ms, score) =
+                self.window.iter().fold(
+                    (at_ms, 0.0f32),
+                    |best, &(t, s)| if s > best.1 { (t, s) } else { best },
+                );
+            self.start(first, score, peak_ms, &mut changes);
+            if let Some(episode) = &mut self.current {
+                episode.ended_ms = at_ms;
+            }
+        }
+        changes
+    }
+
+    /// The event under way ends now (the frames stopped): at its last moving frame.
+    pub fn finish(&mut self) -> Option<Episode> {
+        self.window.clear();
+        self.current.take()
+    }
+
+    fn start(&mut self, at_ms: i64, score: f32, peak_ms: i64, changes: &mut Vec<Change>) {
+        self.window.clear();
+        self.current = Some(Episode {
+            started_ms: at_ms,
+            ended_ms: at_ms,
+            score,
+            peak_ms,
+        });
+        changes.push(Change::Started { at_ms });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds frames 200 ms apart (5 a second) from `start_ms`, each moving
+    /// the share given; returns every change with the frame's index.
+    fn feed(episodes: &mut Episodes, start_ms: i64, shares: &[f32]) -> Vec<(usize, Change)> {
+        shares
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| {
+                let changes = episodes.frame(start_ms + 200 * i as i64, *s);
+                changes.into_iter().map(move |c| (i, c))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn flickers_start_nothing() {
+        let mut episodes = Episodes::default();
+        // Two moving frames in every five, never three.
+        let shares: Vec<f32> = (0..100)
+            .map(|i| if i % 5 < 2 { 0.1 } else { 0.0 })
+            .collect();
+        assert_eq!(feed(&mut episodes, 0, &shares), vec![]);
+        assert_eq!(episodes.finish(), None);
+    }
+
+    #[test]
+    fn three_of_five_start_at_the_first_moving_frame() {
+        let mut episodes = Episodes::default();
+        let shares = [0.0, 0.0, 0.05, 0.0, 0.2, 0.1];
+        let changes = feed(&mut episodes, 1_000, &shares);
+        assert_eq!(changes, vec![(5, Change::Started { at_ms: 1_400 })]);
+        assert_eq!(episodes.finish().map(|e| e.started_ms), Some(1_400));
+    }
+
+    #[test]
+    fn ten_still_seconds_end_it_at_the_last_moving_frame() {
+        let mut episodes = Episodes::default();
+        // 4 s of motion, peaking at frame 12, then stillness.
+        let mut shares = vec![0.05; 20];
+        shares[12] = 0.3;
+        shares.extend(vec![0.0; 60]);
+        let changes = feed(&mut episodes, 0, &shares);
+        let ended = Episode {
+            started_ms: 0,
+            ended_ms: 19 * 200,
+            score: 0.3,
+            peak_ms: 12 * 200,
+        };
+        // Ended at the first still frame 10 s after the last moving one.
+        assert_eq!(
+            changes,
+            vec![
+                (2, Change::Started { at_ms: 0 }),
+                (19 + 50, Change::Ended(ended))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pause_under_ten_seconds_is_the_same_event() {
+        let mut episodes = Episodes::default();
+        let mut shares = vec![0.1; 10];
+        shares.extend(vec![0.0; 45]); // 9 s still
+        shares.extend(vec![0.1; 10]);
+        shares.extend(vec![0.0; 60]);
+        let changes = feed(&mut episodes, 0, &shares);
+        assert_eq!(changes.len(), 2, "{changes:?}");
+        let Change::Ended(episode) = &changes[1].1 else {
+            panic!("{changes:?}")
+        };
+        assert_eq!((episode.started_ms, episode.ended_ms), (0, 64 * 200));
+    }
+
+    #[test]
+    fn five_minutes_at_most_then_a_new_one() {
+        let mut episodes = Episodes::default();
+        let shares = vec![0.1; 5 * 60 * 5 + 10];
+        let changes = feed(&mut episodes, 0, &shares);
+        let starts: Vec<i64> = changes
+            .iter()
+            .filter_map(|(_, c)| match c {
+                Change::Started { at_ms } => Some(*at_ms),
+                Change::Ended(_) => None,
+            })
+            .collect();
+        assert_eq!(starts, vec![0, LONGEST_MS]);
+        let Some((_, Change::Ended(first))) =
+            changes.iter().find(|(_, c)| matches!(c, Change::Ended(_)))
+        else {
+            panic!("{changes:?}")
+        };
+        assert_eq!((first.started_ms, first.ended_ms), (0, LONGEST_MS - 200));
+        let second = episodes.finish().unwrap();
+        assert_eq!(second.started_ms, LONGEST_MS);
+    }
+}

@@ -1,0 +1,250 @@
+//! One camera's motion watcher: an ffmpeg decoding its sub stream (the
+//! main one when it has none) to grey frames, 5 a second and 320 pixels
+//! wide, as PGM images on stdout (each says its size); the detector and the
+//! episodes turn them into events. Supervised like a recorder: restarted
+//! after 1 s, doubling to 60 s, when it exits or sends no frame for 30 s;
+//! stopped within 2 s; killed with the node.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use uuid::Uuid;
+
+use super::Shared;
+use super::detector::{Detector, Params};
+use super::episodes::{Change, Episode, Episodes};
+use crate::clips::Job;
+use crate::event::Event;
+use crate::media::child::{Child, Filled, Output};
+use crate::recording::now_ms;
+use crate::store::CLIP_MARGIN_MS;
+
+/// ffmpeg's own bound on each wait for the camera (RTSP socket timeout).
+const SOCKET_TIMEOUT: Duration = Duration::from_secs(5);
+/// A decoder that sends no frame for this long is stuck.
+const WATCHDOG: Duration = Duration::from_secs(30);
+/// How often the thread looks at its stop flag while waiting.
+const TICK: Duration = Duration::from_millis(200);
+const STOP_GRACE: Duration = Duration::from_millis(1500);
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+const LAST_RETRY: Duration = Duration::from_secs(60);
+/// The largest frame taken: a PGM header asking for more is not ffmpeg's.
+const MAX_PIXELS: usize = 1920 * 1080;
+
+/// What a watcher watches.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spec {
+    pub url: String,
+    pub params: Params,
+}
+
+pub struct Watcher {
+    shared: Arc<Shared>,
+    camera: Uuid,
+    spec: Spec,
+    stop: Arc<AtomicBool>,
+    episodes: Episodes,
+    /// The ring's pin of the event under way.
+    pin: Option<u64>,
+}
+
+impl Watcher {
+    pub fn new(shared: Arc<Shared>, camera: Uuid, spec: Spec, stop: Arc<AtomicBool>) -> Watcher {
+        Watcher {
+            shared,
+            camera,
+            spec,
+            stop,
+            episodes: Episodes::default(),
+            pin: None,
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    pub fn run(mut self) {
+        let mut retry = FIRST_RETRY;
+        while !self.stopped() {
+            let saw_frames = self.watch();
+            // An event under way ends with the frames, at its last moving one.
+            if let Some(episode) = self.episodes.finish() {
+                self.ended(episode);
+            }
+            if self.stopped() {
+                break;
+            }
+            if saw_frames {
+                retry = FIRST_RETRY;
+            }
+            log::info!(
+                "motion watcher of camera {}: its decoder stopped; trying again in {} s",
+                self.camera,
+                retry.as_secs()
+            );
+            let until = Instant::now() + retry;
+            while !self.stopped() && Instant::now() < until {
+                std::thread::sleep(TICK.min(until - Instant::now()));
+            }
+            retry = (retry * 2).min(LAST_RETRY);
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.shared.settings.ffmpeg);
+        let timeout_us = SOCKET_TIMEOUT.as_micros().to_string();
+        command
+            .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
+            .args(["-rtsp_transport", "tcp", "-timeout", &timeout_us])
+            // Its own argument, never through a shell; validation made sure it is RTSP.
+            .args(["-i", &self.spec.url])
+            .args(["-an", "-vf", "fps=5,scale=320:-2", "-pix_fmt", "gray"])
+            .args(["-c:v", "pgm", "-f", "image2pipe", "pipe:1"]);
+        command
+    }
+
+    /// One run of the decoder; returns whether any frame came.
+    fn watch(&mut self) -> bool {
+        let mut child = match Child::spawn(&mut self.command()) {
+            Ok(child) => child,
+            Err(e) => {
+                log::error!("cannot run {}: {e}", self.shared.settings.ffmpeg.display());
+                return false;
+            }
+        };
+        let mut detector: Option<Detector> = None;
+        let mut frame = Vec::new();
+        let mut last_frame = Instant::now();
+        let mut saw_frames = false;
+        while !self.stopped() && last_frame.elapsed() < WATCHDOG {
+            let Some((width, height)) = read_header(&mut child, &self.stop) else {
+                break;
+            };
+            frame.resize(width * height, 0);
+            let filled = loop {
+                match child.read_exact(&mut frame, TICK) {
+                    Filled::Quiet if !self.stopped() && last_frame.elapsed() < WATCHDOG => {}
+                    other => break other,
+                }
+            };
+            if filled != Filled::Full {
+                break;
+            }
+            let at_ms = now_ms();
+            last_frame = Instant::now();
+            saw_frames = true;
+            let detector = match &mut detector {
+                Some(d) if d.size() == (width, height) => d,
+                _ => detector.insert(Detector::new(width, height, self.spec.params)),
+            };
+            let motion = detector.frame(&frame);
+            for change in self.episodes.frame(at_ms, motion.share) {
+                match change {
+                    Change::Started { at_ms } => self.started(at_ms),
+                    Change::Ended(episode) => self.ended(episode),
+                }
+            }
+        }
+        child.terminate();
+        if child.wait_until(Instant::now() + STOP_GRACE).is_none() {
+            child.kill();
+        }
+        saw_frames
+    }
+
+    fn started(&mut self, at_ms: i64) {
+        log::info!("camera {}: motion", self.camera);
+        // A camera that only keeps a ring must keep the event's segments.
+        self.pin = Some(
+            self.shared
+                .recordings
+                .pin(self.camera, at_ms - CLIP_MARGIN_MS),
+        );
+    }
+
+    /// Stores the event and asks for its clip.
+    fn ended(&mut self, episode: Episode) {
+        let event = Event {
+            id: Uuid::new_v4(),
+            camera_id: self.camera,
+            kind: "motion".to_owned(),
+            // Three decimals: the share of the picture that moved.
+            score: (f64::from(episode.score) * 1000.0).round() / 1000.0,
+            started_at_ms: episode.started_ms,
+            ended_at_ms: episode.ended_ms,
+            clip_status: "local".to_owned(),
+            clip_path: None,
+            thumbnail_path: None,
+        };
+        let pin = self.pin.take();
+        match self.shared.clips.add_event(&event) {
+            Ok(true) => {
+                log::info!(
+                    "camera {}: motion event {} ({} ms, score {})",
+                    self.camera,
+                    event.id,
+                    event.ended_at_ms - event.started_at_ms,
+                    event.score
+                );
+                self.shared.clips.request(Job {
+                    event: event.id,
+                    camera: self.camera,
+                    started_ms: episode.started_ms,
+                    ended_ms: episode.ended_ms,
+                    peak_ms: episode.peak_ms,
+                    pin,
+                });
+            }
+            Ok(false) | Err(_) => {
+                if let Some(pin) = pin {
+                    self.shared.recordings.unpin(pin);
+                }
+            }
+        }
+    }
+}
+
+/// Reads a PGM header (`P5`, `width height`, `255`, one a line, as ffmpeg
+/// writes them); None when the decoder ends, sends something else, or the
+/// watcher is stopped.
+fn read_header(child: &mut Child, stop: &AtomicBool) -> Option<(usize, usize)> {
+    let mut lines = Vec::with_capacity(3);
+    while lines.len() < 3 {
+        match child.next_line(TICK) {
+            Output::Line(line) => lines.push(line),
+            Output::Quiet if !stop.load(Ordering::Acquire) => {}
+            _ => return None,
+        }
+    }
+    parse_header(&lines[0], &lines[1], &lines[2])
+}
+
+fn parse_header(magic: &str, size: &str, max: &str) -> Option<(usize, usize)> {
+    let (width, height) = size.split_once(' ')?;
+    let (width, height): (usize, usize) = (width.parse().ok()?, height.parse().ok()?);
+    let fits = (2..=MAX_PIXELS).contains(&(width * height)) && width >= 2 && height >= 2;
+    (magic == "P5" && max == "255" && fits).then_some((width, height))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgm_headers() {
+        assert_eq!(parse_header("P5", "320 180", "255"), Some((320, 180)));
+        for (magic, size, max) in [
+            ("P6", "320 180", "255"),
+            ("P5", "320x180", "255"),
+            ("P5", "320 180", "65535"),
+            ("P5", "1 180", "255"),
+            ("P5", "100000 100000", "255"),
+            ("P5", "-3 4", "255"),
+        ] {
+            assert_eq!(parse_header(magic, size, max), None, "{magic} {size} {max}");
+        }
+    }
+}

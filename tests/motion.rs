@@ -1,0 +1,401 @@
+//! Motion detection, end to end, with the real parts: the GStreamer test
+//! camera's `/scene` mount, whose picture the test changes while it streams
+//! (a box that moves, the lights), the node's ffmpeg decoder and detector,
+//! the clips it cuts from the recording (ffprobe and Chromium judge them),
+//! and the cloud stand-in the clips go up to.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::cloud::Cloud;
+use common::{Camera, Node, TempDir, browser_script, closed_port, processes_mentioning, wait_for};
+use serde_json::{Value, json};
+
+/// How far an event's start or end may be from the scene's change: frames
+/// reach the detector about 0.6 s after they are made, 5 a second.
+const WITHIN_MS: i64 = 1_000;
+
+fn ms(iso: &str) -> i64 {
+    let time = humantime::parse_rfc3339(iso).unwrap();
+    time.duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn start_node(data: &Path, env: &[(&str, &str)]) -> Node {
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    let recordings = data.join("recordings").display().to_string();
+    let mut vars = vec![
+        ("RECORDINGS_DIR", recordings.as_str()),
+        ("RECORDINGS_KEEP_FREE", "0"),
+    ];
+    vars.extend_from_slice(env);
+    Node::start(data, &relay, &vars)
+}
+
+/// The node's events of `camera`, oldest first.
+fn events(node: &Node, camera: &str) -> Vec<Value> {
+    let listed = node.get("/api/events").json();
+    let mut events: Vec<Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cameraId"] == camera)
+        .cloned()
+        .collect();
+    events.reverse();
+    events
+}
+
+/// Waits for the camera's `count`-th event to have its clip and thumbnail.
+fn wait_for_clips(node: &Node, camera: &str, count: usize, timeout: Duration) -> Vec<Value> {
+    let done = wait_for(timeout, || {
+        let events = events(node, camera);
+        events.len() >= count
+            && events
+                .iter()
+                .all(|e| e["clipUrl"].is_string() && e["thumbnailUrl"].is_string())
+    });
+    let events = events(node, camera);
+    assert!(
+        done,
+        "not {count} events with clips within {timeout:?}: {events:#?}"
+    );
+    events
+}
+
+/// Waits until the detector has learnt the scene: the recorder runs (its
+/// first segment is in) and a few more seconds.
+fn settle(node: &Node, camera: &str) {
+    assert!(
+        wait_for(Duration::from_secs(40), || {
+            let cameras = node.get("/api/cameras").json();
+            cameras
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["id"] == camera && c["recording"]["state"] == "recording")
+        }),
+        "the camera never recorded"
+    );
+    thread::sleep(Duration::from_secs(3));
+}
+
+/// ffprobe's duration of a file, in seconds; fails unless it reads it.
+fn duration(path: &Path) -> f64 {
+    let output = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "format=duration",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(path)
+        .output()
+        .expect("ffprobe (Debian package ffmpeg) runs");
+    assert!(
+        output.status.success(),
+        "ffprobe cannot read {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The bright pixels of a JPEG, as ffmpeg decodes it to grey: (count,
+/// width, height). The scene is mid grey; only the box is white.
+fn bright_pixels(jpeg: &[u8], dir: &Path) -> (usize, usize, usize) {
+    let file = dir.join("thumbnail.jpg");
+    std::fs::write(&file, jpeg).unwrap();
+    let probe = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-select_streams",
+            "v",
+            "-show_entries",
+            "stream=width,height",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let size = String::from_utf8_lossy(&probe.stdout).trim().to_owned();
+    let (width, height) = size
+        .split_once(',')
+        .unwrap_or_else(|| panic!("not a picture: {size}"));
+    let output = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(&file)
+        .args(["-f", "rawvideo", "-pix_fmt", "gray", "pipe:1"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "ffmpeg cannot decode the thumbnail"
+    );
+    let bright = output.stdout.iter().filter(|p| **p > 220).count();
+    (bright, width.parse().unwrap(), height.parse().unwrap())
+}
+
+/// Checks an event's clip (ffprobe reads it; it holds the event and 5 s
+/// each side, to within a segment) and its thumbnail (a JPEG at most 640
+/// wide, showing the box).
+fn check_files(node: &Node, event: &Value, dir: &Path) {
+    let clip = node.get(event["clipUrl"].as_str().unwrap());
+    assert_eq!(clip.status, 200, "{event}");
+    assert_eq!(clip.header("Content-Type"), Some("video/mp4"));
+    let file = dir.join("clip.mp4");
+    std::fs::write(&file, &clip.body).unwrap();
+    let length = (ms(event["endedAt"].as_str().unwrap()) - ms(event["startedAt"].as_str().unwrap()))
+        as f64
+        / 1000.0;
+    let seconds = duration(&file);
+    assert!(
+        (length + 10.0 - 1.5..=length + 10.0 + 10.0).contains(&seconds),
+        "a clip of {seconds} s for an event of {length} s: {event}"
+    );
+    let thumbnail = node.get(event["thumbnailUrl"].as_str().unwrap());
+    assert_eq!(thumbnail.status, 200);
+    assert_eq!(thumbnail.header("Content-Type"), Some("image/jpeg"));
+    assert_eq!(&thumbnail.body[..3], &[0xff, 0xd8, 0xff], "not a JPEG");
+    let (bright, width, height) = bright_pixels(&thumbnail.body, dir);
+    assert!(width <= 640 && height > 0, "{width}x{height}");
+    // The 80x80 box of a 640x360 picture: about 6,400 pixels at full size.
+    assert!(
+        (3_000..=12_000).contains(&bright),
+        "{bright} bright pixels: no box in the thumbnail"
+    );
+}
+
+#[test]
+fn a_box_is_one_event_the_lights_none_and_two_motions_two() {
+    let camera = Camera::start();
+    let data = TempDir::new("motion");
+    let node = start_node(data.path(), &[]);
+    let created = node.add_camera(json!({ "name": "Yard", "rtspUrl": camera.url("", "/scene") }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(created["detectSensitivity"], "medium");
+    settle(&node, &id);
+    assert!(
+        events(&node, &id).is_empty(),
+        "an event before anything moved"
+    );
+
+    // A box moves for 5 s: one event, from when it started to when it left.
+    let started = camera.scene("box 5");
+    let stopped = started + 5_000;
+    let events_now = wait_for_clips(&node, &id, 1, Duration::from_secs(60));
+    assert_eq!(events_now.len(), 1, "{events_now:#?}");
+    let event = &events_now[0];
+    assert_eq!(event["kind"], "motion");
+    let (start, end) = (
+        ms(event["startedAt"].as_str().unwrap()),
+        ms(event["endedAt"].as_str().unwrap()),
+    );
+    assert!(
+        (start - started).abs() <= WITHIN_MS,
+        "started {} ms from the box",
+        start - started
+    );
+    assert!(
+        (end - stopped).abs() <= WITHIN_MS,
+        "ended {} ms from the box's end",
+        end - stopped
+    );
+    let score = event["score"].as_f64().unwrap();
+    assert!(
+        (0.01..=0.2).contains(&score),
+        "a score of {score} for a box of 2.8 % of the picture"
+    );
+    check_files(&node, event, data.path());
+    eprintln!(
+        "box: started {} ms, ended {} ms from the scene; score {score}",
+        start - started,
+        end - stopped
+    );
+
+    // The lights: the whole picture changes at once. No event.
+    camera.scene("lights on");
+    thread::sleep(Duration::from_secs(4));
+    camera.scene("lights off");
+    thread::sleep(Duration::from_secs(14));
+    assert_eq!(
+        events(&node, &id).len(),
+        1,
+        "the lights made an event: {:#?}",
+        events(&node, &id)
+    );
+
+    // Two motions 30 s apart: two events.
+    let first = camera.scene("box 2");
+    thread::sleep(Duration::from_secs(30));
+    let second = camera.scene("box 2");
+    let all = wait_for_clips(&node, &id, 3, Duration::from_secs(60));
+    assert_eq!(all.len(), 3, "{all:#?}");
+    for (event, moved) in all[1..].iter().zip([first, second]) {
+        let start = ms(event["startedAt"].as_str().unwrap());
+        assert!((start - moved).abs() <= WITHIN_MS, "{event}");
+        check_files(&node, event, data.path());
+    }
+
+    // The clip plays in Chromium, and seeks.
+    let origin = format!("http://127.0.0.1:{}", node.port);
+    let src = all[0]["clipUrl"].as_str().unwrap();
+    let verdict = browser_script(
+        "playback.mjs",
+        &["--origin", &origin, "--src", src, "--seek", "8"],
+    );
+    assert_eq!(
+        verdict["ok"],
+        true,
+        "{}",
+        verdict["output"].as_str().unwrap()
+    );
+    assert_eq!(verdict["width"], 640);
+}
+
+#[test]
+fn a_still_scene_for_two_minutes_gives_no_event() {
+    let camera = Camera::start();
+    let data = TempDir::new("still");
+    let node = start_node(data.path(), &[]);
+    // Most eager: the sensor grain must still not count.
+    let created = node.add_camera(json!({
+        "name": "Still", "rtspUrl": camera.url("", "/scene"), "detectSensitivity": "high", "record": false
+    }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    let watching = Instant::now();
+    while watching.elapsed() < Duration::from_secs(125) {
+        assert!(
+            events(&node, &id).is_empty(),
+            "an event in a still scene: {:#?}",
+            events(&node, &id)
+        );
+        thread::sleep(Duration::from_secs(1));
+    }
+    // It was watched all along: its decoder runs.
+    let decoders = processes_mentioning("image2pipe", &camera.url("", "/scene"));
+    assert_eq!(decoders.len(), 1, "no decoder of the scene: {decoders:?}");
+}
+
+#[test]
+fn detecting_without_recording_keeps_only_the_events_clips() {
+    let camera = Camera::start();
+    let data = TempDir::new("ring");
+    let node = start_node(data.path(), &[]);
+    let created = node.add_camera(
+        json!({ "name": "Ring", "rtspUrl": camera.url("", "/scene"), "record": false }),
+    );
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(created["recording"]["state"], "off");
+    // The ring's recorder and the decoder run; give the detector its calibration.
+    thread::sleep(Duration::from_secs(15));
+    camera.scene("box 3");
+    let events = wait_for_clips(&node, &id, 1, Duration::from_secs(60));
+    check_files(&node, &events[0], data.path());
+    // Under DATA_DIR, no recording but the clip (and the test's own copies).
+    let mut stray = Vec::new();
+    let mut folders = vec![data.path().to_owned()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "mp4")
+                && !path.starts_with(data.path().join("clips"))
+                && path != data.path().join("clip.mp4")
+            {
+                stray.push(path);
+            }
+        }
+    }
+    assert!(stray.is_empty(), "segments reached DATA_DIR: {stray:?}");
+    assert_eq!(node.get("/api/status").json()["storage"]["usedBytes"], 0);
+}
+
+#[test]
+fn a_motion_clip_goes_up_to_the_cloud() {
+    let camera = Camera::start();
+    let cloud = Cloud::start();
+    let data = TempDir::new("motion-cloud");
+    let node = start_node(data.path(), &[("CLOUD_URL", &cloud.url())]);
+    let created = node.add_camera(json!({ "name": "Gate", "rtspUrl": camera.url("", "/scene") }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(wait_for(Duration::from_secs(10), || node
+        .get("/api/status")
+        .json()["cloud"]["state"]
+        == "unclaimed"));
+    cloud.claim(node.get("/api/status").json()["nodeId"].as_str().unwrap());
+    settle(&node, &id);
+    camera.scene("box 3");
+    let events = wait_for_clips(&node, &id, 1, Duration::from_secs(60));
+    let event_id = events[0]["id"].as_str().unwrap().to_owned();
+    let mut seen = Vec::new();
+    let uploaded = wait_for(Duration::from_secs(30), || {
+        let status = self::events(&node, &id)[0]["clipStatus"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        if seen.last() != Some(&status) {
+            seen.push(status.clone());
+        }
+        status == "uploaded"
+    });
+    assert!(uploaded, "clip states seen: {seen:?}");
+    let clip = node.get(events[0]["clipUrl"].as_str().unwrap()).body;
+    assert_eq!(
+        cloud.clip(&event_id).as_deref(),
+        Some(clip.as_slice()),
+        "the cloud got another file"
+    );
+    eprintln!("clip states seen: {seen:?}");
+}
+
+#[test]
+fn a_posted_event_of_a_recording_camera_gets_its_clip() {
+    let camera = Camera::start();
+    let data = TempDir::new("posted");
+    let node = start_node(data.path(), &[]);
+    let created = node
+        .add_camera(json!({ "name": "Drive", "rtspUrl": camera.url("", "/aac"), "detect": false }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    settle(&node, &id);
+    thread::sleep(Duration::from_secs(5));
+    let now = std::time::SystemTime::now();
+    let at =
+        |ago: u64| humantime::format_rfc3339_millis(now - Duration::from_secs(ago)).to_string();
+    let body = json!({ "cameraId": id, "kind": "person", "score": 0.8, "startedAt": at(6), "endedAt": at(4) });
+    let posted = node.post_json("/api/events", &body.to_string());
+    assert_eq!(posted.status, 201, "{posted}");
+    assert_eq!(posted.json()["clipUrl"], Value::Null, "no clip yet");
+    let events = wait_for_clips(&node, &id, 1, Duration::from_secs(40));
+    let clip = node.get(events[0]["clipUrl"].as_str().unwrap());
+    let file = data.path().join("posted.mp4");
+    std::fs::write(&file, &clip.body).unwrap();
+    let seconds = duration(&file);
+    assert!(
+        (11.0..=22.0).contains(&seconds),
+        "{seconds} s for a 2 s event"
+    );
+    // Ranges, for players.
+    let part = node.request(
+        "GET",
+        events[0]["clipUrl"].as_str().unwrap(),
+        &[("Range", "bytes=0-99")],
+        b"",
+    );
+    assert_eq!((part.status, part.body.len()), (206, 100));
+    let unknown = node.get(&format!("/api/events/{}/clip.mp4", uuid::Uuid::new_v4()));
+    assert_eq!(unknown.status, 404, "{unknown}");
+}
