@@ -88,6 +88,7 @@ impl Clips {
         thread::Builder::new()
             .name("clips".into())
             .spawn(move || {
+                remove_parts(&inner.data_dir.join("clips"));
                 for job in jobs {
                     cut(&inner, &job);
                     if let Some(pin) = job.pin {
@@ -140,6 +141,17 @@ impl Clips {
         let file = File::open(self.inner.data_dir.join(file))?;
         let len = file.metadata()?.len();
         Ok((file, len))
+    }
+}
+
+/// Deletes what a crash left half written (`*.part`) in the clips' folders.
+fn remove_parts(clips: &Path) {
+    for camera in fs::read_dir(clips).into_iter().flatten().flatten() {
+        for file in fs::read_dir(camera.path()).into_iter().flatten().flatten() {
+            if file.file_name().to_string_lossy().ends_with(".part") {
+                let _ = fs::remove_file(file.path());
+            }
+        }
     }
 }
 

@@ -120,7 +120,8 @@ impl Watcher {
         let mut last_frame = Instant::now();
         let mut saw_frames = false;
         while !self.stopped() && last_frame.elapsed() < WATCHDOG {
-            let Some((width, height)) = read_header(&mut child, &self.stop) else {
+            let Some((width, height)) = read_header(&mut child, &self.stop, last_frame + WATCHDOG)
+            else {
                 break;
             };
             frame.resize(width * height, 0);
@@ -208,14 +209,14 @@ impl Watcher {
 }
 
 /// Reads a PGM header (`P5`, `width height`, `255`, one a line, as ffmpeg
-/// writes them); None when the decoder ends, sends something else, or the
-/// watcher is stopped.
-fn read_header(child: &mut Child, stop: &AtomicBool) -> Option<(usize, usize)> {
+/// writes them); None when the decoder ends, sends something else, the
+/// watcher is stopped, or `deadline` passes.
+fn read_header(child: &mut Child, stop: &AtomicBool, deadline: Instant) -> Option<(usize, usize)> {
     let mut lines = Vec::with_capacity(3);
     while lines.len() < 3 {
         match child.next_line(TICK) {
             Output::Line(line) => lines.push(line),
-            Output::Quiet if !stop.load(Ordering::Acquire) => {}
+            Output::Quiet if !stop.load(Ordering::Acquire) && Instant::now() < deadline => {}
             _ => return None,
         }
     }
