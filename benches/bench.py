@@ -12,6 +12,7 @@ binary is missing.
 """
 
 import argparse
+import calendar
 import collections
 import concurrent.futures
 import http.client
@@ -66,11 +67,20 @@ FIGURES = (
     "recording_cpu",
     "recording_write_ratio",
     "recording_rss",
+    "detector_frame",
+    "detection_cpu",
+    "detection_four_cameras",
+    "motion_event_latency",
+    "motion_clip_latency",
 )
 # The GStreamer test camera's 1280x720 H.264 stream at 2 Mbit/s, with AAC.
 CAMERA_SCRIPT = ROOT / "tests/camera/rtsp_camera.py"
 HD_PATH = "/hd"
 RECORDING_CAMERAS = 8
+# The 640x360 stream the watchers decode as a camera's sub stream.
+SUB_PATH = "/main"
+SCENE_PATH = "/scene"
+DETECTING_CAMERAS = 4
 TOOLS = {
     "wrk": "apt-get install wrk",
     "nginx": "apt-get install nginx-light (or nginx)",
@@ -93,6 +103,7 @@ class Settings:
         self.startup_launches = 3 if smoke else 5
         self.idle_seconds = 10 if smoke else 60
         self.recording_seconds = 20 if smoke else 60
+        self.detection_seconds = 20 if smoke else 60
 
 
 class Cleanup:
@@ -571,13 +582,16 @@ class Bench:
         }
 
 
-def add_cameras(port, urls, parallel, record=False, detect=False):
+def add_cameras(port, urls, parallel, record=False, detect=False, sub_url=None):
     """Adds a camera per RTSP URL through the API, `parallel` at a time; returns their ids.
     They record and detect only when asked: the API's figures are of a node that does neither."""
 
     def add(numbered):
         number, url = numbered
-        body = json.dumps({"name": f"Cam {number}", "rtspUrl": url, "record": record, "detect": detect}).encode()
+        camera = {"name": f"Cam {number}", "rtspUrl": url, "record": record, "detect": detect}
+        if sub_url:
+            camera["rtspSubUrl"] = sub_url
+        body = json.dumps(camera).encode()
         status, answer = request(port, "POST", "/api/cameras", body, "application/json")
         expect(status, answer, 201, "POST /api/cameras")
         return json.loads(answer)["id"]
@@ -891,6 +905,12 @@ class TestCamera:
         """The RTSP URL of one of its mounts."""
         return f"rtsp://127.0.0.1:{self.port}{path}"
 
+    def scene(self, command):
+        """Changes the /scene mount's picture (`box SECONDS`, `lights on`); returns when, in ms."""
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        return time.time() * 1000
+
 
 def cpu_seconds(pid):
     """User plus system CPU time of `pid` so far, in seconds (from /proc/PID/stat)."""
@@ -899,8 +919,9 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def recorders_of(node):
-    """The ffmpeg processes the node runs."""
+def recorders_of(node, role="-f segment"):
+    """The ffmpeg processes the node runs as `role` says (its recorders, by
+    default; "image2pipe" for its motion decoders)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -911,7 +932,9 @@ def recorders_of(node):
             continue
         name = stat[stat.find("(") + 1 : stat.rfind(")")]
         if name == "ffmpeg" and int(stat.rpartition(")")[2].split()[1]) == node.pid:
-            found.append(int(entry.name))
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            if role in command:
+                found.append(int(entry.name))
     return sorted(found)
 
 
@@ -950,10 +973,9 @@ def wait_all_recording(node, count, timeout):
         time.sleep(0.2)
 
 
-def measure_recording(bench):
+def measure_recording(bench, camera):
     """The recording figures: from record on to the first segment; CPU and storage
     writes of one camera (the 1280x720 test camera) over a window; RSS with 8."""
-    camera = TestCamera(bench)
     folder = bench.temp_dir("recording-node")
     # The reserve would be 1 GiB or more: on a nearly full disk nothing would be kept.
     node = Node(bench, folder, extra_env={"RECORDINGS_KEEP_FREE": "0"}).wait_listening()
@@ -1034,6 +1056,136 @@ def measure_recording(bench):
     node.stop()
 
 
+def measure_detector(bench):
+    """The detector's time per 320x180 frame (benches/detector.rs, release build)."""
+    command = ["cargo", "bench", "--locked", "--quiet", "--bench", "detector"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise BenchError(f"{' '.join(command)} failed: {done.stderr[-2000:]}{done.stdout[-2000:]}")
+    times = json.loads(lines[-1])
+    bench.add_figure(
+        "detector_frame",
+        "motion detector, 320x180 frame with a box moving: median",
+        times["moving_median_us"] / 1000,
+        "ms",
+        ("<=", 0.3),
+        moving_p99_ms=times["moving_p99_us"] / 1000,
+        still_median_ms=times["still_median_us"] / 1000,
+        still_p99_ms=times["still_p99_us"] / 1000,
+        frames=times["frames"],
+    )
+
+
+def cpu_of(pids, seconds):
+    """CPU seconds each of `pids` takes in the next `seconds`, as % of a core."""
+    before = {pid: cpu_seconds(pid) for pid in pids}
+    time.sleep(seconds)
+    return {pid: 100 * (cpu_seconds(pid) - before[pid]) / seconds for pid in pids}
+
+
+def wait_for_process(find, count, timeout, what):
+    """Waits until `find()` returns `count` processes; returns them."""
+    deadline = time.monotonic() + timeout
+    while len(found := find()) < count:
+        if time.monotonic() > deadline:
+            raise BenchError(f"{what}: {len(found)} of {count} after {timeout} s")
+        time.sleep(0.2)
+    return found
+
+
+def measure_detection(bench, camera):
+    """The CPU of motion detection: one camera (its decoder of the 640x360 sub
+    stream at 25 fps, and the node), then four cameras detecting and recording
+    (the node's own CPU and RSS)."""
+    folder = bench.temp_dir("detection-node")
+    node = Node(bench, folder, extra_env={"RECORDINGS_KEEP_FREE": "0"}).wait_listening()
+    add_cameras(node.port, [camera.url(HD_PATH)], 1, detect=True, sub_url=camera.url(SUB_PATH))
+    [decoder] = wait_for_process(lambda: recorders_of(node, "image2pipe"), 1, 30, "decoders")
+    time.sleep(5)  # past the decoder's start and the detector's calibration
+    seconds = bench.settings.detection_seconds
+    cpu = cpu_of([node.pid, decoder], seconds)
+    bench.add_figure(
+        "detection_cpu",
+        f"CPU of detecting one camera (decoder of the 640x360 sub stream + node), {seconds} s",
+        cpu[node.pid] + cpu[decoder],
+        "% of a core",
+        ("<=", 3),
+        decoder_percent=cpu[decoder],
+        node_percent=cpu[node.pid],
+    )
+    node.stop()
+    folder = bench.temp_dir("four-cameras-node")
+    node = Node(bench, folder, extra_env={"RECORDINGS_KEEP_FREE": "0"}).wait_listening()
+    urls = [camera.url(HD_PATH)] * DETECTING_CAMERAS
+    add_cameras(node.port, urls, 4, record=True, detect=True, sub_url=camera.url(SUB_PATH))
+    wait_all_recording(node, DETECTING_CAMERAS, 60)
+    wait_for_process(lambda: recorders_of(node, "image2pipe"), DETECTING_CAMERAS, 30, "decoders")
+    time.sleep(5)
+    cpu = cpu_of([node.pid], seconds)
+    bench.add_figure(
+        "detection_four_cameras",
+        f"node's own CPU, {DETECTING_CAMERAS} cameras detecting and recording, {seconds} s",
+        cpu[node.pid],
+        "% of a core",
+        ("<=", 2),
+        node_rss_mib=proc_fields(node.pid, "status")["VmRSS"] / 1024,
+        node_rss_target_mib=8,
+    )
+    node.stop()
+
+
+def measure_motion_latency(bench, camera):
+    """A box moves 3 s in the test camera's scene: from the event's last moving
+    frame to the event listed, and from there to its clip on disk."""
+    folder = bench.temp_dir("latency-node")
+    node = Node(bench, folder, extra_env={"RECORDINGS_KEEP_FREE": "0"}).wait_listening()
+    add_cameras(node.port, [camera.url(SCENE_PATH)], 1, record=True, detect=True)
+    wait_all_recording(node, 1, 60)
+    time.sleep(3)
+    camera.scene("box 3")
+    event = listed_at = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        events = json.loads(node.get("/api/events"))
+        now = time.time() * 1000
+        if events and event is None:
+            event, listed_at = events[0], now
+        if event and events and events[0]["clipUrl"]:
+            clip_at = now
+            break
+        time.sleep(0.05)
+    else:
+        raise BenchError(f"no motion event with its clip within 60 s: {event}\n{node.tail()}")
+    ended = iso_ms(event["endedAt"])
+    bench.add_figure(
+        "motion_event_latency",
+        "last moving frame to the event listed",
+        (listed_at - ended) / 1000,
+        "s",
+        ("<=", 11),
+        debounce_s=10,
+    )
+    # The event is listed 10 s after its end, so its 5 s of post-capture
+    # are over by then: from the listing on, the clip should take 5 s at most.
+    bench.add_figure(
+        "motion_clip_latency",
+        "event listed to its clip and thumbnail on disk",
+        (clip_at - listed_at) / 1000,
+        "s",
+        ("<=", 5),
+        after_post_capture_s=(clip_at - (ended + 5000)) / 1000,
+        event_length_s=(ended - iso_ms(event["startedAt"])) / 1000,
+    )
+    node.stop()
+
+
+def iso_ms(text):
+    """Milliseconds since the epoch of an API time, `2026-11-22T10:04:05.123Z`."""
+    seconds = calendar.timegm(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S"))
+    return seconds * 1000 + int(text[20:23])
+
+
 def progress(message):
     """Tells the person running the benchmark what it is doing (stderr)."""
     print(f"bench: {message}", file=sys.stderr, flush=True)
@@ -1068,8 +1220,13 @@ def run(bench):
     add_events_figure(bench, small_run, large_run)
     progress("start-up")
     measure_startup(bench, large_dir)
-    progress("recording: the test camera, one camera's CPU and writes, then 8 cameras")
-    measure_recording(bench)
+    camera = TestCamera(bench)
+    progress("recording: one camera's CPU and writes, then 8 cameras")
+    measure_recording(bench, camera)
+    progress("motion detection: the detector, one camera, four cameras, an event's latency")
+    measure_detector(bench)
+    measure_detection(bench, camera)
+    measure_motion_latency(bench, camera)
 
 
 def number(value):

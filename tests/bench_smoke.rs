@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Instant;
 
 /// The figures the script reports, as named in its JSON.
-const FIGURES: [&str; 13] = [
+const FIGURES: [&str; 18] = [
     "status_vs_nginx",
     "status_p99",
     "events_large_vs_small",
@@ -22,6 +22,11 @@ const FIGURES: [&str; 13] = [
     "recording_cpu",
     "recording_write_ratio",
     "recording_rss",
+    "detector_frame",
+    "detection_cpu",
+    "detection_four_cameras",
+    "motion_event_latency",
+    "motion_clip_latency",
 ];
 
 #[test]
