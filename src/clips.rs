@@ -231,10 +231,25 @@ fn wait_for_recording(inner: &Inner, job: &Job, from: i64, to: i64) -> Option<Ar
         if clip.as_ref().is_some_and(|c| c.end_ms >= to - 250)
             || !recent
             || Instant::now() >= deadline
+            || !still_recorded(inner, job.camera)
         {
             return clip;
         }
         thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// Whether `camera` is still recorded (or ringed): when it is not (turned
+/// off, or deleted), waiting for more of its recording is waiting for nothing
+/// and would hold up the clips of other cameras' events.
+fn still_recorded(inner: &Inner, camera: Uuid) -> bool {
+    match inner.db.run(|s| s.camera(camera)) {
+        Ok(Some(camera)) => {
+            let s = &camera.settings;
+            s.enabled && (s.record || s.detect)
+        }
+        Ok(None) => false,
+        Err(_) => true,
     }
 }
 
