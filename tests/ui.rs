@@ -1,38 +1,47 @@
 //! The browser UI, end to end: `tests/e2e/ui.mjs` drives headless Debian
-//! Chromium through every task a person does (add, probe, edit, watch, read
-//! events, play and download recordings, delete) against the real node, the
-//! test camera (which the node records) and the WebRTC relay stand-in. When
-//! the script prints `need-events <cameraId>`, this test writes three events
-//! for that camera into the node's database, as the detector will.
+//! Chromium through every task a person does (add, probe, edit, set the
+//! motion sensitivity, watch, read events, play their clips, play and
+//! download recordings, delete) against the real node, the test camera (which
+//! the node records) and the WebRTC relay stand-in. When the script prints
+//! `need-events <cameraId>`, this test posts four events for that camera to
+//! the node's API without clips (from loopback, as the other detectors on its
+//! machine do): three within the last 15 s of recording, whose clips and
+//! thumbnails the node cuts, and one from before the camera was added, which
+//! never gets any.
 
 mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use common::{Camera, Node, TempDir, WebrtcRelay};
+use serde_json::json;
 
-fn insert_events(data: &Path, camera: &str) {
-    let db = rusqlite::Connection::open(data.join("nvr-node.db")).unwrap();
-    db.busy_timeout(Duration::from_secs(5)).unwrap();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+fn post_events(node: &Node, camera: &str) {
+    let now = SystemTime::now();
+    let at = |ago_ms: u64| {
+        humantime::format_rfc3339_millis(now - Duration::from_millis(ago_ms)).to_string()
+    };
+    // (kind, score, started, ended) in ms before now; the motion one ends 2 s
+    // before now, so its clip (to 5 s after) is there some 3 s from now.
     let events = [
-        ("person", 0.91, "uploaded", 90_000),
-        ("vehicle", 0.5, "uploading", 60_000),
-        ("motion", 0.33, "local", 5_000),
+        ("package", 0.77, 1_200_000, 1_192_000),
+        ("person", 0.91, 14_000, 11_000),
+        ("vehicle", 0.5, 10_000, 7_000),
+        ("motion", 0.33, 6_000, 2_000),
     ];
-    for (kind, score, clip, ago) in events {
-        db.execute(
-            "INSERT INTO event (id, camera_id, kind, score, started_at_ms, ended_at_ms, clip_status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            rusqlite::params![uuid::Uuid::new_v4().to_string(), camera, kind, score, now - ago, now - ago + 12_000, clip],
-        )
-        .unwrap();
+    for (kind, score, started, ended) in events {
+        let body = json!({
+            "cameraId": camera,
+            "kind": kind,
+            "score": score,
+            "startedAt": at(started),
+            "endedAt": at(ended),
+        });
+        let response = node.post_json("/api/events", &body.to_string());
+        assert_eq!(response.status, 201, "POST /api/events {body}: {response}");
     }
 }
 
@@ -69,7 +78,7 @@ fn a_person_can_do_everything_in_the_browser() {
         .map_while(Result::ok)
     {
         if let Some(camera) = line.strip_prefix("need-events ") {
-            insert_events(dir.path(), camera.trim());
+            post_events(&node, camera.trim());
         }
         output.push_str(&line);
         output.push('\n');

@@ -26,7 +26,7 @@ async function submit(event) {
   show($('add-done'), false);
   const form = $('add-form');
   const value = (name) => form.elements[name].value.trim();
-  const body = { name: value('name'), rtspUrl: value('rtspUrl') };
+  const body = { name: value('name'), rtspUrl: value('rtspUrl'), detectSensitivity: value('detectSensitivity') };
   if (value('rtspSubUrl')) body.rtspSubUrl = value('rtspSubUrl');
   if (value('make')) body.make = value('make');
   if (value('model')) body.model = value('model');

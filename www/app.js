@@ -1,6 +1,6 @@
 // nvr-node's browser UI: the node header, cameras, the add form, live view,
-// recordings and events. Plain modules, no build step; everything from the
-// node itself.
+// recordings, and events with their clips. Plain modules, no build step;
+// everything from the node itself.
 
 import { subscribe, startRefreshing } from './store.js';
 import { renderHeader } from './header.js';
@@ -9,6 +9,7 @@ import { setUpAddForm, foldAddForm } from './addform.js';
 import { renderEvents, setUpEvents } from './events.js';
 import { setUpLive, updateLive } from './liveview.js';
 import { setUpRecordings, updateRecordings } from './recordings.js';
+import { setUpClip } from './clip.js';
 
 let firstStatus = true;
 let cameraCount = 0;
@@ -35,4 +36,5 @@ setUpAddForm();
 setUpEvents();
 setUpLive();
 setUpRecordings();
+setUpClip();
 startRefreshing();

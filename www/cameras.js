@@ -44,6 +44,7 @@ function makeCard(id) {
     probeWord: q('.probe-word'),
     edit: q('.edit'),
     del: q('.delete'),
+    sensitivity: q('.sensitivity'),
     toggles: {},
     probing: false,
     saving: new Set(),
@@ -97,11 +98,14 @@ function renderCard(card) {
   for (const t of ['ok', 'bad', 'off']) toggleClass(card.state, t, t === tone);
   toggleClass(card.el, 'disabled', !camera.enabled);
 
+  const sensitivity = camera.detectSensitivity;
+  setText(card.sensitivity, sensitivity || '');
   for (const [field, input] of Object.entries(card.toggles)) {
     const saving = card.saving.has(field);
     if (!saving && input.checked !== Boolean(camera[field])) input.checked = Boolean(camera[field]);
     setAttr(input, 'aria-busy', saving ? 'true' : null);
-    setAttr(input, 'aria-label', `${TOGGLE_WORDS[field]}: ${name}`);
+    const words = field === 'detect' && sensitivity ? `${TOGGLE_WORDS[field]} (${sensitivity} sensitivity)` : TOGGLE_WORDS[field];
+    setAttr(input, 'aria-label', `${words}: ${name}`);
   }
 
   setAttr(card.probe, 'aria-disabled', card.probing ? 'true' : null);
@@ -225,7 +229,7 @@ async function confirmDelete() {
   }
 }
 
-// ---- Edit: name, make, model and (optionally) the stream addresses ----
+// ---- Edit: name, make, model, motion sensitivity and (optionally) the stream addresses ----
 
 let editId = null;
 let editBusy = false;
@@ -242,6 +246,7 @@ function openEdit(id) {
   $('edit-name').value = camera.name;
   $('edit-make').value = camera.make || '';
   $('edit-model').value = camera.model || '';
+  $('edit-detectSensitivity').value = camera.detectSensitivity || 'medium';
   $('edit-urls').open = false;
   show($('edit-nosub-label'), Boolean(camera.hasSubstream));
   $('edit-rtspSubUrl').disabled = false;
@@ -264,6 +269,8 @@ async function saveEdit(event) {
     const value = $(`edit-${field}`).value.trim();
     if (value !== (camera[field] || '')) patch[field] = value;
   }
+  const sensitivity = $('edit-detectSensitivity').value;
+  if (sensitivity !== (camera.detectSensitivity || 'medium')) patch.detectSensitivity = sensitivity;
   const url = $('edit-rtspUrl').value.trim();
   if (url) patch.rtspUrl = url;
   if ($('edit-nosub').checked) patch.rtspSubUrl = null;

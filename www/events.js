@@ -1,8 +1,10 @@
-// Recent events: newest first, filtered by camera and kind on the page.
+// Recent events: newest first, filtered by camera and kind on the page, each
+// with its thumbnail, which plays its clip (clip.js).
 
-import { $, setText, setAttr, show, toggleClass, fromTemplate, setIcon } from './dom.js';
+import { $, setText, setAttr, show, toggleClass, fromTemplate, setIcon, syncChildren } from './dom.js';
 import { serverNow } from './api.js';
-import { absoluteTime, duration, percent, relativeTime } from './format.js';
+import { absoluteTime, duration, percent, relativeTime, scoreWords } from './format.js';
+import { openClip } from './clip.js';
 
 /** Each event kind's word and icon. */
 export const KINDS = {
@@ -18,7 +20,8 @@ const CLIPS = {
   uploaded: ['Clip uploaded', 'uploaded'],
 };
 
-const rows = new Map(); // event id → row element
+const CLIP_WAIT_MS = 60000; // the node cuts a clip within some 40 s of its event's end
+
 let last = null; // the state last rendered, for the clock tick and the filters
 
 function cameraOptions(cameras) {
@@ -38,6 +41,34 @@ function cameraOptions(cameras) {
   select.value = wanted.some(([value]) => value === chosen) ? chosen : '';
 }
 
+function makeRow() {
+  const row = fromTemplate('t-event');
+  const img = row.querySelector('.ev-shot img');
+  // A thumbnail that cannot be had (its file gone) leaves the play button on its own.
+  img.addEventListener('error', () => show(img, false));
+  row.querySelector('.ev-shot').addEventListener('click', () => {
+    const event = last.events.find((e) => e.id === row.dataset.key);
+    if (event?.clipUrl) openClip(event, last.cameras.get(event.cameraId), img.alt);
+  });
+  return row;
+}
+
+/** The thumbnail that plays the clip; until there is a clip, words that say so. */
+function fillShot(row, event, what, now) {
+  const shot = row.querySelector('.ev-shot');
+  const img = shot.querySelector('img');
+  show(shot, Boolean(event.clipUrl));
+  setAttr(shot, 'aria-label', `Play clip: ${what}`);
+  setAttr(img, 'alt', what);
+  if (img.getAttribute('src') !== (event.thumbnailUrl || null)) {
+    setAttr(img, 'src', event.thumbnailUrl);
+    show(img, Boolean(event.thumbnailUrl));
+  }
+  const none = row.querySelector('.ev-noclip');
+  show(none, !event.clipUrl);
+  setText(none, now - Date.parse(event.endedAt) < CLIP_WAIT_MS ? 'Clip coming…' : 'No clip');
+}
+
 function fillRow(row, event, cameras, now) {
   const [word, icon] = KINDS[event.kind] || [String(event.kind || 'Event'), 'i-motion'];
   setIcon(row.querySelector('.ev-kind svg'), icon);
@@ -49,9 +80,10 @@ function fillRow(row, event, cameras, now) {
   toggleClass(cam, 'muted', !camera);
   const score = row.querySelector('.ev-score');
   setText(score, percent(event.score));
-  setAttr(score, 'title', 'How sure the detector was');
+  setAttr(score, 'title', scoreWords(event));
   const start = Date.parse(event.startedAt);
   const end = Date.parse(event.endedAt);
+  fillShot(row, event, `${word} at ${camera ? camera.name : 'a removed camera'}, ${absoluteTime(start)}`, now);
   const time = row.querySelector('.ev-time');
   setAttr(time, 'datetime', event.startedAt || null);
   setAttr(time, 'title', absoluteTime(start));
@@ -59,6 +91,8 @@ function fillRow(row, event, cameras, now) {
   setText(row.querySelector('.ev-dur'), Number.isFinite(end) ? duration(end - start) : 'ongoing');
   const [clip, tone] = CLIPS[event.clipStatus] || [`Clip ${event.clipStatus || 'unknown'}`, ''];
   const clipEl = row.querySelector('.ev-clip');
+  // Where the clip is, once there is one (an event without one is still "local").
+  show(clipEl, Boolean(event.clipUrl));
   setText(clipEl, clip);
   for (const t of ['local', 'uploading', 'uploaded']) toggleClass(clipEl, t, t === tone);
 }
@@ -72,23 +106,7 @@ export function renderEvents(state) {
   const kind = $('filter-kind').value;
   const shown = state.events.filter((e) => (!cameraId || e.cameraId === cameraId) && (!kind || e.kind === kind));
   const now = serverNow();
-  const keep = new Set();
-  shown.forEach((event, index) => {
-    let row = rows.get(event.id);
-    if (!row) {
-      row = fromTemplate('t-event');
-      rows.set(event.id, row);
-    }
-    keep.add(event.id);
-    fillRow(row, event, state.cameras, now);
-    if (list.children[index] !== row) list.insertBefore(row, list.children[index] || null);
-  });
-  for (const [id, row] of rows) {
-    if (!keep.has(id)) {
-      row.remove();
-      if (!state.events.some((e) => e.id === id)) rows.delete(id);
-    }
-  }
+  syncChildren(list, shown, (e) => e.id, makeRow, (row, event) => fillRow(row, event, state.cameras, now));
   const total = state.events.length;
   const filtered = Boolean(cameraId || kind);
   let empty = '';

@@ -44,6 +44,13 @@ export function percent(score) {
   return `${Math.round(Math.min(1, Math.max(0, n)) * 100)}%`;
 }
 
+/** What an event's score means: for motion, the largest share of the picture that moved. */
+export function scoreWords(event) {
+  const score = percent(event.score);
+  if (!score) return '';
+  return event.kind === 'motion' ? `${score} of the picture moved` : `${score} sure`;
+}
+
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 const shortDate = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
 

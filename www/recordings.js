@@ -6,8 +6,9 @@
 
 import { $, setText, setAttr, show, toggleClass, syncChildren } from './dom.js';
 import { api, serverNow } from './api.js';
-import { clockRange, clockTime, codecName, duration, recorderState, sentence } from './format.js';
+import { clockRange, clockTime, duration, recorderState, sentence } from './format.js';
 import { drawTimeline, resetCursor, setPlayhead, setUpTimeline } from './timeline.js';
+import { stageMessage, unloadVideo, whyNotPlayed } from './stage.js';
 
 const WINDOW_MS = 24 * 3600 * 1000;
 const REFRESH_MS = 10000; // recordings grow by one 10 s segment at a time
@@ -33,13 +34,7 @@ let refreshTimer = null;
 
 const video = () => $('rec-video');
 const iso = (ms) => new Date(ms).toISOString();
-
-function message(title, text = '', spinner = false) {
-  setText($('rec-msg-title'), title);
-  setText($('rec-msg-text'), text);
-  show($('rec-spinner'), spinner);
-  show($('rec-msg'), Boolean(title));
-}
+const message = stageMessage('rec');
 
 /** What a moment `t` plays: from `t` (in a gap, from the next span's start) for up to an hour within its span; past every span, the latest minute. */
 function stretchAt(t) {
@@ -176,10 +171,7 @@ function unload() {
   clip = null;
   waitingAfter = null;
   after = '';
-  const v = video();
-  v.pause();
-  v.removeAttribute('src');
-  v.load();
+  unloadVideo(video());
   setText($('rec-playing'), '');
   setText($('rec-at'), '');
   show($('rec-download'), false);
@@ -207,21 +199,19 @@ async function playOn() {
 /** The video could not play the clip: ask the node why, in its words. */
 async function explain() {
   const mine = attempt;
-  try {
-    await api('GET', clip.url, undefined, { headers: { Range: 'bytes=0-0' }, timeoutMs: 8000 });
-    if (mine !== attempt) return;
+  const why = await whyNotPlayed(clip.url, 'recording', camera?.capabilities?.videoCodec);
+  if (mine !== attempt) return;
+  if (why.status === 200) {
     // The node has it and this browser cannot decode it (H.265, say): it can still be downloaded.
-    const codec = camera?.capabilities?.videoCodec;
     setText($('rec-playing'), '');
     setText($('rec-at'), '');
-    message('This browser cannot play this recording', `${codec ? `Its video is ${codecName(codec)}. ` : ''}Download it to watch it in a player that can.`);
-  } catch (error) {
-    if (mine !== attempt) return;
-    unload();
-    failure = { title: 'Cannot play this stretch', text: `${sentence(error.message)}.` };
-    if (error.status === 404) refresh(); // deleted since it was listed, maybe
-    render();
+    message(why.title, why.text);
+    return;
   }
+  unload();
+  failure = why;
+  if (why.status === 404) refresh(); // deleted since it was listed, maybe
+  render();
 }
 
 /** Ends what the view does: the clip, the refreshes, answers still to come. */

@@ -11,31 +11,46 @@
 //   load         header: node name, version, "Not registered", relay badge, cloud
 //                state in words; strict CSP on /, no inline script or style
 //   add-camera   adds the real camera through the form (URL fields masked once
-//                left, progress shown, a second submit sends nothing) → card with
-//                "H.264 · 640×360 · 25 fps · sub stream" and Online; no camera
-//                address anywhere in the page
+//                left, progress shown, a second submit sends nothing, motion
+//                sensitivity Medium by default and sent) → card with
+//                "H.264 · 640×360 · 25 fps · sub stream", Online, and "medium" under
+//                the Detect switch; no camera address anywhere in the page
 //   bad-url      http://x → the API's 400 message next to the URL field, which is
 //                marked invalid; nothing added
 //   reprobe      re-probe → a spinner while it runs, then the capabilities
 //   toggles      record off (click) and on (keyboard, focus kept), disable and
-//                enable, each checked after a refresh and in the API; rename
-//                through the edit dialog (PATCH with the name only); after a
-//                reload the state holds and the add form starts folded
+//                enable, detect off (the moving ball would keep making motion
+//                events), each checked after a refresh and in the API; rename
+//                through the edit dialog (PATCH with the name only); motion
+//                sensitivity High there (PATCH with it only; screenshots) → the API
+//                and the card say "high"; after a reload the state holds and the add
+//                form starts folded
 //   live         opened with the keyboard: frames arrive and currentTime advances
 //                on main, then sub, then main; muted by default, sound toggle,
 //                full screen in and out; switching and closing end the WHEP session
 //   events       prints `need-events <cameraId>`, waits up to 15 s for the events
-//                the caller inserts (person 0.91, vehicle 0.5, motion 0.33), checks
-//                camera name, kind word, score %, times, duration, clip status, the
+//                the caller posts without clips (person 0.91, vehicle 0.5, motion
+//                0.33 within the last 15 s, package 0.77 of 20 minutes ago), checks
+//                camera name, kind word, score %, times, duration, "Clip coming…"
+//                or "No clip" in place of a thumbnail until there is a clip, the
 //                node's order, the kind and camera filters (kept over a refresh)
+//   clips        waits up to 40 s for the thumbnails of the three recent events
+//                (loaded, alt text, clip status), the old one says "No clip" and has
+//                no button; a click on the motion thumbnail opens the clip dialog,
+//                titled, which plays (readyState 4, currentTime advances) and
+//                downloads an MP4; the close button stops it (src removed); the
+//                vehicle's with the keyboard (Enter plays, Escape closes, focus
+//                back on the thumbnail); light and dark screenshots of the list and
+//                the dialog
 //   hidden-tab   no status or events request while the page is hidden; one at once
 //                when it shows again
 //   claim        GET /api/status answered by the test: unclaimed → the claim code in
 //                large type with a countdown that goes down; error → its message
 //                (as text); back to the node's own status
 //   xss          a camera named <img src=x onerror=alert(1)> shows as that text (card,
-//                filter, live view title), no img element, no dialog; its live view
-//                (nothing listens at its address) gives a plain message, not video
+//                filter, live view title), no img element but the thumbnails, no
+//                dialog; its live view (nothing listens at its address) gives a plain
+//                message, not video
 //   recordings   waits up to 40 s for the card to say "Recording"; the XSS camera's
 //                card and recordings view say why nothing is recorded; the real
 //                camera's view (from its card): waits up to 40 s for a span on the
@@ -234,6 +249,8 @@ const scrollTo = (selector) => async () => {
   await page.locator(selector).first().evaluate((el) => el.scrollIntoView({ block: 'start' }));
 };
 const scrollTop = async () => page.evaluate(() => window.scrollTo(0, 0));
+/** Images other than the events' thumbnails: what markup in a camera's name would make. */
+const strayImages = () => page.$$eval('img', (els) => els.filter((el) => !el.closest('#event-list .ev-shot')).length);
 
 const card = (id) => page.locator(`#camera-list .card[data-id="${id}"]`);
 const cardText = async (id, selector) => norm(await card(id).locator(selector).textContent());
@@ -320,6 +337,7 @@ async function run() {
       return el.type === 'password' || getComputedStyle(el).webkitTextSecurity === 'disc';
     }));
     check(masked.every(Boolean), `the URL fields are masked once left: ${masked}`);
+    check((await page.inputValue('#add-detectSensitivity')) === 'medium', 'the motion sensitivity does not start at Medium');
     const answer = responseTo('POST', (p) => p === '/api/cameras', 30000);
     await page.click('#add-submit');
     // While the node probes: progress, and no second camera from a second submit.
@@ -334,12 +352,15 @@ async function run() {
     check(during.disabled && during.progress, `while adding, the button is disabled and progress shows: ${JSON.stringify(during)}`);
     const response = await answer;
     check(response.status() === 201, `POST /api/cameras answered ${response.status()}`);
+    check(JSON.parse(response.request().postData()).detectSensitivity === 'medium', `the form sent ${response.request().postData().replace(/rtsp:[^"]*/g, 'rtsp:…')}`);
     porch = (await response.json()).id;
     await page.waitForTimeout(300);
     check(posts.length === 1, `the form was sent ${posts.length} times`);
     await card(porch).waitFor({ timeout: within(5000) });
     check((await cardText(porch, '.cam-name')) === 'Porch', 'the card shows the name');
     check((await cardText(porch, '.cam-model')) === 'Acme X1', 'the card shows make and model');
+    const detectWords = await card(porch).locator('input[data-field="detect"]').evaluate((el) => el.closest('label').innerText);
+    check(norm(detectWords) === 'Detect medium', `by its Detect switch the card says "${detectWords}", not the sensitivity medium`);
     const caps = await cardText(porch, '.cam-caps');
     for (const part of ['H.264', '640×360', '25 fps', 'sub stream']) {
       check(caps.includes(part), `the capabilities "${caps}" lack "${part}"`);
@@ -441,6 +462,9 @@ async function run() {
     check((await cardText(porch, '.state-word')) === 'Disabled', 'a disabled camera says Disabled');
     await flip('enabled', true);
     check((await cardText(porch, '.state-word')) !== 'Disabled', 'an enabled camera no longer says Disabled');
+    // Off from here on: the node's detector would keep making motion events of
+    // the test camera's moving ball, and the events step counts the posted ones.
+    await flip('detect', false);
 
     await card(porch).locator('.edit').click();
     await page.waitForSelector('#edit[open]');
@@ -455,6 +479,23 @@ async function run() {
     await page.waitForSelector('#edit:not([open])', { state: 'attached' });
     check((await cardText(porch, '.cam-name')) === 'Porch camera', 'the card shows the new name');
     check((await apiCameras()).find((c) => c.id === porch).name === 'Porch camera', 'the node has the new name');
+
+    // Motion sensitivity: the edit dialog sends it alone; the card says it by the Detect switch.
+    await card(porch).locator('.edit').click();
+    await page.waitForSelector('#edit[open]');
+    check((await page.inputValue('#edit-detectSensitivity')) === 'medium', 'the edit dialog starts with the sensitivity Medium');
+    await page.selectOption('#edit-detectSensitivity', 'high');
+    await shoot('edit');
+    const sensed = responseTo('PATCH', (p) => p === `/api/cameras/${porch}`);
+    await page.click('#edit-save');
+    const sensedResponse = await sensed;
+    check(sensedResponse.status() === 200, `PATCH detectSensitivity answered ${sensedResponse.status()}`);
+    check(sensedResponse.request().postData() === '{"detectSensitivity":"high"}', `the sensitivity change sent ${sensedResponse.request().postData()}`);
+    await page.waitForSelector('#edit:not([open])', { state: 'attached' });
+    await nextStatus(await doneAt(sensedResponse));
+    check((await apiCameras()).find((c) => c.id === porch).detectSensitivity === 'high', 'the node does not have the sensitivity high');
+    check((await cardText(porch, '.sensitivity')) === 'high', `the card says "${await cardText(porch, '.sensitivity')}", not "high"`);
+    check((await card(porch).locator('input[data-field="detect"]').getAttribute('aria-label')) === 'Detect (high sensitivity): Porch camera', 'the Detect switch does not name the sensitivity');
 
     // A new main stream address (the same camera again): PATCH re-probes it.
     await card(porch).locator('.edit').click();
@@ -477,9 +518,10 @@ async function run() {
     await page.reload({ waitUntil: 'domcontentloaded', timeout: within(15000) });
     await page.waitForSelector('body.loaded', { timeout: within(10000) });
     check((await cardText(porch, '.cam-name')) === 'Porch camera', 'after a reload the card has the new name');
-    for (const field of ['enabled', 'record', 'detect']) {
-      check(await card(porch).locator(`input[data-field="${field}"]`).isChecked(), `after a reload ${field} is off`);
+    for (const [field, on] of [['enabled', true], ['record', true], ['detect', false]]) {
+      check((await card(porch).locator(`input[data-field="${field}"]`).isChecked()) === on, `after a reload ${field} is not ${on ? 'on' : 'off'}`);
     }
+    check((await cardText(porch, '.sensitivity')) === 'high', 'after a reload the card does not say the sensitivity is high');
     check(!(await page.evaluate(() => document.getElementById('add-details').open)), 'with a camera, the add form starts folded');
   });
 
@@ -546,33 +588,63 @@ async function run() {
     check(await page.evaluate(() => document.getElementById('live-video').srcObject === null), 'the video still holds the stream after closing');
   });
 
-  await step('events', async () => {
-    await new Promise((resolve) => process.stdout.write(`need-events ${porch}\n`, resolve));
-    await page.waitForFunction(() => document.querySelectorAll('#event-list .event').length >= 3, null, {
-      timeout: within(15000),
-    }).catch(() => { throw new Failure('no events showed within 15 s of need-events'); });
-    const rows = await page.$$eval('#event-list .event', (els) => els.map((el) => ({
+  // The events the caller posts, by kind: the API's, then the rows showing them.
+  const POSTED = { person: 0.91, vehicle: 0.5, motion: 0.33, package: 0.77 };
+  const RECENT = ['person', 'vehicle', 'motion']; // within the recording: they get clips
+  let posted = null; // kind → the API's event
+  const row = (kind) => page.locator(`#event-list .event[data-key="${posted[kind].id}"]`);
+  /** What a person sees in the row of the posted event of `kind`. */
+  const readRow = (kind) => row(kind).evaluate((el) => {
+    const visible = (e) => Boolean(e) && e.getClientRects().length > 0;
+    const shot = el.querySelector('.ev-shot');
+    return {
       kind: el.querySelector('.ev-word').textContent,
       camera: el.querySelector('.ev-cam').textContent,
       score: el.querySelector('.ev-score').textContent,
       time: el.querySelector('.ev-time').textContent,
       absolute: el.querySelector('.ev-time').title,
       duration: el.querySelector('.ev-dur').textContent,
-      clip: el.querySelector('.ev-clip').textContent,
-    })));
-    const api = (await nodeApi('GET', '/api/events')).json;
-    check(rows.length === api.length, `${rows.length} rows for ${api.length} events`);
-    for (const [kind, score] of [['Person', '91%'], ['Vehicle', '50%'], ['Motion', '33%']]) {
-      const row = rows.find((r) => r.kind === kind);
-      check(row, `no ${kind} event shown: ${JSON.stringify(rows)}`);
-      check(row.score === score, `the ${kind} event shows ${row.score}, not ${score}`);
-      check(row.camera === 'Porch camera', `the ${kind} event names camera "${row.camera}"`);
-      check(CLIP_WORDS.includes(row.clip), `the ${kind} event's clip status is "${row.clip}"`);
-      check(row.time && row.absolute, `the ${kind} event lacks its time: ${JSON.stringify(row)}`);
-      check(row.duration, `the ${kind} event lacks its duration`);
+      clip: visible(el.querySelector('.ev-clip')) ? el.querySelector('.ev-clip').textContent : null,
+      button: visible(shot) ? shot.getAttribute('aria-label') : null,
+      noClip: visible(el.querySelector('.ev-noclip')) ? el.querySelector('.ev-noclip').textContent : null,
+      alt: shot.querySelector('img').alt,
+    };
+  });
+
+  await step('events', async () => {
+    await new Promise((resolve) => process.stdout.write(`need-events ${porch}\n`, resolve));
+    const until = Date.now() + within(15000);
+    for (;;) {
+      const events = (await nodeApi('GET', '/api/events')).json;
+      const found = Object.entries(POSTED).map(([kind, score]) => [kind, events.find((e) => e.cameraId === porch && e.kind === kind && e.score === score)]);
+      if (found.every(([, e]) => e)) {
+        posted = Object.fromEntries(found);
+        break;
+      }
+      check(Date.now() < until, `the node lists ${JSON.stringify(events.map((e) => e.kind))} 15 s after need-events`);
+      await page.waitForTimeout(200);
     }
-    const shownOrder = rows.map((r) => r.kind.toLowerCase());
-    check(JSON.stringify(shownOrder) === JSON.stringify(api.map((e) => e.kind)), `events not in the node's (newest first) order: ${shownOrder}`);
+    await page.waitForFunction((ids) => ids.every((id) => document.querySelector(`#event-list .event[data-key="${id}"]`)),
+      Object.values(posted).map((e) => e.id), { timeout: within(15000) })
+      .catch(() => { throw new Failure('the posted events did not show within 15 s'); });
+    // Straight away, before (most of) the clips are cut.
+    for (const [kind, word, score, lasted] of [['person', 'Person', '91%', '3 s'], ['vehicle', 'Vehicle', '50%', '3 s'], ['motion', 'Motion', '33%', '4 s'], ['package', 'Package', '77%', '8 s']]) {
+      const r = await readRow(kind);
+      check(r.kind === word && r.score === score, `the ${kind} event shows ${r.kind} ${r.score}, not ${word} ${score}`);
+      check(r.camera === 'Porch camera', `the ${kind} event names camera "${r.camera}"`);
+      check(r.absolute && (kind === 'package' ? r.time === '20 min ago' : /^(just now|\d+ s ago)$/.test(r.time)), `the ${kind} event's time: ${JSON.stringify(r)}`);
+      check(r.duration === lasted, `the ${kind} event lasted ${r.duration}, not ${lasted}`);
+      if (r.button) {
+        check(CLIP_WORDS.includes(r.clip) && r.noClip === null, `the ${kind} event has a clip: ${JSON.stringify(r)}`);
+      } else {
+        const wanted = kind === 'package' ? 'No clip' : 'Clip coming…';
+        check(r.noClip === wanted && r.clip === null, `the ${kind} event, without a clip, shows ${JSON.stringify(r)}, not "${wanted}"`);
+      }
+    }
+    const api = (await nodeApi('GET', '/api/events')).json;
+    const shown = await page.$$eval('#event-list .event', (els) => els.map((el) => el.dataset.key));
+    check(JSON.stringify(shown) === JSON.stringify(api.map((e) => e.id)), `events not in the node's (newest first) order: ${shown.length} rows for ${api.length} events`);
+    note(`${api.length} events, ${api.length - 4} of them the detector's from before it was turned off`);
     const visibleKinds = async () => page.$$eval('#event-list .event .ev-word', (els) => els.map((e) => e.textContent));
     await page.selectOption('#filter-kind', 'person');
     check(JSON.stringify(await visibleKinds()) === '["Person"]', `kind filter person shows ${await visibleKinds()}`);
@@ -582,11 +654,97 @@ async function run() {
     check((await visibleKinds()).length === 0 && (await page.isVisible('#events-empty')), 'kind filter animal shows no events and says so');
     await page.selectOption('#filter-kind', '');
     await page.selectOption('#filter-camera', porch);
-    check((await visibleKinds()).length === 3, 'the camera filter keeps the camera\'s events');
+    check((await visibleKinds()).length === api.filter((e) => e.cameraId === porch).length, 'the camera filter keeps the camera\'s events');
     await nextStatus();
     check((await page.inputValue('#filter-camera')) === porch, 'a refresh reset the camera filter');
     await page.selectOption('#filter-camera', '');
     await shoot('events', scrollTo('#events'));
+  });
+
+  await step('clips', async () => {
+    // Thumbnails load lazily: the list in view, as a person looking at it has it.
+    await scrollTo('#events')();
+    const cut = Date.now();
+    const ids = RECENT.map((kind) => posted[kind].id);
+    await page.waitForFunction((keys) => keys.every((id) => {
+      const img = document.querySelector(`#event-list .event[data-key="${id}"] .ev-shot img`);
+      return img && img.getClientRects().length > 0 && img.complete && img.naturalWidth > 0;
+    }), ids, { timeout: within(40000), polling: 250 }).catch(async () => {
+      const events = (await nodeApi('GET', '/api/events')).json.filter((e) => ids.includes(e.id));
+      throw new Failure(`no thumbnails within 40 s: ${JSON.stringify(events.map((e) => [e.kind, e.clipUrl, e.thumbnailUrl]))}`);
+    });
+    note(`the thumbnails of the three recent events show (${Date.now() - cut} ms)`);
+    for (const kind of RECENT) {
+      const r = await readRow(kind);
+      check(r.alt.startsWith(`${r.kind} at Porch camera, `) && /\d/.test(r.alt), `the ${kind} thumbnail's alt is "${r.alt}"`);
+      check(r.button === `Play clip: ${r.alt}`, `the ${kind} thumbnail's button is labelled "${r.button}"`);
+      check(CLIP_WORDS.includes(r.clip) && r.noClip === null, `the ${kind} event with its clip shows ${JSON.stringify(r)}`);
+      check((await row(kind).locator('.ev-shot img').getAttribute('loading')) === 'lazy', `the ${kind} thumbnail does not load lazily`);
+    }
+    const old = await readRow('package');
+    check(old.noClip === 'No clip' && old.button === null && old.clip === null, `the event from before the recording shows ${JSON.stringify(old)}`);
+    check((await row('package').locator('button:visible').count()) === 0, 'the event without a clip has a button');
+    const events = async () => scrollTo('#events')();
+    await shoot('events-clips', events);
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await shoot('events-clips-dark', events);
+    await page.emulateMedia({ colorScheme: 'light' });
+
+    const video = page.locator('#clip-video');
+    const plays = async (what) => {
+      await page.waitForFunction(() => document.getElementById('clip-video').readyState === 4, null, { timeout: within(15000), polling: 100 })
+        .catch(async () => {
+          const state = await page.evaluate(() => ({
+            message: document.getElementById('clip-msg').innerText,
+            readyState: document.getElementById('clip-video').readyState,
+          }));
+          throw new Failure(`${what}: the clip did not load: ${JSON.stringify(state)}`);
+        });
+      const t0 = await video.evaluate((v) => v.currentTime);
+      await page.waitForFunction((t) => document.getElementById('clip-video').currentTime - t >= 1, t0, { timeout: within(10000), polling: 100 })
+        .catch(() => { throw new Failure(`${what}: currentTime did not advance by 1 s`); });
+      check(await page.isHidden('#clip-msg'), `${what}: a message still covers the playing clip`);
+    };
+    const closed = async (what) => {
+      await page.waitForSelector('#clip:not([open])', { state: 'attached' });
+      check(await video.evaluate((v) => !v.getAttribute('src') && v.paused), `${what}: the clip still plays after closing`);
+    };
+
+    // A click on the motion event's thumbnail.
+    const motion = posted.motion;
+    const clicked = Date.now();
+    await row('motion').locator('.ev-shot').click();
+    await page.waitForSelector('#clip[open]');
+    const title = norm(await page.textContent('#clip-title'));
+    check(title === (await readRow('motion')).alt, `the clip dialog is titled "${title}"`);
+    const clipUrl = (await nodeApi('GET', '/api/events')).json.find((e) => e.id === motion.id).clipUrl;
+    check((await video.getAttribute('src')) === clipUrl, `the dialog plays ${await video.getAttribute('src')}, not ${clipUrl}`);
+    await plays('a click on a thumbnail');
+    note(`a click on a thumbnail plays its clip (${Date.now() - clicked} ms, ${(await video.evaluate((v) => v.duration)).toFixed(1)} s long)`);
+    check(/^Lasted 4 s · 33% of the picture moved$/.test(norm(await page.textContent('#clip-about'))), `the dialog says "${await page.textContent('#clip-about')}"`);
+    const link = page.locator('#clip-download');
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: within(15000) }), link.click()]);
+    const bytes = fs.readFileSync(await download.path());
+    check(bytes.length > 10000 && bytes.subarray(4, 8).toString('latin1') === 'ftyp',
+      `the clip's download is ${bytes.length} bytes starting ${JSON.stringify(bytes.subarray(0, 8).toString('latin1'))}, not an MP4`);
+    check(/^Porch camera motion .*\.mp4$/.test(download.suggestedFilename()), `the clip downloads as ${download.suggestedFilename()}`);
+    await shoot('clip');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await shoot('clip-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.click('#clip-close');
+    await closed('the close button');
+
+    // The keyboard: Enter on the vehicle's thumbnail, Escape to close, and the focus back where it was.
+    const thumb = row('vehicle').locator('.ev-shot');
+    await thumb.focus();
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#clip[open]');
+    check(norm(await page.textContent('#clip-title')).startsWith('Vehicle at Porch camera, '), 'Enter opened another clip');
+    await plays('Enter on a thumbnail');
+    await page.keyboard.press('Escape');
+    await closed('Escape');
+    check(await thumb.evaluate((el) => document.activeElement === el), 'after the clip the focus is not back on its thumbnail');
   });
 
   await step('hidden-tab', async () => {
@@ -660,7 +818,7 @@ async function run() {
     await card(xss).waitFor({ timeout: within(5000) });
     check((await card(xss).locator('.cam-name').textContent()) === XSS_NAME, 'the name does not show as typed');
     check((await card(xss).locator('img').count()) === 0, 'an img element is inside the card');
-    check((await page.locator('img').count()) === 0, 'an img element is on the page');
+    check((await strayImages()) === 0, 'an img element is on the page');
     check((await cardText(xss, '.cam-caps')) === 'not probed yet', 'a camera that could not be probed says "not probed yet"');
     const option = await page.$eval(`#filter-camera option[value="${xss}"]`, (o) => o.textContent);
     check(option === XSS_NAME, 'the camera filter shows the name as typed');
@@ -703,7 +861,7 @@ async function run() {
     await page.waitForFunction(() => document.getElementById('rec-msg-title').textContent === 'Nothing recorded in the last 24 hours' &&
       document.getElementById('rec-msg-text').textContent.startsWith('Not recording: '), null, { timeout: within(15000) })
       .catch(async () => { throw new Failure(`the empty view says "${norm(await page.textContent('#rec-msg'))}"`); });
-    check((await page.locator('img').count()) === 0, 'an img element is on the page');
+    check((await strayImages()) === 0, 'an img element is on the page');
     await page.keyboard.press('Escape');
     await page.waitForSelector('#rec:not([open])', { state: 'attached' });
 
