@@ -5,13 +5,15 @@
 //! flag, which it must heed within its own grace.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use uuid::Uuid;
+
+use crate::db::lock;
 
 /// How often the wanted workers are looked at again without being told.
 const RECHECK: Duration = Duration::from_secs(10);
@@ -40,6 +42,28 @@ pub fn supervise(orders: &mpsc::Receiver<Order>, mut pass: impl FnMut()) {
             Ok(Order::Stop) | Err(RecvTimeoutError::Disconnected) => return,
         }
     }
+}
+
+/// Tells the supervisor whose thread is in `running` to stop, and waits for
+/// it (so for its workers) until `deadline`. Whether it stopped in time (or
+/// was never started).
+pub fn stop_supervisor(
+    orders: &mpsc::Sender<Order>,
+    running: &Mutex<Option<thread::JoinHandle<()>>>,
+    deadline: Instant,
+) -> bool {
+    let _ = orders.send(Order::Stop);
+    let Some(supervisor) = lock(running).take() else {
+        return true;
+    };
+    while !supervisor.is_finished() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    let stopped = supervisor.is_finished();
+    if stopped {
+        let _ = supervisor.join();
+    }
+    stopped
 }
 
 struct Running<S> {
@@ -141,8 +165,6 @@ fn stop<S>(workers: Vec<(Uuid, Running<S>)>) -> Vec<Uuid> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
-    use std::time::Instant;
 
     /// A worker that notes its start and stop in `log` and runs until told.
     fn worker(

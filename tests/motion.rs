@@ -12,7 +12,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::cloud::Cloud;
-use common::{Camera, Node, TempDir, browser_script, closed_port, processes_mentioning, wait_for};
+use common::{
+    Camera, Node, TempDir, browser_script, closed_port, probe_file, processes_mentioning, wait_for,
+};
 use serde_json::{Value, json};
 
 /// How far an event's start or end may be from the scene's change: frames
@@ -85,32 +87,6 @@ fn settle(node: &Node, camera: &str) {
     thread::sleep(Duration::from_secs(3));
 }
 
-/// ffprobe's duration of a file, in seconds; fails unless it reads it.
-fn duration(path: &Path) -> f64 {
-    let output = Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-show_entries",
-            "format=duration",
-            "-of",
-            "csv=p=0",
-        ])
-        .arg(path)
-        .output()
-        .expect("ffprobe (Debian package ffmpeg) runs");
-    assert!(
-        output.status.success(),
-        "ffprobe cannot read {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 /// The bright pixels of a JPEG, as ffmpeg decodes it to grey: (count,
 /// width, height). The scene is mid grey; only the box is white.
 fn bright_pixels(jpeg: &[u8], dir: &Path) -> (usize, usize, usize) {
@@ -160,7 +136,7 @@ fn check_files(node: &Node, event: &Value, dir: &Path) {
     let length = (ms(event["endedAt"].as_str().unwrap()) - ms(event["startedAt"].as_str().unwrap()))
         as f64
         / 1000.0;
-    let seconds = duration(&file);
+    let seconds = probe_file(&file).1;
     assert!(
         (length + 10.0 - 1.5..=length + 10.0 + 10.0).contains(&seconds),
         "a clip of {seconds} s for an event of {length} s: {event}"
@@ -383,7 +359,7 @@ fn a_posted_event_of_a_recording_camera_gets_its_clip() {
     let clip = node.get(events[0]["clipUrl"].as_str().unwrap());
     let file = data.path().join("posted.mp4");
     std::fs::write(&file, &clip.body).unwrap();
-    let seconds = duration(&file);
+    let seconds = probe_file(&file).1;
     assert!(
         (11.0..=22.0).contains(&seconds),
         "{seconds} s for a 2 s event"

@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{
-    Camera, Node, TempDir, Tmpfs, browser_script, closed_port, is_running, password,
+    Camera, Node, TempDir, Tmpfs, browser_script, closed_port, is_running, password, probe_file,
     processes_mentioning, wait_for,
 };
 use serde_json::{Value, json};
@@ -91,34 +91,6 @@ fn incoming(recordings: &Path, camera: &str) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
-}
-
-/// What ffprobe says of a file: its streams' codecs and its duration.
-fn probe(path: &Path) -> (Vec<String>, f64) {
-    let output = Command::new("ffprobe")
-        .args(["-v", "error", "-of", "json", "-show_entries"])
-        .arg("stream=codec_name:format=duration")
-        .arg(path)
-        .output()
-        .expect("ffprobe (Debian package ffmpeg) runs");
-    assert!(
-        output.status.success(),
-        "ffprobe cannot read {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let info: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let codecs = info["streams"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["codec_name"].as_str().unwrap().to_owned())
-        .collect();
-    let duration = info["format"]["duration"]
-        .as_str()
-        .and_then(|d| d.parse().ok())
-        .unwrap_or(0.0);
-    (codecs, duration)
 }
 
 /// Whether ffmpeg decodes a whole file without an error.
@@ -270,7 +242,7 @@ fn a_camera_is_recorded_in_playable_10_s_segments_and_played_back() {
     }
     let mut durations = Vec::new();
     for row in &rows {
-        let (codecs, duration) = probe(&rec.recordings.join(&row.path));
+        let (codecs, duration) = probe_file(&rec.recordings.join(&row.path));
         durations.push(duration);
         assert_eq!(codecs, ["h264", "aac"], "{row:?}: AAC audio is kept");
         assert!((9.0..=11.0).contains(&duration), "{row:?}: {duration} s");
@@ -318,7 +290,7 @@ fn a_camera_is_recorded_in_playable_10_s_segments_and_played_back() {
     );
     let file = rec.data.path().join("clip.mp4");
     std::fs::write(&file, &whole.body).unwrap();
-    let (codecs, duration) = probe(&file);
+    let (codecs, duration) = probe_file(&file);
     assert_eq!(codecs, ["h264", "aac"]);
     // From the key frame at or before the start (GOP 1 s) to the end of the
     // fragment holding the end.
@@ -481,7 +453,7 @@ fn a_killed_recorder_comes_back_and_record_off_stops_it() {
     // G.711 audio: no browser plays it from MP4, so only the video is kept.
     let rec = Recording::start("killed", &camera.url("", "/main"), &[]);
     let first = rec.wait_for_segments(1, Duration::from_secs(40));
-    let (codecs, _) = probe(&rec.recordings.join(&first[0].path));
+    let (codecs, _) = probe_file(&rec.recordings.join(&first[0].path));
     assert_eq!(codecs, ["h264"], "A-law audio is left out");
     thread::sleep(Duration::from_secs(4));
     let recorders = rec.recorders();
@@ -522,7 +494,7 @@ fn a_killed_recorder_comes_back_and_record_off_stops_it() {
     );
     let now = rec.rows();
     for row in &now {
-        probe(&rec.recordings.join(&row.path));
+        probe_file(&rec.recordings.join(&row.path));
     }
     let recovered = now.len() > first.len();
     eprintln!(
@@ -652,7 +624,7 @@ fn after_a_killed_node_no_recorder_is_left_and_recording_goes_on() {
     assert!(incoming(&rec.recordings, &rec.id).len() <= 1);
     let after = rec.rows();
     for row in &after {
-        probe(&rec.recordings.join(&row.path));
+        probe_file(&rec.recordings.join(&row.path));
     }
     let recovered = after.iter().filter(|r| !before.contains(r)).count();
     eprintln!(

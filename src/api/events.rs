@@ -106,24 +106,27 @@ pub fn add(app: &App, peer: Option<IpAddr>, body: &[u8]) -> Result<Reply, Error>
 
 /// `GET /api/events/{id}/clip.mp4`: the event's clip, by ranges.
 pub fn clip(app: &App, id: Uuid, range: Option<&str>) -> Result<Reply, Error> {
-    let event = app
-        .db(|s| s.event(id))?
-        .ok_or_else(|| Error::not_found("no such event"))?;
-    let path = event
-        .clip_path
-        .ok_or_else(|| Error::not_found("this event has no clip"))?;
+    let path = event_file(app, id, |e| e.clip_path, "clip")?;
     file(app, &path, "video/mp4", range)
 }
 
 /// `GET /api/events/{id}/thumbnail.jpg`.
 pub fn thumbnail(app: &App, id: Uuid) -> Result<Reply, Error> {
+    let path = event_file(app, id, |e| e.thumbnail_path, "thumbnail")?;
+    file(app, &path, "image/jpeg", None)
+}
+
+/// The path of the event's `what` (`which` of it), or why there is none.
+fn event_file(
+    app: &App,
+    id: Uuid,
+    which: fn(Event) -> Option<String>,
+    what: &str,
+) -> Result<String, Error> {
     let event = app
         .db(|s| s.event(id))?
         .ok_or_else(|| Error::not_found("no such event"))?;
-    let path = event
-        .thumbnail_path
-        .ok_or_else(|| Error::not_found("this event has no thumbnail"))?;
-    file(app, &path, "image/jpeg", None)
+    which(event).ok_or_else(|| Error::not_found(format!("this event has no {what}")))
 }
 
 /// An event's file, or 404 when it is gone (deleted by hand, say).

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use uuid::Uuid;
 
@@ -84,16 +84,7 @@ impl Motion {
     /// Stops every watcher (an event under way is stored) and waits for
     /// them until `deadline`.
     pub fn stop(&self, deadline: Instant) {
-        let _ = self.supervisor.send(Order::Stop);
-        let Some(supervisor) = lock(&self.running).take() else {
-            return;
-        };
-        while !supervisor.is_finished() && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(20));
-        }
-        if supervisor.is_finished() {
-            let _ = supervisor.join();
-        }
+        workers::stop_supervisor(&self.supervisor, &self.running, deadline);
     }
 }
 

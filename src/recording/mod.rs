@@ -33,7 +33,7 @@ use crate::error::{Error, Kind};
 use crate::live::LiveChanges;
 use crate::prober::Prober;
 use crate::store::Segment;
-use crate::workers::Order;
+use crate::workers::{self, Order};
 
 pub use playback::Clip;
 pub use spans::Span;
@@ -292,15 +292,7 @@ impl Recordings {
     /// Stops every recorder, each finishing and indexing its last segment,
     /// and waits for them until `deadline`.
     pub fn stop(&self, deadline: Instant) {
-        let _ = self.supervisor.send(Order::Stop);
-        let Some(supervisor) = lock(&self.running).take() else {
-            return;
-        };
-        while !supervisor.is_finished() && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(20));
-        }
-        if supervisor.is_finished() {
-            let _ = supervisor.join();
+        if workers::stop_supervisor(&self.supervisor, &self.running, deadline) {
             // The ring is of no use to the next run.
             self.shared.ring.clear();
         } else {

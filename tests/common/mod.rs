@@ -675,3 +675,31 @@ pub fn processes_mentioning(program: &str, needle: &str) -> Vec<u32> {
 pub fn ffprobes_mentioning(needle: &str) -> Vec<u32> {
     processes_mentioning("ffprobe", needle)
 }
+
+/// What ffprobe says of a file: its streams' codecs and its duration.
+pub fn probe_file(path: &Path) -> (Vec<String>, f64) {
+    let output = Command::new("ffprobe")
+        .args(["-v", "error", "-of", "json", "-show_entries"])
+        .arg("stream=codec_name:format=duration")
+        .arg(path)
+        .output()
+        .expect("ffprobe (Debian package ffmpeg) runs");
+    assert!(
+        output.status.success(),
+        "ffprobe cannot read {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let info: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let codecs = info["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["codec_name"].as_str().unwrap().to_owned())
+        .collect();
+    let duration = info["format"]["duration"]
+        .as_str()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0.0);
+    (codecs, duration)
+}
