@@ -667,8 +667,9 @@ fn every_camera_acknowledged_survives_a_sigkill_mid_stream() {
     let node = node(&dir);
     let port = node.port;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let created = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let writer = {
-        let stop = stop.clone();
+        let (stop, created) = (stop.clone(), created.clone());
         std::thread::spawn(move || {
             let mut acknowledged = Vec::new();
             for i in 0..10_000 {
@@ -688,7 +689,8 @@ fn every_camera_acknowledged_survives_a_sigkill_mid_stream() {
                 });
                 match sent {
                     Ok(response) if response.status == 201 => {
-                        acknowledged.push(response.json()["id"].as_str().unwrap().to_owned())
+                        acknowledged.push(response.json()["id"].as_str().unwrap().to_owned());
+                        created.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                     _ => break,
                 }
@@ -696,7 +698,10 @@ fn every_camera_acknowledged_survives_a_sigkill_mid_stream() {
             acknowledged
         })
     };
-    std::thread::sleep(Duration::from_millis(1500));
+    // Mid-stream on a busy machine too: after some cameras, not after a fixed time.
+    common::wait_for(Duration::from_secs(30), || {
+        created.load(std::sync::atomic::Ordering::Relaxed) > 20
+    });
     node.kill();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let acknowledged = writer.join().unwrap();
@@ -785,17 +790,24 @@ fn running_out_of_file_descriptors_ends_the_node_with_an_error() {
     let node = Node::start_wrapped(&wrapper, dir.path(), &relay, &[]);
     assert_eq!(node.get("/api/status").status, 200);
     let mut held = Vec::new();
+    let mut refused = None;
     for _ in 0..80 {
         match std::net::TcpStream::connect(("127.0.0.1", node.port)) {
             Ok(stream) => held.push(stream),
-            Err(_) => break,
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
         }
     }
     let pid = node.pid();
     let exited = wait_for_exit(pid, Duration::from_secs(10));
     assert!(
         exited,
-        "the node kept running deaf after accept failed:\n{}",
+        "the node kept running deaf after accept failed ({} connections held, \
+         then {refused:?}; the node has {} file descriptors open):\n{}",
+        held.len(),
+        std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count()),
         node.logs()
     );
     let logs = node.logs();
