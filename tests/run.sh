@@ -27,6 +27,7 @@ packages=(
   musl-dev:arm64
   wrk
   nginx-light
+  unzip
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -73,5 +74,21 @@ cargo build --locked --release --target aarch64-unknown-linux-musl
 PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --release --target armv7-unknown-linux-gnueabihf.2.17
 cargo test --locked --target aarch64-unknown-linux-musl --bins
 echo "board builds and aarch64 unit tests: $(( $(date +%s) - arm_started )) s"
+
+# The real go2rtc (v1.9.14) for the relay tests, built from its source beside
+# the project (../shared/go2rtc, or GO2RTC_SRC) into target/go2rtc, again only
+# when that source changes (about 40 s; the Go toolchain comes from PyPI).
+go2rtc_src=${GO2RTC_SRC:-}
+for d in ../shared/go2rtc /work/shared/go2rtc; do
+  [ -n "$go2rtc_src" ] || { [ -f "$d/go2rtc-src.tar.gz" ] && go2rtc_src=$d; }
+done
+[ -n "$go2rtc_src" ] || { echo "go2rtc's source not found: set GO2RTC_SRC to the folder with build.sh and go2rtc-src.tar.gz" >&2; exit 1; }
+stamp=$(cat "$go2rtc_src/go2rtc-src.tar.gz" "$go2rtc_src/build.sh" | sha256sum | cut -d' ' -f1)
+if [ ! -x target/go2rtc/go2rtc ] || [ "$(cat target/go2rtc/stamp 2>/dev/null)" != "$stamp" ]; then
+  mkdir -p target/go2rtc
+  bash "$go2rtc_src/build.sh" target/go2rtc/go2rtc
+  echo "$stamp" >target/go2rtc/stamp
+fi
+export GO2RTC="$PWD/target/go2rtc/go2rtc"
 
 cargo test --locked
