@@ -4,6 +4,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::error::Error;
+use crate::rtsp_url;
 
 /// A stored camera, with its stream addresses. Never serialized as is: the
 /// URLs carry credentials.
@@ -67,7 +68,6 @@ pub struct Settings {
 }
 
 const MAX_NAME_CHARS: usize = 64;
-const MAX_URL_BYTES: usize = 2048;
 
 impl Settings {
     /// Parses and validates a `POST /api/cameras` body; each error message names the field.
@@ -114,7 +114,7 @@ impl SettingsPatch {
         };
         let url = |field: &str| -> Result<Option<String>, Error> {
             optional_str(&fields, field)?
-                .map(|url| check_rtsp_url(field, url).map(|()| url.to_owned()))
+                .map(|url| rtsp_url::checked(field, url))
                 .transpose()
         };
         let rtsp_sub_url = match fields.get("rtspSubUrl") {
@@ -220,81 +220,6 @@ fn short_text(fields: &Map<String, Value>, name: &str) -> Result<Option<String>,
     Ok(Some(text.to_owned()))
 }
 
-/// Only plain RTSP addresses reach ffprobe and the relay: go2rtc runs commands
-/// for `exec:`-like sources and reads `#` fragments as options, and ffprobe
-/// would open `file:` URLs.
-fn check_rtsp_url(field: &str, url: &str) -> Result<(), Error> {
-    let bad = |why: &str| Err(Error::bad_request(format!("{field} {why}")));
-    if url.len() > MAX_URL_BYTES {
-        return bad(&format!("must be at most {MAX_URL_BYTES} bytes"));
-    }
-    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return bad("must not contain spaces or control characters");
-    }
-    if url.contains('#') {
-        return bad("must not contain a # fragment");
-    }
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return bad("must be an rtsp:// or rtsps:// URL");
-    };
-    if !scheme.eq_ignore_ascii_case("rtsp") && !scheme.eq_ignore_ascii_case("rtsps") {
-        return bad("must be an rtsp:// or rtsps:// URL");
-    }
-    if host(authority(rest)).is_empty() {
-        return bad("must name a host");
-    }
-    Ok(())
-}
-
-/// The authority part of what follows `scheme://`.
-fn authority(rest: &str) -> &str {
-    rest.split(['/', '?']).next().unwrap_or("")
-}
-
-/// The host of an authority: after any user info, before any port.
-fn host(authority: &str) -> &str {
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    if let Some(v6) = host_port.strip_prefix('[') {
-        return v6.split(']').next().unwrap_or("");
-    }
-    host_port.split(':').next().unwrap_or("")
-}
-
-/// Host, port (554 for rtsp, 322 for rtsps unless given) and whether TLS is used.
-pub fn rtsp_endpoint(url: &str) -> Option<(String, u16, bool)> {
-    let (scheme, rest) = url.split_once("://")?;
-    let tls = scheme.eq_ignore_ascii_case("rtsps");
-    let authority = authority(rest);
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = host(authority);
-    let after_host = match host_port.strip_prefix('[') {
-        Some(v6) => v6.split_once(']').map_or("", |(_, after)| after),
-        None => &host_port[host.len()..],
-    };
-    let port = match after_host.strip_prefix(':') {
-        Some(port) if !port.is_empty() => port.parse().ok()?,
-        _ if tls => 322,
-        _ => 554,
-    };
-    (!host.is_empty()).then(|| (host.to_owned(), port, tls))
-}
-
-/// The URL without its user name and password.
-pub fn without_userinfo(url: &str) -> String {
-    redact(url).replacen("://***@", "://", 1)
-}
-
-/// A URL fit for a log line: user name and password replaced by `***`.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return "***".to_owned();
-    };
-    match authority(rest).rsplit_once('@') {
-        Some((userinfo, _)) => format!("{scheme}://***{}", &rest[userinfo.len()..]),
-        None => url.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,6 +254,10 @@ mod tests {
             parse(r#"{"name":"a","rtspUrl":"RTSP://[::1]:8554/x","rtspSubUrl":null,"make":null}"#)
                 .unwrap();
         assert_eq!(minimal.rtsp_sub_url, None);
+        assert_eq!(
+            minimal.rtsp_url, "rtsp://[::1]:8554/x",
+            "the scheme is stored lowercase"
+        );
         assert_eq!((minimal.make.as_str(), minimal.model.as_str()), ("", ""));
         assert!(minimal.enabled && minimal.record && minimal.detect);
         let longest = format!(r#"{{"name":"{}","rtspUrl":"rtsp://h/"}}"#, "é".repeat(64));
@@ -535,47 +464,5 @@ mod tests {
     fn error_messages_do_not_repeat_urls() {
         let err = parse(r#"{"name":"a","rtspUrl":"rtsp://admin:s3cret@h/x#y"}"#).unwrap_err();
         assert!(!err.message.contains("s3cret"), "{}", err.message);
-    }
-
-    #[test]
-    fn endpoints() {
-        let table = [
-            (
-                "rtsp://u:p@10.0.0.2:8554/main",
-                Some(("10.0.0.2", 8554, false)),
-            ),
-            ("rtsp://cam.local/main", Some(("cam.local", 554, false))),
-            ("RTSPS://cam/x", Some(("cam", 322, true))),
-            ("rtsp://[fe80::1]:1554/x", Some(("fe80::1", 1554, false))),
-            ("rtsp://[fe80::1]/x", Some(("fe80::1", 554, false))),
-            ("rtsp://cam:/x", Some(("cam", 554, false))),
-            ("rtsp://cam:99999/x", None),
-            ("rtsp:///x", None),
-        ];
-        for (url, want) in table {
-            let got = rtsp_endpoint(url);
-            let got = got.as_ref().map(|(h, p, t)| (h.as_str(), *p, *t));
-            assert_eq!(got, want, "{url}");
-        }
-        assert_eq!(without_userinfo("rtsp://a:b@h:1/x?y"), "rtsp://h:1/x?y");
-        assert_eq!(without_userinfo("rtsp://h/x"), "rtsp://h/x");
-    }
-
-    #[test]
-    fn redaction() {
-        let table = [
-            (
-                "rtsp://admin:s3cret@10.0.0.2:554/main",
-                "rtsp://***@10.0.0.2:554/main",
-            ),
-            ("rtsp://admin@cam/x?a=b@c", "rtsp://***@cam/x?a=b@c"),
-            ("rtsp://a:p@ss@cam/x", "rtsp://***@cam/x"),
-            ("rtsp://cam/x?u=a@b", "rtsp://cam/x?u=a@b"),
-            ("rtsp://cam:554/x", "rtsp://cam:554/x"),
-            ("no-scheme:secret@host", "***"),
-        ];
-        for (url, want) in table {
-            assert_eq!(redact(url), want, "{url}");
-        }
     }
 }

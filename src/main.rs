@@ -32,6 +32,7 @@ mod relay;
 mod relay_sync;
 mod reply;
 mod routes;
+mod rtsp_url;
 mod sessions;
 mod static_files;
 mod store;

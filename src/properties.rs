@@ -5,9 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::camera::{Settings, SettingsPatch, redact, rtsp_endpoint};
+use crate::camera::{Settings, SettingsPatch};
 use crate::error::Kind;
 use crate::event::NewEvent;
+use crate::rtsp_url::{redact, rtsp_endpoint};
 use crate::{guard, routes};
 
 const BUDGET: Duration = Duration::from_secs(2);
@@ -135,11 +136,12 @@ fn check_settings(settings: &Settings) {
     let chars = settings.name.chars().count();
     assert!((1..=64).contains(&chars) && !settings.name.chars().any(char::is_control));
     for url in std::iter::once(&settings.rtsp_url).chain(settings.rtsp_sub_url.iter()) {
-        let lower = url.to_ascii_lowercase();
+        // Stored as go2rtc takes it: a lowercase scheme, and a port it can dial.
         assert!(
-            lower.starts_with("rtsp://") || lower.starts_with("rtsps://"),
+            url.starts_with("rtsp://") || url.starts_with("rtsps://"),
             "{url}"
         );
+        assert!(rtsp_endpoint(url).is_some(), "{url}");
         assert!(
             !url.contains('#') && !url.chars().any(|c| c.is_whitespace() || c.is_control()),
             "{url}"

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use crate::app::App;
-use crate::camera::{Camera, redact};
+use crate::camera::Camera;
 use crate::relay::RelayError;
+use crate::rtsp_url::redact;
 
 const HEALTH_INTERVAL: Duration = Duration::from_secs(5);
 const RECONCILE_INTERVAL: Duration = Duration::from_secs(10);

@@ -228,6 +228,35 @@ fn invalid_camera_bodies_get_400_and_change_nothing() {
             r#"{"name":"a","rtspUrl":"rtsp://h/","rtspSubUrl":"echo:x"}"#,
             "rtspSubUrl must be an rtsp",
         ),
+        // Addresses go2rtc's URL parser refuses (and would repeat, password included).
+        (
+            r#"{"name":"a","rtspUrl":"rtsp://admin:pw-Sw33p-9qX@127.0.0.1:abc/x"}"#,
+            "rtspUrl has a port that is not a number from 1 to 65535",
+        ),
+        (
+            r#"{"name":"a","rtspUrl":"rtsp://admin:pw-Sw33p-9qX@cam:65536/x"}"#,
+            "rtspUrl has a port that is not a number from 1 to 65535",
+        ),
+        (
+            r#"{"name":"a","rtspUrl":"rtsp://h/","rtspSubUrl":"rtsp://admin:pw%zz-Sw33p-9qX@cam/x"}"#,
+            "rtspSubUrl has a % that is not followed by two hexadecimal digits",
+        ),
+        (
+            r#"{"name":"a","rtspUrl":"rtsp://admin:pw-Sw33p-9qX@cam/x%4"}"#,
+            "rtspUrl has a % that is not followed by two hexadecimal digits",
+        ),
+        (
+            r#"{"name":"a","rtspUrl":"rtsp://admin:pw-Sw33p-9qX@[::1/x"}"#,
+            "rtspUrl must write an IPv6 host as [address]",
+        ),
+        (
+            r#"{"name":"a","rtspUrl":"rtsp://admin:pw-Sw33p-9qX@10.0.0.2]/x"}"#,
+            "rtspUrl must write an IPv6 host as [address]",
+        ),
+        (
+            r#"{"name":"a","rtspUrl":"rtsp://admin:pw\"Sw33p-9qX@cam/x"}"#,
+            "rtspUrl must %-encode characters other than letters",
+        ),
         (
             &format!(r#"{{"name":"a","rtspUrl":"rtsp://h/","model":"{long}"}}"#),
             "model must be at most 64",
@@ -548,6 +577,10 @@ fn cameras_are_changed_with_patch() {
         (
             r#"{"rtspSubUrl":"rtsp://h/x#y"}"#,
             "rtspSubUrl must not contain a #",
+        ),
+        (
+            r#"{"rtspUrl":"rtsp://admin:pw-Sw33p-9qX@cam:8o54/x"}"#,
+            "rtspUrl has a port that is not a number",
         ),
         (r#"{"enabled":"yes"}"#, "enabled must be true or false"),
         ("[]", "JSON object"),

@@ -8,10 +8,11 @@ use uuid::Uuid;
 
 use super::no_such_camera;
 use crate::app::App;
-use crate::camera::{Camera, Capabilities, Settings, SettingsPatch, redact};
+use crate::camera::{Camera, Capabilities, Settings, SettingsPatch};
 use crate::error::{Error, Kind};
 use crate::event::format_timestamp;
 use crate::reply::Reply;
+use crate::rtsp_url::redact;
 
 /// A camera as every response shows it.
 #[derive(Serialize)]

@@ -1,0 +1,340 @@
+//! Camera addresses: which ones the node accepts, their endpoint, and their
+//! redaction for logs.
+//!
+//! Only plain RTSP addresses reach ffprobe and the relay: go2rtc runs commands
+//! for `exec:`-like sources and reads `#` fragments as options, and ffprobe
+//! would open `file:` URLs. Those the relay's URL parser (Go's `url.Parse`)
+//! refuses are refused too: they could never play, and go2rtc repeats such an
+//! address, password included, in its answer and its log. The scheme is
+//! stored in lowercase, because go2rtc refuses `RTSP://`.
+
+use std::net::Ipv6Addr;
+
+use crate::error::Error;
+
+const MAX_URL_BYTES: usize = 2048;
+
+/// Characters Go allows unescaped in a user name or password (`validUserinfo`).
+const USERINFO_MARKS: &str = "-._:~!$&'()*+,;=%@";
+/// ASCII characters besides letters and digits that a host name may hold.
+const HOST_MARKS: &str = "-._~!$&'()*+,;=";
+
+/// `url` checked for the field `field`, with its scheme in lowercase; each
+/// refusal names the field and never repeats the address.
+pub fn checked(field: &str, url: &str) -> Result<String, Error> {
+    let bad = |why: &str| Err(Error::bad_request(format!("{field} {why}")));
+    if url.len() > MAX_URL_BYTES {
+        return bad(&format!("must be at most {MAX_URL_BYTES} bytes"));
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("must not contain spaces or control characters");
+    }
+    if url.contains('#') {
+        return bad("must not contain a # fragment");
+    }
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return bad("must be an rtsp:// or rtsps:// URL");
+    };
+    if !scheme.eq_ignore_ascii_case("rtsp") && !scheme.eq_ignore_ascii_case("rtsps") {
+        return bad("must be an rtsp:// or rtsps:// URL");
+    }
+    if host(authority(rest)).is_empty() {
+        return bad("must name a host");
+    }
+    if let Some(why) = go_parse_problem(rest) {
+        return bad(why);
+    }
+    Ok(with_lowercase_scheme(url))
+}
+
+/// `url` with its scheme in lowercase (cameras stored before the scheme was
+/// lowered still register).
+pub fn with_lowercase_scheme(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => format!("{}://{rest}", scheme.to_ascii_lowercase()),
+        None => url.to_owned(),
+    }
+}
+
+/// Why Go's `url.Parse` would refuse what follows `scheme://`, if it would
+/// (stricter in places where no camera address could be meant).
+fn go_parse_problem(rest: &str) -> Option<&'static str> {
+    let authority = authority(rest);
+    let path = rest[authority.len()..].split('?').next().unwrap_or("");
+    let (userinfo, host_port) = match authority.rsplit_once('@') {
+        Some((userinfo, host_port)) => (Some(userinfo), host_port),
+        None => (None, authority),
+    };
+    const BAD_ESCAPE: &str = "has a % that is not followed by two hexadecimal digits";
+    if let Some(userinfo) = userinfo {
+        if !userinfo
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || USERINFO_MARKS.contains(c))
+        {
+            return Some(
+                "must %-encode characters other than letters, digits and -._~!$&'()*+,;= \
+                 in its user name and password",
+            );
+        }
+        if escaped_bytes(userinfo).is_none() {
+            return Some(BAD_ESCAPE);
+        }
+    }
+    let port = match host_port.strip_prefix('[') {
+        Some(literal) => {
+            const V6: &str = "must write an IPv6 host as [address], as in rtsp://[fe80::1]:554/";
+            let Some((inside, after)) = literal.rsplit_once(']') else {
+                return Some(V6);
+            };
+            if !valid_ipv6_literal(inside) {
+                return Some(V6);
+            }
+            if !after.is_empty() && !after.starts_with(':') {
+                return Some("has a port that is not a number from 1 to 65535");
+            }
+            after.strip_prefix(':')
+        }
+        None => {
+            let (host, port) = match host_port.split_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (host_port, None),
+            };
+            if host.contains(['[', ']']) {
+                return Some("must write an IPv6 host as [address], as in rtsp://[fe80::1]:554/");
+            }
+            let plain =
+                |c: char| !c.is_ascii() || c.is_ascii_alphanumeric() || HOST_MARKS.contains(c);
+            if !host.chars().all(|c| plain(c) || c == '%') {
+                return Some("has a character a host name cannot have");
+            }
+            // Go allows %-escapes in a host name only for non-ASCII bytes.
+            match escaped_bytes(host) {
+                None => return Some(BAD_ESCAPE),
+                Some(bytes) if bytes.iter().any(|b| b.is_ascii()) => {
+                    return Some("has a character a host name cannot have");
+                }
+                Some(_) => {}
+            }
+            port
+        }
+    };
+    if let Some(port) = port
+        && !port.is_empty()
+        && !(port.bytes().all(|b| b.is_ascii_digit()) && port.parse::<u16>().is_ok_and(|p| p > 0))
+    {
+        return Some("has a port that is not a number from 1 to 65535");
+    }
+    if escaped_bytes(path).is_none() {
+        return Some(BAD_ESCAPE);
+    }
+    None
+}
+
+/// The bytes of the `%XX` escapes in `s`, or None if a `%` lacks its two hex digits.
+fn escaped_bytes(s: &str) -> Option<Vec<u8>> {
+    let bytes = s.as_bytes();
+    let mut escaped = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3)?;
+            let hex = std::str::from_utf8(hex).ok()?;
+            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
+            escaped.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            i += 1;
+        }
+    }
+    Some(escaped)
+}
+
+/// What Go accepts between `[` and `]`: an IPv6 address (not an IPv4 one),
+/// optionally with a `%25`-introduced zone.
+fn valid_ipv6_literal(inside: &str) -> bool {
+    let (address, zone) = match inside.split_once("%25") {
+        Some((address, zone)) => (address, Some(zone)),
+        None => (inside, None),
+    };
+    let zone_ok = zone.is_none_or(|zone| {
+        !zone.is_empty()
+            && zone
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._~".contains(c))
+    });
+    zone_ok && address.parse::<Ipv6Addr>().is_ok()
+}
+
+/// The authority part of what follows `scheme://`.
+fn authority(rest: &str) -> &str {
+    rest.split(['/', '?']).next().unwrap_or("")
+}
+
+/// The host of an authority: after any user info, before any port.
+fn host(authority: &str) -> &str {
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(v6) = host_port.strip_prefix('[') {
+        return v6.split(']').next().unwrap_or("");
+    }
+    host_port.split(':').next().unwrap_or("")
+}
+
+/// Host, port (554 for rtsp, 322 for rtsps unless given) and whether TLS is used.
+pub fn rtsp_endpoint(url: &str) -> Option<(String, u16, bool)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let tls = scheme.eq_ignore_ascii_case("rtsps");
+    let authority = authority(rest);
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = host(authority);
+    let after_host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map_or("", |(_, after)| after),
+        None => &host_port[host.len()..],
+    };
+    let port = match after_host.strip_prefix(':') {
+        Some(port) if !port.is_empty() => port.parse().ok()?,
+        _ if tls => 322,
+        _ => 554,
+    };
+    (!host.is_empty()).then(|| (host.to_owned(), port, tls))
+}
+
+/// The URL without its user name and password.
+pub fn without_userinfo(url: &str) -> String {
+    redact(url).replacen("://***@", "://", 1)
+}
+
+/// A URL fit for a log line: user name and password replaced by `***`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "***".to_owned();
+    };
+    match authority(rest).rsplit_once('@') {
+        Some((userinfo, _)) => format!("{scheme}://***{}", &rest[userinfo.len()..]),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_go_accepts_is_accepted_with_a_lowercase_scheme() {
+        let table = [
+            (
+                "rtsp://u:p@10.0.0.2:554/main",
+                "rtsp://u:p@10.0.0.2:554/main",
+            ),
+            ("RTSP://cam/x", "rtsp://cam/x"),
+            ("Rtsps://cam:322/x", "rtsps://cam:322/x"),
+            ("rtsp://[::1]:8554/x", "rtsp://[::1]:8554/x"),
+            ("rtsp://[fe80::1%25eth0]/x", "rtsp://[fe80::1%25eth0]/x"),
+            ("rtsp://[::ffff:10.0.0.2]/x", "rtsp://[::ffff:10.0.0.2]/x"),
+            ("rtsp://a:p@ss@cam/x", "rtsp://a:p@ss@cam/x"),
+            (
+                "rtsp://a:p%40ss%2F@cam/x%20y",
+                "rtsp://a:p%40ss%2F@cam/x%20y",
+            ),
+            ("rtsp://a:!$&'()*+,;=~@cam/x", "rtsp://a:!$&'()*+,;=~@cam/x"),
+            ("rtsp://cam:/x", "rtsp://cam:/x"),
+            (
+                "rtsp://cam:65535/x?channel=1&subtype=%zz",
+                "rtsp://cam:65535/x?channel=1&subtype=%zz",
+            ),
+            ("rtsp://caméra.local/x", "rtsp://caméra.local/x"),
+            ("rtsp://cam%C3%A9ra/x", "rtsp://cam%C3%A9ra/x"),
+        ];
+        for (url, stored) in table {
+            assert_eq!(checked("rtspUrl", url).as_deref(), Ok(stored), "{url}");
+        }
+    }
+
+    #[test]
+    fn what_go_refuses_is_refused_without_repeating_the_address() {
+        let table = [
+            (
+                "rtsp://admin:s3cret@127.0.0.1:abc/x",
+                "port that is not a number",
+            ),
+            (
+                "rtsp://admin:s3cret@cam:65536/x",
+                "port that is not a number",
+            ),
+            ("rtsp://admin:s3cret@cam:0/x", "port that is not a number"),
+            ("rtsp://admin:s3cret@cam:1:2/x", "port that is not a number"),
+            ("rtsp://admin:s3cret@[::1]x/x", "port that is not a number"),
+            ("rtsp://admin:s3cret%zz@cam/x", "a % that is not followed"),
+            ("rtsp://admin:s3cret%4@cam/x", "a % that is not followed"),
+            ("rtsp://admin:s3cret@cam/x%g1", "a % that is not followed"),
+            ("rtsp://admin:s3cret@ca%zzm/x", "a % that is not followed"),
+            ("rtsp://admin:s3cret@ca%41m/x", "a host name cannot have"),
+            ("rtsp://admin:s3cret@ca^m/x", "a host name cannot have"),
+            ("rtsp://admin:s3cret@[::1/x", "IPv6 host as [address]"),
+            ("rtsp://admin:s3cret@cam]/x", "IPv6 host as [address]"),
+            ("rtsp://admin:s3cret@cam[::1]/x", "IPv6 host as [address]"),
+            ("rtsp://admin:s3cret@[10.0.0.2]/x", "IPv6 host as [address]"),
+            ("rtsp://admin:s3cret@[cam]/x", "IPv6 host as [address]"),
+            (
+                "rtsp://admin:s3cret@[fe80::1%25]/x",
+                "IPv6 host as [address]",
+            ),
+            ("rtsp://admin:s3c\"ret@cam/x", "user name and password"),
+            ("rtsp://admin:s3cret[@cam/x", "user name and password"),
+            ("rtsp://admin:s3crét@cam/x", "user name and password"),
+        ];
+        for (url, why) in table {
+            let err = checked("rtspUrl", url).expect_err(url);
+            assert!(
+                err.message.starts_with("rtspUrl "),
+                "{url}: {}",
+                err.message
+            );
+            assert!(err.message.contains(why), "{url}: {}", err.message);
+            assert!(!err.message.contains("s3c"), "{url}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn endpoints() {
+        let table = [
+            (
+                "rtsp://u:p@10.0.0.2:8554/main",
+                Some(("10.0.0.2", 8554, false)),
+            ),
+            ("rtsp://cam.local/main", Some(("cam.local", 554, false))),
+            ("RTSPS://cam/x", Some(("cam", 322, true))),
+            ("rtsp://[fe80::1]:1554/x", Some(("fe80::1", 1554, false))),
+            ("rtsp://[fe80::1]/x", Some(("fe80::1", 554, false))),
+            ("rtsp://cam:/x", Some(("cam", 554, false))),
+            ("rtsp://cam:99999/x", None),
+            ("rtsp:///x", None),
+        ];
+        for (url, want) in table {
+            let got = rtsp_endpoint(url);
+            let got = got.as_ref().map(|(h, p, t)| (h.as_str(), *p, *t));
+            assert_eq!(got, want, "{url}");
+        }
+        assert_eq!(without_userinfo("rtsp://a:b@h:1/x?y"), "rtsp://h:1/x?y");
+        assert_eq!(without_userinfo("rtsp://h/x"), "rtsp://h/x");
+    }
+
+    #[test]
+    fn redaction() {
+        let table = [
+            (
+                "rtsp://admin:s3cret@10.0.0.2:554/main",
+                "rtsp://***@10.0.0.2:554/main",
+            ),
+            ("rtsp://admin@cam/x?a=b@c", "rtsp://***@cam/x?a=b@c"),
+            ("rtsp://a:p@ss@cam/x", "rtsp://***@cam/x"),
+            ("rtsp://cam/x?u=a@b", "rtsp://cam/x?u=a@b"),
+            ("rtsp://cam:554/x", "rtsp://cam:554/x"),
+            ("no-scheme:secret@host", "***"),
+        ];
+        for (url, want) in table {
+            assert_eq!(redact(url), want, "{url}");
+        }
+    }
+}
