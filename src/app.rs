@@ -19,7 +19,7 @@ use crate::live::LiveChanges;
 use crate::motion::{self, Motion};
 use crate::prober::Prober;
 use crate::recording::{self, Recordings};
-use crate::relay::Relay;
+use crate::relay::{Relay, RelayError};
 use crate::sessions::Sessions;
 use crate::static_files::Ui;
 use crate::store::{self, Store};
@@ -38,6 +38,8 @@ pub struct App {
     pub clips: Arc<Clips>,
     pub motion: Motion,
     relay_healthy: AtomicBool,
+    /// The version the relay named at its last health check.
+    relay_version: Mutex<Option<String>>,
     cloud: Mutex<LinkState>,
     /// Whether each camera answered its last check or probe; in memory, so an idle node writes nothing.
     online: Mutex<HashMap<Uuid, bool>>,
@@ -92,6 +94,7 @@ impl App {
             clips,
             motion,
             relay_healthy: AtomicBool::new(false),
+            relay_version: Mutex::new(None),
             cloud: Mutex::new(LinkState::Disabled),
             online: Mutex::new(HashMap::new()),
             relay_nudges,
@@ -167,10 +170,23 @@ impl App {
         self.relay_healthy.load(Ordering::Relaxed)
     }
 
-    /// Returns the previous value.
-    pub fn set_relay_healthy(&self, healthy: bool) -> bool {
+    pub fn relay_version(&self) -> Option<String> {
+        lock(&self.relay_version).clone()
+    }
+
+    /// Records a health check: `Ok` with the version the relay named, or why
+    /// it is down. Returns whether it was healthy before.
+    pub fn set_relay_health(&self, health: Result<Option<String>, RelayError>) -> bool {
+        let healthy = health.is_ok();
+        let version = health.ok().flatten();
         let was = self.relay_healthy.swap(healthy, Ordering::Relaxed);
-        if was != healthy {
+        let version_changed = {
+            let mut current = lock(&self.relay_version);
+            let changed = *current != version;
+            *current = version;
+            changed
+        };
+        if was != healthy || version_changed {
             self.live_changed();
         }
         was

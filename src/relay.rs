@@ -13,6 +13,10 @@ use std::time::Duration;
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
 /// The largest stream listing accepted from the relay.
 const MAX_LISTING_BYTES: u64 = 4 * 1024 * 1024;
+/// The largest `GET /api` answer read for the relay's version.
+const MAX_INFO_BYTES: u64 = 64 * 1024;
+/// The longest relay version shown.
+const MAX_VERSION_CHARS: usize = 40;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RelayError {
@@ -71,8 +75,16 @@ impl Relay {
         format!("{}{path}", self.base)
     }
 
-    pub fn is_healthy(&self) -> bool {
-        self.quick.get(&self.url("/api")).call().is_ok()
+    /// Whether the relay answers `GET /api`, and the version it names there, if
+    /// it names one fit to show.
+    pub fn health(&self) -> Result<Option<String>, RelayError> {
+        let response = send(self.quick.get(&self.url("/api")).call())?;
+        let reader = response.into_reader().take(MAX_INFO_BYTES);
+        let info: serde_json::Value = serde_json::from_reader(reader).unwrap_or_default();
+        Ok(info["version"]
+            .as_str()
+            .filter(|v| showable_version(v))
+            .map(str::to_owned))
     }
 
     /// The relay's streams and their sources. The sources carry passwords: never log them.
@@ -152,10 +164,34 @@ impl Relay {
     }
 }
 
+/// A short version string such as `1.9.14` or `1.9.14+dev.`, and nothing
+/// that could carry markup or a message.
+fn showable_version(version: &str) -> bool {
+    (1..=MAX_VERSION_CHARS).contains(&version.len())
+        && version
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".+_~-".contains(&b))
+}
+
 fn send(result: Result<ureq::Response, ureq::Error>) -> Result<ureq::Response, RelayError> {
     match result {
         Ok(response) => Ok(response),
         Err(ureq::Error::Status(code, _)) => Err(RelayError::Status(code)),
         Err(ureq::Error::Transport(_)) => Err(RelayError::Unreachable),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_fit_to_show() {
+        for version in ["1.9.14", "1.9.14+dev.", "v2_rc~1-x", &"9".repeat(40)] {
+            assert!(showable_version(version), "{version}");
+        }
+        for version in ["", "1.9 beta", "<b>1</b>", "1.9.14\n", "é", &"9".repeat(41)] {
+            assert!(!showable_version(version), "{version}");
+        }
     }
 }

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::app::App;
 use crate::camera::Camera;
 use crate::relay::RelayError;
-use crate::rtsp_url::redact;
+use crate::rtsp_url::{redact, with_lowercase_scheme};
 
 const HEALTH_INTERVAL: Duration = Duration::from_secs(5);
 const RECONCILE_INTERVAL: Duration = Duration::from_secs(10);
@@ -33,15 +33,17 @@ fn is_ours(name: &str) -> bool {
     id.len() == 36 && Uuid::try_parse(id).is_ok()
 }
 
-/// The streams the relay should have: enabled cameras' main and sub streams.
+/// The streams the relay should have: enabled cameras' main and sub streams,
+/// each source with its scheme in lowercase, as go2rtc takes it.
 fn desired(cameras: &[Camera]) -> BTreeMap<String, String> {
     let enabled = cameras.iter().filter(|c| c.settings.enabled);
     enabled
         .flat_map(|c| {
-            let main = Some((stream_name(c.id, false), c.settings.rtsp_url.clone()));
-            let sub = (c.settings.rtsp_sub_url.clone()).map(|url| (stream_name(c.id, true), url));
+            let main = Some((stream_name(c.id, false), &c.settings.rtsp_url));
+            let sub = (c.settings.rtsp_sub_url.as_ref()).map(|url| (stream_name(c.id, true), url));
             main.into_iter().chain(sub)
         })
+        .map(|(name, url)| (name, with_lowercase_scheme(url)))
         .collect()
 }
 
@@ -52,10 +54,13 @@ pub fn spawn(app: Arc<App>, nudges: mpsc::Receiver<()>) {
         let mut last_reconcile: Option<Instant> = None;
         let mut pending = true;
         let mut first_check = true;
+        // Whether this run of the relay was said to keep changes it could not save.
+        let mut unsaved_told = false;
         loop {
             if Instant::now() >= next_health_check {
-                let healthy = app.relay.is_healthy();
-                let was_healthy = app.set_relay_healthy(healthy);
+                let health = app.relay.health();
+                let healthy = health.is_ok();
+                let was_healthy = app.set_relay_health(health);
                 if healthy != was_healthy || first_check {
                     log::info!(
                         "relay is {}",
@@ -64,14 +69,26 @@ pub fn spawn(app: Arc<App>, nudges: mpsc::Receiver<()>) {
                 }
                 // A relay that comes back may have restarted with no streams.
                 pending |= healthy && !was_healthy;
+                unsaved_told &= healthy;
                 first_check = false;
                 next_health_check = Instant::now() + HEALTH_INTERVAL;
             }
             let due = last_reconcile.is_none_or(|t| t.elapsed() >= RECONCILE_INTERVAL);
             if app.relay_healthy() && (pending || due) {
                 match reconcile(&app) {
-                    Ok(()) => pending = false,
-                    Err(e) => log::warn!("relay: reconciling streams failed: {e}"),
+                    Ok(outcome) => {
+                        // Each failed change was logged; the next health tick tries again.
+                        pending = outcome.failed;
+                        if outcome.unsaved && !unsaved_told {
+                            log::warn!(
+                                "relay: it applied stream changes but could not save them (is its \
+                                 configuration file missing or read-only?); they are made again \
+                                 after it restarts"
+                            );
+                            unsaved_told = true;
+                        }
+                    }
+                    Err(e) => log::warn!("relay: listing its streams failed: {e}"),
                 }
                 last_reconcile = Some(Instant::now());
             }
@@ -93,32 +110,101 @@ pub fn spawn(app: Arc<App>, nudges: mpsc::Receiver<()>) {
     });
 }
 
+/// A change the relay was asked to make: a stream to set to a source, or to remove.
+struct Change<'a> {
+    name: &'a str,
+    src: Option<&'a str>,
+    /// Whether the stream was there before (for the log line).
+    replaces: bool,
+}
+
+impl Change<'_> {
+    fn made_in(&self, streams: &BTreeMap<String, Vec<String>>) -> bool {
+        match self.src {
+            Some(src) => streams
+                .get(self.name)
+                .is_some_and(|s| s.len() == 1 && s[0] == src),
+            None => !streams.contains_key(self.name),
+        }
+    }
+
+    fn log_done(&self) {
+        match (self.src, self.replaces) {
+            (Some(src), true) => {
+                log::info!("relay: replaced stream {} ({})", self.name, redact(src))
+            }
+            (Some(src), false) => {
+                log::info!("relay: registered stream {} ({})", self.name, redact(src))
+            }
+            (None, _) => log::info!("relay: removed stream {}", self.name),
+        }
+    }
+}
+
+/// How the changes of a reconcile went.
+#[derive(Default)]
+struct Outcome {
+    /// A change was not made.
+    failed: bool,
+    /// The relay refused a change with 400 although it made it: go2rtc does
+    /// when it cannot write its configuration file (or runs without one).
+    unsaved: bool,
+}
+
 /// Adds missing streams, replaces those whose source differs, and removes
-/// ours that no camera needs. Holds the database lock only to read cameras.
-fn reconcile(app: &App) -> Result<(), RelayError> {
+/// ours that no camera needs. One failed change does not stop the others,
+/// and each is logged with its stream's name. Fails only if the relay's
+/// streams cannot be listed. Holds the database lock only to read cameras.
+fn reconcile(app: &App) -> Result<Outcome, RelayError> {
     let Ok(cameras) = app.db(|s| s.cameras()) else {
-        return Ok(());
+        return Ok(Outcome::default());
     };
     let want = desired(&cameras);
     let have = app.relay.streams()?;
-    for (name, src) in &want {
-        let current = have.get(name);
-        if current.is_some_and(|sources| sources.len() == 1 && &sources[0] == src) {
-            continue;
-        }
-        app.relay.put_stream(name, src)?;
-        let verb = if current.is_some() {
-            "replaced"
-        } else {
-            "registered"
+    let puts = want.iter().map(|(name, src)| Change {
+        name,
+        src: Some(src),
+        replaces: have.contains_key(name),
+    });
+    let deletes = have
+        .keys()
+        .filter(|n| is_ours(n) && !want.contains_key(*n))
+        .map(|name| Change {
+            name,
+            src: None,
+            replaces: true,
+        });
+    let mut refused = Vec::new();
+    let mut outcome = Outcome::default();
+    for change in puts.chain(deletes).filter(|c| !c.made_in(&have)) {
+        let result = match change.src {
+            Some(src) => app.relay.put_stream(change.name, src),
+            None => app.relay.delete_stream(change.name),
         };
-        log::info!("relay: {verb} stream {name} ({})", redact(src));
+        match result {
+            Ok(()) => change.log_done(),
+            Err(RelayError::Status(400)) => refused.push(change),
+            Err(e) => {
+                log::warn!("relay: changing stream {} failed: {e}", change.name);
+                outcome.failed = true;
+            }
+        }
     }
-    for name in have.keys().filter(|n| is_ours(n) && !want.contains_key(*n)) {
-        app.relay.delete_stream(name)?;
-        log::info!("relay: removed stream {name}");
+    if !refused.is_empty() {
+        // go2rtc answers 400 when it cannot save a change it made: see what took.
+        let now = app.relay.streams()?;
+        for change in refused {
+            if change.made_in(&now) {
+                change.log_done();
+                outcome.unsaved = true;
+            } else {
+                let refusal = RelayError::Status(400);
+                log::warn!("relay: changing stream {} failed: {refusal}", change.name);
+                outcome.failed = true;
+            }
+        }
     }
-    Ok(())
+    Ok(outcome)
 }
 
 #[cfg(test)]
@@ -160,7 +246,7 @@ mod tests {
             capabilities: None,
         };
         let (a, b, off) = (
-            camera(true, Some("rtsp://h/sub")),
+            camera(true, Some("RTSP://h/sub")),
             camera(true, None),
             camera(false, None),
         );

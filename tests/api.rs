@@ -80,6 +80,7 @@ fn status_has_the_spec_fields() {
             "version",
             "cloud",
             "relayHealthy",
+            "relayVersion",
             "cameras",
             "storage"
         ])
@@ -93,6 +94,7 @@ fn status_has_the_spec_fields() {
     );
     assert_eq!(status["cloud"], json!({ "state": "disabled" }));
     assert_eq!(status["relayHealthy"], false);
+    assert_eq!(status["relayVersion"], Value::Null, "no relay, no version");
     assert_eq!(status["cameras"], json!([]));
     let storage = &status["storage"];
     assert_eq!(

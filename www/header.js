@@ -1,6 +1,6 @@
-// The node header: name, version, id, the recordings' storage, relay health,
-// cloud link (with the claim code and its countdown), and a banner when the
-// node cannot be reached.
+// The node header: name, version, id, the recordings' storage, relay health
+// (with the relay's version), cloud link (with the claim code and its
+// countdown), and a banner when the node cannot be reached.
 
 import { $, setText, show, toggleClass } from './dom.js';
 import { serverNow } from './api.js';
@@ -77,7 +77,10 @@ export function renderHeader(state) {
   renderStorage(status.storage);
 
   if (status.relayHealthy) {
-    setBadge($('relay-badge'), 'Stream relay: OK', 'ok', 'Live view is available.');
+    // The node only passes on a short version string, e.g. "1.9.14".
+    const version = status.relayVersion ? ` · go2rtc ${status.relayVersion}` : '';
+    setBadge($('relay-badge'), `Stream relay: OK${version}`, 'ok',
+      `Live view is available.${version ? ` The relay is go2rtc ${status.relayVersion}.` : ''}`);
   } else {
     setBadge($('relay-badge'), 'Stream relay: down', 'bad', 'The stream relay is not answering: live view is unavailable.');
   }

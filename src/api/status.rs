@@ -1,4 +1,4 @@
-//! `GET /api/status`: the node, its cloud link, the relay's health, the
+//! `GET /api/status`: the node, its cloud link, the relay's health and version, the
 //! cameras and the recordings' use of storage.
 
 use serde::Serialize;
@@ -17,6 +17,8 @@ struct Status<'a> {
     version: &'static str,
     cloud: serde_json::Value,
     relay_healthy: bool,
+    /// The version the relay names, while it is up.
+    relay_version: Option<String>,
     cameras: Vec<CameraView<'a>>,
     storage: StorageView,
 }
@@ -46,6 +48,7 @@ fn build(app: &App) -> Result<Vec<u8>, Error> {
         version: env!("CARGO_PKG_VERSION"),
         cloud: app.cloud_state().to_json(),
         relay_healthy: app.relay_healthy(),
+        relay_version: app.relay_version(),
         cameras: cameras.iter().map(|c| CameraView::new(c, app)).collect(),
         storage: {
             let storage = app.recordings.storage();
