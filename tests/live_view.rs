@@ -1,13 +1,14 @@
 //! Live view end to end: a real browser (headless Debian Chromium) watches the
-//! real test camera through the node and a go2rtc stand-in doing real WebRTC,
-//! on the main and the sub stream, and again after the relay restarts.
+//! real test camera through the node and the real go2rtc, on the main and the
+//! sub stream, and again after go2rtc restarts with its configuration emptied.
 
 mod common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Camera, Node, TempDir, WebrtcRelay, closed_port, live_view_in_browser, wait_for};
+use common::go2rtc::{Go2rtc, Restart};
+use common::{Camera, Node, TempDir, live_view_in_browser, wait_for};
 use serde_json::{Value, json};
 
 fn screenshot(name: &str) -> String {
@@ -32,8 +33,7 @@ fn watch(node: &Node, query: &str, shot: &str) -> Value {
 #[test]
 fn a_browser_sees_the_camera_live_before_and_after_a_relay_restart() {
     let camera = Camera::start();
-    let relay_port = closed_port();
-    let relay = WebrtcRelay::start_on(relay_port);
+    let mut relay = Go2rtc::start();
     let dir = TempDir::new("live");
     let node = Node::start(dir.path(), &relay.url(), &[]);
     let created = node.add_camera(json!({
@@ -41,11 +41,12 @@ fn a_browser_sees_the_camera_live_before_and_after_a_relay_restart() {
     }));
     let id = created["id"].as_str().unwrap().to_owned();
     let sub_name = format!("{id}_sub");
+    let names = || relay.streams().into_keys().collect::<Vec<_>>();
     assert!(
-        wait_for(Duration::from_secs(5), || relay.stream_names()
+        wait_for(Duration::from_secs(5), || names()
             == vec![id.clone(), sub_name.clone()]),
         "streams not registered: {:?}",
-        relay.stream_names()
+        names()
     );
 
     let main = watch(&node, &format!("camera={id}"), "live-main.png");
@@ -81,15 +82,28 @@ fn a_browser_sees_the_camera_live_before_and_after_a_relay_restart() {
         "offer to first frame: through the node {} ms, straight to the relay {} ms",
         main["offerToFirstFrameMs"], direct["offerToFirstFrameMs"]
     );
+    for (stream, verdict) in [("main", &main), ("sub", &sub)] {
+        assert!(
+            verdict["videoFramesDecoded"].as_u64() > Some(0),
+            "{verdict}"
+        );
+        eprintln!(
+            "{stream}: {}x{}, {} frames decoded ({}), currentTime advanced {} s",
+            verdict["videoWidth"],
+            verdict["videoHeight"],
+            verdict["videoFramesDecoded"],
+            verdict["videoCodec"],
+            verdict["currentTimeAdvancedS"]
+        );
+    }
 
-    // The relay restarts with no streams: the node registers them again.
-    drop(relay);
-    let relay = WebrtcRelay::start_on(relay_port);
+    // go2rtc restarts with no streams: the node registers them again.
+    relay.restart(Restart::EmptyFile);
     let restarted = Instant::now();
     assert!(
-        wait_for(Duration::from_secs(15), || relay.stream_names().len() == 2),
+        wait_for(Duration::from_secs(15), || relay.streams().len() == 2),
         "streams not back 15 s after the relay restarted: {:?}",
-        relay.stream_names()
+        relay.streams()
     );
     eprintln!(
         "streams back {:?} after the relay restarted",
@@ -102,14 +116,15 @@ fn a_browser_sees_the_camera_live_before_and_after_a_relay_restart() {
 #[test]
 fn a_camera_that_is_down_gives_a_plain_message() {
     let camera = Camera::start();
-    let relay = WebrtcRelay::start_on(0);
+    let relay = Go2rtc::start();
     let dir = TempDir::new("live-down");
     let node = Node::start(dir.path(), &relay.url(), &[]);
     let url = camera.url(&format!("admin:{}", common::password("live")), "/main");
     let created = node.add_camera(json!({ "name": "Gone", "rtspUrl": url }));
     let id = created["id"].as_str().unwrap().to_owned();
-    assert!(wait_for(Duration::from_secs(5), || relay.stream_names()
-        == vec![id.clone()]));
+    assert!(wait_for(Duration::from_secs(5), || relay
+        .streams()
+        .contains_key(&id)));
     drop(camera);
 
     let page = format!("http://127.0.0.1:{}/live.html?camera={id}", node.port);

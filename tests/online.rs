@@ -93,7 +93,7 @@ fn data_files(dir: &std::path::Path) -> Vec<(String, u64, std::time::SystemTime)
 fn an_idle_node_writes_nothing() {
     let camera = Camera::start();
     let dir = TempDir::new("idle");
-    let relay = common::relay::Relay::start();
+    let relay = common::go2rtc::Go2rtc::start();
     let node = Node::start(
         dir.path(),
         &relay.url(),

@@ -45,11 +45,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# In a git-ignored venv: the WebRTC relay stand-in's Python packages (aiortc,
-# aiohttp), and zig with cargo-zigbuild for the armv7 build's old glibc floor.
-if ! .venv/bin/python -c "import aiortc, aiohttp, ziglang" 2>/dev/null || [ ! -x .venv/bin/cargo-zigbuild ]; then
+# In a git-ignored venv: zig with cargo-zigbuild for the armv7 build's old glibc floor.
+if ! .venv/bin/python -c "import ziglang" 2>/dev/null || [ ! -x .venv/bin/cargo-zigbuild ]; then
   python3 -m venv .venv
-  .venv/bin/pip install -q -r tests/relay_webrtc/requirements.txt -r tests/build-requirements.txt
+  .venv/bin/pip install -q -r tests/build-requirements.txt
 fi
 # playwright-core drives Debian's Chromium; it downloads no browser of its own.
 if [ ! -d tests/e2e/node_modules/playwright-core ]; then

@@ -2,7 +2,7 @@
 //! Chromium through every task a person does (add, probe, edit, set the
 //! motion sensitivity, watch, read events, play their clips, play and
 //! download recordings, delete) against the real node, the test camera (which
-//! the node records) and the WebRTC relay stand-in. When the script prints
+//! the node records) and the real go2rtc. When the script prints
 //! `need-events <cameraId>`, this test posts four events for that camera to
 //! the node's API without clips (from loopback, as the other detectors on its
 //! machine do): three within the last 15 s of recording, whose clips and
@@ -16,7 +16,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use common::{Camera, Node, TempDir, WebrtcRelay};
+use common::go2rtc::Go2rtc;
+use common::{Camera, Node, TempDir};
 use serde_json::json;
 
 fn post_events(node: &Node, camera: &str) {
@@ -48,7 +49,7 @@ fn post_events(node: &Node, camera: &str) {
 #[test]
 fn a_person_can_do_everything_in_the_browser() {
     let camera = Camera::start();
-    let relay = WebrtcRelay::start_on(0);
+    let relay = Go2rtc::start();
     let dir = TempDir::new("ui");
     let node = Node::start(dir.path(), &relay.url(), &[("CAMERA_CHECK_INTERVAL", "2s")]);
     let screenshots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");

@@ -1,7 +1,24 @@
 //! The real go2rtc (v1.9.14), which `tests/run.sh` builds into
-//! `target/go2rtc` and names in `GO2RTC`.
+//! `target/go2rtc` and names in `GO2RTC`, run for one test on free ports of
+//! 127.0.0.1: its API, RTSP server and WebRTC (TCP and UDP) stay on loopback,
+//! it asks no STUN server (`ice_servers: []`) and runs no program
+//! (`exec`/`echo` `allow_paths: []`). Its trace log, JSON lines on stdout,
+//! tells what it received: every API request and every WHEP offer.
+//! It is killed on drop, and its log printed if the test failed; nothing it
+//! starts outlives the test.
 
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
 use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::TempDir;
 
 /// The go2rtc binary: `GO2RTC`, else the one `tests/run.sh` builds.
 pub fn binary() -> PathBuf {
@@ -16,4 +33,435 @@ pub fn binary() -> PathBuf {
         path.display()
     );
     path
+}
+
+/// A full WHEP offer (aiortc's, video and audio receive-only), as go2rtc needs
+/// one: it refuses an offer without ICE credentials.
+pub const OFFER: &str = "v=0\r\no=- 4004390987 4004390987 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n\
+a=group:BUNDLE 0\r\na=msid-semantic:WMS *\r\nm=video 53380 UDP/TLS/RTP/SAVPF 97 98 99 100 101 102\r\n\
+c=IN IP4 192.0.2.2\r\na=recvonly\r\na=extmap:1 urn:ietf:params:rtp-hdrext:sdes:mid\r\n\
+a=extmap:3 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time\r\na=mid:0\r\n\
+a=msid:f62f99f6-7c1f-4cce-854b-2213ada7b267 327ed7bb-8e92-4da8-8de5-401c7e72f405\r\n\
+a=rtcp:9 IN IP4 0.0.0.0\r\na=rtcp-mux\r\na=ssrc-group:FID 1565622222 3646851467\r\n\
+a=ssrc:1565622222 cname:940f2d4b-d1a9-46cb-90fb-6c89ca354c0e\r\n\
+a=ssrc:3646851467 cname:940f2d4b-d1a9-46cb-90fb-6c89ca354c0e\r\n\
+a=rtpmap:97 VP8/90000\r\na=rtcp-fb:97 nack\r\na=rtcp-fb:97 nack pli\r\na=rtcp-fb:97 goog-remb\r\n\
+a=rtpmap:98 rtx/90000\r\na=fmtp:98 apt=97\r\na=rtpmap:99 H264/90000\r\na=rtcp-fb:99 nack\r\n\
+a=rtcp-fb:99 nack pli\r\na=rtcp-fb:99 goog-remb\r\n\
+a=fmtp:99 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42001f\r\n\
+a=rtpmap:100 rtx/90000\r\na=fmtp:100 apt=99\r\na=rtpmap:101 H264/90000\r\na=rtcp-fb:101 nack\r\n\
+a=rtcp-fb:101 nack pli\r\na=rtcp-fb:101 goog-remb\r\n\
+a=fmtp:101 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r\n\
+a=rtpmap:102 rtx/90000\r\na=fmtp:102 apt=101\r\n\
+a=candidate:f957a2332b1715da3b0ef8ba684454eb 1 udp 2130706431 192.0.2.2 53380 typ host\r\n\
+a=end-of-candidates\r\na=ice-ufrag:fpsw\r\na=ice-pwd:5gDsBKwY1TfupDl9X5zp7T\r\n\
+a=fingerprint:sha-256 C5:2E:6F:50:A3:B7:6A:9C:C7:CC:A0:5D:86:1D:FA:D3:0C:3C:05:2F:93:84:5B:52:51:64:F7:77:67:CD:A0:DC\r\n\
+a=setup:actpass\r\n";
+
+/// Where go2rtc keeps its configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Config {
+    /// A YAML file, into which go2rtc saves the streams added through its API.
+    File,
+    /// `-config '{…}'` and no file: go2rtc makes each change asked through its
+    /// API yet answers 400 "config file disabled".
+    Inline,
+}
+
+/// What a restart does to the configuration file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restart {
+    /// As go2rtc left it: the streams it saved come back.
+    KeepFile,
+    /// Back to the settings alone: go2rtc comes back with no streams.
+    EmptyFile,
+}
+
+/// A request go2rtc logged.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub query: Vec<(String, String)>,
+}
+
+impl Request {
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Ports {
+    api: u16,
+    rtsp: u16,
+    webrtc: u16,
+}
+
+pub struct Go2rtc {
+    config: Config,
+    /// Streams in the configuration at start (foreign ones, say), in order.
+    streams: Vec<(String, String)>,
+    dir: TempDir,
+    ports: Ports,
+    child: Option<Child>,
+    /// Everything go2rtc printed, over all its runs.
+    log: Arc<Mutex<String>>,
+    /// Where the current run's output starts in `log`.
+    run_start: usize,
+}
+
+impl Go2rtc {
+    /// go2rtc with a configuration file and no streams.
+    pub fn start() -> Go2rtc {
+        Go2rtc::start_with(Config::File, &[])
+    }
+
+    /// go2rtc with `streams` in its configuration, as someone might have set up.
+    pub fn start_with(config: Config, streams: &[(&str, &str)]) -> Go2rtc {
+        let mut go2rtc = Go2rtc {
+            config,
+            streams: streams
+                .iter()
+                .map(|(n, s)| (n.to_string(), s.to_string()))
+                .collect(),
+            dir: TempDir::new("go2rtc"),
+            ports: free_ports(),
+            child: None,
+            log: Arc::default(),
+            run_start: 0,
+        };
+        // A port taken between picking and binding: go2rtc only logs it, so try others.
+        for _ in 0..5 {
+            go2rtc.write_config();
+            if go2rtc.run() {
+                return go2rtc;
+            }
+            go2rtc.stop();
+            go2rtc.ports = free_ports();
+        }
+        panic!(
+            "go2rtc did not come up on 127.0.0.1 in 5 tries:\n{}",
+            go2rtc.log()
+        );
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ports.api)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("go2rtc is running").id()
+    }
+
+    /// The configuration file (for [`Config::File`]).
+    pub fn config_path(&self) -> PathBuf {
+        assert_eq!(self.config, Config::File, "go2rtc runs without a file");
+        self.dir.path().join("go2rtc.yaml")
+    }
+
+    pub fn config_text(&self) -> String {
+        std::fs::read_to_string(self.config_path()).unwrap()
+    }
+
+    /// The settings, with the streams given at start.
+    fn settings(&self) -> Value {
+        let Ports { api, rtsp, webrtc } = self.ports;
+        json!({
+            "log": { "format": "json", "level": "info", "api": "trace", "webrtc": "trace" },
+            "api": { "listen": format!("127.0.0.1:{api}") },
+            "rtsp": { "listen": format!("127.0.0.1:{rtsp}") },
+            "webrtc": {
+                "listen": format!("127.0.0.1:{webrtc}"),
+                "candidates": [format!("127.0.0.1:{webrtc}")],
+                "ice_servers": [],
+                "filters": { "loopback": true, "candidates": ["127.0.0.1"], "networks": ["udp4", "tcp4"] },
+            },
+            "exec": { "allow_paths": [] },
+            "echo": { "allow_paths": [] },
+        })
+    }
+
+    /// The file: each setting on a line of its own (JSON is YAML), and the
+    /// streams in block style, as go2rtc writes them.
+    fn write_config(&self) {
+        if self.config == Config::Inline {
+            return;
+        }
+        let mut text = String::new();
+        for (key, value) in self.settings().as_object().unwrap() {
+            text.push_str(&format!("{key}: {value}\n"));
+        }
+        if !self.streams.is_empty() {
+            text.push_str("streams:\n");
+            for (name, src) in &self.streams {
+                text.push_str(&format!("  {}:\n    - {}\n", json!(name), json!(src)));
+            }
+        }
+        std::fs::write(self.config_path(), text).unwrap();
+    }
+
+    /// Starts a run; true once it serves and listens on all its ports.
+    fn run(&mut self) -> bool {
+        let mut command = Command::new(binary());
+        match self.config {
+            Config::File => command.arg("-config").arg(self.config_path()),
+            Config::Inline => {
+                let mut settings = self.settings();
+                let streams: serde_json::Map<String, Value> = (self.streams.iter())
+                    .map(|(n, s)| (n.clone(), json!([s])))
+                    .collect();
+                settings["streams"] = Value::Object(streams);
+                command.arg("-config").arg(settings.to_string())
+            }
+        };
+        let mut child = command
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", binary().display()));
+        self.run_start = self.log.lock().unwrap().len();
+        for pipe in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let log = self.log.clone();
+            thread::spawn(move || {
+                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    log.lock().unwrap().push_str(&format!("{line}\n"));
+                }
+            });
+        }
+        self.child = Some(child);
+        let rtsp = format!("127.0.0.1:{}", self.ports.rtsp);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let messages = self.messages();
+            let listening = |what: &str| messages.iter().any(|m| m.0 == "info" && m.1 == what);
+            let serves = get_json(&format!("{}/api", self.url()))
+                .is_some_and(|info| info["rtsp"]["listen"] == rtsp.as_str());
+            if serves
+                && listening("[rtsp] listen")
+                && listening("[webrtc] listen tcp")
+                && listening("[webrtc] listen udp")
+            {
+                return true;
+            }
+            if messages
+                .iter()
+                .any(|m| m.0 == "error" && m.1.contains("listen"))
+            {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// Kills it, as a crash would (the relay is then down).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same ports after [`Go2rtc::stop`].
+    pub fn start_again(&mut self, restart: Restart) {
+        assert!(self.child.is_none(), "go2rtc is still running");
+        if restart == Restart::EmptyFile {
+            self.streams.clear();
+            self.write_config();
+        }
+        assert!(
+            self.run(),
+            "go2rtc did not come back on its ports:\n{}",
+            self.log()
+        );
+    }
+
+    pub fn restart(&mut self, restart: Restart) {
+        self.stop();
+        self.start_again(restart);
+    }
+
+    /// SIGSTOP: a truly hung relay, which accepts connections and never answers.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        // SAFETY: kill has no memory-safety preconditions.
+        let sent = unsafe { libc::kill(self.pid() as libc::pid_t, signal) };
+        assert_eq!(sent, 0, "signal {signal} to go2rtc");
+    }
+
+    /// Everything go2rtc printed, over all its runs.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// The current run's log records as (level, message).
+    fn messages(&self) -> Vec<(String, String)> {
+        let log = self.log.lock().unwrap();
+        log[self.run_start.min(log.len())..]
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .map(|record| {
+                let field = |name: &str| record[name].as_str().unwrap_or_default().to_owned();
+                (field("level"), field("message"))
+            })
+            .collect()
+    }
+
+    /// The API requests of the current run, in order.
+    pub fn requests(&self) -> Vec<Request> {
+        self.messages()
+            .into_iter()
+            .filter_map(|(_, message)| {
+                let line = message.strip_prefix("[api] ")?;
+                let mut parts = line.split(' ');
+                let (method, target) = (parts.next()?, parts.next()?);
+                let (path, query) = target.split_once('?').unwrap_or((target, ""));
+                Some(Request {
+                    method: method.to_owned(),
+                    path: path.to_owned(),
+                    query: form_decode(query),
+                })
+            })
+            .filter(|r| r.path.starts_with('/'))
+            .collect()
+    }
+
+    /// The WHEP offers of the current run, as go2rtc read them.
+    pub fn offers(&self) -> Vec<String> {
+        self.messages()
+            .into_iter()
+            .filter_map(|(_, m)| m.strip_prefix("[webrtc] offer:\n").map(str::to_owned))
+            .collect()
+    }
+
+    /// `GET /api`'s `version`.
+    pub fn version(&self) -> String {
+        let info = get_json(&format!("{}/api", self.url())).expect("go2rtc answers GET /api");
+        info["version"].as_str().expect("a version").to_owned()
+    }
+
+    /// Its streams and their sources, as `GET /api/streams` lists them.
+    pub fn streams(&self) -> BTreeMap<String, Vec<String>> {
+        let listing = get_json(&format!("{}/api/streams", self.url()))
+            .expect("go2rtc answers GET /api/streams");
+        let sources = |stream: &Value| -> Vec<String> {
+            let producers = stream["producers"].as_array().cloned().unwrap_or_default();
+            producers
+                .iter()
+                .filter_map(|p| p["url"].as_str().map(str::to_owned))
+                .collect()
+        };
+        listing
+            .as_object()
+            .expect("a JSON object")
+            .iter()
+            .map(|(name, stream)| (name.clone(), sources(stream)))
+            .collect()
+    }
+
+    /// Its streams with one source each, for comparisons.
+    pub fn stream_sources(&self) -> BTreeMap<String, String> {
+        self.streams()
+            .into_iter()
+            .map(|(name, mut sources)| {
+                assert_eq!(sources.len(), 1, "stream {name}: {sources:?}");
+                (name, sources.remove(0))
+            })
+            .collect()
+    }
+
+    /// Sets a stream as someone other than the node would; returns the status.
+    pub fn put(&self, name: &str, src: &str) -> u16 {
+        let request = ureq::put(&format!("{}/api/streams", self.url()));
+        status_of(request.query("name", name).query("src", src).call())
+    }
+
+    /// Removes a stream as someone other than the node would; returns the status.
+    pub fn delete(&self, name: &str) -> u16 {
+        let request = ureq::delete(&format!("{}/api/streams", self.url()));
+        status_of(request.query("src", name).call())
+    }
+}
+
+impl Drop for Go2rtc {
+    fn drop(&mut self) {
+        self.stop();
+        if thread::panicking() {
+            eprintln!("--- go2rtc output ---\n{}", self.log());
+        }
+    }
+}
+
+/// Three ports free on 127.0.0.1 just now.
+fn free_ports() -> Ports {
+    let listeners: Vec<TcpListener> = (0..3)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let port = |i: usize| listeners[i].local_addr().unwrap().port();
+    Ports {
+        api: port(0),
+        rtsp: port(1),
+        webrtc: port(2),
+    }
+}
+
+fn get_json(url: &str) -> Option<Value> {
+    let response = ureq::get(url).timeout(Duration::from_secs(2)).call().ok()?;
+    serde_json::from_reader(response.into_reader()).ok()
+}
+
+fn status_of(result: Result<ureq::Response, ureq::Error>) -> u16 {
+    match result {
+        Ok(response) => response.status(),
+        Err(ureq::Error::Status(code, _)) => code,
+        Err(e) => panic!("go2rtc did not answer: {e}"),
+    }
+}
+
+/// `a=1&b=%20x` as Go's `Query()` reads it.
+fn form_decode(query: &str) -> Vec<(String, String)> {
+    let decode = |s: &str| {
+        let bytes = s.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok());
+            match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+                (b'%', Some(b)) => {
+                    out.push(b);
+                    i += 2;
+                }
+                (b'+', _) => out.push(b' '),
+                (b, _) => out.push(b),
+            }
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
 }

@@ -1,5 +1,6 @@
 //! Shared test harness: runs the real `nvr-node` binary, a real RTSP camera
-//! (GStreamer), a silent camera and a go2rtc stand-in, and speaks raw HTTP.
+//! (GStreamer), a silent camera, the real go2rtc (`go2rtc.rs`) and a go2rtc
+//! stand-in for the faults go2rtc cannot show (`relay.rs`), and speaks raw HTTP.
 //! On a failed assertion the node's command line and logs are printed.
 
 #![allow(dead_code)] // Each test binary uses a different part of the harness.
@@ -519,66 +520,6 @@ impl Drop for Camera {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// The go2rtc stand-in that does real WebRTC (`tests/relay_webrtc/relay.py`,
-/// aiortc in the project's `.venv`): it pulls the camera's H.264 over RTSP/TCP
-/// and passes it through to the browser.
-pub struct WebrtcRelay {
-    child: Child,
-    _stdin: ChildStdin,
-    logs: Arc<Mutex<String>>,
-    pub port: u16,
-}
-
-impl WebrtcRelay {
-    /// Starts it on 127.0.0.1:`port` (0: a free port).
-    pub fn start_on(port: u16) -> WebrtcRelay {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut command = Command::new(root.join(".venv/bin/python"));
-        command.arg(root.join("tests/relay_webrtc/relay.py")).args([
-            "--port",
-            &port.to_string(),
-            "--max-seconds",
-            "600",
-        ]);
-        let needs = ".venv/bin/python with aiortc and aiohttp (tests/run.sh installs them)";
-        let server = ReadyServer::start(command, "ready http://127.0.0.1:", needs);
-        WebrtcRelay {
-            child: server.child,
-            _stdin: server.stdin,
-            logs: server.stderr,
-            port: server.port,
-        }
-    }
-
-    pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// The relay's streams, as `GET /api/streams` lists them.
-    pub fn stream_names(&self) -> Vec<String> {
-        let response = http::request(self.port, "GET", "/api/streams", &[], b"");
-        response
-            .json()
-            .as_object()
-            .map(|o| o.keys().cloned().collect())
-            .unwrap_or_default()
-    }
-
-    pub fn logs(&self) -> String {
-        self.logs.lock().unwrap().clone()
-    }
-}
-
-impl Drop for WebrtcRelay {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if thread::panicking() {
-            eprintln!("--- WebRTC relay stand-in output ---\n{}", self.logs());
-        }
     }
 }
 
