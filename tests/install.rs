@@ -620,7 +620,7 @@ fn the_systemd_unit_verifies_and_matches_the_settings() {
 #[test]
 fn the_scripts_parse_as_posix_sh() {
     let shells: Vec<&str> = ["sh", "dash"].into_iter().filter(|s| have(s)).collect();
-    for script in ["install.sh", "nvr-node.init"] {
+    for script in ["install.sh", "nvr-node.init", "go2rtc.init"] {
         for shell in &shells {
             Command::new(shell).arg("-n").arg(deploy(script)).run_ok();
         }
@@ -859,4 +859,46 @@ fn the_init_script_restarts_the_node_and_stops_it_without_orphans() {
     assert!(!dir.path().join("nvr-node.pid").exists());
     init(&script, "status").exits(3);
     assert!(read(&log).contains("nvr-node stopped"), "{}", read(&log));
+}
+
+// ---- go2rtc.init ----
+
+/// The line above which nvr-node.init and go2rtc.init may differ.
+const SHARED_FROM: &str =
+    "# ---- Below, nvr-node.init and go2rtc.init are the same (tests/install.rs). ----\n";
+
+#[test]
+fn the_two_init_scripts_differ_only_in_their_values() {
+    let split = |file: &str| {
+        let text = read(&deploy(file));
+        assert_eq!(
+            text.matches(SHARED_FROM).count(),
+            1,
+            "{file} should have the line {SHARED_FROM:?} once"
+        );
+        let at = text.find(SHARED_FROM).unwrap();
+        (text[..at].to_owned(), text[at..].to_owned())
+    };
+    let (node_values, node_shared) = split("nvr-node.init");
+    let (go2rtc_values, go2rtc_shared) = split("go2rtc.init");
+    assert!(
+        node_shared == go2rtc_shared,
+        "nvr-node.init and go2rtc.init differ below {SHARED_FROM:?}: change both"
+    );
+    // Above it, both set what the shared part uses.
+    for key in ["NAME=", "DAEMON=", "DAEMON_ARGS=", "RUN_AS=", "STATE_DIR="] {
+        for (file, values) in [
+            ("nvr-node.init", &node_values),
+            ("go2rtc.init", &go2rtc_values),
+        ] {
+            let count = values.lines().filter(|l| l.starts_with(key)).count();
+            assert_eq!(
+                count, 1,
+                "{file} should set {key} once above the shared part"
+            );
+        }
+    }
+    assert!(node_values.contains("\n# Should-Start:      go2rtc\n"));
+    assert!(go2rtc_values.contains("\n# Provides:          go2rtc\n"));
+    assert!(go2rtc_values.contains("\nRUN_AS=go2rtc\n"));
 }
