@@ -4,8 +4,10 @@
 //! verify`) and the init script: its commands, and a real supervised node
 //! started, killed, restarted and stopped from a copy of it with its paths
 //! moved into a temporary folder. With `--with-go2rtc`, the same for go2rtc
-//! (the real one, `GO2RTC`): its files, users, modes and settings. Nothing is
-//! installed on this machine.
+//! (the real one, `GO2RTC`): its files, and the installed go2rtc with its
+//! installed settings run under its installed init script next to the
+//! installed node, which registers a camera in it. Nothing is installed on
+//! this machine.
 //!
 //! Runs as any user; as root it also checks that install.sh makes the users
 //! `nvr` and `go2rtc` in DESTDIR's own account files (useradd --prefix), and
@@ -1260,4 +1262,294 @@ fn uninstall_leaves_a_go2rtc_it_did_not_install() {
         "{}",
         purge.report()
     );
+}
+
+/// A WebRTC offer (from aiortc, trimmed to one H.264 video track): go2rtc
+/// parses it fully before it asks the stream's source for media.
+const OFFER: &str = "v=0\r\n\
+o=- 4004390987 4004390987 IN IP4 0.0.0.0\r\n\
+s=-\r\n\
+t=0 0\r\n\
+a=group:BUNDLE 0\r\n\
+a=msid-semantic:WMS *\r\n\
+m=video 9 UDP/TLS/RTP/SAVPF 99\r\n\
+c=IN IP4 0.0.0.0\r\n\
+a=recvonly\r\n\
+a=mid:0\r\n\
+a=rtcp-mux\r\n\
+a=rtpmap:99 H264/90000\r\n\
+a=fmtp:99 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r\n\
+a=ice-ufrag:fpsw\r\n\
+a=ice-pwd:5gDsBKwY1TfupDl9X5zp7T\r\n\
+a=fingerprint:sha-256 C5:2E:6F:50:A3:B7:6A:9C:C7:CC:A0:5D:86:1D:FA:D3:0C:3C:05:2F:93:84:5B:52:51:64:F7:77:67:CD:A0:DC\r\n\
+a=setup:actpass\r\n";
+
+/// Distinct free ports on 127.0.0.1 (bound together, then released).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<std::net::TcpListener> = (0..N)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| listeners[i].local_addr().unwrap().port())
+}
+
+/// The local addresses (hex, as in /proc/net/tcp*) that listen on TCP `port`.
+fn listeners_on(port: u16) -> Vec<String> {
+    let mut found = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        for line in read(Path::new(table)).lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state)) = (fields.get(1), fields.get(3)) else {
+                continue;
+            };
+            let Some((address, hex_port)) = local.split_once(':') else {
+                continue;
+            };
+            if *state == "0A" && u16::from_str_radix(hex_port, 16) == Ok(port) {
+                found.push(address.to_owned());
+            }
+        }
+    }
+    found
+}
+
+/// GET `path` from go2rtc, or None while nothing answers on `port`.
+fn try_get(port: u16, path: &str) -> Option<common::Response> {
+    std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    Some(common::http::request(port, "GET", path, &[], b""))
+}
+
+/// go2rtc's streams: name -> its sources.
+fn go2rtc_streams(port: u16) -> std::collections::BTreeMap<String, Vec<String>> {
+    let streams = common::http::request(port, "GET", "/api/streams", &[], b"");
+    assert_eq!(streams.status, 200, "{streams}");
+    streams
+        .json()
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {streams}"))
+        .iter()
+        .map(|(name, stream)| {
+            let urls = stream["producers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["url"].as_str().map(str::to_owned))
+                .collect();
+            (name.clone(), urls)
+        })
+        .collect()
+}
+
+#[test]
+fn the_installed_go2rtc_and_node_work_together_under_their_init_scripts() {
+    let began = Instant::now();
+    let go2rtc = common::go2rtc::binary();
+    let dir = TempDir::new("install-pair");
+    // The user runs the programs from here, so it must be able to reach them.
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let dest = dir.path().join("root");
+    install(&dest, &[BINARY, "--with-go2rtc", go2rtc.to_str().unwrap()]).run_ok();
+    let run_as = service_user();
+    let id_of = |flag: &str| -> u32 {
+        run(Command::new("id").args([flag, run_as.as_str()]))
+            .ok()
+            .stdout()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+
+    // go2rtc's folder: the installed settings with free loopback ports (each
+    // replaced once, so none is left on its shipped port), given to the user.
+    let g2_dir = dir.path().join("go2rtc");
+    let out = g2_dir.join("out");
+    fs::create_dir_all(&out).unwrap();
+    // Where an exec: source would leave its mark, were it run.
+    fs::set_permissions(&out, fs::Permissions::from_mode(0o777)).unwrap();
+    let [api, rtsp, webrtc] = free_ports::<3>();
+    let mut settings = read(&dest.join("etc/go2rtc/go2rtc.yaml"));
+    for (shipped, port) in [
+        ("\"127.0.0.1:1984\"", api),
+        ("\"127.0.0.1:8554\"", rtsp),
+        ("\":8555\"", webrtc),
+    ] {
+        assert_eq!(
+            settings.matches(shipped).count(),
+            1,
+            "{shipped} in\n{settings}"
+        );
+        settings = settings.replace(shipped, &format!("\"127.0.0.1:{port}\""));
+    }
+    // An exec: stream in the file, as someone with write access could add.
+    let ran = out.join("exec-ran");
+    settings.push_str(&format!(
+        "\nstreams:\n  exec_test: exec:/bin/touch {}\n",
+        ran.display()
+    ));
+    let config = g2_dir.join("go2rtc.yaml");
+    fs::write(&config, &settings).unwrap();
+    fs::set_permissions(&config, fs::Permissions::from_mode(0o600)).unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(&config, Some(id_of("-u")), Some(id_of("-g"))).unwrap();
+    }
+    let g2_script = init_copy_of(
+        &dest.join("etc/init.d/go2rtc"),
+        &g2_dir,
+        &dest.join("usr/local/bin/go2rtc"),
+        &run_as,
+        &[("CONFIG=", config.display().to_string())],
+    );
+    let g2_log = g2_dir.join("log/go2rtc.log");
+
+    // The node's folder and settings.
+    let node_dir = dir.path().join("node");
+    fs::create_dir_all(&node_dir).unwrap();
+    fs::write(
+        node_dir.join("defaults"),
+        format!(
+            "PORT=0\nLISTEN_ADDRESS=127.0.0.1\nDATA_DIR={}\nRELAY_URL=http://127.0.0.1:{api}\nNODE_NAME=pair-test\nLOG_LEVEL=debug\n",
+            node_dir.join("data").display()
+        ),
+    )
+    .unwrap();
+    let node_script = init_copy_of(
+        &dest.join("etc/init.d/nvr-node"),
+        &node_dir,
+        &dest.join("usr/local/bin/nvr-node"),
+        &run_as,
+        &[],
+    );
+    let node_log = node_dir.join("log/nvr-node.log");
+
+    // Stopped however the test ends, the node first.
+    let _g2_guard = Supervised {
+        script: g2_script.clone(),
+        pids: Vec::new(),
+    };
+    let starting = Instant::now();
+    init(&g2_script, "start").run_ok();
+    let _node_guard = Supervised {
+        script: node_script.clone(),
+        pids: Vec::new(),
+    };
+    init(&node_script, "start").run_ok();
+    let info = wait_for("go2rtc to answer", &g2_log, || {
+        try_get(api, "/api").filter(|r| r.status == 200)
+    });
+    let go2rtc_up = starting.elapsed();
+    assert!(
+        info.json()["version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("1.9.14")),
+        "{info}"
+    );
+    let port = wait_for("the node to listen", &node_log, || {
+        let text = fs::read_to_string(&node_log).ok()?;
+        let line = text
+            .lines()
+            .rev()
+            .find(|l| l.contains("listening on http://"))?;
+        line.rsplit(':').next()?.trim().parse::<u16>().ok()
+    });
+    eprintln!(
+        "go2rtc answered {go2rtc_up:?} and the node {:?} after their init scripts started them",
+        starting.elapsed()
+    );
+    let node = |method: &str, path: &str, body: &str| {
+        let response = common::http::request(
+            port,
+            method,
+            path,
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        );
+        common::assert_no_secret(&response.to_string(), &format!("{method} {path}"));
+        response
+    };
+
+    // The node registers a camera in go2rtc, which saves it in its file.
+    let url = format!(
+        "rtsp://admin:{}@127.0.0.1:{}/main",
+        common::password("pair"),
+        closed_port()
+    );
+    let added = node(
+        "POST",
+        "/api/cameras",
+        &serde_json::json!({ "name": "Door", "rtspUrl": url }).to_string(),
+    );
+    assert_eq!(added.status, 201, "{added}");
+    let id = added.json()["id"].as_str().unwrap().to_owned();
+    wait_for("go2rtc to list the camera", &node_log, || {
+        (go2rtc_streams(api).get(&id) == Some(&vec![url.clone()])).then_some(())
+    });
+    assert!(
+        read(&config).contains(&url),
+        "not saved:\n{}",
+        read(&config)
+    );
+    assert_eq!(mode(&config), 0o600, "go2rtc changed its file's mode");
+    wait_for("the node to call the relay healthy", &node_log, || {
+        (node("GET", "/api/status", "").json()["relayHealthy"] == true).then_some(())
+    });
+
+    // go2rtc's API and RTSP server listen on 127.0.0.1 only.
+    for (what, port) in [("API", api), ("RTSP server", rtsp)] {
+        let addresses = listeners_on(port);
+        assert_eq!(
+            addresses,
+            vec!["0100007F".to_owned()],
+            "go2rtc's {what} (port {port}) should listen on 127.0.0.1 only"
+        );
+    }
+    // Only what the node needs is served: not the settings (passwords).
+    let hidden = try_get(api, "/api/config").unwrap();
+    assert_eq!(hidden.status, 404, "{hidden}");
+
+    // No program runs: exec: through the API is refused, and the one in the
+    // file fails when a viewer asks for it.
+    let put_ran = out.join("put-ran");
+    let put = common::http::request(
+        api,
+        "PUT",
+        &format!(
+            "/api/streams?name=exec_put&src=exec:/bin/touch%20{}",
+            put_ran.display()
+        ),
+        &[],
+        b"",
+    );
+    assert_eq!(put.status, 400, "{put}");
+    assert!(!go2rtc_streams(api).contains_key("exec_put"));
+    let offer = common::http::request(
+        api,
+        "POST",
+        "/api/webrtc?src=exec_test",
+        &[("Content-Type", "application/sdp")],
+        OFFER.as_bytes(),
+    );
+    assert_eq!(offer.status, 500, "{offer}");
+    assert!(offer.text().contains("bin not in allow_paths"), "{offer}");
+    thread::sleep(Duration::from_millis(500));
+    assert!(!ran.exists() && !put_ran.exists(), "go2rtc ran a program");
+
+    // With the node stopped, so that it cannot put the stream back, a
+    // restarted go2rtc has the camera from its file.
+    init(&node_script, "stop").run_ok();
+    init(&g2_script, "restart").run_ok();
+    wait_for("go2rtc to answer again", &g2_log, || {
+        try_get(api, "/api").filter(|r| r.status == 200)
+    });
+    wait_for("go2rtc to have the camera again", &g2_log, || {
+        (go2rtc_streams(api).get(&id) == Some(&vec![url.clone()])).then_some(())
+    });
+
+    init(&g2_script, "stop").run_ok();
+    init(&g2_script, "status").exits(3);
+    init(&node_script, "status").exits(3);
+    let left = processes_mentioning(&dir.path().display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}");
+    let node_logs = read(&node_log);
+    common::assert_no_secret(&node_logs, "the node's log");
+    assert!(node_logs.contains("nvr-node stopped"), "{node_logs}");
+    eprintln!("the whole test took {:?}", began.elapsed());
 }
