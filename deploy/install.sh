@@ -3,11 +3,16 @@
 # /etc/default/nvr-node are kept); safe to run again.
 #
 #   sudo sh install.sh [BINARY]               install or upgrade, then (re)start
+#   sudo sh install.sh BINARY --with-go2rtc GO2RTC
+#                                             the same, with go2rtc beside it
 #   sudo sh install.sh --uninstall            remove the program; keep settings and data
 #   sudo sh install.sh --uninstall --purge    remove settings, data and the nvr user too
 #
 # BINARY defaults to nvr-node next to this script. The other files it installs
-# (nvr-node.default, nvr-node.service, nvr-node.init) are taken from beside it.
+# (nvr-node.default, nvr-node.service, nvr-node.init, and with --with-go2rtc
+# go2rtc.yaml, go2rtc.service, go2rtc.init) are taken from beside it. go2rtc
+# runs as its own user, go2rtc, with /etc/go2rtc/go2rtc.yaml; an upgrade without
+# --with-go2rtc leaves it as it is, and uninstall removes it with the node.
 # DESTDIR=/path installs into a board image instead of this machine: nothing is
 # started, the user nvr is made only if DESTDIR/etc/passwd exists, and both the
 # systemd unit and the init script are installed. PREFIX (default /usr/local)
@@ -22,11 +27,16 @@ umask 022
 NAME=nvr-node
 RUN_AS=nvr
 HOME_DIR=/var/lib/nvr-node
+G2_USER=go2rtc
+G2_HOME=/var/lib/go2rtc
+# In the go2rtc files it installs: uninstall and purge remove only those.
+MARKER="nvr-node's install.sh"
 SHIPPED_PREFIX=/usr/local
 
 usage() {
-    echo "usage: sh $0 [--uninstall] [--purge] [BINARY]" >&2
+    echo "usage: sh $0 [--uninstall] [--purge] [--with-go2rtc GO2RTC] [BINARY]" >&2
     echo "  BINARY    the nvr-node program built for this board (default: nvr-node beside this script)" >&2
+    echo "  GO2RTC    a go2rtc program for this board, installed beside it as a service of its own" >&2
     echo "  DESTDIR   install into this folder (a board image), not this machine" >&2
     echo "  PREFIX    where the program goes, PREFIX/bin/nvr-node (default /usr/local)" >&2
     exit 2
@@ -44,18 +54,25 @@ fail() {
 uninstall=no
 purge=no
 binary=
-for arg in "$@"; do
-    case $arg in
+go2rtc=
+while [ $# -gt 0 ]; do
+    case $1 in
         --uninstall) uninstall=yes ;;
         # --purge implies --uninstall.
         --purge) uninstall=yes purge=yes ;;
+        --with-go2rtc)
+            [ $# -ge 2 ] && [ -n "$2" ] && [ -z "$go2rtc" ] || usage
+            go2rtc=$2
+            shift
+            ;;
         -h | --help) usage ;;
-        -*) echo "$NAME: unknown option $arg" >&2 && usage ;;
+        -*) echo "$NAME: unknown option $1" >&2 && usage ;;
         *)
             [ -z "$binary" ] || usage
-            binary=$arg
+            binary=$1
             ;;
     esac
+    shift
 done
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -79,10 +96,21 @@ esac
 bin_path=$PREFIX/bin/$NAME
 bin_file=$DESTDIR$bin_path
 env_file=$DESTDIR/etc/default/$NAME
-unit_file=$DESTDIR/etc/systemd/system/$NAME.service
-init_file=$DESTDIR/etc/init.d/$NAME
 data_dir=$DESTDIR$HOME_DIR
 log_dir=$DESTDIR/var/log/$NAME
+g2_bin_path=$PREFIX/bin/go2rtc
+g2_bin_file=$DESTDIR$g2_bin_path
+g2_config_dir=$DESTDIR/etc/go2rtc
+g2_config=$g2_config_dir/go2rtc.yaml
+g2_log_dir=$DESTDIR/var/log/go2rtc
+
+# The systemd unit and the init script of service $1.
+unit_file() {
+    echo "$DESTDIR/etc/systemd/system/$1.service"
+}
+init_file() {
+    echo "$DESTDIR/etc/init.d/$1"
+}
 
 # Whether the machine we act on is this one (not an image in DESTDIR).
 live() {
@@ -108,26 +136,36 @@ prefix_args() {
     live || printf '%s\n' --prefix "$DESTDIR"
 }
 
+# Whether user $1 exists in the target.
 user_exists() {
     if live; then
-        id "$RUN_AS" >/dev/null 2>&1
+        id "$1" >/dev/null 2>&1
     else
-        grep -q "^$RUN_AS:" "$DESTDIR/etc/passwd"
+        grep -q "^$1:" "$DESTDIR/etc/passwd"
     fi
 }
 
 group_exists() {
     if live; then
-        grep -q "^$RUN_AS:" /etc/group
+        grep -q "^$1:" /etc/group
     else
-        grep -q "^$RUN_AS:" "$DESTDIR/etc/group" 2>/dev/null
+        grep -q "^$1:" "$DESTDIR/etc/group" 2>/dev/null
     fi
 }
 
-# uid:gid of RUN_AS in the target, numeric since the image's names may
+# user:group of user $1 for chown: numeric in an image, since its names may
 # differ from this machine's.
 owner() {
-    awk -F: -v u="$RUN_AS" '$1 == u { print $3 ":" $4 }' "$DESTDIR/etc/passwd"
+    if live; then
+        echo "$1:$1"
+    else
+        awk -F: -v u="$1" '$1 == u { print $3 ":" $4 }' "$DESTDIR/etc/passwd"
+    fi
+}
+
+# Whether files can be given to user $1.
+can_give_to() {
+    [ "$(id -u)" = 0 ] && has_accounts && user_exists "$1"
 }
 
 # Copies $1 to $2 with mode $3 through a temporary file in the same folder and
@@ -149,17 +187,18 @@ put() {
 tmp=
 trap '[ -z "$tmp" ] || rm -f "$tmp"' EXIT
 
-# The unit and the init script name the program's path; a PREFIX other than
-# /usr/local changes it.
-rewrite="s|$SHIPPED_PREFIX/bin/$NAME|$bin_path|g"
+# The units and the init scripts name the programs' paths; a PREFIX other
+# than /usr/local changes them.
+rewrite="s|$SHIPPED_PREFIX/bin/$NAME|$bin_path|g; s|$SHIPPED_PREFIX/bin/go2rtc|$g2_bin_path|g"
 
+# Makes the system user $1 with home $2 and comment $3 (and its group).
 install_user() {
     if ! has_accounts; then
-        say "user $RUN_AS: not made, $DESTDIR/etc/passwd does not exist (make it on the board: run this script there)"
+        say "user $1: not made, $DESTDIR/etc/passwd does not exist (make it on the board: run this script there)"
         return 0
     fi
-    if user_exists; then
-        say "user $RUN_AS: already there"
+    if user_exists "$1"; then
+        say "user $1: already there"
         return 0
     fi
     shell=/usr/sbin/nologin
@@ -171,42 +210,63 @@ install_user() {
     done
     if command -v useradd >/dev/null 2>&1; then
         # shellcheck disable=SC2046 # prefix_args prints whole words
-        group_exists || groupadd $(prefix_args) --system "$RUN_AS"
+        group_exists "$1" || groupadd $(prefix_args) --system "$1"
         # shellcheck disable=SC2046
-        useradd $(prefix_args) --system --gid "$RUN_AS" --home-dir "$HOME_DIR" --no-create-home \
-            --shell "$shell" --comment "nvr-node" "$RUN_AS"
+        useradd $(prefix_args) --system --gid "$1" --home-dir "$2" --no-create-home \
+            --shell "$shell" --comment "$3" "$1"
     elif live && command -v adduser >/dev/null 2>&1; then
         # BusyBox.
-        group_exists || addgroup -S "$RUN_AS"
-        adduser -S -D -H -h "$HOME_DIR" -s "$shell" -G "$RUN_AS" -g "nvr-node" "$RUN_AS"
+        group_exists "$1" || addgroup -S "$1"
+        adduser -S -D -H -h "$2" -s "$shell" -G "$1" -g "$3" "$1"
     else
-        fail "cannot make the user $RUN_AS: no useradd"
+        fail "cannot make the user $1: no useradd"
     fi
-    say "user $RUN_AS: made (home $HOME_DIR, shell $shell)"
+    say "user $1: made (home $2, shell $shell)"
 }
 
 install_data_dir() {
     mkdir -p "$data_dir"
     chmod 0750 "$data_dir"
-    if [ "$(id -u)" != 0 ] || ! has_accounts || ! user_exists; then
+    if ! can_give_to "$RUN_AS"; then
         say "data folder $data_dir: mode 0750 (not given to $RUN_AS: run as root with the user made)"
         return 0
     fi
-    if live; then
-        chown "$RUN_AS:$RUN_AS" "$data_dir"
-    else
-        chown "$(owner)" "$data_dir"
-    fi
+    chown "$(owner "$RUN_AS")" "$data_dir"
     say "data folder $data_dir: mode 0750, owned by $RUN_AS"
 }
 
+# Installs program $1 as $2.
 install_binary() {
-    if [ -f "$bin_file" ] && cmp -s "$binary" "$bin_file" 2>/dev/null; then
-        say "program $bin_file: unchanged"
+    if [ -f "$2" ] && cmp -s "$1" "$2" 2>/dev/null; then
+        say "program $2: unchanged"
         return 0
     fi
-    put "$binary" "$bin_file" 0755
-    say "program $bin_file: installed"
+    put "$1" "$2" 0755
+    say "program $2: installed"
+}
+
+# go2rtc saves the node's streams, passwords included, into its settings by
+# rewriting the file in place, and would make a missing one readable by all:
+# the file is made here, 0600 and go2rtc's, and an existing one is kept as
+# it is but for its mode and owner.
+install_go2rtc_config() {
+    mkdir -p "$g2_config_dir"
+    chmod 0750 "$g2_config_dir"
+    if [ -e "$g2_config" ]; then
+        state=kept
+    else
+        put "$here/go2rtc.yaml" "$g2_config" 0600
+        state=installed
+    fi
+    chmod 0600 "$g2_config"
+    if ! can_give_to "$G2_USER"; then
+        say "go2rtc settings $g2_config: $state, mode 0600 (not given to $G2_USER: run as root with the user made)"
+        return 0
+    fi
+    g2_owner=$(owner "$G2_USER")
+    chown "0:${g2_owner#*:}" "$g2_config_dir"
+    chown "$g2_owner" "$g2_config"
+    say "go2rtc settings $g2_config: $state, mode 0600, owned by $G2_USER"
 }
 
 install_settings() {
@@ -224,14 +284,15 @@ install_settings() {
     fi
 }
 
+# Installs the unit and the init script of service $1 (nvr-node or go2rtc).
 install_service() {
     if uses_systemd || ! live; then
-        put "$here/nvr-node.service" "$unit_file" 0644 "$rewrite"
-        say "systemd unit $unit_file: installed"
+        put "$here/$1.service" "$(unit_file "$1")" 0644 "$rewrite"
+        say "systemd unit $(unit_file "$1"): installed"
     fi
     if ! uses_systemd; then
-        put "$here/nvr-node.init" "$init_file" 0755 "$rewrite"
-        say "init script $init_file: installed"
+        put "$here/$1.init" "$(init_file "$1")" 0755 "$rewrite"
+        say "init script $(init_file "$1"): installed"
     fi
 }
 
@@ -239,34 +300,40 @@ start_service() {
     live || return 0
     if uses_systemd; then
         systemctl daemon-reload
-        systemctl enable --quiet "$NAME"
-        systemctl restart "$NAME"
-        say "service: enabled and (re)started; logs: journalctl -u $NAME"
+        systemctl enable --quiet "$1"
+        systemctl restart "$1"
+        say "service $1: enabled and (re)started; logs: journalctl -u $1"
     else
         if command -v update-rc.d >/dev/null 2>&1; then
-            update-rc.d "$NAME" defaults >/dev/null
-            say "service: enabled at boot (update-rc.d)"
+            update-rc.d "$1" defaults >/dev/null
+            say "service $1: enabled at boot (update-rc.d)"
         else
-            say "service: no update-rc.d; link $init_file into your runlevels to start it at boot"
+            say "service $1: no update-rc.d; link $(init_file "$1") into your runlevels to start it at boot"
         fi
-        "$init_file" restart
-        say "service: (re)started"
+        "$(init_file "$1")" restart
+        say "service $1: (re)started"
     fi
 }
 
 stop_service() {
     live || return 0
-    if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ] && [ -f "$unit_file" ]; then
-        systemctl disable --now "$NAME" >/dev/null 2>&1 || true
-        say "service: stopped and disabled (systemd)"
+    if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ] && [ -f "$(unit_file "$1")" ]; then
+        systemctl disable --now "$1" >/dev/null 2>&1 || true
+        say "service $1: stopped and disabled (systemd)"
     fi
-    if [ -x "$init_file" ]; then
-        "$init_file" stop || true
+    if [ -x "$(init_file "$1")" ]; then
+        "$(init_file "$1")" stop || true
         if command -v update-rc.d >/dev/null 2>&1; then
-            update-rc.d -f "$NAME" remove >/dev/null 2>&1 || true
+            update-rc.d -f "$1" remove >/dev/null 2>&1 || true
         fi
-        say "service: stopped and disabled (init script)"
+        say "service $1: stopped and disabled (init script)"
     fi
+}
+
+# Whether this script installed the go2rtc service (its unit or init script
+# carries the marker); a go2rtc installed otherwise is not touched.
+go2rtc_is_ours() {
+    grep -qsF "$MARKER" "$(unit_file go2rtc)" "$(init_file go2rtc)"
 }
 
 remove() {
@@ -276,42 +343,65 @@ remove() {
     fi
 }
 
+remove_dir() {
+    if [ -e "$1" ]; then
+        rm -rf "$1"
+        say "removed $1"
+    fi
+}
+
 remove_user() {
     has_accounts || return 0
-    if user_exists; then
+    if user_exists "$1"; then
         # shellcheck disable=SC2046
-        userdel $(prefix_args) "$RUN_AS"
-        say "user $RUN_AS: removed"
+        userdel $(prefix_args) "$1"
+        say "user $1: removed"
     fi
     # userdel takes the group along when nobody else is in it.
-    if group_exists; then
+    if group_exists "$1"; then
         # shellcheck disable=SC2046
-        groupdel $(prefix_args) "$RUN_AS"
-        say "group $RUN_AS: removed"
+        groupdel $(prefix_args) "$1"
+        say "group $1: removed"
     fi
 }
 
 if [ "$uninstall" = yes ]; then
-    [ -z "$binary" ] || usage
-    stop_service
+    [ -z "$binary" ] && [ -z "$go2rtc" ] || usage
+    stop_service "$NAME"
     remove "$bin_file"
-    remove "$unit_file"
-    remove "$init_file"
+    remove "$(unit_file "$NAME")"
+    remove "$(init_file "$NAME")"
     remove "$env_file.dist"
+    if go2rtc_is_ours; then
+        stop_service go2rtc
+        remove "$g2_bin_file"
+        for file in "$(unit_file go2rtc)" "$(init_file go2rtc)"; do
+            if grep -qsF "$MARKER" "$file"; then
+                remove "$file"
+            fi
+        done
+    fi
     if live && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
         systemctl daemon-reload
     fi
     if [ "$purge" = yes ]; then
         remove "$env_file"
-        for dir in "$data_dir" "$log_dir"; do
-            if [ -e "$dir" ]; then
-                rm -rf "$dir"
-                say "removed $dir"
-            fi
-        done
-        remove_user
+        remove_dir "$data_dir"
+        remove_dir "$log_dir"
+        remove_user "$RUN_AS"
+        # go2rtc's settings hold the camera passwords.
+        if grep -qsF "$MARKER" "$g2_config"; then
+            remove_dir "$g2_config_dir"
+            remove_dir "$g2_log_dir"
+            remove_user "$G2_USER"
+        elif [ -e "$g2_config_dir" ]; then
+            say "kept $g2_config_dir and the user $G2_USER: its settings were not written by this script"
+        fi
     else
         say "kept the settings ($env_file) and the data ($data_dir); --purge removes them"
+        if grep -qsF "$MARKER" "$g2_config"; then
+            say "kept go2rtc's settings ($g2_config_dir); --purge removes them"
+        fi
     fi
     say "uninstalled"
     exit 0
@@ -324,7 +414,17 @@ fi
 if [ ! -x "$binary" ]; then
     fail "$binary is not executable (chmod +x $binary)"
 fi
-for file in nvr-node.default nvr-node.service nvr-node.init; do
+files="nvr-node.default nvr-node.service nvr-node.init"
+if [ -n "$go2rtc" ]; then
+    if [ ! -f "$go2rtc" ]; then
+        fail "no program at $go2rtc: give the go2rtc built for this board (--with-go2rtc path/to/go2rtc)"
+    fi
+    if [ ! -x "$go2rtc" ]; then
+        fail "$go2rtc is not executable (chmod +x $go2rtc)"
+    fi
+    files="$files go2rtc.yaml go2rtc.service go2rtc.init"
+fi
+for file in $files; do
     [ -f "$here/$file" ] || fail "$here/$file is missing: keep the files of deploy/ together"
 done
 # On the board itself, a program built for another CPU fails here, before it
@@ -332,12 +432,28 @@ done
 if live && ! "$binary" --version >/dev/null 2>&1; then
     fail "$binary does not run on this machine (built for another board?)"
 fi
+if live && [ -n "$go2rtc" ]; then
+    case $("$go2rtc" -version 2>/dev/null) in
+        "go2rtc version "*) ;;
+        *) fail "$go2rtc does not run on this machine as go2rtc (built for another board?)" ;;
+    esac
+fi
 
 say "installing $binary into ${DESTDIR:-/} (prefix $PREFIX)"
-install_user
+install_user "$RUN_AS" "$HOME_DIR" "nvr-node"
 install_data_dir
-install_binary
+install_binary "$binary" "$bin_file"
 install_settings
-install_service
-start_service
+if [ -n "$go2rtc" ]; then
+    install_user "$G2_USER" "$G2_HOME" "go2rtc for nvr-node"
+    install_binary "$go2rtc" "$g2_bin_file"
+    install_go2rtc_config
+    install_service go2rtc
+elif go2rtc_is_ours; then
+    say "go2rtc: left as it is (--with-go2rtc GO2RTC upgrades it)"
+fi
+install_service "$NAME"
+# go2rtc first: the node registers its cameras there as it starts.
+[ -z "$go2rtc" ] || start_service go2rtc
+start_service "$NAME"
 say "done; settings in $env_file"

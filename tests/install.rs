@@ -3,11 +3,15 @@
 //! variables the node really reads, the systemd unit (`systemd-analyze
 //! verify`) and the init script: its commands, and a real supervised node
 //! started, killed, restarted and stopped from a copy of it with its paths
-//! moved into a temporary folder. Nothing is installed on this machine.
+//! moved into a temporary folder. With `--with-go2rtc`, the same for go2rtc
+//! (the real one, `GO2RTC`): its files, and the installed go2rtc with its
+//! installed settings run under its installed init script next to the
+//! installed node, which registers a camera in it. Nothing is installed on
+//! this machine.
 //!
-//! Runs as any user; as root it also checks that install.sh makes the user
-//! `nvr` in DESTDIR's own account files (useradd --prefix), and runs the
-//! supervised node as `nobody` through start-stop-daemon --chuid.
+//! Runs as any user; as root it also checks that install.sh makes the users
+//! `nvr` and `go2rtc` in DESTDIR's own account files (useradd --prefix), and
+//! runs the supervised programs as `nobody` through start-stop-daemon --chuid.
 
 mod common;
 
@@ -161,11 +165,11 @@ fn seed_accounts(dest: &Path) {
     }
 }
 
-/// The lines of DESTDIR/etc/`file` for `nvr`, split on ':'.
-fn account_entries(dest: &Path, file: &str) -> Vec<Vec<String>> {
+/// The lines of DESTDIR/etc/`file` for `name`, split on ':'.
+fn account_entries(dest: &Path, file: &str, name: &str) -> Vec<Vec<String>> {
     read(&dest.join("etc").join(file))
         .lines()
-        .filter(|l| l.starts_with("nvr:"))
+        .filter(|l| l.starts_with(&format!("{name}:")))
         .map(|l| l.split(':').map(str::to_owned).collect())
         .collect()
 }
@@ -225,12 +229,12 @@ fn install_upgrade_uninstall_and_purge_into_a_destdir() {
     assert_eq!(mode(&init), 0o755);
     assert_eq!(mode(&data), 0o750, "{}", first.report());
     if accounts {
-        let users = account_entries(&dest, "passwd");
+        let users = account_entries(&dest, "passwd", "nvr");
         assert_eq!(users.len(), 1, "{users:?}\n{}", first.report());
         let user = &users[0];
         assert_eq!(user[5], "/var/lib/nvr-node", "home of {user:?}");
         assert!(user[6].ends_with("/nologin"), "shell of {user:?}");
-        assert_eq!(account_entries(&dest, "group").len(), 1);
+        assert_eq!(account_entries(&dest, "group", "nvr").len(), 1);
         let uid: u32 = user[2].parse().unwrap();
         assert!(uid > 0 && uid < 1000, "a system uid: {user:?}");
         assert_eq!(
@@ -279,10 +283,18 @@ fn install_upgrade_uninstall_and_purge_into_a_destdir() {
     );
     assert_eq!(mode(&data), 0o750);
     if accounts {
-        assert_eq!(account_entries(&dest, "passwd").len(), 1, "user duplicated");
-        assert_eq!(account_entries(&dest, "group").len(), 1, "group duplicated");
         assert_eq!(
-            account_entries(&dest, "shadow").len(),
+            account_entries(&dest, "passwd", "nvr").len(),
+            1,
+            "user duplicated"
+        );
+        assert_eq!(
+            account_entries(&dest, "group", "nvr").len(),
+            1,
+            "group duplicated"
+        );
+        assert_eq!(
+            account_entries(&dest, "shadow", "nvr").len(),
             1,
             "shadow duplicated"
         );
@@ -308,7 +320,11 @@ fn install_upgrade_uninstall_and_purge_into_a_destdir() {
     assert_eq!(read(&env_file), edited, "{}", uninstall.report());
     assert_eq!(fs::read(data.join("nvr-node.db")).unwrap(), b"cameras");
     if accounts {
-        assert_eq!(account_entries(&dest, "passwd").len(), 1, "the user stays");
+        assert_eq!(
+            account_entries(&dest, "passwd", "nvr").len(),
+            1,
+            "the user stays"
+        );
     }
 
     // Purge removes the rest, the user too.
@@ -324,12 +340,12 @@ fn install_upgrade_uninstall_and_purge_into_a_destdir() {
     }
     if accounts {
         assert!(
-            account_entries(&dest, "passwd").is_empty(),
+            account_entries(&dest, "passwd", "nvr").is_empty(),
             "{}",
             purge.report()
         );
         assert!(
-            account_entries(&dest, "group").is_empty(),
+            account_entries(&dest, "group", "nvr").is_empty(),
             "{}",
             purge.report()
         );
@@ -364,8 +380,34 @@ fn install_refuses_a_missing_or_non_executable_program_and_bad_options() {
         refused.report()
     );
 
-    let refused = install(&dest, &["--frobnicate"]).exits(2);
-    assert!(refused.stderr().contains("usage:"), "{}", refused.report());
+    // The same for go2rtc.
+    let no_go2rtc = dir.path().join("no-such-go2rtc");
+    let refused = install(
+        &dest,
+        &[BINARY, "--with-go2rtc", no_go2rtc.to_str().unwrap()],
+    )
+    .exits(1);
+    assert!(
+        refused.stderr().contains("no program at") && refused.stderr().contains("no-such-go2rtc"),
+        "{}",
+        refused.report()
+    );
+    let refused = install(&dest, &[BINARY, "--with-go2rtc", plain.to_str().unwrap()]).exits(1);
+    assert!(
+        refused.stderr().contains("not executable"),
+        "{}",
+        refused.report()
+    );
+
+    for args in [
+        &["--frobnicate"][..],
+        &[BINARY, "--with-go2rtc"][..],
+        &[BINARY, "--with-go2rtc", ""][..],
+        &["--uninstall", "--with-go2rtc", BINARY][..],
+    ] {
+        let refused = install(&dest, args).exits(2);
+        assert!(refused.stderr().contains("usage:"), "{}", refused.report());
+    }
     assert!(
         !dest.join("usr").exists() && !dest.join("etc").exists(),
         "refused, yet installed"
@@ -376,7 +418,10 @@ fn install_refuses_a_missing_or_non_executable_program_and_bad_options() {
 fn prefix_moves_the_program_and_the_paths_that_name_it() {
     let dir = TempDir::new("install-prefix");
     let dest = dir.path().join("root");
-    install(&dest, &[BINARY]).env("PREFIX", "/opt/nvr").run_ok();
+    let go2rtc = common::go2rtc::binary();
+    install(&dest, &[BINARY, "--with-go2rtc", go2rtc.to_str().unwrap()])
+        .env("PREFIX", "/opt/nvr")
+        .run_ok();
     assert!(dest.join("opt/nvr/bin/nvr-node").is_file());
     assert!(!dest.join("usr/local/bin/nvr-node").exists());
     let unit = read(&dest.join("etc/systemd/system/nvr-node.service"));
@@ -387,10 +432,20 @@ fn prefix_moves_the_program_and_the_paths_that_name_it() {
     let init = read(&dest.join("etc/init.d/nvr-node"));
     assert!(init.contains("\nDAEMON=/opt/nvr/bin/nvr-node\n"), "{init}");
     assert!(!init.contains("/usr/local/bin/nvr-node") && !unit.contains("/usr/local/bin/nvr-node"));
+    // go2rtc's too.
+    assert!(dest.join("opt/nvr/bin/go2rtc").is_file());
+    let unit = read(&dest.join("etc/systemd/system/go2rtc.service"));
+    assert!(
+        unit.contains("\nExecStart=/opt/nvr/bin/go2rtc -config /etc/go2rtc/go2rtc.yaml\n"),
+        "{unit}"
+    );
+    let init = read(&dest.join("etc/init.d/go2rtc"));
+    assert!(init.contains("\nDAEMON=/opt/nvr/bin/go2rtc\n"), "{init}");
     install(&dest, &["--uninstall"])
         .env("PREFIX", "/opt/nvr")
         .run_ok();
     assert!(!dest.join("opt/nvr/bin/nvr-node").exists());
+    assert!(!dest.join("opt/nvr/bin/go2rtc").exists());
 }
 
 // ---- the settings file ----
@@ -584,35 +639,90 @@ fn the_systemd_unit_verifies_and_matches_the_settings() {
     );
     assert_eq!(one("Restart"), "on-failure");
     assert_eq!(one("CapabilityBoundingSet"), "");
+    // go2rtc, when installed beside it, is started first.
+    for key in ["After", "Wants"] {
+        assert!(
+            one(key).split_whitespace().any(|u| u == "go2rtc.service"),
+            "{key}= does not name go2rtc.service"
+        );
+    }
+    systemd_verify("nvr-node.service", &unit);
+}
 
+/// `systemd-analyze verify` of `unit`, named `name`, with ExecStart running
+/// /bin/true: verify fails when ExecStart's program does not exist, and the
+/// programs are not installed here.
+fn systemd_verify(name: &str, unit: &str) {
     let analyze = Path::new("/usr/bin/systemd-analyze");
     if !analyze.exists() {
-        eprintln!("no {}: the unit is not verified", analyze.display());
+        eprintln!("no {}: {name} is not verified", analyze.display());
         return;
     }
-    // verify fails when ExecStart's program does not exist, and the node is
-    // not installed here: verify a copy, named the same, that runs /bin/true.
     let dir = TempDir::new("unit");
-    let copy = dir.path().join("nvr-node.service");
-    let replaced = unit.replace(
-        "\nExecStart=/usr/local/bin/nvr-node\n",
-        "\nExecStart=/bin/true\n",
+    let copy = dir.path().join(name);
+    let replaced: Vec<&str> = unit
+        .lines()
+        .map(|l| {
+            if l.starts_with("ExecStart=") {
+                "ExecStart=/bin/true"
+            } else {
+                l
+            }
+        })
+        .collect();
+    assert_eq!(
+        unit_values(unit, "ExecStart").len(),
+        1,
+        "ExecStart in {name}"
     );
-    assert_ne!(replaced, unit, "ExecStart not found");
-    fs::write(&copy, replaced).unwrap();
+    fs::write(&copy, replaced.join("\n") + "\n").unwrap();
     let verify = run(Command::new(analyze).arg("verify").arg(&copy));
     // verify exits 0 on unknown keys and bad values, only printing them:
     // any line about this unit fails too (other units' noise does not).
+    let stem = name.trim_end_matches(".service");
     let complaints: Vec<String> = format!("{}{}", verify.stdout(), verify.stderr())
         .lines()
-        .filter(|l| l.contains("nvr-node"))
+        .filter(|l| l.contains(stem))
         .map(str::to_owned)
         .collect();
     assert!(
         verify.output.status.success() && complaints.is_empty(),
-        "systemd-analyze verify rejects the unit: {complaints:?}\n{}",
+        "systemd-analyze verify rejects {name}: {complaints:?}\n{}",
         verify.report()
     );
+}
+
+#[test]
+fn the_go2rtc_unit_verifies_and_matches_its_init_script() {
+    let unit = read(&deploy("go2rtc.service"));
+    let one = |key: &str| {
+        let values = unit_values(&unit, key);
+        assert_eq!(values.len(), 1, "{key}= should be set once: {values:?}");
+        values[0].clone()
+    };
+    let init = read(&deploy("go2rtc.init"));
+    let init_value = |key: &str| {
+        init.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .unwrap_or_else(|| panic!("go2rtc.init sets no {key}"))
+            .to_owned()
+    };
+    // Both run the same program with the same settings as the same user.
+    assert_eq!(one("User"), init_value("RUN_AS"));
+    assert_eq!(one("User"), "go2rtc");
+    assert_eq!(
+        one("ExecStart"),
+        format!("{} -config {}", init_value("DAEMON"), init_value("CONFIG"))
+    );
+    assert_eq!(init_value("DAEMON_ARGS"), "\"-config $CONFIG\"");
+    // Only its settings file is writable, and its new files are its own.
+    assert_eq!(one("ProtectSystem"), "strict");
+    assert_eq!(one("ReadWritePaths"), "/etc/go2rtc");
+    assert_eq!(one("UMask"), "0077");
+    assert!(one("RestrictAddressFamilies").contains("AF_NETLINK"));
+    assert_eq!(one("Restart"), "on-failure");
+    assert_eq!(one("CapabilityBoundingSet"), "");
+    systemd_verify("go2rtc.service", &unit);
 }
 
 // ---- the scripts ----
@@ -620,22 +730,40 @@ fn the_systemd_unit_verifies_and_matches_the_settings() {
 #[test]
 fn the_scripts_parse_as_posix_sh() {
     let shells: Vec<&str> = ["sh", "dash"].into_iter().filter(|s| have(s)).collect();
-    for script in ["install.sh", "nvr-node.init"] {
+    for script in ["install.sh", "nvr-node.init", "go2rtc.init"] {
         for shell in &shells {
             Command::new(shell).arg("-n").arg(deploy(script)).run_ok();
         }
     }
 }
 
-/// A copy of the init script whose paths all lie in `dir`, with `daemon` as
-/// the program and `run_as` as the user; returns its path.
+/// A copy of deploy/nvr-node.init whose paths all lie in `dir`, with `daemon`
+/// as the program and `run_as` as the user; returns its path.
 fn init_copy(dir: &Path, daemon: &Path, run_as: &str) -> PathBuf {
-    let original = read(&deploy("nvr-node.init"));
+    init_copy_of(&deploy("nvr-node.init"), dir, daemon, run_as, &[])
+}
+
+/// A copy of the init script `script` (NAME.init or an installed NAME) as
+/// `dir`/NAME.init: its pid file `dir`/NAME.pid, its folders and settings
+/// (`dir`/defaults) in `dir`, `daemon` as the program, `run_as` as the user,
+/// and the lines starting with the keys of `more` replaced too.
+fn init_copy_of(
+    script: &Path,
+    dir: &Path,
+    daemon: &Path,
+    run_as: &str,
+    more: &[(&str, String)],
+) -> PathBuf {
+    let original = read(script);
+    let name = script.file_stem().unwrap().to_string_lossy();
     let defaults = dir.join("defaults");
-    let moved = [
+    let mut moved = vec![
         ("DAEMON=", daemon.display().to_string()),
         ("RUN_AS=", run_as.to_owned()),
-        ("PIDFILE=", dir.join("nvr-node.pid").display().to_string()),
+        (
+            "PIDFILE=",
+            dir.join(format!("{name}.pid")).display().to_string(),
+        ),
         ("RUN_DIR=", dir.join("run").display().to_string()),
         ("LOG_DIR=", dir.join("log").display().to_string()),
         (
@@ -643,6 +771,7 @@ fn init_copy(dir: &Path, daemon: &Path, run_as: &str) -> PathBuf {
             dir.join("no-syslog").display().to_string(),
         ),
     ];
+    moved.extend(more.iter().cloned());
     let mut lines = Vec::new();
     for line in original.lines() {
         let line = line.replace("/etc/default/nvr-node", &defaults.display().to_string());
@@ -653,9 +782,9 @@ fn init_copy(dir: &Path, daemon: &Path, run_as: &str) -> PathBuf {
     }
     for (key, _) in &moved {
         let count = original.lines().filter(|l| l.starts_with(key)).count();
-        assert_eq!(count, 1, "the init script should set {key} once");
+        assert_eq!(count, 1, "{} should set {key} once", script.display());
     }
-    let copy = dir.join("nvr-node.init");
+    let copy = dir.join(format!("{name}.init"));
     fs::write(&copy, lines.join("\n") + "\n").unwrap();
     fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
     copy
@@ -745,7 +874,20 @@ fn wait_for<T>(what: &str, log: &Path, mut check: impl FnMut() -> Option<T>) -> 
     }
 }
 
-/// Stops the supervised node however the test ends.
+/// The user supervised programs run as: `nobody` as root, else this user.
+fn service_user() -> String {
+    if is_root() && run(Command::new("id").arg("nobody")).code() == Some(0) {
+        "nobody".to_owned()
+    } else {
+        run(Command::new("id").arg("-un"))
+            .ok()
+            .stdout()
+            .trim()
+            .to_owned()
+    }
+}
+
+/// Stops the supervised program however the test ends.
 struct Supervised {
     script: PathBuf,
     pids: Vec<u32>,
@@ -767,16 +909,7 @@ impl Drop for Supervised {
 
 #[test]
 fn the_init_script_restarts_the_node_and_stops_it_without_orphans() {
-    let root = is_root();
-    let run_as = if root && run(Command::new("id").arg("nobody")).code() == Some(0) {
-        "nobody".to_owned()
-    } else {
-        run(Command::new("id").arg("-un"))
-            .ok()
-            .stdout()
-            .trim()
-            .to_owned()
-    };
+    let run_as = service_user();
     let dir = TempDir::new("init-supervise");
     // The user runs the program from here, so it must be able to reach it.
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
@@ -859,4 +992,564 @@ fn the_init_script_restarts_the_node_and_stops_it_without_orphans() {
     assert!(!dir.path().join("nvr-node.pid").exists());
     init(&script, "status").exits(3);
     assert!(read(&log).contains("nvr-node stopped"), "{}", read(&log));
+}
+
+// ---- go2rtc beside the node (--with-go2rtc) ----
+
+/// The line above which nvr-node.init and go2rtc.init may differ.
+const SHARED_FROM: &str =
+    "# ---- Below, nvr-node.init and go2rtc.init are the same (tests/install.rs). ----\n";
+
+/// go2rtc's settings lines that keep it to what the node needs.
+const GO2RTC_SETTINGS: [&str; 6] = [
+    "api:\n  # Only the node talks to it (its RELAY_URL): the API has no authentication.\n  listen: \"127.0.0.1:1984\"\n",
+    "  allow_paths: [\"/api\", \"/api/streams\", \"/api/webrtc\"]\n\nrtsp:\n",
+    "rtsp:\n  listen: \"127.0.0.1:8554\"\n",
+    "  listen: \":8555\"\n  # The browsers are on the LAN: no STUN servers on the internet.\n  ice_servers: []\n",
+    "\nexec:\n  allow_paths: []\n",
+    "\necho:\n  allow_paths: []\n",
+];
+
+#[test]
+fn the_two_init_scripts_differ_only_in_their_values() {
+    let split = |file: &str| {
+        let text = read(&deploy(file));
+        assert_eq!(
+            text.matches(SHARED_FROM).count(),
+            1,
+            "{file} should have the line {SHARED_FROM:?} once"
+        );
+        let at = text.find(SHARED_FROM).unwrap();
+        (text[..at].to_owned(), text[at..].to_owned())
+    };
+    let (node_values, node_shared) = split("nvr-node.init");
+    let (go2rtc_values, go2rtc_shared) = split("go2rtc.init");
+    assert!(
+        node_shared == go2rtc_shared,
+        "nvr-node.init and go2rtc.init differ below {SHARED_FROM:?}: change both"
+    );
+    // Above it, both set what the shared part uses.
+    for key in ["NAME=", "DAEMON=", "DAEMON_ARGS=", "RUN_AS=", "STATE_DIR="] {
+        for (file, values) in [
+            ("nvr-node.init", &node_values),
+            ("go2rtc.init", &go2rtc_values),
+        ] {
+            let count = values.lines().filter(|l| l.starts_with(key)).count();
+            assert_eq!(
+                count, 1,
+                "{file} should set {key} once above the shared part"
+            );
+        }
+    }
+    assert!(node_values.contains("\n# Should-Start:      go2rtc\n"));
+    assert!(go2rtc_values.contains("\n# Provides:          go2rtc\n"));
+    assert!(go2rtc_values.contains("\nRUN_AS=go2rtc\n"));
+}
+
+#[test]
+fn install_with_go2rtc_upgrade_uninstall_and_purge_into_a_destdir() {
+    let go2rtc = common::go2rtc::binary();
+    let go2rtc_arg = go2rtc.to_str().unwrap();
+    let dir = TempDir::new("install-go2rtc");
+    let dest = dir.path().join("root");
+    fs::create_dir_all(&dest).unwrap();
+    let accounts = is_root() && have("useradd");
+    if accounts {
+        seed_accounts(&dest);
+    } else {
+        eprintln!("not root or no useradd: the user go2rtc is not made in DESTDIR");
+    }
+    let bin = dest.join("usr/local/bin/go2rtc");
+    let config_dir = dest.join("etc/go2rtc");
+    let config = config_dir.join("go2rtc.yaml");
+    let unit = dest.join("etc/systemd/system/go2rtc.service");
+    let init = dest.join("etc/init.d/go2rtc");
+
+    let first = install(&dest, &[BINARY, "--with-go2rtc", go2rtc_arg]).run_ok();
+    assert_steps(&first);
+    assert_eq!(mode(&bin), 0o755, "{}", first.report());
+    assert!(
+        fs::read(&bin).unwrap() == fs::read(&go2rtc).unwrap(),
+        "{} differs from {}",
+        bin.display(),
+        go2rtc.display()
+    );
+    let settings = read(&config);
+    assert_eq!(settings, read(&deploy("go2rtc.yaml")));
+    for lines in GO2RTC_SETTINGS {
+        assert!(settings.contains(lines), "no {lines:?} in\n{settings}");
+    }
+    assert_eq!(mode(&config), 0o600, "{}", first.report());
+    assert_eq!(mode(&config_dir), 0o750, "{}", first.report());
+    assert_eq!(read(&unit), read(&deploy("go2rtc.service")));
+    assert_eq!(read(&init), read(&deploy("go2rtc.init")));
+    assert_eq!(mode(&init), 0o755);
+    // The node's unit and init script start it after go2rtc.
+    let node_unit = read(&dest.join("etc/systemd/system/nvr-node.service"));
+    for key in ["After", "Wants"] {
+        let values = unit_values(&node_unit, key).join(" ");
+        assert!(values.contains("go2rtc.service"), "{key}={values}");
+    }
+    assert!(read(&dest.join("etc/init.d/nvr-node")).contains("\n# Should-Start:      go2rtc\n"));
+    let ids = |path: &Path| {
+        let meta = fs::metadata(path).unwrap();
+        (meta.uid(), meta.gid())
+    };
+    if accounts {
+        let users = account_entries(&dest, "passwd", "go2rtc");
+        assert_eq!(users.len(), 1, "{users:?}\n{}", first.report());
+        let user = &users[0];
+        assert_eq!(user[5], "/var/lib/go2rtc", "home of {user:?}");
+        assert!(user[6].ends_with("/nologin"), "shell of {user:?}");
+        assert_eq!(account_entries(&dest, "group", "go2rtc").len(), 1);
+        let uid: u32 = user[2].parse().unwrap();
+        let gid: u32 = user[3].parse().unwrap();
+        assert!(uid > 0 && uid < 1000, "a system uid: {user:?}");
+        assert_ne!(user[2], account_entries(&dest, "passwd", "nvr")[0][2]);
+        assert_eq!(ids(&config), (uid, gid), "owner of the settings");
+        assert_eq!(
+            ids(&config_dir),
+            (0, gid),
+            "owner of {}",
+            config_dir.display()
+        );
+    } else {
+        assert!(
+            first.stdout().contains("user go2rtc: not made"),
+            "{}",
+            first.report()
+        );
+    }
+
+    // Upgrade: go2rtc saved a camera into its settings, someone loosened the
+    // file's mode, and go2rtc is a new build while the old one "runs".
+    let mut edited = read(&config);
+    edited.push_str(&format!(
+        "streams:\n  garage: rtsp://admin:{}@192.0.2.1/main\n",
+        common::password("install")
+    ));
+    fs::write(&config, &edited).unwrap();
+    fs::set_permissions(&config, fs::Permissions::from_mode(0o644)).unwrap();
+    let owners = ids(&config);
+    let new_build = dir.path().join("go2rtc");
+    let mut bytes = fs::read(&go2rtc).unwrap();
+    bytes.extend_from_slice(b"\nnew build\n");
+    fs::write(&new_build, &bytes).unwrap();
+    fs::set_permissions(&new_build, fs::Permissions::from_mode(0o755)).unwrap();
+    let running_inode = fs::metadata(&bin).unwrap().ino();
+
+    let upgrade = install(
+        &dest,
+        &[BINARY, "--with-go2rtc", new_build.to_str().unwrap()],
+    )
+    .run_ok();
+    assert_steps(&upgrade);
+    assert!(
+        upgrade.stdout().contains("go2rtc.yaml: kept, mode 0600"),
+        "{}",
+        upgrade.report()
+    );
+    assert!(
+        read(&config) == edited,
+        "the settings were not kept byte for byte"
+    );
+    assert_eq!(mode(&config), 0o600, "{}", upgrade.report());
+    assert_eq!(ids(&config), owners);
+    assert!(
+        fs::read(&bin).unwrap() == bytes,
+        "the new go2rtc is not installed"
+    );
+    assert_ne!(
+        fs::metadata(&bin).unwrap().ino(),
+        running_inode,
+        "go2rtc was rewritten in place, under a running go2rtc"
+    );
+    if accounts {
+        assert_eq!(
+            account_entries(&dest, "passwd", "go2rtc").len(),
+            1,
+            "user duplicated"
+        );
+    }
+
+    // Upgrading the node alone leaves go2rtc as it is, and says so.
+    let installed = [&bin, &config, &unit, &init].map(|f| fs::read(f).unwrap());
+    let node_only = install(&dest, &[BINARY]).run_ok();
+    assert_steps(&node_only);
+    assert!(
+        node_only.stdout().contains("go2rtc: left as it is"),
+        "{}",
+        node_only.report()
+    );
+    assert!(
+        [&bin, &config, &unit, &init].map(|f| fs::read(f).unwrap()) == installed,
+        "an upgrade without --with-go2rtc changed go2rtc's files"
+    );
+
+    // Uninstall removes go2rtc with the node and keeps its settings.
+    let uninstall = install(&dest, &["--uninstall"]).run_ok();
+    assert_steps(&uninstall);
+    for gone in [&bin, &unit, &init] {
+        assert!(
+            !gone.exists(),
+            "{} is left\n{}",
+            gone.display(),
+            uninstall.report()
+        );
+    }
+    assert!(read(&config) == edited, "{}", uninstall.report());
+    assert!(
+        uninstall.stdout().contains("kept go2rtc's settings"),
+        "{}",
+        uninstall.report()
+    );
+
+    // Purge removes them, which hold camera passwords, and the user go2rtc.
+    let purge = install(&dest, &["--uninstall", "--purge"]).run_ok();
+    assert_steps(&purge);
+    assert!(!config_dir.exists(), "{}", purge.report());
+    if accounts {
+        for file in ["passwd", "group", "shadow"] {
+            assert!(
+                account_entries(&dest, file, "go2rtc").is_empty(),
+                "go2rtc is left in {file}\n{}",
+                purge.report()
+            );
+        }
+        assert!(account_entries(&dest, "passwd", "nvr").is_empty());
+        assert!(read(&dest.join("etc/passwd")).starts_with("root:"));
+    }
+}
+
+#[test]
+fn uninstall_leaves_a_go2rtc_it_did_not_install() {
+    let dir = TempDir::new("install-foreign");
+    let dest = dir.path().join("root");
+    install(&dest, &[BINARY]).run_ok();
+    // A go2rtc set up by hand, as in the README's manual steps.
+    let foreign = [
+        ("usr/local/bin/go2rtc", "#!/bin/sh\n"),
+        (
+            "etc/systemd/system/go2rtc.service",
+            "[Service]\nExecStart=/usr/local/bin/go2rtc -config /etc/go2rtc/go2rtc.yaml\n",
+        ),
+        ("etc/init.d/go2rtc", "#!/bin/sh\n"),
+        (
+            "etc/go2rtc/go2rtc.yaml",
+            "api:\n  listen: \"127.0.0.1:1984\"\n",
+        ),
+    ];
+    for (path, text) in foreign {
+        fs::create_dir_all(dest.join(path).parent().unwrap()).unwrap();
+        fs::write(dest.join(path), text).unwrap();
+    }
+    let upgrade = install(&dest, &[BINARY]).run_ok();
+    assert!(!upgrade.stdout().contains("go2rtc"), "{}", upgrade.report());
+    let purge = install(&dest, &["--uninstall", "--purge"]).run_ok();
+    assert_steps(&purge);
+    for (path, text) in foreign {
+        assert_eq!(
+            fs::read_to_string(dest.join(path)).ok().as_deref(),
+            Some(text),
+            "{path} was touched\n{}",
+            purge.report()
+        );
+    }
+    assert!(
+        purge
+            .stdout()
+            .contains("its settings were not written by this script"),
+        "{}",
+        purge.report()
+    );
+}
+
+/// A WebRTC offer (from aiortc, trimmed to one H.264 video track): go2rtc
+/// parses it fully before it asks the stream's source for media.
+const OFFER: &str = "v=0\r\n\
+o=- 4004390987 4004390987 IN IP4 0.0.0.0\r\n\
+s=-\r\n\
+t=0 0\r\n\
+a=group:BUNDLE 0\r\n\
+a=msid-semantic:WMS *\r\n\
+m=video 9 UDP/TLS/RTP/SAVPF 99\r\n\
+c=IN IP4 0.0.0.0\r\n\
+a=recvonly\r\n\
+a=mid:0\r\n\
+a=rtcp-mux\r\n\
+a=rtpmap:99 H264/90000\r\n\
+a=fmtp:99 level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r\n\
+a=ice-ufrag:fpsw\r\n\
+a=ice-pwd:5gDsBKwY1TfupDl9X5zp7T\r\n\
+a=fingerprint:sha-256 C5:2E:6F:50:A3:B7:6A:9C:C7:CC:A0:5D:86:1D:FA:D3:0C:3C:05:2F:93:84:5B:52:51:64:F7:77:67:CD:A0:DC\r\n\
+a=setup:actpass\r\n";
+
+/// Distinct free ports on 127.0.0.1 (bound together, then released).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<std::net::TcpListener> = (0..N)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| listeners[i].local_addr().unwrap().port())
+}
+
+/// The local addresses (hex, as in /proc/net/tcp*) that listen on TCP `port`.
+fn listeners_on(port: u16) -> Vec<String> {
+    let mut found = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        for line in read(Path::new(table)).lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state)) = (fields.get(1), fields.get(3)) else {
+                continue;
+            };
+            let Some((address, hex_port)) = local.split_once(':') else {
+                continue;
+            };
+            if *state == "0A" && u16::from_str_radix(hex_port, 16) == Ok(port) {
+                found.push(address.to_owned());
+            }
+        }
+    }
+    found
+}
+
+/// GET `path` from go2rtc, or None while nothing answers on `port`.
+fn try_get(port: u16, path: &str) -> Option<common::Response> {
+    std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    Some(common::http::request(port, "GET", path, &[], b""))
+}
+
+/// go2rtc's streams: name -> its sources.
+fn go2rtc_streams(port: u16) -> std::collections::BTreeMap<String, Vec<String>> {
+    let streams = common::http::request(port, "GET", "/api/streams", &[], b"");
+    assert_eq!(streams.status, 200, "{streams}");
+    streams
+        .json()
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {streams}"))
+        .iter()
+        .map(|(name, stream)| {
+            let urls = stream["producers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p["url"].as_str().map(str::to_owned))
+                .collect();
+            (name.clone(), urls)
+        })
+        .collect()
+}
+
+#[test]
+fn the_installed_go2rtc_and_node_work_together_under_their_init_scripts() {
+    let began = Instant::now();
+    let go2rtc = common::go2rtc::binary();
+    let dir = TempDir::new("install-pair");
+    // The user runs the programs from here, so it must be able to reach them.
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let dest = dir.path().join("root");
+    install(&dest, &[BINARY, "--with-go2rtc", go2rtc.to_str().unwrap()]).run_ok();
+    let run_as = service_user();
+    let id_of = |flag: &str| -> u32 {
+        run(Command::new("id").args([flag, run_as.as_str()]))
+            .ok()
+            .stdout()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+
+    // go2rtc's folder: the installed settings with free loopback ports (each
+    // replaced once, so none is left on its shipped port), given to the user.
+    let g2_dir = dir.path().join("go2rtc");
+    let out = g2_dir.join("out");
+    fs::create_dir_all(&out).unwrap();
+    // Where an exec: source would leave its mark, were it run.
+    fs::set_permissions(&out, fs::Permissions::from_mode(0o777)).unwrap();
+    let [api, rtsp, webrtc] = free_ports::<3>();
+    let mut settings = read(&dest.join("etc/go2rtc/go2rtc.yaml"));
+    for (shipped, port) in [
+        ("\"127.0.0.1:1984\"", api),
+        ("\"127.0.0.1:8554\"", rtsp),
+        ("\":8555\"", webrtc),
+    ] {
+        assert_eq!(
+            settings.matches(shipped).count(),
+            1,
+            "{shipped} in\n{settings}"
+        );
+        settings = settings.replace(shipped, &format!("\"127.0.0.1:{port}\""));
+    }
+    // An exec: stream in the file, as someone with write access could add.
+    let ran = out.join("exec-ran");
+    settings.push_str(&format!(
+        "\nstreams:\n  exec_test: exec:/bin/touch {}\n",
+        ran.display()
+    ));
+    let config = g2_dir.join("go2rtc.yaml");
+    fs::write(&config, &settings).unwrap();
+    fs::set_permissions(&config, fs::Permissions::from_mode(0o600)).unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(&config, Some(id_of("-u")), Some(id_of("-g"))).unwrap();
+    }
+    let g2_script = init_copy_of(
+        &dest.join("etc/init.d/go2rtc"),
+        &g2_dir,
+        &dest.join("usr/local/bin/go2rtc"),
+        &run_as,
+        &[("CONFIG=", config.display().to_string())],
+    );
+    let g2_log = g2_dir.join("log/go2rtc.log");
+
+    // The node's folder and settings.
+    let node_dir = dir.path().join("node");
+    fs::create_dir_all(&node_dir).unwrap();
+    fs::write(
+        node_dir.join("defaults"),
+        format!(
+            "PORT=0\nLISTEN_ADDRESS=127.0.0.1\nDATA_DIR={}\nRELAY_URL=http://127.0.0.1:{api}\nNODE_NAME=pair-test\nLOG_LEVEL=debug\n",
+            node_dir.join("data").display()
+        ),
+    )
+    .unwrap();
+    let node_script = init_copy_of(
+        &dest.join("etc/init.d/nvr-node"),
+        &node_dir,
+        &dest.join("usr/local/bin/nvr-node"),
+        &run_as,
+        &[],
+    );
+    let node_log = node_dir.join("log/nvr-node.log");
+
+    // Stopped however the test ends, the node first.
+    let _g2_guard = Supervised {
+        script: g2_script.clone(),
+        pids: Vec::new(),
+    };
+    let starting = Instant::now();
+    init(&g2_script, "start").run_ok();
+    let _node_guard = Supervised {
+        script: node_script.clone(),
+        pids: Vec::new(),
+    };
+    init(&node_script, "start").run_ok();
+    let info = wait_for("go2rtc to answer", &g2_log, || {
+        try_get(api, "/api").filter(|r| r.status == 200)
+    });
+    let go2rtc_up = starting.elapsed();
+    assert!(
+        info.json()["version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("1.9.14")),
+        "{info}"
+    );
+    let port = wait_for("the node to listen", &node_log, || {
+        let text = fs::read_to_string(&node_log).ok()?;
+        let line = text
+            .lines()
+            .rev()
+            .find(|l| l.contains("listening on http://"))?;
+        line.rsplit(':').next()?.trim().parse::<u16>().ok()
+    });
+    eprintln!(
+        "go2rtc answered {go2rtc_up:?} and the node {:?} after their init scripts started them",
+        starting.elapsed()
+    );
+    let node = |method: &str, path: &str, body: &str| {
+        let response = common::http::request(
+            port,
+            method,
+            path,
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        );
+        common::assert_no_secret(&response.to_string(), &format!("{method} {path}"));
+        response
+    };
+
+    // The node registers a camera in go2rtc, which saves it in its file.
+    let url = format!(
+        "rtsp://admin:{}@127.0.0.1:{}/main",
+        common::password("pair"),
+        closed_port()
+    );
+    let added = node(
+        "POST",
+        "/api/cameras",
+        &serde_json::json!({ "name": "Door", "rtspUrl": url }).to_string(),
+    );
+    assert_eq!(added.status, 201, "{added}");
+    let id = added.json()["id"].as_str().unwrap().to_owned();
+    wait_for("go2rtc to list the camera", &node_log, || {
+        (go2rtc_streams(api).get(&id) == Some(&vec![url.clone()])).then_some(())
+    });
+    assert!(
+        read(&config).contains(&url),
+        "not saved:\n{}",
+        read(&config)
+    );
+    assert_eq!(mode(&config), 0o600, "go2rtc changed its file's mode");
+    wait_for("the node to call the relay healthy", &node_log, || {
+        (node("GET", "/api/status", "").json()["relayHealthy"] == true).then_some(())
+    });
+
+    // go2rtc's API and RTSP server listen on 127.0.0.1 only.
+    for (what, port) in [("API", api), ("RTSP server", rtsp)] {
+        let addresses = listeners_on(port);
+        assert_eq!(
+            addresses,
+            vec!["0100007F".to_owned()],
+            "go2rtc's {what} (port {port}) should listen on 127.0.0.1 only"
+        );
+    }
+    // Only what the node needs is served: not the settings (passwords).
+    let hidden = try_get(api, "/api/config").unwrap();
+    assert_eq!(hidden.status, 404, "{hidden}");
+
+    // No program runs: exec: through the API is refused, and the one in the
+    // file fails when a viewer asks for it.
+    let put_ran = out.join("put-ran");
+    let put = common::http::request(
+        api,
+        "PUT",
+        &format!(
+            "/api/streams?name=exec_put&src=exec:/bin/touch%20{}",
+            put_ran.display()
+        ),
+        &[],
+        b"",
+    );
+    assert_eq!(put.status, 400, "{put}");
+    assert!(!go2rtc_streams(api).contains_key("exec_put"));
+    let offer = common::http::request(
+        api,
+        "POST",
+        "/api/webrtc?src=exec_test",
+        &[("Content-Type", "application/sdp")],
+        OFFER.as_bytes(),
+    );
+    assert_eq!(offer.status, 500, "{offer}");
+    assert!(offer.text().contains("bin not in allow_paths"), "{offer}");
+    thread::sleep(Duration::from_millis(500));
+    assert!(!ran.exists() && !put_ran.exists(), "go2rtc ran a program");
+
+    // With the node stopped, so that it cannot put the stream back, a
+    // restarted go2rtc has the camera from its file.
+    init(&node_script, "stop").run_ok();
+    init(&g2_script, "restart").run_ok();
+    wait_for("go2rtc to answer again", &g2_log, || {
+        try_get(api, "/api").filter(|r| r.status == 200)
+    });
+    wait_for("go2rtc to have the camera again", &g2_log, || {
+        (go2rtc_streams(api).get(&id) == Some(&vec![url.clone()])).then_some(())
+    });
+
+    init(&g2_script, "stop").run_ok();
+    init(&g2_script, "status").exits(3);
+    init(&node_script, "status").exits(3);
+    let left = processes_mentioning(&dir.path().display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}");
+    let node_logs = read(&node_log);
+    common::assert_no_secret(&node_logs, "the node's log");
+    assert!(node_logs.contains("nvr-node stopped"), "{node_logs}");
+    eprintln!("the whole test took {:?}", began.elapsed());
 }
