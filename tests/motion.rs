@@ -375,3 +375,50 @@ fn a_posted_event_of_a_recording_camera_gets_its_clip() {
     let unknown = node.get(&format!("/api/events/{}/clip.mp4", uuid::Uuid::new_v4()));
     assert_eq!(unknown.status, 404, "{unknown}");
 }
+
+#[test]
+fn the_decoder_stops_with_detect_off_and_dies_with_the_node() {
+    let camera = Camera::start();
+    let data = TempDir::new("decoder");
+    let node = start_node(data.path(), &[]);
+    let url = camera.url("", "/scene");
+    let created = node.add_camera(json!({ "name": "Porch", "rtspUrl": url, "record": false }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    let decoders = || processes_mentioning("image2pipe", &url);
+    assert!(
+        wait_for(Duration::from_secs(10), || decoders().len() == 1),
+        "no decoder for a camera with detect on: {:?}",
+        decoders()
+    );
+
+    let patch = |body: Value| {
+        let response = node.request(
+            "PATCH",
+            &format!("/api/cameras/{id}"),
+            &[("Content-Type", "application/json")],
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(response.status, 200, "{response}");
+    };
+    patch(json!({ "detect": false }));
+    let off = Instant::now();
+    assert!(
+        wait_for(Duration::from_secs(2), || decoders().is_empty()),
+        "the decoder outlived detect by 2 s: {:?}",
+        decoders()
+    );
+    eprintln!("decoder gone {:?} after detect went off", off.elapsed());
+
+    patch(json!({ "detect": true }));
+    assert!(
+        wait_for(Duration::from_secs(10), || decoders().len() == 1),
+        "no decoder after detect went on again"
+    );
+    // A node killed outright takes its decoder with it (PR_SET_PDEATHSIG).
+    let decoder = decoders()[0];
+    node.kill();
+    assert!(
+        wait_for(Duration::from_secs(2), || !common::is_running(decoder)),
+        "decoder {decoder} outlived the node's SIGKILL"
+    );
+}
