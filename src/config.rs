@@ -94,6 +94,7 @@ impl Config {
                 "RELAY_URL must start with http://, not {relay_url:?}"
             ));
         }
+        ascii_url("RELAY_URL", &relay_url)?;
         let camera_check_interval = match var("CAMERA_CHECK_INTERVAL") {
             None => Duration::from_secs(30),
             Some(text) => humantime::parse_duration(text.trim())
@@ -117,6 +118,9 @@ impl Config {
             return Err(format!(
                 "CLOUD_URL must start with https:// or http://, not {url:?}"
             ));
+        }
+        if let Some(url) = &cloud_url {
+            ascii_url("CLOUD_URL", url)?;
         }
         let size = |name: &str, value: Option<String>| -> Result<Option<u64>, String> {
             value
@@ -194,6 +198,19 @@ fn host_name() -> String {
     match String::from_utf8_lossy(&buf[..len]).trim() {
         name if rc == 0 && !name.is_empty() => name.to_owned(),
         _ => "nvr-node".to_owned(),
+    }
+}
+
+/// The HTTP client is built without Unicode host names (idna_adapter 1.0:
+/// no IDNA tables in the binary), so an internationalized name must come in
+/// its ASCII form.
+fn ascii_url(name: &str, url: &str) -> Result<(), String> {
+    if url.is_ascii() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name} must be ASCII: write an internationalized host name in its xn-- form, not {url:?}"
+        ))
     }
 }
 
@@ -311,6 +328,8 @@ mod tests {
             [("LISTEN_ADDRESS", "localhost")],
             [("MAX_EVENTS", "0")],
             [("CLOUD_URL", "ftp://cloud")],
+            [("CLOUD_URL", "https://bücher.example")],
+            [("RELAY_URL", "http://relä:1984")],
             [("RECORDINGS_MAX_BYTES", "lots")],
             [("RECORDINGS_KEEP_FREE", "-5G")],
         ] {
