@@ -174,6 +174,77 @@ fn account_entries(dest: &Path, file: &str, name: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// An empty DESTDIR in `dir`, and whether install.sh can make users in it:
+/// useradd --prefix needs root to lock and rewrite the account files.
+fn destdir(dir: &TempDir) -> (PathBuf, bool) {
+    let dest = dir.path().join("root");
+    fs::create_dir_all(&dest).unwrap();
+    let accounts = is_root() && have("useradd");
+    if accounts {
+        seed_accounts(&dest);
+    } else {
+        eprintln!("not root or no useradd: no users are made in DESTDIR");
+    }
+    (dest, accounts)
+}
+
+/// With `accounts` (root), checks the user as [`assert_system_user`] does
+/// and returns its ids; without, that install.sh said it made none.
+fn assert_user(
+    dest: &Path,
+    accounts: bool,
+    name: &str,
+    home: &str,
+    run: &Run,
+) -> Option<(u32, u32)> {
+    if accounts {
+        return Some(assert_system_user(dest, name, home, run));
+    }
+    let said = format!("user {name}: not made");
+    assert!(run.stdout().contains(&said), "{}", run.report());
+    None
+}
+
+/// Checks that `bin` holds the new build's `bytes` in a new file, so the
+/// program that was running (inode `running`) was not rewritten under it.
+fn assert_replaced(bin: &Path, bytes: &[u8], running: u64) {
+    assert!(
+        fs::read(bin).unwrap() == bytes,
+        "the new build of {} is not installed",
+        bin.display()
+    );
+    assert_ne!(
+        fs::metadata(bin).unwrap().ino(),
+        running,
+        "{} was rewritten in place, under the running program",
+        bin.display()
+    );
+}
+
+/// Checks that install.sh made `name` a system user (and group) with no
+/// login shell and `home`; returns its uid and gid.
+fn assert_system_user(dest: &Path, name: &str, home: &str, run: &Run) -> (u32, u32) {
+    let users = account_entries(dest, "passwd", name);
+    assert_eq!(users.len(), 1, "{users:?}\n{}", run.report());
+    let user = &users[0];
+    assert_eq!(user[5], home, "home of {user:?}");
+    assert!(user[6].ends_with("/nologin"), "shell of {user:?}");
+    assert_eq!(account_entries(dest, "group", name).len(), 1);
+    let uid: u32 = user[2].parse().unwrap();
+    assert!(uid > 0 && uid < 1000, "a system uid: {user:?}");
+    (uid, user[3].parse().unwrap())
+}
+
+/// A "new build" of `program` in `dir`: the same bytes with some appended.
+fn new_build(program: &Path, dir: &Path) -> (PathBuf, Vec<u8>) {
+    let path = dir.join(program.file_name().unwrap());
+    let mut bytes = fs::read(program).unwrap();
+    bytes.extend_from_slice(b"\nnew build\n");
+    fs::write(&path, &bytes).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    (path, bytes)
+}
+
 /// Every line install.sh prints is one "nvr-node: ..." step.
 fn assert_steps(run: &Run) {
     let stdout = run.stdout();
@@ -194,15 +265,7 @@ fn assert_steps(run: &Run) {
 #[test]
 fn install_upgrade_uninstall_and_purge_into_a_destdir() {
     let dir = TempDir::new("install");
-    let dest = dir.path().join("root");
-    fs::create_dir_all(&dest).unwrap();
-    // useradd --prefix needs root to lock and rewrite the account files.
-    let accounts = is_root() && have("useradd");
-    if accounts {
-        seed_accounts(&dest);
-    } else {
-        eprintln!("not root or no useradd: the user nvr is not made in DESTDIR");
-    }
+    let (dest, accounts) = destdir(&dir);
     let host_passwd = fs::read("/etc/passwd").unwrap_or_default();
 
     let bin = dest.join("usr/local/bin/nvr-node");
@@ -228,25 +291,11 @@ fn install_upgrade_uninstall_and_purge_into_a_destdir() {
     assert_eq!(read(&init), read(&deploy("nvr-node.init")));
     assert_eq!(mode(&init), 0o755);
     assert_eq!(mode(&data), 0o750, "{}", first.report());
-    if accounts {
-        let users = account_entries(&dest, "passwd", "nvr");
-        assert_eq!(users.len(), 1, "{users:?}\n{}", first.report());
-        let user = &users[0];
-        assert_eq!(user[5], "/var/lib/nvr-node", "home of {user:?}");
-        assert!(user[6].ends_with("/nologin"), "shell of {user:?}");
-        assert_eq!(account_entries(&dest, "group", "nvr").len(), 1);
-        let uid: u32 = user[2].parse().unwrap();
-        assert!(uid > 0 && uid < 1000, "a system uid: {user:?}");
+    if let Some((uid, _)) = assert_user(&dest, accounts, "nvr", "/var/lib/nvr-node", &first) {
         assert_eq!(
             fs::metadata(&data).unwrap().uid(),
             uid,
             "owner of the data folder"
-        );
-    } else {
-        assert!(
-            first.stdout().contains("user nvr: not made"),
-            "{}",
-            first.report()
         );
     }
 
@@ -255,25 +304,13 @@ fn install_upgrade_uninstall_and_purge_into_a_destdir() {
     let mut edited = read(&env_file);
     edited.push_str("NODE_NAME=garage\n");
     fs::write(&env_file, &edited).unwrap();
-    let new_build = dir.path().join("nvr-node");
-    let mut bytes = fs::read(BINARY).unwrap();
-    bytes.extend_from_slice(b"\nnew build\n");
-    fs::write(&new_build, &bytes).unwrap();
-    fs::set_permissions(&new_build, fs::Permissions::from_mode(0o755)).unwrap();
+    let (new_build, bytes) = new_build(Path::new(BINARY), dir.path());
     let running = fs::File::open(&bin).unwrap();
     let running_inode = running.metadata().unwrap().ino();
 
     let upgrade = install(&dest, &[new_build.to_str().unwrap()]).run_ok();
     assert_steps(&upgrade);
-    assert!(
-        fs::read(&bin).unwrap() == bytes,
-        "the new build is not installed"
-    );
-    assert_ne!(
-        fs::metadata(&bin).unwrap().ino(),
-        running_inode,
-        "the program was rewritten in place, under a running node"
-    );
+    assert_replaced(&bin, &bytes, running_inode);
     assert_eq!(mode(&bin), 0o755);
     assert_eq!(read(&env_file), edited, "the user's settings were not kept");
     assert_eq!(
@@ -1051,14 +1088,7 @@ fn install_with_go2rtc_upgrade_uninstall_and_purge_into_a_destdir() {
     let go2rtc = common::go2rtc::binary();
     let go2rtc_arg = go2rtc.to_str().unwrap();
     let dir = TempDir::new("install-go2rtc");
-    let dest = dir.path().join("root");
-    fs::create_dir_all(&dest).unwrap();
-    let accounts = is_root() && have("useradd");
-    if accounts {
-        seed_accounts(&dest);
-    } else {
-        eprintln!("not root or no useradd: the user go2rtc is not made in DESTDIR");
-    }
+    let (dest, accounts) = destdir(&dir);
     let bin = dest.join("usr/local/bin/go2rtc");
     let config_dir = dest.join("etc/go2rtc");
     let config = config_dir.join("go2rtc.yaml");
@@ -1095,29 +1125,17 @@ fn install_with_go2rtc_upgrade_uninstall_and_purge_into_a_destdir() {
         let meta = fs::metadata(path).unwrap();
         (meta.uid(), meta.gid())
     };
-    if accounts {
-        let users = account_entries(&dest, "passwd", "go2rtc");
-        assert_eq!(users.len(), 1, "{users:?}\n{}", first.report());
-        let user = &users[0];
-        assert_eq!(user[5], "/var/lib/go2rtc", "home of {user:?}");
-        assert!(user[6].ends_with("/nologin"), "shell of {user:?}");
-        assert_eq!(account_entries(&dest, "group", "go2rtc").len(), 1);
-        let uid: u32 = user[2].parse().unwrap();
-        let gid: u32 = user[3].parse().unwrap();
-        assert!(uid > 0 && uid < 1000, "a system uid: {user:?}");
-        assert_ne!(user[2], account_entries(&dest, "passwd", "nvr")[0][2]);
+    if let Some((uid, gid)) = assert_user(&dest, accounts, "go2rtc", "/var/lib/go2rtc", &first) {
+        assert_ne!(
+            uid.to_string(),
+            account_entries(&dest, "passwd", "nvr")[0][2]
+        );
         assert_eq!(ids(&config), (uid, gid), "owner of the settings");
         assert_eq!(
             ids(&config_dir),
             (0, gid),
             "owner of {}",
             config_dir.display()
-        );
-    } else {
-        assert!(
-            first.stdout().contains("user go2rtc: not made"),
-            "{}",
-            first.report()
         );
     }
 
@@ -1131,11 +1149,7 @@ fn install_with_go2rtc_upgrade_uninstall_and_purge_into_a_destdir() {
     fs::write(&config, &edited).unwrap();
     fs::set_permissions(&config, fs::Permissions::from_mode(0o644)).unwrap();
     let owners = ids(&config);
-    let new_build = dir.path().join("go2rtc");
-    let mut bytes = fs::read(&go2rtc).unwrap();
-    bytes.extend_from_slice(b"\nnew build\n");
-    fs::write(&new_build, &bytes).unwrap();
-    fs::set_permissions(&new_build, fs::Permissions::from_mode(0o755)).unwrap();
+    let (new_build, bytes) = new_build(&go2rtc, dir.path());
     let running_inode = fs::metadata(&bin).unwrap().ino();
 
     let upgrade = install(
@@ -1155,15 +1169,7 @@ fn install_with_go2rtc_upgrade_uninstall_and_purge_into_a_destdir() {
     );
     assert_eq!(mode(&config), 0o600, "{}", upgrade.report());
     assert_eq!(ids(&config), owners);
-    assert!(
-        fs::read(&bin).unwrap() == bytes,
-        "the new go2rtc is not installed"
-    );
-    assert_ne!(
-        fs::metadata(&bin).unwrap().ino(),
-        running_inode,
-        "go2rtc was rewritten in place, under a running go2rtc"
-    );
+    assert_replaced(&bin, &bytes, running_inode);
     if accounts {
         assert_eq!(
             account_entries(&dest, "passwd", "go2rtc").len(),
