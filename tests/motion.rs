@@ -242,6 +242,46 @@ fn a_box_is_one_event_the_lights_none_and_two_motions_two() {
 }
 
 #[test]
+fn someone_who_stops_and_stays_is_one_event_until_they_leave() {
+    let camera = Camera::start();
+    let data = TempDir::new("stay");
+    let node = start_node(data.path(), &[]);
+    let created = node.add_camera(json!({ "name": "Hall", "rtspUrl": camera.url("", "/scene") }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    settle(&node, &id);
+    // The box moves for 3 s, then stands still for 40 s: longer than the
+    // running average takes to absorb it (about 15 s) and the 10 s quiet
+    // end together. It is one event, to when the box left, and no ghost
+    // starts another when it goes.
+    let started = camera.scene("stay 3 40");
+    let left = started + 43_000;
+    let events = wait_for_clips(&node, &id, 1, Duration::from_secs(90));
+    thread::sleep(Duration::from_secs(12));
+    let events_now = self::events(&node, &id);
+    assert_eq!(events_now.len(), 1, "{events_now:#?}");
+    let event = &events[0];
+    let (start, end) = (
+        ms(event["startedAt"].as_str().unwrap()),
+        ms(event["endedAt"].as_str().unwrap()),
+    );
+    assert!(
+        (start - started).abs() <= WITHIN_MS,
+        "started {} ms from the box",
+        start - started
+    );
+    assert!(
+        (end - left).abs() <= 2 * WITHIN_MS,
+        "ended {} ms from when the box left",
+        end - left
+    );
+    eprintln!(
+        "stay: started {} ms, ended {} ms from the box's leaving",
+        start - started,
+        end - left
+    );
+}
+
+#[test]
 fn a_still_scene_for_two_minutes_gives_no_event() {
     let camera = Camera::start();
     let data = TempDir::new("still");

@@ -7,6 +7,13 @@
 //! picture in the regions left is the frame's motion. A change over most of
 //! the picture at once (lights, infrared switching, exposure) is not motion:
 //! the background starts again from that frame.
+//!
+//! While an event is on, the background as it was when the event started is
+//! held as a reference: someone who came and stands still (whom the running
+//! average absorbs in about 15 s) still differs from it, so the event goes on
+//! while they are there (Frigate #7602); and where the picture is back to
+//! the reference, a difference from the running average is the ghost of
+//! something that left, not motion.
 
 /// How eagerly motion is seen: the grey-level difference that counts, and
 /// the smallest region that counts, as a share of the picture.
@@ -56,6 +63,9 @@ pub struct Motion {
     pub regions: usize,
     /// The light changed: the background started again from this frame.
     pub reseeded: bool,
+    /// With a reference held: at least the minimum area still differs from
+    /// it (something that came is still there, moving or not).
+    pub present: bool,
 }
 
 pub struct Detector {
@@ -67,6 +77,8 @@ pub struct Detector {
     params: Params,
     /// The running average, 8.8 fixed point.
     background: Vec<u16>,
+    /// The background when the event under way started (see the module's doc).
+    reference: Option<Vec<u8>>,
     frames: u32,
     // Buffers kept between frames, so a frame allocates nothing.
     quarters: Vec<u16>,
@@ -92,6 +104,7 @@ impl Detector {
             height: half_height,
             params,
             background: vec![0; n],
+            reference: None,
             frames: 0,
             quarters: vec![0; n],
             sums: vec![0; n],
@@ -107,6 +120,16 @@ impl Detector {
     /// The size of the frames it takes.
     pub fn size(&self) -> (usize, usize) {
         self.input
+    }
+
+    /// An event started: hold the background as it is now as the reference.
+    pub fn hold_reference(&mut self) {
+        self.reference = Some(self.background.iter().map(|b| (b >> 8) as u8).collect());
+    }
+
+    /// The event ended.
+    pub fn release_reference(&mut self) {
+        self.reference = None;
     }
 
     /// Looks at one frame (`width * height` grey bytes, row by row).
@@ -130,7 +153,7 @@ impl Detector {
         } else {
             LEARNING_SHIFT
         };
-        let changed = self.blur_compare_learn(pixels, shift);
+        let (changed, differing) = self.blur_compare_learn(pixels, shift);
         if calibrating {
             return Motion::default();
         }
@@ -138,16 +161,28 @@ impl Detector {
             for (b, p) in self.background.iter_mut().zip(&self.blurred) {
                 *b = u16::from(*p) << 8;
             }
+            // What differed from the reference was the light.
+            if self.reference.is_some() {
+                self.reference = Some(self.blurred.clone());
+            }
             return Motion {
                 reseeded: true,
                 ..Motion::default()
             };
         }
+        let present = self.reference.is_some()
+            && differing as f32 >= self.params.min_area * self.blurred.len() as f32;
         if changed == 0 {
-            return Motion::default();
+            return Motion {
+                present,
+                ..Motion::default()
+            };
         }
         self.dilate();
-        self.regions()
+        Motion {
+            present,
+            ..self.regions()
+        }
     }
 
     /// A 3×3 box blur into `blurred` (edges repeat), which smooths sensor
@@ -159,8 +194,10 @@ impl Detector {
     /// In one pass: blurs the frame into `blurred`, marks in `mask` the
     /// pixels that differ from the background by more than the threshold,
     /// and moves the background `1 / 2^shift` of the way to the frame (not
-    /// at all for a shift of 16). Returns how many pixels differ.
-    fn blur_compare_learn(&mut self, pixels: &[u8], shift: u32) -> usize {
+    /// at all for a shift of 16). With a reference held, a pixel back to the
+    /// reference is not marked. Returns how many pixels are marked, and how
+    /// many differ from the reference.
+    fn blur_compare_learn(&mut self, pixels: &[u8], shift: u32) -> (usize, usize) {
         self.band = None;
         let (w, input_width) = (self.width, self.input.0);
         // Each 2×2 block summed (an odd last row or column is left out).
@@ -182,10 +219,12 @@ impl Detector {
         }
         let threshold = self.params.threshold;
         let mut changed = 0;
+        let mut differing = 0;
         for y in 0..self.height {
             let before = changed;
             let (up, here, down) = rows3(&self.sums, w, y);
             let line = y * w..(y + 1) * w;
+            let reference = self.reference.as_ref().map(|r| &r[line.clone()]);
             let blurred = &mut self.blurred[line.clone()];
             let mask = &mut self.mask[line.clone()];
             let background = &mut self.background[line];
@@ -198,9 +237,19 @@ impl Detector {
                 let v = ((sum * 7282) >> 18) as u8;
                 blurred[x] = v;
                 let b = background[x];
-                let moved = ((b >> 8) as u8).abs_diff(v) > threshold;
+                let away = reference.is_none_or(|r| r[x].abs_diff(v) > threshold);
+                differing += usize::from(reference.is_some() && away);
+                let off_background = ((b >> 8) as u8).abs_diff(v) > threshold;
+                let moved = away && off_background;
                 mask[x] = u8::from(moved);
                 changed += usize::from(moved);
+                // A ghost (back to the reference, not to the background) is
+                // learnt away fast, so a reference held later is clean.
+                let shift = if off_background && !away {
+                    shift.min(CALIBRATING_SHIFT)
+                } else {
+                    shift
+                };
                 if shift < 16 {
                     background[x] = b - (b >> shift) + (u16::from(v) << (8 - shift));
                 }
@@ -210,7 +259,7 @@ impl Detector {
                 self.band = Some(first..y + 1);
             }
         }
-        changed
+        (changed, differing)
     }
 
     /// Grows `mask` by a pixel in every direction into `grown`, so the
@@ -308,7 +357,7 @@ impl Detector {
         Motion {
             share: area as f32 / total,
             regions,
-            reseeded: false,
+            ..Motion::default()
         }
     }
 }
@@ -459,6 +508,39 @@ pub mod tests {
         );
         // A box in the dark after the lights go off again.
         assert!(detector.frame(&scene(40, 6, 711, &[])).reseeded);
+    }
+
+    #[test]
+    fn during_an_event_someone_still_is_present_and_their_leaving_no_ghost() {
+        let mut detector = calibrated(Params::MEDIUM);
+        detector.hold_reference();
+        let standing = [(100, 50, 40)];
+        // Two minutes of standing still: no longer motion, but present.
+        let mut last = Motion::default();
+        for seed in 0..600 {
+            last = detector.frame(&scene(100, 6, 3000 + seed, &standing));
+        }
+        assert!(last.share == 0.0 && last.present, "{last:?}");
+        // They leave: where the background had absorbed them, the picture is
+        // back to the reference: no ghost, and nothing present.
+        let gone = detector.frame(&scene(100, 6, 3700, &[]));
+        assert!(gone.share == 0.0 && !gone.present, "{gone:?}");
+        // The ghost in the running average is gone in a few frames, so a
+        // reference held next is clean: grain alone is never present.
+        for seed in 0..10 {
+            detector.frame(&scene(100, 6, 3710 + seed, &[]));
+        }
+        detector.release_reference();
+        detector.hold_reference();
+        for seed in 0..50 {
+            assert!(!detector.frame(&scene(100, 6, 3800 + seed, &[])).present);
+        }
+        // The lights while holding: the reference follows them.
+        assert!(detector.frame(&scene(200, 6, 3900, &[])).reseeded);
+        assert!(!detector.frame(&scene(200, 6, 3901, &[])).present);
+        // No reference, nothing is ever present.
+        detector.release_reference();
+        assert!(!detector.frame(&scene(200, 6, 3902, &standing)).present);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! From moving frames to events: an event starts only when motion is seen
 //! in at least 3 of 5 consecutive frames (a lone flicker is not one), ends
 //! 10 s after the last moving frame (someone who stands still for a moment
-//! is still there), and lasts at most 5 minutes (then a new one starts).
+//! is still there) or the last frame in which what came is still present
+//! (someone who stays still for longer: see the detector's reference), and
+//! lasts at most 5 minutes (then a new one starts if something moves).
 //! Time is passed in, so all of it is tested without waiting.
 
 use std::collections::VecDeque;
@@ -17,7 +19,7 @@ pub const LONGEST_MS: i64 = 5 * 60_000;
 /// A motion event, as it ends.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Episode {
-    /// The first and last moving frame, ms since the epoch.
+    /// The first moving frame and the last moving (or present) one, ms since the epoch.
     pub started_ms: i64,
     pub ended_ms: i64,
     /// The largest share of the picture that moved (0 to 1), and when.
@@ -40,23 +42,28 @@ pub struct Episodes {
 }
 
 impl Episodes {
-    /// Takes a frame seen at `at_ms` in which `share` of the picture moved.
-    pub fn frame(&mut self, at_ms: i64, share: f32) -> Vec<Change> {
+    /// Takes a frame seen at `at_ms` in which `share` of the picture moved;
+    /// `present`: what came with the event under way is still in the picture.
+    pub fn frame(&mut self, at_ms: i64, share: f32, present: bool) -> Vec<Change> {
         let moving = share > 0.0;
         let mut changes = Vec::new();
         if let Some(episode) = &mut self.current {
-            if moving && at_ms - episode.started_ms >= LONGEST_MS {
-                // Long enough: this one ends, a new one starts with this frame.
+            if (moving || present) && at_ms - episode.started_ms >= LONGEST_MS {
+                // Long enough: this one ends, a new one starts with this frame
+                // if it moves (someone only still there starts none).
                 changes.push(Change::Ended(self.current.take().expect("on")));
-                self.start(at_ms, share, at_ms, &mut changes);
+                if moving {
+                    self.start(at_ms, share, at_ms, &mut changes);
+                }
                 return changes;
             }
-            if moving {
+            if moving || present {
                 episode.ended_ms = at_ms;
-                if share > episode.score {
-                    (episode.score, episode.peak_ms) = (share, at_ms);
-                }
-            } else if at_ms - episode.ended_ms >= QUIET_MS {
+            }
+            if moving && share > episode.score {
+                (episode.score, episode.peak_ms) = (share, at_ms);
+            }
+            if !moving && !present && at_ms - episode.ended_ms >= QUIET_MS {
                 changes.push(Change::Ended(self.current.take().expect("on")));
             }
             return changes;
@@ -115,7 +122,7 @@ mod tests {
             .iter()
             .enumerate()
             .flat_map(|(i, s)| {
-                let changes = episodes.frame(start_ms + 200 * i as i64, *s);
+                let changes = episodes.frame(start_ms + 200 * i as i64, *s, false);
                 changes.into_iter().map(move |c| (i, c))
             })
             .collect()
@@ -178,6 +185,45 @@ mod tests {
             panic!("{changes:?}")
         };
         assert_eq!((episode.started_ms, episode.ended_ms), (0, 64 * 200));
+    }
+
+    #[test]
+    fn someone_still_there_keeps_it_on_until_they_leave() {
+        let mut episodes = Episodes::default();
+        // 2 s of motion, then 60 s still but present, then gone.
+        let mut changes = feed(&mut episodes, 0, &[0.1; 10]);
+        let mut at = 10 * 200;
+        for _ in 0..300 {
+            changes.extend(episodes.frame(at, 0.0, true).into_iter().map(|c| (0, c)));
+            at += 200;
+        }
+        let left = at - 200;
+        for _ in 0..60 {
+            changes.extend(episodes.frame(at, 0.0, false).into_iter().map(|c| (0, c)));
+            at += 200;
+        }
+        let ended: Vec<&Episode> = changes
+            .iter()
+            .filter_map(|(_, c)| match c {
+                Change::Ended(e) => Some(e),
+                Change::Started { .. } => None,
+            })
+            .collect();
+        assert_eq!(ended.len(), 1, "{changes:?}");
+        assert_eq!((ended[0].started_ms, ended[0].ended_ms), (0, left));
+        assert_eq!(ended[0].score, 0.1, "stillness does not score");
+        // Present for longer than the cap: it ends there, and nothing starts.
+        let mut episodes = Episodes::default();
+        feed(&mut episodes, 0, &[0.1; 5]);
+        let mut ends = 0;
+        for i in 5..(LONGEST_MS / 200 + 100) {
+            for change in episodes.frame(i * 200, 0.0, true) {
+                assert!(matches!(change, Change::Ended(_)), "{change:?}");
+                ends += 1;
+            }
+        }
+        assert_eq!(ends, 1);
+        assert_eq!(episodes.finish(), None);
     }
 
     #[test]

@@ -142,10 +142,16 @@ impl Watcher {
                 _ => detector.insert(Detector::new(width, height, self.spec.params)),
             };
             let motion = detector.frame(&frame);
-            for change in self.episodes.frame(at_ms, motion.share) {
+            for change in self.episodes.frame(at_ms, motion.share, motion.present) {
                 match change {
-                    Change::Started { at_ms } => self.started(at_ms),
-                    Change::Ended(episode) => self.ended(episode),
+                    Change::Started { at_ms } => {
+                        detector.hold_reference();
+                        self.started(at_ms);
+                    }
+                    Change::Ended(episode) => {
+                        detector.release_reference();
+                        self.ended(episode);
+                    }
                 }
             }
         }

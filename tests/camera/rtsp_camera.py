@@ -23,6 +23,8 @@ Mount points (all shared: several clients share one encoder):
                  noise that commands on stdin change while it streams:
                    box SECONDS    a white 80x80 box enters at the left, moves right
                                   (100 px/s) for SECONDS, and leaves (disappears)
+                   stay MOVING STILL  the box moves for MOVING seconds, stands
+                                  still for STILL seconds, then leaves
                    lights on|off  the whole picture's brightness jumps up or back
                  each answered on stderr with "scene: <command> at <unix ms>"
 
@@ -122,6 +124,8 @@ class Scene:
         self.mix = None
         self.light = None
         self.box_until = 0.0
+        # Until when the box is shown, moving or not.
+        self.shown_until = 0.0
         self.box_x = BOX_START_X
         self.lit = False
 
@@ -137,25 +141,29 @@ class Scene:
     def apply(self):
         pad = self.box_pad()
         if pad is not None:
-            moving = time.monotonic() < self.box_until
-            pad.set_property("alpha", 1.0 if moving else 0.0)
-            pad.set_property("xpos", int(self.box_x) if moving else -200)
+            shown = time.monotonic() < self.shown_until
+            pad.set_property("alpha", 1.0 if shown else 0.0)
+            pad.set_property("xpos", int(self.box_x) if shown else -200)
         if self.light is not None:
             self.light.set_property("brightness", 0.35 if self.lit else 0.004)
 
     def step(self):
-        if time.monotonic() >= self.box_until:
+        now = time.monotonic()
+        if now >= self.shown_until:
             self.apply()
             return GLib.SOURCE_REMOVE
-        self.box_x += BOX_SPEED * 0.04
+        if now < self.box_until:
+            self.box_x += BOX_SPEED * 0.04
         self.apply()
         return GLib.SOURCE_CONTINUE
 
     def command(self, line):
         words = line.split()
-        if len(words) == 2 and words[0] == "box":
+        if (len(words) == 2 and words[0] == "box") or (len(words) == 3 and words[0] == "stay"):
+            now = time.monotonic()
             self.box_x = BOX_START_X
-            self.box_until = time.monotonic() + float(words[1])
+            self.box_until = now + float(words[1])
+            self.shown_until = self.box_until + (float(words[2]) if words[0] == "stay" else 0)
             self.apply()
             GLib.timeout_add(40, self.step)
         elif words in (["lights", "on"], ["lights", "off"]):
