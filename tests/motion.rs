@@ -28,6 +28,29 @@ fn ms(iso: &str) -> i64 {
         .as_millis() as i64
 }
 
+/// An event's `startedAt` and `endedAt`, in ms since the epoch.
+fn span(event: &Value) -> (i64, i64) {
+    let at = |field: &str| ms(event[field].as_str().unwrap());
+    (at("startedAt"), at("endedAt"))
+}
+
+/// Checks that `event` started within [`WITHIN_MS`] of `moved` (when the box
+/// started moving) and ended within `end_slack_ms` of `left` (when it
+/// stopped or left); returns both offsets.
+fn assert_times(event: &Value, moved: i64, left: i64, end_slack_ms: i64) -> (i64, i64) {
+    let (start, end) = span(event);
+    let (from_start, from_end) = (start - moved, end - left);
+    assert!(
+        from_start.abs() <= WITHIN_MS,
+        "started {from_start} ms from the box: {event}"
+    );
+    assert!(
+        from_end.abs() <= end_slack_ms,
+        "ended {from_end} ms from when the box stopped or left: {event}"
+    );
+    (from_start, from_end)
+}
+
 fn start_node(data: &Path, env: &[(&str, &str)]) -> Node {
     let relay = format!("http://127.0.0.1:{}", closed_port());
     let recordings = data.join("recordings").display().to_string();
@@ -133,9 +156,8 @@ fn check_files(node: &Node, event: &Value, dir: &Path) {
     assert_eq!(clip.header("Content-Type"), Some("video/mp4"));
     let file = dir.join("clip.mp4");
     std::fs::write(&file, &clip.body).unwrap();
-    let length = (ms(event["endedAt"].as_str().unwrap()) - ms(event["startedAt"].as_str().unwrap()))
-        as f64
-        / 1000.0;
+    let (start, end) = span(event);
+    let length = (end - start) as f64 / 1000.0;
     let seconds = probe_file(&file).1;
     assert!(
         (length + 10.0 - 1.5..=length + 10.0 + 10.0).contains(&seconds),
@@ -175,31 +197,14 @@ fn a_box_is_one_event_the_lights_none_and_two_motions_two() {
     assert_eq!(events_now.len(), 1, "{events_now:#?}");
     let event = &events_now[0];
     assert_eq!(event["kind"], "motion");
-    let (start, end) = (
-        ms(event["startedAt"].as_str().unwrap()),
-        ms(event["endedAt"].as_str().unwrap()),
-    );
-    assert!(
-        (start - started).abs() <= WITHIN_MS,
-        "started {} ms from the box",
-        start - started
-    );
-    assert!(
-        (end - stopped).abs() <= WITHIN_MS,
-        "ended {} ms from the box's end",
-        end - stopped
-    );
+    let (from_start, from_end) = assert_times(event, started, stopped, WITHIN_MS);
     let score = event["score"].as_f64().unwrap();
     assert!(
         (0.01..=0.2).contains(&score),
         "a score of {score} for a box of 2.8 % of the picture"
     );
     check_files(&node, event, data.path());
-    eprintln!(
-        "box: started {} ms, ended {} ms from the scene; score {score}",
-        start - started,
-        end - stopped
-    );
+    eprintln!("box: started {from_start} ms, ended {from_end} ms from the scene; score {score}");
 
     // The lights: the whole picture changes at once. No event.
     camera.scene("lights on");
@@ -220,7 +225,7 @@ fn a_box_is_one_event_the_lights_none_and_two_motions_two() {
     let all = wait_for_clips(&node, &id, 3, Duration::from_secs(60));
     assert_eq!(all.len(), 3, "{all:#?}");
     for (event, moved) in all[1..].iter().zip([first, second]) {
-        let start = ms(event["startedAt"].as_str().unwrap());
+        let start = span(event).0;
         assert!((start - moved).abs() <= WITHIN_MS, "{event}");
         check_files(&node, event, data.path());
     }
@@ -260,25 +265,8 @@ fn someone_who_stops_and_stays_is_one_event_until_they_leave() {
     let events_now = self::events(&node, &id);
     assert_eq!(events_now.len(), 1, "{events_now:#?}");
     let event = &events[0];
-    let (start, end) = (
-        ms(event["startedAt"].as_str().unwrap()),
-        ms(event["endedAt"].as_str().unwrap()),
-    );
-    assert!(
-        (start - started).abs() <= WITHIN_MS,
-        "started {} ms from the box",
-        start - started
-    );
-    assert!(
-        (end - left).abs() <= 2 * WITHIN_MS,
-        "ended {} ms from when the box left",
-        end - left
-    );
-    eprintln!(
-        "stay: started {} ms, ended {} ms from the box's leaving",
-        start - started,
-        end - left
-    );
+    let (from_start, from_end) = assert_times(event, started, left, 2 * WITHIN_MS);
+    eprintln!("stay: started {from_start} ms, ended {from_end} ms from the box's leaving");
 }
 
 #[test]
