@@ -20,6 +20,7 @@ mod live;
 mod media;
 mod monitor;
 mod motion;
+mod mqtt;
 mod prober;
 #[cfg(test)]
 mod properties;
