@@ -3,3 +3,4 @@
 #![allow(dead_code)] // Not wired into the node yet.
 
 pub mod codec;
+pub mod session;
