@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use uuid::Uuid;
 
+use crate::camera::{Camera, SettingsPatch};
 use crate::clips::Clips;
 use crate::config::Config;
 use crate::db::{Db, lock};
@@ -17,6 +18,8 @@ use crate::error::Error;
 use crate::link_state::LinkState;
 use crate::live::LiveChanges;
 use crate::motion::{self, Motion};
+use crate::mqtt;
+use crate::notices::Notices;
 use crate::prober::Prober;
 use crate::recording::{self, Recordings};
 use crate::relay::{Relay, RelayError};
@@ -46,6 +49,10 @@ pub struct App {
     /// Asks the relay sync loop for a reconcile.
     relay_nudges: mpsc::Sender<()>,
     live_changes: Arc<LiveChanges>,
+    /// Motion and events as they happen, for Home Assistant.
+    pub notices: Arc<Notices>,
+    /// The MQTT connection's state; None: MQTT is off.
+    mqtt: Mutex<Option<mqtt::State>>,
     /// The last status body, with the (`live_changes`, store generation) it
     /// was built at: status is asked for far more often than it changes.
     status_body: Mutex<Option<(Versions, Arc<[u8]>)>>,
@@ -58,6 +65,7 @@ impl App {
     pub fn new(config: &Config, store: Store, relay_nudges: mpsc::Sender<()>) -> App {
         let db = Arc::new(Db::new(store));
         let live_changes = Arc::new(LiveChanges::default());
+        let notices = Arc::new(Notices::default());
         let prober = Prober::new(config.ffprobe.clone());
         let recordings = Arc::new(Recordings::new(
             recording::Settings::from_config(config),
@@ -71,6 +79,7 @@ impl App {
             config.max_events,
             db.clone(),
             recordings.clone(),
+            notices.clone(),
         ));
         let motion = Motion::new(
             motion::Settings {
@@ -79,6 +88,7 @@ impl App {
             db.clone(),
             clips.clone(),
             recordings.clone(),
+            notices.clone(),
         );
         App {
             node_name: config.node_name.clone(),
@@ -100,6 +110,8 @@ impl App {
             relay_nudges,
             live_changes,
             status_body: Mutex::new(None),
+            notices,
+            mqtt: Mutex::new(None),
         }
     }
 
@@ -190,6 +202,58 @@ impl App {
             self.live_changed();
         }
         was
+    }
+
+    pub fn mqtt_state(&self) -> Option<mqtt::State> {
+        lock(&self.mqtt).clone()
+    }
+
+    pub fn set_mqtt_state(&self, state: mqtt::State) {
+        let mut current = lock(&self.mqtt);
+        if current.as_ref() != Some(&state) {
+            *current = Some(state);
+            drop(current);
+            self.live_changed();
+        }
+    }
+
+    /// Changes the fields `patch` gives, for the API and for commands from
+    /// Home Assistant alike. A new main URL is probed first, without the
+    /// database lock; the change itself is read, applied and written under
+    /// it. None: no such camera.
+    pub fn update_camera(&self, id: Uuid, patch: &SettingsPatch) -> Result<Option<Camera>, Error> {
+        let Some(before) = self.db(|s| s.camera(id))? else {
+            return Ok(None);
+        };
+        let new_url = patch
+            .rtsp_url
+            .as_ref()
+            .filter(|url| **url != before.settings.rtsp_url);
+        let probed = new_url.map(|url| self.prober.probe(url));
+        let camera = self.db(|s| {
+            let Some(mut camera) = s.camera(id)? else {
+                return Ok(None);
+            };
+            camera.settings = patch.apply(&camera.settings);
+            if let Some(probed) = &probed {
+                camera.capabilities = probed.clone().ok();
+            }
+            Ok(s.update_camera(&camera)?.then_some(camera))
+        })?;
+        let Some(camera) = camera else {
+            return Ok(None);
+        };
+        log::info!("updated camera {id} {:?}", camera.settings.name);
+        if let Some(probed) = probed {
+            self.set_online(id, camera.settings.enabled && probed.is_ok());
+        }
+        if !camera.settings.enabled {
+            self.set_online(id, false);
+        }
+        if camera.settings != before.settings {
+            self.cameras_changed();
+        }
+        Ok(Some(camera))
     }
 
     pub fn is_online(&self, id: Uuid) -> bool {

@@ -22,6 +22,7 @@ use crate::db::{Db, lock};
 use crate::error::Error;
 use crate::event::Event;
 use crate::media::child::Child;
+use crate::notices::{Notice, Notices};
 use crate::recording::{Clip, Recordings, now_ms};
 use crate::store::CLIP_MARGIN_MS;
 
@@ -50,6 +51,7 @@ struct Inner {
     max_events: u64,
     db: Arc<Db>,
     recordings: Arc<Recordings>,
+    notices: Arc<Notices>,
 }
 
 pub struct Clips {
@@ -65,6 +67,7 @@ impl Clips {
         max_events: u64,
         db: Arc<Db>,
         recordings: Arc<Recordings>,
+        notices: Arc<Notices>,
     ) -> Clips {
         let (jobs, pending) = mpsc::channel();
         Clips {
@@ -76,6 +79,7 @@ impl Clips {
                 max_events,
                 db,
                 recordings,
+                notices,
             }),
         }
     }
@@ -94,6 +98,9 @@ impl Clips {
                     if let Some(pin) = job.pin {
                         inner.recordings.unpin(pin);
                     }
+                    inner
+                        .notices
+                        .send(Notice::EventFinished { event: job.event });
                 }
             })
             .expect("spawn the clip cutter");

@@ -5,6 +5,8 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::mqtt;
+
 pub struct Config {
     pub listen_address: IpAddr,
     pub port: u16,
@@ -32,6 +34,11 @@ pub struct Config {
     /// Free space kept on the recordings' file system; None: 1 GiB or 10 %
     /// of the file system, whichever is larger.
     pub recordings_keep_free: Option<u64>,
+    /// The MQTT broker for Home Assistant; None: MQTT is off.
+    pub mqtt: Option<mqtt::config::Config>,
+    /// `NODE_URL`, the address Home Assistant reaches the node at, without
+    /// a trailing slash; None: `http://<host name>:<port>`.
+    pub node_url: Option<String>,
 }
 
 pub const HELP: &str = "\
@@ -68,6 +75,19 @@ Environment:
               host names, comma-separated, that browsers may use besides IP
               addresses, localhost, .local names and the host name
   LOG_LEVEL   error, warn, info or debug (default info)
+
+Home Assistant (MQTT discovery; off unless MQTT_URL is set):
+  MQTT_URL    the broker, mqtt://host:1883 or mqtts://host:8883
+  MQTT_USER, MQTT_PASSWORD (or MQTT_PASSWORD_FILE)
+              the node's account on the broker
+  MQTT_TOPIC_PREFIX
+              the node's topics begin with it (default nvr)
+  MQTT_DISCOVERY_PREFIX
+              Home Assistant's discovery prefix (default homeassistant)
+  MQTT_CA_FILE
+              certificate authorities (PEM) for mqtts:// (default: the system's)
+  NODE_URL    the address Home Assistant reaches the node at, for snapshot
+              and clip links (default http://HOST NAME:PORT)
 ";
 
 impl Config {
@@ -133,6 +153,31 @@ impl Config {
         };
         let data_dir: PathBuf = var("DATA_DIR").unwrap_or_else(|| "./data".into()).into();
         let machine_name = host_name();
+        let node_url = var("NODE_URL")
+            .map(|url| {
+                let url = url.trim().trim_end_matches('/').to_owned();
+                match url_host(&url) {
+                    Some(_) if url.is_ascii() => Ok(url),
+                    _ => Err(format!(
+                        "NODE_URL must be an http:// or https:// address with an ASCII host, like http://nvr.lan:8080, not {url:?}"
+                    )),
+                }
+            })
+            .transpose()?;
+        let mut allowed_hosts: Vec<String> = var("ALLOWED_HOSTS")
+            .map(|hosts| {
+                hosts
+                    .split(',')
+                    .map(|h| h.trim().to_ascii_lowercase())
+                    .filter(|h| !h.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Home Assistant fetches thumbnails by NODE_URL: its host must pass
+        // the browser protections.
+        if let Some(host) = node_url.as_deref().and_then(url_host) {
+            allowed_hosts.push(host.to_ascii_lowercase());
+        }
         Ok(Config {
             listen_address,
             port,
@@ -145,15 +190,9 @@ impl Config {
             data_dir,
             node_name: var("NODE_NAME").unwrap_or_else(|| machine_name.clone()),
             host_name: machine_name,
-            allowed_hosts: var("ALLOWED_HOSTS")
-                .map(|hosts| {
-                    hosts
-                        .split(',')
-                        .map(|h| h.trim().to_ascii_lowercase())
-                        .filter(|h| !h.is_empty())
-                        .collect()
-                })
-                .unwrap_or_default(),
+            allowed_hosts,
+            mqtt: mqtt::config::from_vars(var)?,
+            node_url,
             relay_url,
             ffprobe: var("FFPROBE").unwrap_or_else(|| "ffprobe".into()).into(),
             camera_check_interval,
@@ -199,6 +238,22 @@ fn host_name() -> String {
         name if rc == 0 && !name.is_empty() => name.to_owned(),
         _ => "nvr-node".to_owned(),
     }
+}
+
+/// The host of an `http://` or `https://` URL (brackets kept for IPv6).
+fn url_host(url: &str) -> Option<&str> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    if authority.contains('@') {
+        return None;
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => &authority[..v6.find(']')? + 2],
+        None => authority.split(':').next()?,
+    };
+    (!host.is_empty()).then_some(host)
 }
 
 /// The HTTP client is built without Unicode host names (idna_adapter 1.0:
@@ -318,6 +373,19 @@ mod tests {
     }
 
     #[test]
+    fn node_url() {
+        let c = config(&[
+            ("NODE_URL", "http://NVR.lan:8080/"),
+            ("ALLOWED_HOSTS", "a.lan"),
+        ])
+        .unwrap();
+        assert_eq!(c.node_url.as_deref(), Some("http://NVR.lan:8080"));
+        assert_eq!(c.allowed_hosts, ["a.lan", "nvr.lan"]);
+        assert_eq!(url_host("https://[fd00::1]:8080/x"), Some("[fd00::1]"));
+        assert_eq!(config(&[]).unwrap().node_url, None);
+    }
+
+    #[test]
     fn bad_values() {
         for vars in [
             [("PORT", "http")],
@@ -332,6 +400,10 @@ mod tests {
             [("RELAY_URL", "http://relä:1984")],
             [("RECORDINGS_MAX_BYTES", "lots")],
             [("RECORDINGS_KEEP_FREE", "-5G")],
+            [("NODE_URL", "nvr.lan:8080")],
+            [("NODE_URL", "http://")],
+            [("NODE_URL", "http://u:p@nvr.lan")],
+            [("MQTT_URL", "tcp://broker")],
         ] {
             assert!(config(&vars).is_err(), "{vars:?}");
         }

@@ -13,6 +13,7 @@ mod db;
 mod error;
 mod event;
 mod guard;
+mod home_assistant;
 
 mod http;
 mod link_state;
@@ -21,6 +22,7 @@ mod media;
 mod monitor;
 mod motion;
 mod mqtt;
+mod notices;
 mod prober;
 #[cfg(test)]
 mod properties;
@@ -120,6 +122,13 @@ fn run() -> Result<(), String> {
     if let Some(cloud_url) = &config.cloud_url {
         cloud::spawn(app.clone(), cloud_url);
         uploader::spawn(app.clone(), cloud_url);
+    }
+    if let Some(mqtt) = &config.mqtt {
+        let node_url = config
+            .node_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}:{}", config.host_name, address.port()));
+        home_assistant::spawn(app.clone(), mqtt, node_url)?;
     }
 
     println!("listening on http://{address}");

@@ -140,38 +140,10 @@ pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
     Ok(Reply::json(201, &CameraView::new(&camera, app)))
 }
 
-/// Changes the fields given. A new main URL is probed first, without the
-/// database lock; the change itself is read, applied and written under it.
+/// Changes the fields given (see [`App::update_camera`]).
 pub fn update(app: &App, id: Uuid, body: &[u8]) -> Result<Reply, Error> {
     let patch = SettingsPatch::from_json(body)?;
-    let before = app.db(|s| s.camera(id))?.ok_or_else(no_such_camera)?;
-    let new_url = patch
-        .rtsp_url
-        .as_ref()
-        .filter(|url| **url != before.settings.rtsp_url);
-    let probed = new_url.map(|url| app.prober.probe(url));
-    let camera = app
-        .db(|s| {
-            let Some(mut camera) = s.camera(id)? else {
-                return Ok(None);
-            };
-            camera.settings = patch.apply(&camera.settings);
-            if let Some(probed) = &probed {
-                camera.capabilities = probed.clone().ok();
-            }
-            Ok(s.update_camera(&camera)?.then_some(camera))
-        })?
-        .ok_or_else(no_such_camera)?;
-    log::info!("updated camera {id} {:?}", camera.settings.name);
-    if let Some(probed) = probed {
-        app.set_online(id, camera.settings.enabled && probed.is_ok());
-    }
-    if !camera.settings.enabled {
-        app.set_online(id, false);
-    }
-    if camera.settings != before.settings {
-        app.cameras_changed();
-    }
+    let camera = app.update_camera(id, &patch)?.ok_or_else(no_such_camera)?;
     Ok(Reply::json(200, &CameraView::new(&camera, app)))
 }
 

@@ -13,6 +13,7 @@ use crate::clips::Job;
 use crate::error::Error;
 use crate::error::Kind;
 use crate::event::{Event, NewEvent, format_timestamp};
+use crate::notices::Notice;
 use crate::reply::Reply;
 
 /// The spec's limit on events returned.
@@ -90,8 +91,11 @@ pub fn add(app: &App, peer: Option<IpAddr>, body: &[u8]) -> Result<Reply, Error>
     if !app.clips.add_event(&event)? {
         return Err(Error::bad_request("cameraId names no camera"));
     }
+    app.notices.send(Notice::EventPosted { event: event.id });
     // Without a clip of its own, the camera's recording gives it one.
-    if event.clip_path.is_none() {
+    if event.clip_path.is_some() {
+        app.notices.send(Notice::EventFinished { event: event.id });
+    } else {
         app.clips.request(Job {
             event: event.id,
             camera: event.camera_id,

@@ -7,6 +7,7 @@ use super::cameras::CameraView;
 use crate::app::App;
 use crate::error::Error;
 use crate::event::format_timestamp;
+use crate::mqtt;
 use crate::reply::Reply;
 
 #[derive(Serialize)]
@@ -19,6 +20,8 @@ struct Status<'a> {
     relay_healthy: bool,
     /// The version the relay names, while it is up.
     relay_version: Option<String>,
+    /// The link to the MQTT broker for Home Assistant.
+    mqtt: serde_json::Value,
     cameras: Vec<CameraView<'a>>,
     storage: StorageView,
 }
@@ -49,6 +52,7 @@ fn build(app: &App) -> Result<Vec<u8>, Error> {
         cloud: app.cloud_state().to_json(),
         relay_healthy: app.relay_healthy(),
         relay_version: app.relay_version(),
+        mqtt: mqtt_view(app.mqtt_state()),
         cameras: cameras.iter().map(|c| CameraView::new(c, app)).collect(),
         storage: {
             let storage = app.recordings.storage();
@@ -63,4 +67,16 @@ fn build(app: &App) -> Result<Vec<u8>, Error> {
         },
     };
     Ok(serde_json::to_vec(&status).expect("status serializes"))
+}
+
+/// `{"state": "disabled" | "connecting" | "connected" | "error", "message"}`:
+/// why, for an error; never a secret (the session's messages carry none).
+fn mqtt_view(state: Option<mqtt::State>) -> serde_json::Value {
+    let (name, message) = match state {
+        None => ("disabled", None),
+        Some(mqtt::State::Connecting) => ("connecting", None),
+        Some(mqtt::State::Connected) => ("connected", None),
+        Some(mqtt::State::Error(message)) => ("error", Some(message)),
+    };
+    serde_json::json!({ "state": name, "message": message })
 }

@@ -19,6 +19,7 @@ use uuid::Uuid;
 use crate::camera::{Camera, Sensitivity};
 use crate::clips::Clips;
 use crate::db::{Db, lock};
+use crate::notices::Notices;
 use crate::recording::Recordings;
 use crate::workers::{self, Order, Workers};
 use detector::Params;
@@ -34,6 +35,7 @@ struct Shared {
     db: Arc<Db>,
     clips: Arc<Clips>,
     recordings: Arc<Recordings>,
+    notices: Arc<Notices>,
 }
 
 pub struct Motion {
@@ -49,6 +51,7 @@ impl Motion {
         db: Arc<Db>,
         clips: Arc<Clips>,
         recordings: Arc<Recordings>,
+        notices: Arc<Notices>,
     ) -> Motion {
         let (supervisor, orders) = mpsc::channel();
         Motion {
@@ -57,6 +60,7 @@ impl Motion {
                 db,
                 clips,
                 recordings,
+                notices,
             }),
             supervisor,
             pending: Mutex::new(Some(orders)),

@@ -18,6 +18,7 @@ use super::episodes::{Change, Episode, Episodes};
 use crate::clips::Job;
 use crate::event::Event;
 use crate::media::child::{Child, Filled, Output};
+use crate::notices::Notice;
 use crate::recording::now_ms;
 use crate::store::CLIP_MARGIN_MS;
 
@@ -48,6 +49,8 @@ pub struct Watcher {
     episodes: Episodes,
     /// The ring's pin of the event under way.
     pin: Option<u64>,
+    /// The id of the event under way, told when it started.
+    event: Option<Uuid>,
 }
 
 impl Watcher {
@@ -59,6 +62,7 @@ impl Watcher {
             stop,
             episodes: Episodes::default(),
             pin: None,
+            event: None,
         }
     }
 
@@ -170,12 +174,18 @@ impl Watcher {
                 .recordings
                 .pin(self.camera, at_ms - CLIP_MARGIN_MS),
         );
+        let event = *self.event.insert(Uuid::new_v4());
+        self.shared.notices.send(Notice::MotionStarted {
+            camera: self.camera,
+            event,
+            at_ms,
+        });
     }
 
     /// Stores the event and asks for its clip.
     fn ended(&mut self, episode: Episode) {
         let event = Event {
-            id: Uuid::new_v4(),
+            id: self.event.take().unwrap_or_else(Uuid::new_v4),
             camera_id: self.camera,
             kind: "motion".to_owned(),
             // Three decimals: the share of the picture that moved.
@@ -187,7 +197,11 @@ impl Watcher {
             thumbnail_path: None,
         };
         let pin = self.pin.take();
-        match self.shared.clips.add_event(&event) {
+        let added = self.shared.clips.add_event(&event);
+        self.shared.notices.send(Notice::MotionEnded {
+            camera: self.camera,
+        });
+        match added {
             Ok(true) => {
                 log::info!(
                     "camera {}: motion event {} ({} ms, score {})",

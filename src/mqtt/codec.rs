@@ -167,6 +167,13 @@ impl Packet {
         out
     }
 
+    /// The whole size of the first packet in `buf` when it is larger than the
+    /// node takes (its header is all there): the bytes to pass over.
+    pub fn oversized(buf: &[u8]) -> Option<usize> {
+        let (length, header) = remaining_length(buf.get(1..)?).ok()??;
+        (length > MAX_INCOMING).then_some(1 + header + length)
+    }
+
     /// The first packet in `buf`: `Ok(Some((packet, bytes used)))`, or
     /// `Ok(None)` when more bytes are needed.
     pub fn decode(buf: &[u8]) -> Result<Option<(Packet, usize)>, Malformed> {

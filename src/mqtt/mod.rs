@@ -1,6 +1,11 @@
-//! Home Assistant through MQTT (issue 16): the packets so far; the session
-//! that owns the broker connection, discovery and the topics come next.
-#![allow(dead_code)] // Not wired into the node yet.
+//! MQTT for Home Assistant (issue 16): the packets (`codec`), the session
+//! that owns the broker connection (`session`), and the topics and
+//! discovery messages the node publishes (`topics`).
 
 pub mod codec;
+pub mod config;
 pub mod session;
+pub mod tls;
+pub mod topics;
+
+pub use session::State;

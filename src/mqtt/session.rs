@@ -29,6 +29,8 @@ const MAX_QUEUED_EVENTS: usize = 64;
 pub struct Settings {
     pub host: String,
     pub port: u16,
+    /// TLS to the broker (`mqtts://`), with the authorities it trusts.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
     pub client_id: String,
     pub user: Option<String>,
     pub password: Option<String>,
@@ -193,15 +195,72 @@ fn run(settings: &Settings, shared: &Shared, mut handler: impl Handler) {
     }
 }
 
+/// The connection, in the clear or through TLS.
+enum Conn {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Conn {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Conn::Plain(tcp) => tcp,
+            Conn::Tls(tls) => tls.get_ref(),
+        }
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Plain(tcp) => tcp.read(buf),
+            Conn::Tls(tls) => tls.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Conn::Plain(tcp) => tcp.write(buf),
+            Conn::Tls(tls) => tls.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Conn::Plain(tcp) => tcp.flush(),
+            Conn::Tls(tls) => tls.flush(),
+        }
+    }
+}
+
 /// A connected, accepted session with the broker.
-fn connect(settings: &Settings) -> io::Result<TcpStream> {
+fn connect(settings: &Settings) -> io::Result<Conn> {
     let address = (settings.host.as_str(), settings.port)
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| io::Error::new(ErrorKind::NotFound, "the broker's name has no address"))?;
-    let mut stream = TcpStream::connect_timeout(&address, CONNECT_TIMEOUT)?;
-    stream.set_nodelay(true)?;
-    stream.set_read_timeout(Some(CONNECT_TIMEOUT))?;
+    let tcp = TcpStream::connect_timeout(&address, CONNECT_TIMEOUT)?;
+    tcp.set_nodelay(true)?;
+    tcp.set_read_timeout(Some(CONNECT_TIMEOUT))?;
+    // A broker that stops reading must not hold the thread for ever.
+    tcp.set_write_timeout(Some(CONNECT_TIMEOUT))?;
+    let mut stream = match &settings.tls {
+        None => Conn::Plain(tcp),
+        Some(config) => {
+            let name =
+                rustls::pki_types::ServerName::try_from(settings.host.clone()).map_err(|_| {
+                    io::Error::new(
+                        ErrorKind::InvalidInput,
+                        "the broker's host name cannot be checked against a certificate",
+                    )
+                })?;
+            let tls = rustls::ClientConnection::new(config.clone(), name)
+                .map_err(|e| io::Error::other(format!("TLS: {e}")))?;
+            Conn::Tls(Box::new(rustls::StreamOwned::new(tls, tcp)))
+        }
+    };
     let connect = Packet::Connect(Connect {
         client_id: settings.client_id.clone(),
         keep_alive_s: KEEP_ALIVE.as_secs() as u16,
@@ -216,9 +275,9 @@ fn connect(settings: &Settings) -> io::Result<TcpStream> {
         user: settings.user.clone(),
         password: settings.password.clone().map(String::into_bytes),
     });
-    stream.write_all(&connect.encode())?;
+    stream.write_all(&connect.encode()).map_err(tls_error)?;
     let mut reader = PacketReader::default();
-    match reader.next(&mut stream)? {
+    match reader.next(&mut stream).map_err(tls_error)? {
         Some(Packet::ConnAck {
             code: ConnectReturn::Accepted,
             ..
@@ -230,6 +289,17 @@ fn connect(settings: &Settings) -> io::Result<TcpStream> {
             ErrorKind::InvalidData,
             "the broker did not answer CONNECT",
         )),
+    }
+}
+
+/// Says a handshake failure is TLS's (rustls names the certificate's fault).
+fn tls_error(e: io::Error) -> io::Error {
+    match e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        Some(tls) => io::Error::new(e.kind(), format!("TLS: {tls}")),
+        None => e,
     }
 }
 
@@ -249,12 +319,12 @@ fn refusal(code: ConnectReturn) -> &'static str {
 
 /// Runs one connection until it fails, the broker closes it, or the node stops.
 fn serve(
-    mut stream: TcpStream,
+    mut stream: Conn,
     settings: &Settings,
     shared: &Shared,
     handler: &mut impl Handler,
 ) -> io::Result<()> {
-    stream.set_read_timeout(Some(TICK))?;
+    stream.tcp().set_read_timeout(Some(TICK))?;
     let mut packet_id = 0u16;
     let mut next_id = || {
         packet_id = packet_id.wrapping_add(1).max(1);
@@ -325,7 +395,7 @@ fn serve(
     Ok(())
 }
 
-fn send(stream: &mut TcpStream, messages: &[Message]) -> io::Result<()> {
+fn send(stream: &mut impl Write, messages: &[Message]) -> io::Result<()> {
     let mut bytes = Vec::new();
     for m in messages {
         bytes.extend(
@@ -348,6 +418,9 @@ fn send(stream: &mut TcpStream, messages: &[Message]) -> io::Result<()> {
 struct PacketReader {
     buf: Vec<u8>,
     closed: bool,
+    /// Bytes of a packet too large to take, still to pass over: a 1 MiB
+    /// message on a command topic must not cost the connection.
+    skipping: usize,
 }
 
 impl PacketReader {
@@ -355,8 +428,24 @@ impl PacketReader {
     /// read timeout (or the broker closed the connection: see `closed`).
     fn next(&mut self, stream: &mut impl Read) -> io::Result<Option<Packet>> {
         loop {
-            let decoded = Packet::decode(&self.buf)
-                .map_err(|e| io::Error::new(ErrorKind::InvalidData, e.to_string()))?;
+            if self.skipping == 0
+                && let Some(size) = Packet::oversized(&self.buf)
+            {
+                log::info!("mqtt: ignored a {size}-byte message: larger than the node takes");
+                self.skipping = size;
+            }
+            if self.skipping > 0 {
+                let passed = self.skipping.min(self.buf.len());
+                self.buf.drain(..passed);
+                self.skipping -= passed;
+            }
+            let decoded = if self.skipping > 0 {
+                Ok(None)
+            } else {
+                Packet::decode(&self.buf)
+            };
+            let decoded =
+                decoded.map_err(|e| io::Error::new(ErrorKind::InvalidData, e.to_string()))?;
             if let Some((packet, used)) = decoded {
                 self.buf.drain(..used);
                 return Ok(Some(packet));
@@ -397,5 +486,31 @@ mod tests {
         assert_eq!(sent[1].payload, b"936");
         assert_eq!(sent.last().unwrap().payload, b"999");
         assert!(outbox.take().is_empty());
+    }
+
+    #[test]
+    fn a_packet_too_large_is_passed_over_and_the_next_one_read() {
+        let publish = |payload: Vec<u8>| {
+            Packet::Publish(Publish {
+                topic: "nvr/n/c/record/set".into(),
+                payload,
+                qos: 0,
+                retain: false,
+                dup: false,
+                packet_id: None,
+            })
+        };
+        let mut bytes = publish(vec![7; 1 << 20]).encode();
+        bytes.extend(publish(b"ON".to_vec()).encode());
+        // Read in small pieces, as from a socket.
+        let mut stream = io::Cursor::new(bytes);
+        let mut reader = PacketReader::default();
+        let mut got = Vec::new();
+        while !reader.closed {
+            if let Some(packet) = reader.next(&mut stream).unwrap() {
+                got.push(packet);
+            }
+        }
+        assert_eq!(got, vec![publish(b"ON".to_vec())]);
     }
 }

@@ -100,6 +100,17 @@ impl Store {
         stmt.query_map([limit], event_from_row)?.collect()
     }
 
+    /// Each camera's newest event with a thumbnail: (camera, event).
+    pub fn newest_thumbnails(&self) -> Result<Vec<(Uuid, Uuid)>> {
+        // SQLite takes the bare columns from the row that has the MAX.
+        let mut stmt = self.conn.prepare(
+            "SELECT camera_id, id, MAX(started_at_ms) FROM event
+             WHERE thumbnail_path IS NOT NULL GROUP BY camera_id",
+        )?;
+        stmt.query_map([], |r| Ok((uuid_column(r, 0)?, uuid_column(r, 1)?)))?
+            .collect()
+    }
+
     pub fn event(&self, id: Uuid) -> Result<Option<Event>> {
         self.conn
             .prepare_cached(&format!("{SELECT_EVENT} WHERE id = ?1"))?

@@ -1,6 +1,7 @@
 //! The node's identity towards the cloud, in the `node` key-value table.
 
 use rusqlite::OptionalExtension;
+use uuid::Uuid;
 
 use super::{Result, Store};
 
@@ -23,6 +24,22 @@ impl Store {
         let node_id = self.node_value("node_id")?;
         *self.node_id.borrow_mut() = Some(node_id.clone());
         Ok(node_id)
+    }
+
+    /// The node's own id, made at its first start and kept for good: Home
+    /// Assistant knows the node by it (topics, client id), whether or not
+    /// the cloud has given it one.
+    pub fn local_id(&mut self) -> Result<String> {
+        if let Some(id) = self.node_value("local_id")? {
+            return Ok(id);
+        }
+        let id = Uuid::new_v4().to_string();
+        self.written();
+        self.conn.execute(
+            "INSERT INTO node (key, value) VALUES ('local_id', ?1)",
+            [&id],
+        )?;
+        Ok(id)
     }
 
     fn node_value(&self, key: &str) -> Result<Option<String>> {
@@ -76,7 +93,6 @@ impl Store {
 mod tests {
     use super::super::test_support::temp_dir;
     use super::*;
-    use uuid::Uuid;
 
     #[test]
     fn identity_round_trip() {
@@ -100,6 +116,14 @@ mod tests {
         assert_eq!(store.node_id().unwrap(), Some(claimed.node_id));
         store.set_identity(None).unwrap();
         assert_eq!(store.identity().unwrap(), None);
+        let local = store.local_id().unwrap();
+        assert_eq!(store.local_id().unwrap(), local, "kept");
+        drop(store);
+        assert_eq!(
+            Store::open(&dir).unwrap().local_id().unwrap(),
+            local,
+            "kept over a restart"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -1,0 +1,293 @@
+//! Home Assistant through MQTT: the node's cameras, motion, switches and
+//! events as entities, by MQTT discovery. One thread keeps what is on the
+//! broker in step with the node: four times a second it builds the retained
+//! messages (discovery and states) the node's state calls for and publishes
+//! those that changed, an empty one for those that went; it passes on
+//! motion and events as they happen. The session (`mqtt::session`) owns the
+//! connection and sends everything again after each connect and when Home
+//! Assistant comes back; commands go through the same path as a `PATCH`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use uuid::Uuid;
+
+use crate::app::App;
+use crate::camera::SettingsPatch;
+use crate::db::lock;
+use crate::mqtt::session::{self, Handler, Message, Session};
+use crate::mqtt::topics::{self, CameraState, Incoming, Names, NodeState, Retained, Switch};
+use crate::mqtt::{self, tls};
+use crate::notices::Notice;
+use crate::recording::Storage;
+
+/// How often the node's state is compared with what was published.
+const TICK: Duration = Duration::from_millis(250);
+/// How often the storage figures are taken again.
+const STORAGE_EVERY: Duration = Duration::from_secs(60);
+
+/// Starts the link to the broker; an error is a setting that cannot work.
+pub fn spawn(app: Arc<App>, config: &mqtt::config::Config, node_url: String) -> Result<(), String> {
+    let tls = match config.tls {
+        true => Some(tls::client_config(config.ca_file.as_deref())?),
+        false => None,
+    };
+    let node = app
+        .db(|s| s.local_id())
+        .map_err(|e| format!("cannot read the node's id: {}", e.message))?;
+    log::info!(
+        "mqtt: publishing to {}:{} as node {node}",
+        config.host,
+        config.port
+    );
+    // From the node's id: two nodes on one broker never take each other's place.
+    let client_id = format!("nvr-node-{node}");
+    let names = Names {
+        prefix: config.topic_prefix.clone(),
+        discovery: config.discovery_prefix.clone(),
+        node,
+        node_name: app.node_name.clone(),
+        node_url,
+    };
+    let settings = session::Settings {
+        host: config.host.clone(),
+        port: config.port,
+        tls,
+        client_id,
+        user: config.user.clone(),
+        password: config.password.clone(),
+        availability_topic: names.availability(),
+        subscriptions: names.subscriptions(),
+    };
+    app.notices.listen();
+    app.set_mqtt_state(mqtt::State::Connecting);
+    let mut link = Link::new(app.clone(), names);
+    // Everything is there to send before the first connect.
+    link.refresh(None);
+    let handler = Commands {
+        app: app.clone(),
+        names: link.names.clone(),
+        published: link.published.clone(),
+    };
+    let session = Session::spawn(settings, handler);
+    thread::Builder::new()
+        .name("home assistant".into())
+        .spawn(move || link.run(&session))
+        .map_err(|e| format!("cannot start the MQTT link: {e}"))?;
+    Ok(())
+}
+
+/// The thread that keeps the broker in step with the node.
+struct Link {
+    app: Arc<App>,
+    names: Names,
+    /// The retained messages last published (or to send after a connect).
+    published: Arc<Mutex<Retained>>,
+    /// What they were built from.
+    built_from: Option<(NodeState, Vec<CameraState>)>,
+    moving: HashSet<Uuid>,
+    /// Each camera's newest event with a thumbnail.
+    snapshots: HashMap<Uuid, Uuid>,
+    /// The recordings' storage, taken once a minute.
+    storage: Option<(Instant, Storage)>,
+}
+
+impl Link {
+    fn new(app: Arc<App>, names: Names) -> Link {
+        let snapshots = app
+            .db(|s| s.newest_thumbnails())
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        Link {
+            app,
+            names,
+            published: Arc::default(),
+            built_from: None,
+            moving: HashSet::new(),
+            snapshots,
+            storage: None,
+        }
+    }
+
+    fn run(mut self, session: &Session) {
+        loop {
+            for notice in self.app.notices.wait(TICK) {
+                if let Some(message) = self.take(notice) {
+                    session.publish(message);
+                }
+            }
+            self.app.set_mqtt_state(session.state());
+            self.refresh(Some(session));
+        }
+    }
+
+    /// Follows a notice; returns the event message it calls for.
+    fn take(&mut self, notice: Notice) -> Option<Message> {
+        match notice {
+            Notice::MotionStarted {
+                camera,
+                event,
+                at_ms,
+            } => {
+                self.moving.insert(camera);
+                let payload = topics::event_started(event, "motion", at_ms);
+                Some(Message::event(self.names.event_topic(camera), payload))
+            }
+            Notice::MotionEnded { camera } => {
+                self.moving.remove(&camera);
+                None
+            }
+            Notice::EventPosted { event } => self.event_message(event, "start"),
+            Notice::EventFinished { event } => self.event_message(event, "end"),
+        }
+    }
+
+    fn event_message(&mut self, id: Uuid, phase: &str) -> Option<Message> {
+        let event = self.app.db(|s| s.event(id)).ok()??;
+        if event.thumbnail_path.is_some() {
+            self.snapshots.insert(event.camera_id, event.id);
+        }
+        let payload = topics::event_stored(&self.names, phase, &event);
+        Some(Message::event(
+            self.names.event_topic(event.camera_id),
+            payload,
+        ))
+    }
+
+    /// Builds the retained messages again if what they show changed, and
+    /// publishes the difference through `session` (None: only builds).
+    fn refresh(&mut self, session: Option<&Session>) {
+        let Ok(cameras) = self.app.db(|s| s.cameras()) else {
+            return;
+        };
+        let storage = match self.storage {
+            // Until the recordings have measured the disk, each time.
+            Some((taken, storage))
+                if taken.elapsed() < STORAGE_EVERY && storage.free_bytes.is_some() =>
+            {
+                storage
+            }
+            _ => {
+                let storage = self.app.recordings.storage();
+                self.storage = Some((Instant::now(), storage));
+                storage
+            }
+        };
+        let node = NodeState {
+            relay_healthy: self.app.relay_healthy(),
+            used_bytes: storage.used_bytes,
+            budget_bytes: storage.budget_bytes,
+            free_bytes: storage.free_bytes,
+        };
+        let cameras: Vec<CameraState> = cameras
+            .iter()
+            .map(|c| {
+                let s = &c.settings;
+                CameraState {
+                    id: c.id,
+                    name: s.name.clone(),
+                    make: s.make.clone(),
+                    model: s.model.clone(),
+                    record: s.record,
+                    detect: s.detect,
+                    online: self.app.is_online(c.id),
+                    moving: s.enabled && s.detect && self.moving.contains(&c.id),
+                    snapshot: self.snapshots.get(&c.id).copied(),
+                }
+            })
+            .collect();
+        let input = (node, cameras);
+        if self.built_from.as_ref() == Some(&input) {
+            return;
+        }
+        let wanted = topics::retained(&self.names, &input.0, &input.1);
+        let mut published = lock(&self.published);
+        if let Some(session) = session {
+            for (topic, payload) in &wanted {
+                if published.get(topic) != Some(payload) {
+                    session.publish(Message::state(topic.clone(), payload.clone()));
+                }
+            }
+            // An empty retained message takes a topic (an entity) away.
+            for topic in published.keys().filter(|t| !wanted.contains_key(*t)) {
+                session.publish(Message::state(topic.clone(), Vec::new()));
+            }
+        }
+        *published = wanted;
+        drop(published);
+        self.built_from = Some(input);
+    }
+}
+
+/// What the session thread does with what the broker sends.
+struct Commands {
+    app: Arc<App>,
+    names: Names,
+    published: Arc<Mutex<Retained>>,
+}
+
+impl Commands {
+    fn everything(&self) -> Vec<Message> {
+        lock(&self.published)
+            .iter()
+            .map(|(topic, payload)| Message::state(topic.clone(), payload.clone()))
+            .collect()
+    }
+
+    fn set(&self, camera: Uuid, switch: Switch, on: bool) {
+        let patch = match switch {
+            Switch::Record => SettingsPatch {
+                record: Some(on),
+                ..SettingsPatch::default()
+            },
+            Switch::Detect => SettingsPatch {
+                detect: Some(on),
+                ..SettingsPatch::default()
+            },
+        };
+        let what = format!("{switch:?} {}", if on { "on" } else { "off" }).to_lowercase();
+        match self.app.update_camera(camera, &patch) {
+            Ok(Some(_)) => log::info!("mqtt: camera {camera}: {what}"),
+            Ok(None) => log::info!("mqtt: ignored {what} for camera {camera}: no such camera"),
+            Err(e) => log::warn!("mqtt: camera {camera}: {what} failed: {}", e.message),
+        }
+    }
+}
+
+impl Handler for Commands {
+    fn on_connect(&mut self) -> Vec<Message> {
+        self.everything()
+    }
+
+    fn on_message(&mut self, topic: &str, payload: &[u8]) -> Vec<Message> {
+        match topics::incoming(&self.names, topic, payload) {
+            Incoming::Set { camera, switch, on } => {
+                self.set(camera, switch, on);
+                Vec::new()
+            }
+            Incoming::HomeAssistantOnline => {
+                log::info!("mqtt: Home Assistant started: sending discovery and states again");
+                self.everything()
+            }
+            Incoming::CameraSeen(camera) => {
+                if matches!(self.app.db(|s| s.camera(camera)), Ok(None)) {
+                    // A camera deleted while the node was away: its entities go.
+                    topics::camera_topics(&self.names, camera)
+                        .into_iter()
+                        .map(|topic| Message::state(topic, Vec::new()))
+                        .collect()
+                } else {
+                    Vec::new()
+                }
+            }
+            Incoming::Nothing => Vec::new(),
+            Incoming::Refused(why) => {
+                log::info!("mqtt: ignored {why}");
+                Vec::new()
+            }
+        }
+    }
+}
