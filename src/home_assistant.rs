@@ -230,10 +230,20 @@ struct Commands {
 }
 
 impl Commands {
-    fn everything(&self) -> Vec<Message> {
-        lock(&self.published)
+    /// Every retained message, availability first. (The topics come in
+    /// order, so the node's own device, `<node>/`, comes before the
+    /// cameras' devices, `<node>_<cam>/`, that name it as `via_device`:
+    /// Home Assistant drops a `via_device` it does not know yet.)
+    fn everything(&self, with_availability: bool) -> Vec<Message> {
+        let availability = Message::state(self.names.availability(), "online");
+        let published = lock(&self.published);
+        let states = published
             .iter()
-            .map(|(topic, payload)| Message::state(topic.clone(), payload.clone()))
+            .map(|(topic, payload)| Message::state(topic.clone(), payload.clone()));
+        with_availability
+            .then_some(availability)
+            .into_iter()
+            .chain(states)
             .collect()
     }
 
@@ -259,7 +269,8 @@ impl Commands {
 
 impl Handler for Commands {
     fn on_connect(&mut self) -> Vec<Message> {
-        self.everything()
+        // The session says `online` itself, first.
+        self.everything(false)
     }
 
     fn on_message(&mut self, topic: &str, payload: &[u8]) -> Vec<Message> {
@@ -270,7 +281,7 @@ impl Handler for Commands {
             }
             Incoming::HomeAssistantOnline => {
                 log::info!("mqtt: Home Assistant started: sending discovery and states again");
-                self.everything()
+                self.everything(true)
             }
             Incoming::CameraSeen(camera) => {
                 if matches!(self.app.db(|s| s.camera(camera)), Ok(None)) {

@@ -28,6 +28,8 @@ subscribe((state) => {
     foldAddForm(state.cameras.size > 0);
     // A node with no cameras yet: the add form is the place to start.
     if (state.cameras.size === 0 && !location.hash) document.getElementById('add-name').focus({ preventScroll: true });
+    // A link to one camera (from Home Assistant): its card, once drawn.
+    if (location.hash.startsWith('#camera-')) document.getElementById(location.hash.slice(1))?.scrollIntoView();
   }
 });
 

@@ -26,6 +26,8 @@ function setMessage(card, text, tone = '') {
 function makeCard(id) {
   const el = fromTemplate('t-camera');
   el.dataset.id = id;
+  // Home Assistant's device page links here (NODE_URL/#camera-<id>).
+  el.id = `camera-${id}`;
   const q = (s) => el.querySelector(s);
   const card = {
     id,

@@ -15,6 +15,14 @@ const CLOUD = {
   error: ['Cloud: error', 'bad', 'The cloud link has a problem.'],
 };
 
+// Home Assistant through MQTT, by the state status gives.
+const MQTT = {
+  disabled: ['Home Assistant: off', 'neutral', 'MQTT is not set up (MQTT_URL).'],
+  connecting: ['Home Assistant: connecting…', 'warn', 'The node is connecting to the MQTT broker.'],
+  connected: ['Home Assistant: connected', 'ok', 'Cameras, motion and events are published to the MQTT broker.'],
+  error: ['Home Assistant: error', 'bad', 'The MQTT broker link has a problem.'],
+};
+
 let expiresAt = NaN;
 let ticker = null;
 
@@ -84,6 +92,12 @@ export function renderHeader(state) {
   } else {
     setBadge($('relay-badge'), 'Stream relay: down', 'bad', 'The stream relay is not answering: live view is unavailable.');
   }
+
+  const mqtt = status.mqtt || {};
+  const [mqttWord, mqttTone, mqttTitle] = MQTT[mqtt.state] || [`Home Assistant: ${mqtt.state || 'unknown'}`, 'neutral', ''];
+  setBadge($('mqtt-badge'), mqttWord, mqttTone, mqttTitle);
+  // Why the broker link fails (a refused password or certificate), on phones too.
+  setText($('mqtt-note'), mqtt.state === 'error' && mqtt.message ? `MQTT broker: ${mqtt.message}` : '');
 
   const cloud = status.cloud || {};
   const [word, tone, title2] = CLOUD[cloud.state] || [`Cloud: ${cloud.state || 'unknown'}`, 'neutral', ''];

@@ -8,6 +8,7 @@
 pub mod cloud;
 pub mod go2rtc;
 pub mod http;
+pub mod mosquitto;
 pub mod relay;
 
 use std::io::{BufRead, BufReader, Read};
