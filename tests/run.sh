@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 # Debian packages: ffprobe, Chromium, and GStreamer's RTSP server for the test
 # camera; cross compilers, musl for aarch64 and qemu for the board builds; wrk
-# and nginx for the benchmark's smoke run.
+# and nginx for the benchmark's smoke run; the MQTT broker and its clients
+# (and openssl for its TLS certificates) for the Home Assistant tests.
 packages=(
   ffmpeg
   chromium
@@ -28,6 +29,9 @@ packages=(
   wrk
   nginx-light
   unzip
+  mosquitto
+  mosquitto-clients
+  openssl
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -50,6 +54,13 @@ if ! .venv/bin/python -c "import ziglang" 2>/dev/null || [ ! -x .venv/bin/cargo-
   python3 -m venv .venv
   .venv/bin/pip install -q -r tests/build-requirements.txt
 fi
+# In a git-ignored venv: Home Assistant Core 2024.3.3 (about 700 MB, 2 min),
+# which tests/home_assistant.rs runs offline against the node.
+ha_check='import homeassistant.const as c, paho.mqtt, numpy; assert c.__version__ == "2024.3.3"'
+if ! .venv-ha/bin/python -c "$ha_check" 2>/dev/null; then
+  python3 -m venv .venv-ha
+  .venv-ha/bin/pip install -q -r tests/home_assistant/requirements.txt -c tests/home_assistant/constraints.txt
+fi
 # playwright-core drives Debian's Chromium; it downloads no browser of its own.
 if [ ! -d tests/e2e/node_modules/playwright-core ]; then
   (cd tests/e2e && npm ci --no-audit --no-fund)
@@ -59,7 +70,7 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo not found: install Rust 1.85 or newer with rustup (https://rustup.rs), then run this again" >&2
   exit 1
 fi
-for tool in ffprobe /usr/bin/python3 /usr/bin/chromium node; do
+for tool in ffprobe /usr/bin/python3 /usr/bin/chromium node mosquitto mosquitto_sub mosquitto_pub openssl; do
   command -v "$tool" >/dev/null 2>&1 || { echo "missing $tool after install" >&2; exit 1; }
 done
 /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer" \

@@ -1,0 +1,363 @@
+//! The node as a real Home Assistant sees it: Home Assistant Core 2024.3.3
+//! (`.venv-ha`, made by tests/run.sh; run offline, already onboarded, by
+//! `tests/home_assistant/run_ha.sh`) with its MQTT integration on the
+//! test's mosquitto. What it makes of the node's discovery (devices and
+//! entities, read back by `entities.py` through its websocket API), a switch
+//! turned from Home Assistant, motion, the event entity, and the last
+//! event's image, which Home Assistant fetches from the node by NODE_URL.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use common::mosquitto::Broker;
+use common::{Camera, Node, Response, TempDir, closed_port, http, password, wait_for};
+use serde_json::{Value, json};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A Home Assistant started by the test, stopped when dropped.
+struct HomeAssistant {
+    child: Child,
+    config: PathBuf,
+    port: u16,
+    output: Arc<Mutex<String>>,
+    _dir: TempDir,
+}
+
+impl HomeAssistant {
+    fn start(broker: &Broker) -> HomeAssistant {
+        let venv = repo().join(".venv-ha");
+        assert!(
+            venv.join("bin/hass").exists(),
+            "Home Assistant is not installed in {}: run tests/run.sh, which makes it from tests/home_assistant/requirements.txt",
+            venv.display()
+        );
+        let dir = TempDir::new("home-assistant");
+        let config = dir.path().join("config");
+        let port = closed_port();
+        let mut child = Command::new(repo().join("tests/home_assistant/run_ha.sh"))
+            .arg(&config)
+            .arg(port.to_string())
+            .arg(broker.port.to_string())
+            .arg(&broker.user)
+            .arg(&broker.password)
+            .env("HA_VENV", &venv)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run tests/home_assistant/run_ha.sh");
+        let output = Arc::new(Mutex::new(String::new()));
+        for pipe in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let output = output.clone();
+            thread::spawn(move || {
+                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    let mut output = output.lock().unwrap();
+                    output.push_str(&line);
+                    output.push('\n');
+                }
+            });
+        }
+        let ha = HomeAssistant {
+            child,
+            config,
+            port,
+            output,
+            _dir: dir,
+        };
+        let running = wait_for(Duration::from_secs(120), || {
+            ha.config.join("token").exists()
+                && TcpStream::connect(("127.0.0.1", port)).is_ok()
+                && serde_json::from_slice::<Value>(&ha.api("GET", "/api/config", b"").body)
+                    .is_ok_and(|config| config["state"] == "RUNNING")
+        });
+        assert!(running, "Home Assistant did not start:\n{}", ha.output());
+        ha
+    }
+
+    fn token(&self) -> String {
+        std::fs::read_to_string(self.config.join("token"))
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    fn api(&self, method: &str, path: &str, body: &[u8]) -> Response {
+        let auth = format!("Bearer {}", self.token());
+        let headers = [
+            ("Authorization", auth.as_str()),
+            ("Content-Type", "application/json"),
+        ];
+        http::request(self.port, method, path, &headers, body)
+    }
+
+    fn state(&self, entity: &str) -> Value {
+        self.api("GET", &format!("/api/states/{entity}"), b"")
+            .json()
+    }
+
+    fn call(&self, service: &str, entity: &str) {
+        let body = json!({ "entity_id": entity }).to_string();
+        let response = self.api("POST", &format!("/api/services/{service}"), body.as_bytes());
+        assert_eq!(response.status, 200, "{service} {entity}: {response}");
+    }
+
+    /// The MQTT devices and entities, as `entities.py` reads them.
+    fn entities(&self) -> Value {
+        let python = repo().join(".venv-ha/bin/python");
+        let output = Command::new(&python)
+            .arg(repo().join("tests/home_assistant/entities.py"))
+            .arg(&self.config)
+            .arg(self.port.to_string())
+            .output()
+            .expect("run entities.py");
+        assert!(
+            output.status.success(),
+            "entities.py: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).expect("entities.py prints JSON")
+    }
+
+    fn output(&self) -> String {
+        let log =
+            std::fs::read_to_string(self.config.join("home-assistant.log")).unwrap_or_default();
+        format!(
+            "{}\n--- home-assistant.log ---\n{log}",
+            self.output.lock().unwrap()
+        )
+    }
+
+    /// Home Assistant's warnings and errors about MQTT entities.
+    fn mqtt_complaints(&self) -> Vec<String> {
+        let log =
+            std::fs::read_to_string(self.config.join("home-assistant.log")).unwrap_or_default();
+        log.lines()
+            .filter(|l| (l.contains("WARNING") || l.contains("ERROR")) && l.contains("mqtt"))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for HomeAssistant {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The entity whose unique id ends with `_{object}`.
+fn entity<'a>(entities: &'a Value, object: &str) -> &'a Value {
+    entities["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| {
+            e["unique_id"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("_{object}"))
+        })
+        .unwrap_or_else(|| panic!("no {object} entity: {entities:#}"))
+}
+
+fn device<'a>(entities: &'a Value, name: &str) -> &'a Value {
+    entities["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == name)
+        .unwrap_or_else(|| panic!("no device {name}: {entities:#}"))
+}
+
+#[test]
+fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
+    let dir = TempDir::new("ha-broker");
+    let broker = Broker::start(dir.path(), "nvr", &password("mqtt"));
+    let camera = Camera::start();
+    let data = TempDir::new("ha-node");
+    let port = closed_port().to_string();
+    let node_url = format!("http://localhost:{port}");
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    let recordings = data.path().join("recordings").display().to_string();
+    let mqtt_url = format!("mqtt://127.0.0.1:{}", broker.port);
+    let node = Node::start(
+        data.path(),
+        &relay,
+        &[
+            ("PORT", &port),
+            ("NODE_URL", &node_url),
+            ("RECORDINGS_DIR", &recordings),
+            ("RECORDINGS_KEEP_FREE", "0"),
+            ("MQTT_URL", &mqtt_url),
+            ("MQTT_USER", "nvr"),
+            ("MQTT_PASSWORD", &broker.password),
+        ],
+    );
+    let created = node.add_camera(json!({
+        "name": "Front door", "make": "Acme", "model": "C1",
+        "rtspUrl": camera.url("", "/scene"), "record": true, "detect": true,
+    }));
+    let id = created["id"].as_str().unwrap().to_owned();
+
+    let ha = HomeAssistant::start(&broker);
+    // Discovered, then available (the node's availability topic) with their states.
+    let all_there = wait_for(Duration::from_secs(60), || {
+        let entities = ha.entities()["entities"].as_array().unwrap().clone();
+        entities.len() == 9 && entities.iter().all(|e| e["state"] != "unavailable")
+    });
+    let entities = ha.entities();
+    assert!(
+        all_there,
+        "not the 9 entities: {entities:#}\n{}",
+        ha.output()
+    );
+    eprintln!("Home Assistant shows: {entities:#}");
+
+    let hub = device(&entities, "test-node");
+    assert_eq!(hub["manufacturer"], "nvr-node");
+    assert_eq!(hub["model"], "NVR node");
+    assert_eq!(hub["configuration_url"], node_url.as_str());
+    let front = device(&entities, "Front door");
+    assert_eq!(front["via_device"], "test-node");
+    assert_eq!(front["manufacturer"], "Acme");
+    assert_eq!(front["model"], "C1");
+    assert_eq!(
+        front["configuration_url"],
+        format!("{node_url}/#camera-{id}")
+    );
+
+    let motion = entity(&entities, "motion");
+    assert_eq!(motion["entity_id"], "binary_sensor.front_door_motion");
+    assert_eq!(motion["device"], "Front door");
+    assert_eq!(motion["device_class"], "motion");
+    assert_eq!(motion["state"], "off");
+    let online = entity(&entities, "online");
+    assert_eq!(online["device_class"], "connectivity");
+    assert_eq!(online["entity_category"], "diagnostic");
+    for object in ["record", "detect"] {
+        assert_eq!(entity(&entities, object)["state"], "on", "{object}");
+    }
+    for object in ["storage_used", "storage_free"] {
+        let sensor = entity(&entities, object);
+        assert_eq!(sensor["device"], "test-node");
+        assert_eq!(sensor["device_class"], "data_size");
+        assert!(
+            sensor["state"].as_str().unwrap().parse::<f64>().is_ok(),
+            "{sensor}"
+        );
+    }
+    let relay_entity = entity(&entities, "relay");
+    assert_eq!(relay_entity["state"], "off", "no relay runs in this test");
+    let event_id = entity(&entities, "event")["entity_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let image_id = entity(&entities, "snapshot")["entity_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        wait_for(Duration::from_secs(40), || ha
+            .state("binary_sensor.front_door_online")["state"]
+            == "on"),
+        "the camera never showed online in Home Assistant"
+    );
+
+    // Motion, as Home Assistant shows it: the sensor, then the event entity
+    // (fired once, at the start), then the last event's image, fetched from
+    // the node.
+    assert!(
+        wait_for(Duration::from_secs(40), || {
+            node.get("/api/cameras").json()[0]["recording"]["state"] == "recording"
+        }),
+        "the camera never recorded"
+    );
+    thread::sleep(Duration::from_secs(3));
+    camera.scene("box 3");
+    assert!(
+        wait_for(Duration::from_secs(5), || ha
+            .state("binary_sensor.front_door_motion")["state"]
+            == "on"),
+        "motion never showed on in Home Assistant"
+    );
+    assert!(
+        wait_for(Duration::from_secs(5), || ha.state(&event_id)["attributes"]
+            ["event_type"]
+            == "motion"),
+        "the event entity never fired: {}",
+        ha.state(&event_id)
+    );
+    let fired = ha.state(&event_id)["state"].clone();
+    assert!(
+        wait_for(Duration::from_secs(20), || ha
+            .state("binary_sensor.front_door_motion")["state"]
+            == "off"),
+        "motion never went off in Home Assistant"
+    );
+    assert!(
+        wait_for(Duration::from_secs(40), || ha.state(&image_id)["state"]
+            != "unknown"),
+        "the image never got a picture: {}",
+        ha.state(&image_id)
+    );
+    let picture = ha.api("GET", &format!("/api/image_proxy/{image_id}"), b"");
+    assert_eq!(picture.status, 200, "{}\n{}", picture.status, ha.output());
+    assert_eq!(picture.header("Content-Type"), Some("image/jpeg"));
+    let events = node.get("/api/events").json();
+    let thumbnail = node.get(events[0]["thumbnailUrl"].as_str().unwrap());
+    assert_eq!(
+        picture.body, thumbnail.body,
+        "Home Assistant shows another picture"
+    );
+    assert_eq!(
+        ha.state(&event_id)["state"],
+        fired,
+        "the event's end fired the event entity again"
+    );
+
+    // A switch turned from Home Assistant: the node stops recording.
+    ha.call("switch/turn_off", "switch.front_door_record");
+    assert!(
+        wait_for(Duration::from_secs(5), || node.get("/api/cameras").json()
+            [0]["record"]
+            == false),
+        "record still on in the node after Home Assistant turned it off"
+    );
+    assert!(
+        wait_for(Duration::from_secs(5), || ha
+            .state("switch.front_door_record")["state"]
+            == "off"),
+        "the switch did not settle off in Home Assistant"
+    );
+
+    let complaints = ha.mqtt_complaints();
+    assert!(
+        complaints.is_empty(),
+        "Home Assistant complained: {complaints:#?}"
+    );
+
+    // The camera deleted: its device goes from Home Assistant.
+    assert_eq!(node.delete(&format!("/api/cameras/{id}")).status, 204);
+    assert!(
+        wait_for(Duration::from_secs(10), || ha.entities()["devices"]
+            .as_array()
+            .unwrap()
+            .len()
+            == 1),
+        "the deleted camera's device is still there: {:#}",
+        ha.entities()
+    );
+}
