@@ -72,6 +72,8 @@ FIGURES = (
     "detection_four_cameras",
     "motion_event_latency",
     "motion_clip_latency",
+    "mqtt_cpu",
+    "mqtt_rss",
 )
 # The GStreamer test camera's 1280x720 H.264 stream at 2 Mbit/s, with AAC.
 CAMERA_SCRIPT = ROOT / "tests/camera/rtsp_camera.py"
@@ -84,7 +86,11 @@ DETECTING_CAMERAS = 4
 TOOLS = {
     "wrk": "apt-get install wrk",
     "nginx": "apt-get install nginx-light (or nginx)",
+    "mosquitto": "apt-get install mosquitto",
+    "mosquitto_passwd": "apt-get install mosquitto",
 }
+MQTT_USER = "bench"
+MQTT_PASSWORD = "bench-password"
 
 
 class BenchError(Exception):
@@ -973,6 +979,83 @@ def wait_all_recording(node, count, timeout):
         time.sleep(0.2)
 
 
+class Broker:
+    """A mosquitto on 127.0.0.1 with a password file (anonymous clients refused)."""
+
+    def __init__(self, bench):
+        folder = bench.temp_dir("mosquitto")
+        passwords = folder / "passwd"
+        subprocess.run(
+            [bench.tools["mosquitto_passwd"], "-b", "-c", str(passwords), MQTT_USER, MQTT_PASSWORD],
+            check=True,
+            capture_output=True,
+        )
+        self.port = free_port()
+        conf = folder / "mosquitto.conf"
+        # As root, mosquitto would read the password file as user mosquitto.
+        conf.write_text(
+            f"listener {self.port} 127.0.0.1\nallow_anonymous false\n"
+            f"password_file {passwords}\npersistence false\nuser root\n"
+        )
+        self.log = folder / "mosquitto.log"
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(
+                [bench.tools["mosquitto"], "-c", str(conf)], stdin=subprocess.DEVNULL, stdout=log, stderr=log
+            )
+        bench.cleanup.add(lambda: stop_process(self.proc))
+        deadline = time.perf_counter() + 10
+        while not accepts(self.port):
+            if time.perf_counter() > deadline or self.proc.poll() is not None:
+                raise BenchError(f"mosquitto did not start:\n{self.log.read_text()}")
+            time.sleep(0.05)
+
+    def node_env(self):
+        """The node's settings for this broker."""
+        return {"MQTT_URL": f"mqtt://127.0.0.1:{self.port}", "MQTT_USER": MQTT_USER, "MQTT_PASSWORD": MQTT_PASSWORD}
+
+
+def measure_mqtt(bench, camera):
+    """Home Assistant through MQTT: the node's CPU and RSS with 8 cameras
+    recording, their discovery and states on a real mosquitto, against the
+    same with MQTT off."""
+    broker = Broker(bench)
+    seconds = bench.settings.detection_seconds
+    measured = {}
+    for name, env in (("off", {}), ("on", broker.node_env())):
+        folder = bench.temp_dir(f"mqtt-{name}-node")
+        node = Node(bench, folder, extra_env={"RECORDINGS_KEEP_FREE": "0", **env}).wait_listening()
+        add_cameras(node.port, [camera.url(HD_PATH)] * RECORDING_CAMERAS, 4, record=True)
+        wait_all_recording(node, RECORDING_CAMERAS, 60)
+        status, body = request(node.port, "GET", "/api/status")
+        expect(status, body, 200, "status")
+        state = json.loads(body)["mqtt"]["state"]
+        if state != ("connected" if env else "disabled"):
+            raise BenchError(f"MQTT {name}, yet its state is {state}:\n{node.tail()}")
+        time.sleep(5)
+        cpu = cpu_of([node.pid], seconds)[node.pid]
+        measured[name] = (cpu, proc_fields(node.pid, "status")["VmRSS"] / 1024)
+        node.stop()
+    (cpu_off, rss_off), (cpu_on, rss_on) = measured["off"], measured["on"]
+    bench.add_figure(
+        "mqtt_cpu",
+        f"node CPU with MQTT connected minus MQTT off, {RECORDING_CAMERAS} cameras recording, {seconds} s each",
+        cpu_on - cpu_off,
+        "% of a core",
+        ("<", 0.5),
+        on_percent=cpu_on,
+        off_percent=cpu_off,
+    )
+    bench.add_figure(
+        "mqtt_rss",
+        f"node RSS with MQTT connected minus MQTT off, {RECORDING_CAMERAS} cameras recording",
+        rss_on - rss_off,
+        "MiB",
+        ("<", 1),
+        on_mib=rss_on,
+        off_mib=rss_off,
+    )
+
+
 def measure_recording(bench, camera):
     """The recording figures: from record on to the first segment; CPU and storage
     writes of one camera (the 1280x720 test camera) over a window; RSS with 8."""
@@ -1227,6 +1310,8 @@ def run(bench):
     measure_detector(bench)
     measure_detection(bench, camera)
     measure_motion_latency(bench, camera)
+    progress("Home Assistant through MQTT: 8 cameras with MQTT off, then connected")
+    measure_mqtt(bench, camera)
 
 
 def number(value):
