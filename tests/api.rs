@@ -543,14 +543,7 @@ fn cameras_are_changed_with_patch() {
     let node = node(&dir);
     let created = node.add_camera(json!({ "name": "Door", "rtspUrl": dead_url(), "make": "Acme" }));
     let path = format!("/api/cameras/{}", created["id"].as_str().unwrap());
-    let patch = |body: &str| {
-        node.request(
-            "PATCH",
-            &path,
-            &[("Content-Type", "application/json")],
-            body.as_bytes(),
-        )
-    };
+    let patch = |body: &str| node.patch_json(&path, body);
 
     let renamed = patch(r#"{"name":" Front door ","record":false,"model":"X2","unknown":true}"#);
     assert_eq!(renamed.status, 200, "{renamed}");
@@ -601,12 +594,7 @@ fn cameras_are_changed_with_patch() {
     );
 
     let unknown = format!("/api/cameras/{}", uuid::Uuid::new_v4());
-    let missing = node.request(
-        "PATCH",
-        &unknown,
-        &[("Content-Type", "application/json")],
-        b"{\"name\":\"x\"}",
-    );
+    let missing = node.patch_json(&unknown, r#"{"name":"x"}"#);
     assert_eq!(missing.status, 404, "{missing}");
     assert_eq!(missing.error(), "no such camera");
 }

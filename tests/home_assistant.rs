@@ -108,6 +108,12 @@ impl HomeAssistant {
             .json()
     }
 
+    /// Waits up to `timeout` for `entity` to be in `state`; panics with `what` and its state.
+    fn expect_state(&self, entity: &str, state: &str, timeout: Duration, what: &str) {
+        let reached = wait_for(timeout, || self.state(entity)["state"] == state);
+        assert!(reached, "{what}: {}", self.state(entity));
+    }
+
     fn call(&self, service: &str, entity: &str) {
         let body = json!({ "entity_id": entity }).to_string();
         let response = self.api("POST", &format!("/api/services/{service}"), body.as_bytes());
@@ -269,29 +275,23 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(
-        wait_for(Duration::from_secs(40), || ha
-            .state("binary_sensor.front_door_online")["state"]
-            == "on"),
-        "the camera never showed online in Home Assistant"
+    ha.expect_state(
+        "binary_sensor.front_door_online",
+        "on",
+        Duration::from_secs(40),
+        "the camera never showed online in Home Assistant",
     );
 
     // Motion, as Home Assistant shows it: the sensor, then the event entity
     // (fired once, at the start), then the last event's image, fetched from
     // the node.
-    assert!(
-        wait_for(Duration::from_secs(40), || {
-            node.get("/api/cameras").json()[0]["recording"]["state"] == "recording"
-        }),
-        "the camera never recorded"
-    );
-    thread::sleep(Duration::from_secs(3));
+    node.settle(&id);
     camera.scene("box 3");
-    assert!(
-        wait_for(Duration::from_secs(5), || ha
-            .state("binary_sensor.front_door_motion")["state"]
-            == "on"),
-        "motion never showed on in Home Assistant"
+    ha.expect_state(
+        "binary_sensor.front_door_motion",
+        "on",
+        Duration::from_secs(5),
+        "motion never showed on in Home Assistant",
     );
     assert!(
         wait_for(Duration::from_secs(5), || ha.state(&event_id)["attributes"]
@@ -301,11 +301,11 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
         ha.state(&event_id)
     );
     let fired = ha.state(&event_id)["state"].clone();
-    assert!(
-        wait_for(Duration::from_secs(20), || ha
-            .state("binary_sensor.front_door_motion")["state"]
-            == "off"),
-        "motion never went off in Home Assistant"
+    ha.expect_state(
+        "binary_sensor.front_door_motion",
+        "off",
+        Duration::from_secs(20),
+        "motion never went off in Home Assistant",
     );
     assert!(
         wait_for(Duration::from_secs(40), || ha.state(&image_id)["state"]
@@ -336,11 +336,11 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
             == false),
         "record still on in the node after Home Assistant turned it off"
     );
-    assert!(
-        wait_for(Duration::from_secs(5), || ha
-            .state("switch.front_door_record")["state"]
-            == "off"),
-        "the switch did not settle off in Home Assistant"
+    ha.expect_state(
+        "switch.front_door_record",
+        "off",
+        Duration::from_secs(5),
+        "the switch did not settle off in Home Assistant",
     );
 
     let complaints = ha.mqtt_complaints();

@@ -93,23 +93,6 @@ fn wait_for_clips(node: &Node, camera: &str, count: usize, timeout: Duration) ->
     events
 }
 
-/// Waits until the detector has learnt the scene: the recorder runs (its
-/// first segment is in) and a few more seconds.
-fn settle(node: &Node, camera: &str) {
-    assert!(
-        wait_for(Duration::from_secs(40), || {
-            let cameras = node.get("/api/cameras").json();
-            cameras
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|c| c["id"] == camera && c["recording"]["state"] == "recording")
-        }),
-        "the camera never recorded"
-    );
-    thread::sleep(Duration::from_secs(3));
-}
-
 /// The bright pixels of a JPEG, as ffmpeg decodes it to grey: (count,
 /// width, height). The scene is mid grey; only the box is white.
 fn bright_pixels(jpeg: &[u8], dir: &Path) -> (usize, usize, usize) {
@@ -184,7 +167,7 @@ fn a_box_is_one_event_the_lights_none_and_two_motions_two() {
     let created = node.add_camera(json!({ "name": "Yard", "rtspUrl": camera.url("", "/scene") }));
     let id = created["id"].as_str().unwrap().to_owned();
     assert_eq!(created["detectSensitivity"], "medium");
-    settle(&node, &id);
+    node.settle(&id);
     assert!(
         events(&node, &id).is_empty(),
         "an event before anything moved"
@@ -253,7 +236,7 @@ fn someone_who_stops_and_stays_is_one_event_until_they_leave() {
     let node = start_node(data.path(), &[]);
     let created = node.add_camera(json!({ "name": "Hall", "rtspUrl": camera.url("", "/scene") }));
     let id = created["id"].as_str().unwrap().to_owned();
-    settle(&node, &id);
+    node.settle(&id);
     // The box moves for 3 s, then stands still for 40 s: longer than the
     // running average takes to absorb it (about 15 s) and the 10 s quiet
     // end together. It is one event, to when the box left, and no ghost
@@ -341,7 +324,7 @@ fn a_motion_clip_goes_up_to_the_cloud() {
         .json()["cloud"]["state"]
         == "unclaimed"));
     cloud.claim(node.get("/api/status").json()["nodeId"].as_str().unwrap());
-    settle(&node, &id);
+    node.settle(&id);
     camera.scene("box 3");
     let events = wait_for_clips(&node, &id, 1, Duration::from_secs(60));
     let event_id = events[0]["id"].as_str().unwrap().to_owned();
@@ -374,7 +357,7 @@ fn a_posted_event_of_a_recording_camera_gets_its_clip() {
     let created = node
         .add_camera(json!({ "name": "Drive", "rtspUrl": camera.url("", "/aac"), "detect": false }));
     let id = created["id"].as_str().unwrap().to_owned();
-    settle(&node, &id);
+    node.settle(&id);
     thread::sleep(Duration::from_secs(5));
     let now = std::time::SystemTime::now();
     let at =
@@ -419,15 +402,7 @@ fn the_decoder_stops_with_detect_off_and_dies_with_the_node() {
         decoders()
     );
 
-    let patch = |body: Value| {
-        let response = node.request(
-            "PATCH",
-            &format!("/api/cameras/{id}"),
-            &[("Content-Type", "application/json")],
-            body.to_string().as_bytes(),
-        );
-        assert_eq!(response.status, 200, "{response}");
-    };
+    let patch = |body: Value| node.patch_camera(&id, body);
     patch(json!({ "detect": false }));
     let off = Instant::now();
     assert!(

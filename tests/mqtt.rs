@@ -243,13 +243,7 @@ fn discovery_states_motion_and_commands_follow_the_cameras() {
 
     // Motion: ON with the box, an event start, OFF 10 s after it stops,
     // then the event's end with its clip and thumbnail, and the snapshot.
-    assert!(
-        wait_for(Duration::from_secs(40), || {
-            node.get("/api/cameras").json()[0]["recording"]["state"] == "recording"
-        }),
-        "the camera never recorded"
-    );
-    thread::sleep(Duration::from_secs(3));
+    node.settle(&id);
     let events = topic("event");
     let moved = camera.scene("box 3");
     let on = watch.expect(
@@ -320,15 +314,7 @@ fn discovery_states_motion_and_commands_follow_the_cameras() {
     assert_eq!(jpeg.header("Content-Type"), Some("image/jpeg"));
 
     // A PATCH shows on the broker; a command from the broker acts as a PATCH.
-    let patch = |body: Value| {
-        let response = node.request(
-            "PATCH",
-            &format!("/api/cameras/{id}"),
-            &[("Content-Type", "application/json")],
-            body.to_string().as_bytes(),
-        );
-        assert_eq!(response.status, 200, "{response}");
-    };
+    let patch = |body: Value| node.patch_camera(&id, body);
     patch(json!({ "record": false }));
     watch.expect(
         "record OFF",

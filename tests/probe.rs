@@ -240,12 +240,7 @@ fn a_new_main_url_is_probed() {
     let path = format!("/api/cameras/{}", created["id"].as_str().unwrap());
     let body = json!({ "rtspUrl": camera.url("", "/main"), "rtspSubUrl": camera.url("", "/sub") })
         .to_string();
-    let response = node.request(
-        "PATCH",
-        &path,
-        &[("Content-Type", "application/json")],
-        body.as_bytes(),
-    );
+    let response = node.patch_json(&path, &body);
     assert_eq!(response.status, 200, "{response}");
     let updated = response.json();
     assert_eq!(

@@ -188,14 +188,7 @@ impl Recording {
     }
 
     fn patch(&self, body: Value) -> Value {
-        let response = self.node.request(
-            "PATCH",
-            &format!("/api/cameras/{}", self.id),
-            &[("Content-Type", "application/json")],
-            body.to_string().as_bytes(),
-        );
-        assert_eq!(response.status, 200, "{response}");
-        response.json()
+        self.node.patch_camera(&self.id, body)
     }
 
     /// Rows and files agree: every row's file exists, every filed file has a row.

@@ -793,16 +793,7 @@ fn patched_cameras_are_re_registered() {
     let dir = TempDir::new("relay-patch");
     let first = dead_url("p1");
     let (node, id) = node_with_camera(&relay, &dir, &first);
-    let path = format!("/api/cameras/{id}");
-    let patch = |body: Value| {
-        let response = node.request(
-            "PATCH",
-            &path,
-            &[("Content-Type", "application/json")],
-            body.to_string().as_bytes(),
-        );
-        assert_eq!(response.status, 200, "{response}");
-    };
+    let patch = |body: Value| node.patch_camera(&id, body);
     let second = dead_url("p2");
     let second_sub = format!("{second}/sub");
     patch(json!({ "rtspUrl": second, "rtspSubUrl": second_sub }));

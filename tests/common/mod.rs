@@ -222,6 +222,37 @@ impl Node {
         )
     }
 
+    pub fn patch_json(&self, path: &str, body: &str) -> Response {
+        self.request(
+            "PATCH",
+            path,
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+    }
+
+    /// Changes a camera; panics unless the node answers 200.
+    pub fn patch_camera(&self, id: &str, body: serde_json::Value) -> serde_json::Value {
+        let response = self.patch_json(&format!("/api/cameras/{id}"), &body.to_string());
+        assert_eq!(response.status, 200, "{response}");
+        response.json()
+    }
+
+    /// Waits until camera `id` records (its first segment is in), then 3 s
+    /// more: time for a detector to learn the scene.
+    pub fn settle(&self, id: &str) {
+        let recording = wait_for(Duration::from_secs(40), || {
+            let cameras = self.get("/api/cameras").json();
+            cameras
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["id"] == id && c["recording"]["state"] == "recording")
+        });
+        assert!(recording, "the camera never recorded");
+        thread::sleep(Duration::from_secs(3));
+    }
+
     pub fn post_sdp(&self, path: &str, body: &str) -> Response {
         self.request(
             "POST",
