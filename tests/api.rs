@@ -81,9 +81,15 @@ fn status_has_the_spec_fields() {
             "cloud",
             "relayHealthy",
             "relayVersion",
+            "mqtt",
             "cameras",
             "storage"
         ])
+    );
+    assert_eq!(
+        status["mqtt"],
+        json!({ "state": "disabled", "message": null }),
+        "no MQTT_URL: MQTT is off"
     );
     assert_eq!(status["nodeId"], Value::Null);
     assert_eq!(status["nodeName"], "test-node");

@@ -238,10 +238,20 @@ impl Write for Conn {
 /// A connected, accepted session with the broker.
 fn connect(settings: &Settings) -> io::Result<Conn> {
     let address = (settings.host.as_str(), settings.port)
-        .to_socket_addrs()?
+        .to_socket_addrs()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot find the broker's address: {e}")))?
         .next()
         .ok_or_else(|| io::Error::new(ErrorKind::NotFound, "the broker's name has no address"))?;
-    let tcp = TcpStream::connect_timeout(&address, CONNECT_TIMEOUT)?;
+    let tcp = TcpStream::connect_timeout(&address, CONNECT_TIMEOUT).map_err(|e| {
+        let why = match e.kind() {
+            ErrorKind::ConnectionRefused => "refused (is the broker running, on that port?)".into(),
+            ErrorKind::TimedOut | ErrorKind::WouldBlock => {
+                format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())
+            }
+            _ => e.to_string(),
+        };
+        io::Error::new(e.kind(), format!("cannot connect to the broker: {why}"))
+    })?;
     tcp.set_nodelay(true)?;
     tcp.set_read_timeout(Some(CONNECT_TIMEOUT))?;
     // A broker that stops reading must not hold the thread for ever.
