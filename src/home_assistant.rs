@@ -1,9 +1,10 @@
 //! Home Assistant through MQTT: the node's cameras, motion, switches and
 //! events as entities, by MQTT discovery. One thread keeps what is on the
-//! broker in step with the node: four times a second it builds the retained
-//! messages (discovery and states) the node's state calls for and publishes
-//! those that changed, an empty one for those that went; it passes on
-//! motion and events as they happen. The session (`mqtt::session`) owns the
+//! broker in step with the node: four times a second it takes what Home
+//! Assistant is shown of the node, and when that changed it builds the
+//! retained messages (discovery and states) again and publishes those that
+//! differ, an empty one for those that went; it passes on motion and events
+//! as they happen. The session (`mqtt::session`) owns the
 //! connection and sends everything again after each connect and when Home
 //! Assistant comes back; commands go through the same path as a `PATCH`.
 
@@ -30,9 +31,10 @@ const STORAGE_EVERY: Duration = Duration::from_secs(60);
 
 /// Starts the link to the broker; an error is a setting that cannot work.
 pub fn spawn(app: Arc<App>, config: &mqtt::config::Config, node_url: String) -> Result<(), String> {
-    let tls = match config.tls {
-        true => Some(tls::client_config(config.ca_file.as_deref())?),
-        false => None,
+    let tls = if config.tls {
+        Some(tls::client_config(config.ca_file.as_deref())?)
+    } else {
+        None
     };
     let node = app
         .db(|s| s.local_id())
