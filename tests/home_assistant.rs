@@ -8,16 +8,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::thread;
 use std::time::Duration;
 
 use common::mosquitto::Broker;
-use common::{Camera, Node, Response, TempDir, closed_port, http, password, wait_for};
+use common::{Camera, Node, Response, TempDir, closed_port, drain_into, http, password, wait_for};
 use serde_json::{Value, json};
 
 fn repo() -> &'static Path {
@@ -57,19 +55,8 @@ impl HomeAssistant {
             .spawn()
             .expect("run tests/home_assistant/run_ha.sh");
         let output = Arc::new(Mutex::new(String::new()));
-        for pipe in [
-            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-            Box::new(child.stderr.take().unwrap()),
-        ] {
-            let output = output.clone();
-            thread::spawn(move || {
-                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                    let mut output = output.lock().unwrap();
-                    output.push_str(&line);
-                    output.push('\n');
-                }
-            });
-        }
+        drain_into(child.stdout.take().unwrap(), output.clone());
+        drain_into(child.stderr.take().unwrap(), output.clone());
         let ha = HomeAssistant {
             child,
             config,

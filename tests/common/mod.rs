@@ -414,7 +414,8 @@ impl Drop for Tmpfs {
     }
 }
 
-fn drain_into(pipe: impl Read + Send + 'static, logs: Arc<Mutex<String>>) {
+/// Collects a child's output, line by line, into `logs`, on a thread.
+pub fn drain_into(pipe: impl Read + Send + 'static, logs: Arc<Mutex<String>>) {
     thread::spawn(move || {
         for line in BufReader::new(pipe).lines().map_while(Result::ok) {
             logs.lock().unwrap().push_str(&format!("{line}\n"));

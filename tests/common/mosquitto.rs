@@ -23,7 +23,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::fs;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -89,7 +89,8 @@ impl Broker {
             log: Buf::default(),
         };
         for attempt in 1..=PORT_ATTEMPTS {
-            broker.port = free_port();
+            // Free a moment ago; mosquitto may still lose a race for it.
+            broker.port = super::closed_port();
             write_conf(&broker.conf, &passwd, broker.port, tls_files.as_ref());
             match broker.spawn() {
                 Ok(()) => return broker,
@@ -614,12 +615,6 @@ fn drain(mut from: impl Read + Send + 'static, into: Buf) -> JoinHandle<()> {
             }
         }
     })
-}
-
-/// A port that was free a moment ago; mosquitto may still lose a race for it.
-fn free_port() -> u16 {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local_addr").port()
 }
 
 /// Unique per process and call, so SUBACK log lines can be attributed.
