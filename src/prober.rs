@@ -25,6 +25,9 @@ pub enum ProbeError {
     Unauthorized,
     Unreachable,
     NoVideo,
+    /// ffprobe ended with a video stream but before it had read a picture's
+    /// size: the camera closed the stream early.
+    NoPicture,
     Unreadable,
     ToolMissing,
 }
@@ -42,6 +45,9 @@ impl ProbeError {
             }
             ProbeError::Unreachable => "probe failed: the camera's host could not be reached",
             ProbeError::NoVideo => "probe failed: the stream has no video",
+            ProbeError::NoPicture => {
+                "probe failed: the camera ended the stream before its first picture"
+            }
             ProbeError::Unreadable => "probe failed: the stream could not be read",
             ProbeError::ToolMissing => {
                 "probe failed: the stream probe tool (ffprobe) is not available on the node"
@@ -65,6 +71,12 @@ impl From<Failure> for ProbeError {
 
 /// The most of ffprobe's JSON read: a few streams' worth is a few KiB.
 const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+/// A stream cut before its first picture is probed again when at least this
+/// much of the 10 s is left: a camera whose server restarts, or that turns a
+/// reader away after PLAY, is readable a moment later, and one retry costs
+/// about a second where a failed probe leaves the camera without
+/// capabilities.
+const RETRY_WHEN_LEFT: Duration = Duration::from_secs(3);
 
 #[derive(Clone)]
 pub struct Prober {
@@ -76,22 +88,34 @@ impl Prober {
         Prober { ffprobe }
     }
 
-    /// Probes `url`. Blocks for at most [`PROBE_TIMEOUT`] plus the time to reap ffprobe.
+    /// Probes `url`. Blocks for at most [`PROBE_TIMEOUT`] plus the time to
+    /// reap ffprobe: a stream cut before its first picture is probed once
+    /// more within that time.
     pub fn probe(&self, url: &str) -> Result<Capabilities, ProbeError> {
+        let deadline = Instant::now() + PROBE_TIMEOUT;
         let timeout_us = PROBE_TIMEOUT.as_micros().to_string();
-        let mut command = self.command();
-        command
-            .args(["-rtsp_transport", "tcp", "-timeout", &timeout_us])
-            // Its own argument, never through a shell; validation made sure it starts with rtsp.
-            .args(["-i", url]);
-        self.run(command)
+        let attempt = || {
+            let mut command = self.command();
+            command
+                .args(["-rtsp_transport", "tcp", "-timeout", &timeout_us])
+                // Its own argument, never through a shell; validation made sure it starts with rtsp.
+                .args(["-i", url]);
+            self.run(command, deadline)
+        };
+        let first = attempt();
+        let left = deadline.saturating_duration_since(Instant::now());
+        if first != Err(ProbeError::NoPicture) || left < RETRY_WHEN_LEFT {
+            return first;
+        }
+        log::debug!("probe: the stream ended before its first picture; probing again");
+        attempt()
     }
 
     /// Probes a recorded file: whether ffprobe can read it, and what it holds.
     pub fn probe_file(&self, path: &Path) -> Result<Capabilities, ProbeError> {
         let mut command = self.command();
         command.arg("-i").arg(path);
-        self.run(command)
+        self.run(command, Instant::now() + PROBE_TIMEOUT)
     }
 
     fn command(&self) -> Command {
@@ -102,7 +126,7 @@ impl Prober {
         command
     }
 
-    fn run(&self, mut command: Command) -> Result<Capabilities, ProbeError> {
+    fn run(&self, mut command: Command, deadline: Instant) -> Result<Capabilities, ProbeError> {
         let mut child = match Child::spawn(&mut command) {
             Ok(child) => child,
             Err(e) => {
@@ -110,8 +134,7 @@ impl Prober {
                 return Err(ProbeError::ToolMissing);
             }
         };
-        let Some((stdout, status)) = child.finish(Instant::now() + PROBE_TIMEOUT, MAX_OUTPUT_BYTES)
-        else {
+        let Some((stdout, status)) = child.finish(deadline, MAX_OUTPUT_BYTES) else {
             return Err(ProbeError::TimedOut);
         };
         // On failure ffprobe still prints `{}`: judge by the exit status.
@@ -150,7 +173,7 @@ fn parse(stdout: &[u8]) -> Result<Capabilities, ProbeError> {
     let video = of_type("video").ok_or(ProbeError::NoVideo)?;
     let (width, height) = (video.width.unwrap_or(0), video.height.unwrap_or(0));
     if width == 0 || height == 0 {
-        return Err(ProbeError::NoVideo);
+        return Err(ProbeError::NoPicture);
     }
     let fps = [&video.avg_frame_rate, &video.r_frame_rate]
         .into_iter()
@@ -207,8 +230,8 @@ mod tests {
         let table: [(&[u8], ProbeError); 5] = [
             (b"{}", ProbeError::NoVideo),
             (br#"{"streams":[{"codec_type":"audio","codec_name":"aac"}]}"#, ProbeError::NoVideo),
-            (br#"{"streams":[{"codec_type":"video","codec_name":"h264","width":0,"height":720}]}"#, ProbeError::NoVideo),
-            (br#"{"streams":[{"codec_type":"video","codec_name":"h264","width":1280}]}"#, ProbeError::NoVideo),
+            (br#"{"streams":[{"codec_type":"video","codec_name":"h264","width":0,"height":720}]}"#, ProbeError::NoPicture),
+            (br#"{"streams":[{"codec_type":"video","codec_name":"h264","width":1280}]}"#, ProbeError::NoPicture),
             (b"not json", ProbeError::Unreadable),
         ];
         for (json, want) in table {
@@ -245,6 +268,50 @@ mod tests {
         ];
         for (failure, want) in table {
             assert_eq!(ProbeError::from(failure), want, "{failure:?}");
+        }
+    }
+
+    /// A stand-in ffprobe that prints a stream without a size on its first
+    /// run and a whole one after, counting its runs in `runs`.
+    fn flaky_ffprobe(dir: &Path, always_cut: bool) -> PathBuf {
+        let script = dir.join("ffprobe");
+        let cut = r#"{"streams":[{"codec_type":"video","codec_name":"h264"}]}"#;
+        let whole = r#"{"streams":[{"codec_type":"video","codec_name":"h264","width":640,"height":360,"avg_frame_rate":"25/1"}]}"#;
+        let second = if always_cut { cut } else { whole };
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\necho run >> '{runs}'\nif [ $(wc -l < '{runs}') -eq 1 ]; then echo '{cut}'; else echo '{second}'; fi\n",
+                runs = dir.join("runs").display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        script
+    }
+
+    fn runs(dir: &Path) -> usize {
+        std::fs::read_to_string(dir.join("runs"))
+            .unwrap()
+            .lines()
+            .count()
+    }
+
+    #[test]
+    fn a_stream_cut_before_its_first_picture_is_probed_once_more() {
+        for (always_cut, want) in [(false, Ok((640, 360))), (true, Err(ProbeError::NoPicture))] {
+            let dir = std::env::temp_dir().join(format!(
+                "nvr-node-prober-{}-{always_cut}",
+                std::process::id()
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let prober = Prober::new(flaky_ffprobe(&dir, always_cut));
+            let got = prober
+                .probe("rtsp://127.0.0.1/x")
+                .map(|c| (c.width, c.height));
+            assert_eq!((got, runs(&dir)), (want, 2), "always cut: {always_cut}");
+            std::fs::remove_dir_all(&dir).unwrap();
         }
     }
 

@@ -1,8 +1,13 @@
 //! Probing with the real ffprobe against a real RTSP camera (GStreamer), a
-//! silent camera, a closed port, a wrong path and wrong credentials.
+//! silent camera, a camera that cuts its first reader, a closed port, a wrong
+//! path and wrong credentials.
 
 mod common;
 
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -65,6 +70,114 @@ fn a_camera_without_audio_has_no_audio_codec() {
     assert_eq!(
         response.json(),
         json!({ "hasSubstream": false, "videoCodec": "h264", "width": 640, "height": 360, "fps": 25 })
+    );
+}
+
+/// The real camera behind a proxy that closes its first reader right after
+/// the answer to PLAY, before a single picture, as a camera does when its
+/// server restarts or turns a reader away. Later readers pass through whole.
+struct CutsFirstReader {
+    port: u16,
+    cut: Arc<AtomicBool>,
+}
+
+impl CutsFirstReader {
+    fn start(camera: &Camera) -> CutsFirstReader {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let upstream = format!("127.0.0.1:{}", camera.port);
+        let cut = Arc::new(AtomicBool::new(false));
+        let first = cut.clone();
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                let (Ok(client), Ok(server)) = (client, TcpStream::connect(&upstream)) else {
+                    return;
+                };
+                if first.swap(true, Ordering::SeqCst) {
+                    pass(&server, &client);
+                    pass(&client, &server);
+                } else {
+                    cut_after_play(client, server);
+                }
+            }
+        });
+        CutsFirstReader { port, cut }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("rtsp://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+/// Copies `from` to `to` on a thread until either end closes.
+fn pass(from: &TcpStream, to: &TcpStream) {
+    let (mut from, mut to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
+    thread::spawn(move || {
+        let _ = std::io::copy(&mut from, &mut to);
+        let _ = to.shutdown(Shutdown::Both);
+    });
+}
+
+/// Passes the RTSP exchange up to the end of the answer to PLAY, then closes
+/// both ends: the reader gets no RTP at all.
+fn cut_after_play(client: TcpStream, server: TcpStream) {
+    let play_sent = Arc::new(AtomicBool::new(false));
+    let sent = play_sent.clone();
+    let (mut requests, mut upstream) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+    thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = requests.read(&mut buf) {
+            // Set before PLAY goes up, so the answer cannot come first.
+            if String::from_utf8_lossy(&buf[..n]).contains("PLAY ") {
+                sent.store(true, Ordering::SeqCst);
+            }
+            if upstream.write_all(&buf[..n]).is_err() {
+                return;
+            }
+        }
+    });
+    let (mut answers, mut downstream) = (server, client);
+    thread::spawn(move || {
+        let (mut buf, mut after_play) = ([0u8; 4096], Vec::new());
+        while let Ok(n @ 1..) = answers.read(&mut buf) {
+            if !play_sent.load(Ordering::SeqCst) {
+                if downstream.write_all(&buf[..n]).is_err() {
+                    return;
+                }
+                continue;
+            }
+            after_play.extend_from_slice(&buf[..n]);
+            if let Some(end) = after_play.windows(4).position(|w| w == b"\r\n\r\n") {
+                let _ = downstream.write_all(&after_play[..end + 4]);
+                break;
+            }
+        }
+        let _ = downstream.shutdown(Shutdown::Both);
+        let _ = answers.shutdown(Shutdown::Both);
+    });
+}
+
+#[test]
+fn a_camera_that_cuts_its_first_reader_is_probed_again() {
+    let camera = Camera::start();
+    let proxy = CutsFirstReader::start(&camera);
+    let dir = TempDir::new("probe-cut");
+    let node = node(&dir);
+    let created = node.add_camera(json!({
+        "name": "Gate", "rtspUrl": proxy.url("/video-only"), "record": false, "detect": false,
+    }));
+    assert!(proxy.cut.load(Ordering::SeqCst), "the proxy cut no reader");
+    assert_eq!(
+        created["capabilities"],
+        json!({ "hasSubstream": false, "videoCodec": "h264", "width": 640, "height": 360, "fps": 25 }),
+        "{}",
+        node.logs()
+    );
+    assert!(
+        node.logs()
+            .contains("the stream ended before its first picture; probing again"),
+        "{}",
+        node.logs()
     );
 }
 
