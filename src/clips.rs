@@ -18,13 +18,14 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
+use crate::clock::now_ms;
 use crate::db::{Db, lock};
 use crate::error::Error;
+use crate::event::CLIP_MARGIN_MS;
 use crate::event::Event;
 use crate::media::child::Child;
 use crate::notices::{Notice, Notices};
-use crate::recording::{Clip, Recordings, now_ms};
-use crate::store::CLIP_MARGIN_MS;
+use crate::recording::{Clip, Recordings};
 
 /// The longest wait for the recording to reach a clip's end.
 const WAIT: Duration = Duration::from_secs(40);

@@ -10,12 +10,13 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::app::App;
+use crate::clock::now_ms;
 use crate::link_state::LinkState;
 use crate::store::Identity;
 
@@ -403,13 +404,9 @@ fn step(app: &App, client: &Client, phase: Phase, backoff: &mut Backoff) -> (Pha
 }
 
 fn show_code(app: &App, code: ClaimCode) -> (Phase, Duration) {
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as i64;
     app.set_cloud_state(LinkState::Unclaimed {
         code: code.code,
-        expires_at_ms: now_ms + code.expires_in.as_millis() as i64,
+        expires_at_ms: now_ms() + code.expires_in.as_millis() as i64,
     });
     let phase = Phase::Unclaimed {
         expires: Instant::now() + code.expires_in,

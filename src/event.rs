@@ -21,6 +21,10 @@ pub struct Event {
     pub thumbnail_path: Option<String>,
 }
 
+/// Around an event, the recording its clip is cut from: this long before
+/// its start and after its end.
+pub const CLIP_MARGIN_MS: i64 = 5_000;
+
 /// `2026-11-22T10:04:05.123Z`: ISO 8601, UTC, milliseconds.
 pub fn format_timestamp(ms: i64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);

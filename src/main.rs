@@ -6,6 +6,7 @@ mod api;
 mod app;
 mod camera;
 mod clips;
+mod clock;
 mod cloud;
 
 mod config;

@@ -1,14 +1,13 @@
 //! `/api/cameras`: list, add, delete and re-probe cameras. No response ever
 //! carries a camera URL.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use serde::Serialize;
 use uuid::Uuid;
 
 use super::no_such_camera;
 use crate::app::App;
 use crate::camera::{Camera, Capabilities, Settings, SettingsPatch};
+use crate::clock::now_ms;
 use crate::error::{Error, Kind};
 use crate::event::format_timestamp;
 use crate::reply::Reply;
@@ -180,11 +179,4 @@ pub fn probe(app: &App, id: Uuid) -> Result<Reply, Error> {
             Err(Error::new(Kind::BadGateway, e.message()))
         }
     }
-}
-
-fn now_ms() -> i64 {
-    let since_epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    since_epoch.as_millis() as i64
 }

@@ -7,10 +7,11 @@ use uuid::Uuid;
 use super::media;
 use super::no_such_camera;
 use crate::app::App;
+use crate::clock::now_ms;
 use crate::error::Error;
 use crate::event::{format_timestamp, parse_timestamp};
 use crate::query;
-use crate::recording::{MAX_CLIP, MAX_LISTING, now_ms};
+use crate::recording::{MAX_CLIP, MAX_LISTING};
 use crate::reply::Reply;
 
 /// The window listed when none is given: the last 24 hours.

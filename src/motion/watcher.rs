@@ -16,11 +16,11 @@ use super::Shared;
 use super::detector::{Detector, Params};
 use super::episodes::{Change, Episode, Episodes};
 use crate::clips::Job;
+use crate::clock::now_ms;
+use crate::event::CLIP_MARGIN_MS;
 use crate::event::Event;
 use crate::media::child::{Child, Filled, Output};
 use crate::notices::Notice;
-use crate::recording::now_ms;
-use crate::store::CLIP_MARGIN_MS;
 
 /// ffmpeg's own bound on each wait for the camera (RTSP socket timeout).
 const SOCKET_TIMEOUT: Duration = Duration::from_secs(5);

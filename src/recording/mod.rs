@@ -22,11 +22,12 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
 use crate::camera::Camera;
+use crate::clock::now_ms;
 use crate::config::Config;
 use crate::db::{Db, lock};
 use crate::error::{Error, Kind};
@@ -205,13 +206,6 @@ impl Shared {
             self.live.bump();
         }
     }
-}
-
-pub fn now_ms() -> i64 {
-    let since_epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    since_epoch.as_millis() as i64
 }
 
 /// The handle the node holds.

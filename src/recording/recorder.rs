@@ -15,7 +15,8 @@ use uuid::Uuid;
 
 use super::files::{self, INCOMING_PATTERN};
 use super::filing::{self, Filed};
-use super::{Clean, Shared, State, now_ms};
+use super::{Clean, Shared, State};
+use crate::clock::now_ms;
 use crate::media::child::{Child, Output};
 use crate::media::failure::Failure;
 use crate::store::Segment;

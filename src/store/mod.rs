@@ -17,7 +17,7 @@ use uuid::Uuid;
 use crate::camera::Camera;
 
 pub use node::Identity;
-pub use segments::{CLIP_MARGIN_MS, Segment};
+pub use segments::Segment;
 
 pub type Result<T> = rusqlite::Result<T>;
 

@@ -6,6 +6,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use uuid::Uuid;
 
 use super::{Result, Store, uuid_column};
+use crate::event::CLIP_MARGIN_MS;
 
 /// A closed, indexed segment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,9 +23,6 @@ pub struct Segment {
 /// How far before the window's start a segment overlapping it may begin:
 /// segments are about 10 s, and never near this long.
 const LONGEST_SEGMENT_MS: i64 = 10 * 60 * 1000;
-
-/// Around an event, the span its clip is cut from.
-pub const CLIP_MARGIN_MS: i64 = 5_000;
 
 const SELECT_SEGMENT: &str = "SELECT camera_id, start_ms, end_ms, bytes, path FROM segment";
 
