@@ -17,6 +17,7 @@ use crate::db::{Db, lock};
 use crate::error::Error;
 use crate::link_state::LinkState;
 use crate::live::LiveChanges;
+use crate::media::gate::Gate;
 use crate::motion::{self, Motion};
 use crate::mqtt;
 use crate::notices::Notices;
@@ -67,11 +68,13 @@ impl App {
         let live_changes = Arc::new(LiveChanges::default());
         let notices = Arc::new(Notices::default());
         let prober = Prober::new(config.ffprobe.clone());
+        // One bound on the ffmpeg that recorders and watchers start at once.
+        let gate = Arc::new(Gate::default());
         let recordings = Arc::new(Recordings::new(
             recording::Settings::from_config(config),
             db.clone(),
             live_changes.clone(),
-            prober.clone(),
+            gate.clone(),
         ));
         let clips = Arc::new(Clips::new(
             config.data_dir.clone(),
@@ -84,6 +87,7 @@ impl App {
         let motion = Motion::new(
             motion::Settings {
                 ffmpeg: config.ffmpeg.clone(),
+                gate,
             },
             db.clone(),
             clips.clone(),

@@ -40,9 +40,26 @@ impl Db {
                     "the node's storage is full: free some space and try again",
                 )
             }
+            Some(rusqlite::ErrorCode::ReadOnly) => storage_fault(
+                &e,
+                "the node's database cannot be written: its file system is read-only (remounted \
+                 read-only after a storage error?); check the SD card and restart the node",
+            ),
+            Some(rusqlite::ErrorCode::SystemIoFailure) => storage_fault(
+                &e,
+                "the node's database could not be read or written: a storage I/O error (a failing \
+                 SD card, or its file system remounted read-only); check the card and restart the node",
+            ),
             _ => Error::internal("database", &e),
         })
     }
+}
+
+/// A fault of the database's storage: the client and the status are told in
+/// plain words what a user can do; the log keeps SQLite's own words.
+fn storage_fault(e: &rusqlite::Error, message: &str) -> Error {
+    log::warn!("database: {e}");
+    Error::new(Kind::Internal, message)
 }
 
 /// A panic in one request must not take the lock down for all others.

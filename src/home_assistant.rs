@@ -165,16 +165,16 @@ impl Link {
         let Ok(cameras) = self.app.db(|s| s.cameras()) else {
             return;
         };
-        let storage = match self.storage {
+        let storage = match &self.storage {
             // Until the recordings have measured the disk, each time.
             Some((taken, storage))
                 if taken.elapsed() < STORAGE_EVERY && storage.free_bytes.is_some() =>
             {
-                storage
+                storage.clone()
             }
             _ => {
                 let storage = self.app.recordings.storage();
-                self.storage = Some((Instant::now(), storage));
+                self.storage = Some((Instant::now(), storage.clone()));
                 storage
             }
         };

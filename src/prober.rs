@@ -2,7 +2,7 @@
 //! RTSP URL over TCP, or on a recorded file, and reads the capabilities of
 //! the main stream from its JSON.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -111,13 +111,6 @@ impl Prober {
         attempt()
     }
 
-    /// Probes a recorded file: whether ffprobe can read it, and what it holds.
-    pub fn probe_file(&self, path: &Path) -> Result<Capabilities, ProbeError> {
-        let mut command = self.command();
-        command.arg("-i").arg(path);
-        self.run(command, Instant::now() + PROBE_TIMEOUT)
-    }
-
     fn command(&self) -> Command {
         let mut command = Command::new(&self.ffprobe);
         command
@@ -199,6 +192,7 @@ fn frame_rate(rate: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn parses_video_and_audio() {

@@ -87,10 +87,6 @@ impl<S: Clone + PartialEq> Workers<S> {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.running.len()
-    }
-
     /// Stops the workers not in `wanted`, whose spec differs or whose thread
     /// ended, then starts a thread running `start(camera, spec, stop)` for
     /// each wanted camera without one. Returns the cameras whose worker stopped.
@@ -193,7 +189,7 @@ mod tests {
                 .reconcile(&wanted(&[(a, 1), (b, 2)]), worker(log.clone()))
                 .is_empty()
         );
-        assert_eq!(workers.len(), 2);
+        assert_eq!(workers.running.len(), 2);
         // Unchanged: nothing happens.
         assert!(
             workers
@@ -206,7 +202,7 @@ mod tests {
         let mut both = vec![a, b];
         both.sort();
         assert_eq!(stopped, both);
-        assert_eq!(workers.len(), 1);
+        assert_eq!(workers.running.len(), 1);
         let deadline = Instant::now() + Duration::from_secs(5);
         while log.lock().unwrap().len() < 5 && Instant::now() < deadline {
             thread::sleep(Duration::from_millis(5));

@@ -111,11 +111,15 @@ fn status_has_the_spec_fields() {
             "reserveBytes",
             "freeBytes",
             "totalBytes",
-            "oldestRecordingAt"
+            "oldestRecordingAt",
+            "unclaimedBytes",
+            "message"
         ]),
         "{storage}"
     );
     assert_eq!(storage["usedBytes"], 0);
+    assert_eq!(storage["unclaimedBytes"], 0);
+    assert_eq!(storage["message"], Value::Null, "all is well");
     assert_eq!(storage["budgetBytes"], Value::Null);
     assert_eq!(storage["oldestRecordingAt"], Value::Null);
 }

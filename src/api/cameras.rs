@@ -123,13 +123,21 @@ pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
         let (name, url) = (&settings.name, redact(&settings.rtsp_url));
         log::info!("new camera {name:?} ({url}): {}", e.message());
     }
+    // After a lost database, the camera finds its old recordings again.
+    let earlier = app.recordings.footage_of(&settings.rtsp_url);
     let camera = Camera {
-        id: Uuid::new_v4(),
+        id: earlier.unwrap_or_else(Uuid::new_v4),
         settings,
         capabilities: probed.ok(),
     };
     app.db(|s| s.insert_camera(&camera, now_ms()))?;
     log::info!("added camera {} {:?}", camera.id, camera.settings.name);
+    if earlier.is_some() {
+        log::info!(
+            "camera {}: takes over the recordings an earlier camera with the same address left",
+            camera.id
+        );
+    }
     // Disabled cameras count as offline, whatever they answer.
     app.set_online(
         camera.id,

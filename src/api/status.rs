@@ -31,11 +31,17 @@ struct Status<'a> {
 #[serde(rename_all = "camelCase")]
 struct StorageView {
     used_bytes: u64,
+    /// Of which footage of cameras the node does not know (its database
+    /// was lost): kept, and deleted oldest first when room is needed.
+    unclaimed_bytes: u64,
     budget_bytes: Option<u64>,
     reserve_bytes: u64,
     free_bytes: Option<u64>,
     total_bytes: Option<u64>,
     oldest_recording_at: Option<String>,
+    /// What keeps recordings from being made or cleaned up, and what to
+    /// do, in plain words; null when all is well.
+    message: Option<String>,
 }
 
 pub fn get(app: &App) -> Result<Reply, Error> {
@@ -58,11 +64,13 @@ fn build(app: &App) -> Result<Vec<u8>, Error> {
             let storage = app.recordings.storage();
             StorageView {
                 used_bytes: storage.used_bytes,
+                unclaimed_bytes: storage.unclaimed_bytes,
                 budget_bytes: storage.budget_bytes,
                 reserve_bytes: storage.reserve_bytes,
                 free_bytes: storage.free_bytes,
                 total_bytes: storage.total_bytes,
                 oldest_recording_at: storage.oldest_ms.map(format_timestamp),
+                message: storage.message,
             }
         },
     };

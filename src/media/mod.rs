@@ -5,3 +5,5 @@
 pub mod child;
 pub mod failure;
 pub mod fmp4;
+pub mod gate;
+pub mod restart;

@@ -4,7 +4,10 @@
 //! is still there) or the last frame in which what came is still present
 //! (someone who stays still for longer: see the detector's reference), and
 //! lasts at most 5 minutes (then a new one starts if something moves).
-//! Time is passed in, so all of it is tested without waiting.
+//! Each frame comes with two times: a monotonic one, by which all of this
+//! is timed (the wall clock may jump: NTP at boot, a clock set by hand),
+//! and the wall clock's, which is only what the events report. Time is
+//! passed in, so all of it is tested without waiting.
 
 use std::collections::VecDeque;
 
@@ -15,6 +18,14 @@ const MOVING_IN_WINDOW: usize = 3;
 pub const QUIET_MS: i64 = 10_000;
 /// The longest event.
 pub const LONGEST_MS: i64 = 5 * 60_000;
+
+/// When a frame was seen: by a monotonic clock (ms from any origin), and
+/// by the wall clock (ms since the epoch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Moment {
+    pub mono_ms: i64,
+    pub wall_ms: i64,
+}
 
 /// A motion event, as it ends.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,45 +41,56 @@ pub struct Episode {
 /// What a frame changed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Change {
-    Started { at_ms: i64 },
+    /// At the wall-clock time of its first moving frame.
+    Started {
+        at_ms: i64,
+    },
     Ended(Episode),
+}
+
+/// The event under way: what it reports, and its monotonic times.
+struct Current {
+    episode: Episode,
+    started: Moment,
+    last_seen: Moment,
 }
 
 #[derive(Default)]
 pub struct Episodes {
     /// The last frames while no event is on: (time, share moved).
-    window: VecDeque<(i64, f32)>,
-    current: Option<Episode>,
+    window: VecDeque<(Moment, f32)>,
+    current: Option<Current>,
 }
 
 impl Episodes {
-    /// Takes a frame seen at `at_ms` in which `share` of the picture moved;
+    /// Takes a frame seen `at` in which `share` of the picture moved;
     /// `present`: what came with the event under way is still in the picture.
-    pub fn frame(&mut self, at_ms: i64, share: f32, present: bool) -> Vec<Change> {
+    pub fn frame(&mut self, at: Moment, share: f32, present: bool) -> Vec<Change> {
         let moving = share > 0.0;
         let mut changes = Vec::new();
-        if let Some(episode) = &mut self.current {
-            if (moving || present) && at_ms - episode.started_ms >= LONGEST_MS {
+        if let Some(current) = &mut self.current {
+            if (moving || present) && at.mono_ms - current.started.mono_ms >= LONGEST_MS {
                 // Long enough: this one ends, a new one starts with this frame
                 // if it moves (someone only still there starts none).
-                changes.push(Change::Ended(self.current.take().expect("on")));
+                changes.push(Change::Ended(self.current.take().expect("on").episode));
                 if moving {
-                    self.start(at_ms, share, at_ms, &mut changes);
+                    self.start(at, share, at, &mut changes);
                 }
                 return changes;
             }
             if moving || present {
-                episode.ended_ms = at_ms;
+                current.last_seen = at;
+                current.episode.ended_ms = at.wall_ms;
             }
-            if moving && share > episode.score {
-                (episode.score, episode.peak_ms) = (share, at_ms);
+            if moving && share > current.episode.score {
+                (current.episode.score, current.episode.peak_ms) = (share, at.wall_ms);
             }
-            if !moving && !present && at_ms - episode.ended_ms >= QUIET_MS {
-                changes.push(Change::Ended(self.current.take().expect("on")));
+            if !moving && !present && at.mono_ms - current.last_seen.mono_ms >= QUIET_MS {
+                changes.push(Change::Ended(self.current.take().expect("on").episode));
             }
             return changes;
         }
-        self.window.push_back((at_ms, share));
+        self.window.push_back((at, share));
         if self.window.len() > WINDOW {
             self.window.pop_front();
         }
@@ -80,14 +102,15 @@ impl Episodes {
                 .find(|(_, s)| *s > 0.0)
                 .expect("some moved")
                 .0;
-            let (peak_ms, score) =
+            let (peak, score) =
                 self.window.iter().fold(
-                    (at_ms, 0.0f32),
+                    (at, 0.0f32),
                     |best, &(t, s)| if s > best.1 { (t, s) } else { best },
                 );
-            self.start(first, score, peak_ms, &mut changes);
-            if let Some(episode) = &mut self.current {
-                episode.ended_ms = at_ms;
+            self.start(first, score, peak, &mut changes);
+            if let Some(current) = &mut self.current {
+                current.last_seen = at;
+                current.episode.ended_ms = at.wall_ms;
             }
         }
         changes
@@ -96,24 +119,36 @@ impl Episodes {
     /// The event under way ends now (the frames stopped): at its last moving frame.
     pub fn finish(&mut self) -> Option<Episode> {
         self.window.clear();
-        self.current.take()
+        self.current.take().map(|c| c.episode)
     }
 
-    fn start(&mut self, at_ms: i64, score: f32, peak_ms: i64, changes: &mut Vec<Change>) {
+    fn start(&mut self, at: Moment, score: f32, peak: Moment, changes: &mut Vec<Change>) {
         self.window.clear();
-        self.current = Some(Episode {
-            started_ms: at_ms,
-            ended_ms: at_ms,
-            score,
-            peak_ms,
+        self.current = Some(Current {
+            episode: Episode {
+                started_ms: at.wall_ms,
+                ended_ms: at.wall_ms,
+                score,
+                peak_ms: peak.wall_ms,
+            },
+            started: at,
+            last_seen: at,
         });
-        changes.push(Change::Started { at_ms });
+        changes.push(Change::Started { at_ms: at.wall_ms });
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A moment when both clocks agree.
+    fn same(ms: i64) -> Moment {
+        Moment {
+            mono_ms: ms,
+            wall_ms: ms,
+        }
+    }
 
     /// Feeds frames 200 ms apart (5 a second) from `start_ms`, each moving
     /// the share given; returns every change with the frame's index.
@@ -122,7 +157,7 @@ mod tests {
             .iter()
             .enumerate()
             .flat_map(|(i, s)| {
-                let changes = episodes.frame(start_ms + 200 * i as i64, *s, false);
+                let changes = episodes.frame(same(start_ms + 200 * i as i64), *s, false);
                 changes.into_iter().map(move |c| (i, c))
             })
             .collect()
@@ -194,12 +229,22 @@ mod tests {
         let mut changes = feed(&mut episodes, 0, &[0.1; 10]);
         let mut at = 10 * 200;
         for _ in 0..300 {
-            changes.extend(episodes.frame(at, 0.0, true).into_iter().map(|c| (0, c)));
+            changes.extend(
+                episodes
+                    .frame(same(at), 0.0, true)
+                    .into_iter()
+                    .map(|c| (0, c)),
+            );
             at += 200;
         }
         let left = at - 200;
         for _ in 0..60 {
-            changes.extend(episodes.frame(at, 0.0, false).into_iter().map(|c| (0, c)));
+            changes.extend(
+                episodes
+                    .frame(same(at), 0.0, false)
+                    .into_iter()
+                    .map(|c| (0, c)),
+            );
             at += 200;
         }
         let ended: Vec<&Episode> = changes
@@ -217,7 +262,7 @@ mod tests {
         feed(&mut episodes, 0, &[0.1; 5]);
         let mut ends = 0;
         for i in 5..(LONGEST_MS / 200 + 100) {
-            for change in episodes.frame(i * 200, 0.0, true) {
+            for change in episodes.frame(same(i * 200), 0.0, true) {
                 assert!(matches!(change, Change::Ended(_)), "{change:?}");
                 ends += 1;
             }
@@ -247,5 +292,43 @@ mod tests {
         assert_eq!((first.started_ms, first.ended_ms), (0, LONGEST_MS - 200));
         let second = episodes.finish().unwrap();
         assert_eq!(second.started_ms, LONGEST_MS);
+    }
+
+    #[test]
+    fn the_wall_clock_jumping_changes_no_timing() {
+        // Frames 200 ms apart on the monotonic clock; the wall clock is set
+        // back an hour at frame 20, then forward two hours at frame 40.
+        let wall = |i: i64| match i {
+            ..20 => 1_000_000 + 200 * i,
+            20..40 => 1_000_000 - 3_600_000 + 200 * i,
+            _ => 1_000_000 + 7_200_000 + 200 * i,
+        };
+        let mut episodes = Episodes::default();
+        let mut changes = Vec::new();
+        // 6 s of motion, then stillness.
+        for i in 0..200 {
+            let at = Moment {
+                mono_ms: 200 * i,
+                wall_ms: wall(i),
+            };
+            let share = if i < 30 { 0.1 } else { 0.0 };
+            changes.extend(episodes.frame(at, share, false).into_iter().map(|c| (i, c)));
+        }
+        // Ended 10 s (monotonic) after the last moving frame, 29: not at the
+        // jump forward (frame 40), nor an hour late after the jump back.
+        let ended: Vec<(i64, &Episode)> = changes
+            .iter()
+            .filter_map(|(i, c)| match c {
+                Change::Ended(e) => Some((*i, e)),
+                Change::Started { .. } => None,
+            })
+            .collect();
+        assert_eq!(ended.len(), 1, "{changes:?}");
+        assert_eq!(ended[0].0, 29 + 50);
+        // It reports the wall clock of its frames, jumps and all.
+        assert_eq!(
+            (ended[0].1.started_ms, ended[0].1.ended_ms),
+            (wall(0), wall(29))
+        );
     }
 }

@@ -19,6 +19,7 @@ use uuid::Uuid;
 use crate::camera::{Camera, Sensitivity};
 use crate::clips::Clips;
 use crate::db::{Db, lock};
+use crate::media::gate::Gate;
 use crate::notices::Notices;
 use crate::recording::Recordings;
 use crate::workers::{self, Order, Workers};
@@ -27,6 +28,8 @@ use watcher::{Spec, Watcher};
 
 pub struct Settings {
     pub ffmpeg: PathBuf,
+    /// Bounds how many ffmpeg start at once (shared with the recorders).
+    pub gate: Arc<Gate>,
 }
 
 /// What the watchers share.

@@ -14,12 +14,13 @@ use uuid::Uuid;
 
 use super::Shared;
 use super::detector::{Detector, Params};
-use super::episodes::{Change, Episode, Episodes};
+use super::episodes::{Change, Episode, Episodes, Moment};
 use crate::clips::Job;
 use crate::clock::now_ms;
 use crate::event::CLIP_MARGIN_MS;
 use crate::event::Event;
 use crate::media::child::{Child, Filled, Output};
+use crate::media::restart::{self, Restartable};
 use crate::notices::Notice;
 
 /// ffmpeg's own bound on each wait for the camera (RTSP socket timeout).
@@ -29,8 +30,6 @@ const WATCHDOG: Duration = Duration::from_secs(30);
 /// How often the thread looks at its stop flag while waiting.
 const TICK: Duration = Duration::from_millis(200);
 const STOP_GRACE: Duration = Duration::from_millis(1500);
-const FIRST_RETRY: Duration = Duration::from_secs(1);
-const LAST_RETRY: Duration = Duration::from_secs(60);
 /// The largest frame taken: a PGM header asking for more is not ffmpeg's.
 const MAX_PIXELS: usize = 1920 * 1080;
 
@@ -51,6 +50,8 @@ pub struct Watcher {
     pin: Option<u64>,
     /// The id of the event under way, told when it started.
     event: Option<Uuid>,
+    /// The origin of the monotonic clock that times the episodes.
+    origin: Instant,
 }
 
 impl Watcher {
@@ -63,6 +64,7 @@ impl Watcher {
             episodes: Episodes::default(),
             pin: None,
             event: None,
+            origin: Instant::now(),
         }
     }
 
@@ -71,30 +73,8 @@ impl Watcher {
     }
 
     pub fn run(mut self) {
-        let mut retry = FIRST_RETRY;
-        while !self.stopped() {
-            let saw_frames = self.watch();
-            // An event under way ends with the frames, at its last moving one.
-            if let Some(episode) = self.episodes.finish() {
-                self.ended(episode);
-            }
-            if self.stopped() {
-                break;
-            }
-            if saw_frames {
-                retry = FIRST_RETRY;
-            }
-            log::info!(
-                "motion watcher of camera {}: its decoder stopped; trying again in {} s",
-                self.camera,
-                retry.as_secs()
-            );
-            let until = Instant::now() + retry;
-            while !self.stopped() && Instant::now() < until {
-                std::thread::sleep(TICK.min(until - Instant::now()));
-            }
-            retry = (retry * 2).min(LAST_RETRY);
-        }
+        let stop = self.stop.clone();
+        restart::keep_running(&mut self, &stop);
     }
 
     fn command(&self) -> Command {
@@ -112,6 +92,13 @@ impl Watcher {
 
     /// One run of the decoder; returns whether any frame came.
     fn watch(&mut self) -> bool {
+        // A place among the children starting, held until the first frame,
+        // the end, or its time.
+        let (gate, stop) = (self.shared.settings.gate.clone(), self.stop.clone());
+        let Some(place) = gate.enter(&stop) else {
+            return false;
+        };
+        let mut place = Some(place);
         let mut child = match Child::spawn(&mut self.command()) {
             Ok(child) => child,
             Err(e) => {
@@ -124,6 +111,9 @@ impl Watcher {
         let mut last_frame = Instant::now();
         let mut saw_frames = false;
         while !self.stopped() && last_frame.elapsed() < WATCHDOG {
+            if saw_frames || place.as_ref().is_some_and(|p| p.expired()) {
+                place = None;
+            }
             let Some((width, height)) = read_header(&mut child, &self.stop, last_frame + WATCHDOG)
             else {
                 break;
@@ -138,7 +128,10 @@ impl Watcher {
             if filled != Filled::Full {
                 break;
             }
-            let at_ms = now_ms();
+            let at = Moment {
+                mono_ms: self.origin.elapsed().as_millis() as i64,
+                wall_ms: now_ms(),
+            };
             last_frame = Instant::now();
             saw_frames = true;
             let detector = match &mut detector {
@@ -146,7 +139,7 @@ impl Watcher {
                 _ => detector.insert(Detector::new(width, height, self.spec.params)),
             };
             let motion = detector.frame(&frame);
-            for change in self.episodes.frame(at_ms, motion.share, motion.present) {
+            for change in self.episodes.frame(at, motion.share, motion.present) {
                 match change {
                     Change::Started { at_ms } => {
                         detector.hold_reference();
@@ -225,6 +218,25 @@ impl Watcher {
                 }
             }
         }
+    }
+}
+
+impl Restartable for Watcher {
+    fn run_once(&mut self) -> bool {
+        let saw_frames = self.watch();
+        // An event under way ends with the frames, at its last moving one.
+        if let Some(episode) = self.episodes.finish() {
+            self.ended(episode);
+        }
+        saw_frames
+    }
+
+    fn retrying(&mut self, wait: Duration) {
+        log::info!(
+            "motion watcher of camera {}: its decoder stopped; trying again in {} s",
+            self.camera,
+            wait.as_secs_f64().round().max(1.0)
+        );
     }
 }
 

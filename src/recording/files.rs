@@ -25,6 +25,80 @@ pub fn incoming_dir(dir: &Path, camera: Uuid) -> PathBuf {
     camera_dir(dir, camera).join(INCOMING)
 }
 
+/// The name of the newest file in a camera's incoming folder (the one
+/// ffmpeg is writing).
+pub fn newest_incoming(dir: &Path, camera: Uuid) -> Option<String> {
+    std::fs::read_dir(incoming_dir(dir, camera))
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| incoming_start(name).is_some())
+        .max()
+}
+
+/// The camera folders in the recordings folder.
+pub fn camera_folders(dir: &Path) -> Vec<Uuid> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name();
+            let name = name.to_str()?;
+            let id = Uuid::try_parse(name).ok().filter(|_| name.len() == 36)?;
+            entry.file_type().ok()?.is_dir().then_some(id)
+        })
+        .collect()
+}
+
+/// In a camera's folder, the fingerprint of the address its recorder
+/// records: after a lost database, a camera added again with the same
+/// address takes its old footage over. A hash, so that the disk holds no
+/// address; of the address without user name and password, so that a new
+/// password is still the same camera.
+const SOURCE: &str = "source";
+
+pub fn fingerprint(url: &str) -> String {
+    // FNV-1a, 64 bits: stable across builds, unlike std's hasher.
+    let hash = crate::rtsp_url::redact(url)
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("rtsp-fnv1a64 {hash:016x}\n")
+}
+
+/// Whether a file of a camera's folder is its note of its source.
+pub fn is_note(name: &str) -> bool {
+    name.strip_suffix(".part").unwrap_or(name) == SOURCE
+}
+
+/// Notes in the camera's folder the address it records, if it is not noted yet.
+pub fn note_source(dir: &Path, camera: Uuid, url: &str) -> io::Result<()> {
+    let folder = camera_dir(dir, camera);
+    let note = fingerprint(url);
+    if std::fs::read_to_string(folder.join(SOURCE)).is_ok_and(|n| n == note) {
+        return Ok(());
+    }
+    std::fs::create_dir_all(&folder)?;
+    let part = folder.join(format!("{SOURCE}.part"));
+    let mut file = File::create(&part)?;
+    io::Write::write_all(&mut file, note.as_bytes())?;
+    file.sync_all()?;
+    std::fs::rename(&part, folder.join(SOURCE))?;
+    sync_dir(&folder)
+}
+
+/// The camera folders whose recorder last recorded `url`.
+pub fn folders_recording(dir: &Path, url: &str) -> Vec<Uuid> {
+    let note = fingerprint(url);
+    camera_folders(dir)
+        .into_iter()
+        .filter(|id| {
+            std::fs::read_to_string(camera_dir(dir, *id).join(SOURCE)).is_ok_and(|n| n == note)
+        })
+        .collect()
+}
+
 /// `2026-11-22T21:36:14.123Z` for a time in ms since the epoch.
 fn rfc3339(ms: i64) -> String {
     let time = UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
@@ -182,6 +256,33 @@ mod tests {
         ] {
             assert_eq!(incoming_start(name), None, "{name}");
         }
+    }
+
+    #[test]
+    fn sources_are_noted_without_credentials() {
+        let dir = std::env::temp_dir().join(format!("nvr-node-files-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        note_source(&dir, a, "rtsp://admin:old@10.0.0.2/main").unwrap();
+        note_source(&dir, b, "rtsp://10.0.0.3/main").unwrap();
+        std::fs::create_dir_all(dir.join("not-a-camera")).unwrap();
+        assert_eq!(
+            folders_recording(&dir, "rtsp://admin:new@10.0.0.2/main"),
+            vec![a]
+        );
+        assert_eq!(folders_recording(&dir, "rtsp://10.0.0.3/main"), vec![b]);
+        assert!(folders_recording(&dir, "rtsp://10.0.0.2/sub").is_empty());
+        let note = std::fs::read_to_string(camera_dir(&dir, a).join(SOURCE)).unwrap();
+        assert!(
+            !note.contains("10.0.0.2") && !note.contains("old"),
+            "{note}"
+        );
+        let mut all = camera_folders(&dir);
+        all.sort();
+        let mut want = vec![a, b];
+        want.sort();
+        assert_eq!(all, want);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Puts closed segment files in their place and in the index, in the order
 //! that survives a power cut (the design's rule 2): the file is fsynced,
 //! renamed into its hour folder, the folder fsynced, and only then the row
-//! written. Also files what a crash or a kill cut short, when ffprobe can
-//! read it, and deletes it otherwise.
+//! written. Also files what a crash or a kill cut short, read with the
+//! node's own fMP4 reader (no child process that could be missing or slow):
+//! cut after its last whole fragment, deleted only when it holds none, left
+//! alone on any other failure.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -19,7 +21,7 @@ use crate::store::Segment;
 /// What became of a closed segment.
 #[derive(Debug)]
 pub enum Filed {
-    Indexed(Segment),
+    Indexed,
     /// In its place, but its row could not be written (the database's disk
     /// is full): to be indexed later, or by recovery at the next start.
     Unindexed(Segment),
@@ -27,13 +29,22 @@ pub enum Filed {
     Dropped,
 }
 
+/// Who files a segment: its camera's recorder (the camera must still
+/// exist), or reconciliation, for a file found without a row (kept whether
+/// or not its camera is known: its database may have been lost).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum By {
+    Recorder,
+    Reconciliation,
+}
+
 /// Files the closed segment at `from` as `start_ms..end_ms` of `camera`.
 pub fn file_segment(
     shared: &Shared,
     camera: Uuid,
     from: &Path,
-    start_ms: i64,
-    end_ms: i64,
+    (start_ms, end_ms): (i64, i64),
+    by: By,
 ) -> io::Result<Filed> {
     let file = File::open(from)?;
     let bytes = file.metadata()?.len();
@@ -81,6 +92,7 @@ pub fn file_segment(
             bytes,
             path,
         },
+        by,
     )
 }
 
@@ -120,8 +132,12 @@ pub fn file_in_ring(
 }
 
 /// Writes the row of a segment that is in its place.
-pub fn index(shared: &Shared, mut segment: Segment) -> io::Result<Filed> {
-    match shared.db.run(|s| s.insert_segment(&segment)) {
+pub fn index(shared: &Shared, mut segment: Segment, by: By) -> io::Result<Filed> {
+    let inserted = shared.db.run(|s| match by {
+        By::Recorder => s.insert_segment(&segment),
+        By::Reconciliation => s.insert_found_segment(&segment),
+    });
+    match inserted {
         Ok(Some(start_ms)) => {
             segment.start_ms = start_ms;
             log::debug!(
@@ -132,8 +148,10 @@ pub fn index(shared: &Shared, mut segment: Segment) -> io::Result<Filed> {
                 segment.end_ms - segment.start_ms
             );
             shared.clean(super::Clean::Check);
-            Ok(Filed::Indexed(segment))
+            Ok(Filed::Indexed)
         }
+        // Its deletion is under way: the cleaner unlinks it.
+        Ok(None) if by == By::Reconciliation => Ok(Filed::Dropped),
         Ok(None) => {
             // The camera was deleted while this segment was being written.
             let file = shared.settings.dir.join(&segment.path);
@@ -149,7 +167,7 @@ pub fn index(shared: &Shared, mut segment: Segment) -> io::Result<Filed> {
 }
 
 /// Files or deletes every file left in a camera's incoming folder.
-pub fn recover_folder(shared: &Shared, camera: Uuid, incoming: &Path) {
+pub fn recover_folder(shared: &Shared, camera: Uuid, incoming: &Path, by: By) {
     let Ok(entries) = fs::read_dir(incoming) else {
         return;
     };
@@ -170,59 +188,106 @@ pub fn recover_folder(shared: &Shared, camera: Uuid, incoming: &Path) {
             .flatten()
             .map(|last| last.end_ms)
             .filter(|end| (started - 500..=started + 1_500).contains(end));
-        recover_file(shared, camera, &path, follows.unwrap_or(started));
+        recover_file(shared, camera, &path, follows.unwrap_or(started), by);
+    }
+}
+
+/// What a file that no csv line announced holds.
+#[derive(Debug)]
+enum Content {
+    /// Whole fragments: their video's length, and where the last one ends.
+    Whole { duration_ms: i64, complete_len: u64 },
+    /// Not one whole fragment (ffmpeg was killed before it wrote one).
+    Nothing,
+    /// It could not be read (an I/O error, no video track): left alone.
+    Unreadable(String),
+}
+
+/// The length of the video a closed segment holds, by its boxes.
+pub fn content_ms(path: &Path) -> Option<i64> {
+    match examine(path) {
+        Content::Whole { duration_ms, .. } => Some(duration_ms),
+        Content::Nothing | Content::Unreadable(_) => None,
+    }
+}
+
+fn examine(path: &Path) -> Content {
+    let read = File::open(path).and_then(|mut file| {
+        let len = file.metadata()?.len();
+        fmp4::scan(&mut io::BufReader::new(&mut file), len)
+    });
+    let index = match read {
+        Ok(index) => index,
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => return Content::Nothing,
+        Err(e) => return Content::Unreadable(e.to_string()),
+    };
+    let Some(video) = index.init.video() else {
+        return Content::Unreadable("it has no video track".into());
+    };
+    if index.fragments.is_empty() {
+        return Content::Nothing;
+    }
+    let ms = i128::from(index.video_duration()) * 1000 / i128::from(video.timescale.max(1));
+    Content::Whole {
+        // A whole fragment is footage, however short its timing says it is.
+        duration_ms: i64::try_from(ms).unwrap_or(i64::MAX).max(1),
+        complete_len: index.complete_len,
     }
 }
 
 /// Files a segment that no csv line announced (a kill or a crash cut it
 /// short, or came between its close and its row), starting at `start_ms`:
-/// kept if ffprobe reads it, cut to its last whole fragment; deleted if not.
-pub fn recover_file(shared: &Shared, camera: Uuid, path: &Path, start_ms: i64) -> Option<Segment> {
-    let outcome = readable_length(shared, path);
+/// cut after its last whole fragment and indexed; deleted only if it holds
+/// no whole fragment; left alone (and tried again at the next start) if it
+/// cannot be read or written. Returns whether it was indexed.
+pub fn recover_file(shared: &Shared, camera: Uuid, path: &Path, start_ms: i64, by: By) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    match outcome {
-        Some(duration_ms) if duration_ms > 0 => {
-            match file_segment(shared, camera, path, start_ms, start_ms + duration_ms) {
-                Ok(Filed::Indexed(segment)) | Ok(Filed::Unindexed(segment)) => {
-                    log::info!("camera {camera}: recovered segment {name} ({duration_ms} ms)");
-                    Some(segment)
-                }
-                Ok(Filed::Dropped) => None,
-                Err(e) => {
-                    log::warn!("camera {camera}: cannot recover segment {name}: {e}");
-                    None
-                }
+    let left = |why: &dyn std::fmt::Display| {
+        log::warn!(
+            "camera {camera}: left {name} as it is ({why}); it is tried again at the next start"
+        );
+        false
+    };
+    let (duration_ms, complete_len) = match examine(path) {
+        Content::Whole {
+            duration_ms,
+            complete_len,
+        } => (duration_ms, complete_len),
+        Content::Nothing => {
+            match fs::remove_file(path) {
+                Ok(()) => log::info!(
+                    "camera {camera}: deleted {name}: an unfinished segment without one whole fragment"
+                ),
+                Err(e) => log::warn!("camera {camera}: cannot delete {name}: {e}"),
             }
+            return false;
         }
-        _ => {
-            log::info!("camera {camera}: deleted unreadable segment {name}");
-            if let Err(e) = fs::remove_file(path) {
-                log::warn!("camera {camera}: cannot delete {name}: {e}");
-            }
-            None
+        Content::Unreadable(why) => return left(&why),
+    };
+    let cut = OpenOptions::new().write(true).open(path).and_then(|file| {
+        let len = file.metadata()?.len();
+        if complete_len < len {
+            file.set_len(complete_len)?;
+            file.sync_all()?;
+            log::info!(
+                "camera {camera}: cut {name} after its last whole fragment ({} of {len} bytes)",
+                complete_len
+            );
         }
+        Ok(())
+    });
+    if let Err(e) = cut {
+        return left(&e);
     }
-}
-
-/// The length in ms of the video a cut recording holds, after cutting the
-/// file to its last whole fragment; None if neither this module's reader
-/// nor ffprobe can read it.
-fn readable_length(shared: &Shared, path: &Path) -> Option<i64> {
-    let mut file = OpenOptions::new().read(true).write(true).open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    let index = fmp4::scan(&mut file, len).ok()?;
-    let video = index.init.video()?;
-    if index.fragments.is_empty() {
-        return None;
+    match file_segment(shared, camera, path, (start_ms, start_ms + duration_ms), by) {
+        Ok(Filed::Indexed | Filed::Unindexed(_)) => {
+            log::info!("camera {camera}: recovered segment {name} ({duration_ms} ms)");
+            true
+        }
+        Ok(Filed::Dropped) => false,
+        Err(e) => left(&e),
     }
-    if index.complete_len < len {
-        file.set_len(index.complete_len).ok()?;
-    }
-    drop(file);
-    shared.prober.probe_file(path).ok()?;
-    let duration = index.video_duration();
-    Some((duration as i128 * 1000 / i128::from(video.timescale)) as i64)
 }

@@ -1,12 +1,18 @@
 //! Recording: one ffmpeg per camera that is enabled and has `record` on,
-//! writing 10 s segments of fragmented MP4 without re-encoding; the index
-//! of those segments; retention within a byte budget and a free-space
-//! reserve; recovery at start; and playback of any stretch as one MP4.
+//! writing 10 s segments of fragmented MP4 without re-encoding into a
+//! recordings folder whose identity is checked (`disk.rs`); the index of
+//! those segments; retention within a byte budget and a free-space reserve;
+//! the reconciliation of folder and index beside the recorders; and
+//! playback of any stretch as one MP4.
 //!
-//! [`Recordings`] is the handle the rest of the node holds. Its threads: a
-//! supervisor (recovery first, then one recorder thread per camera), and a
-//! cleaner (retention and the unlinking of deleted segments).
+//! This file is the handle the rest of the node holds, [`Recordings`], and
+//! the state its threads share. Its threads: a supervisor (the disk's
+//! identity every 10 s, one recorder thread per camera, the reconciliation
+//! when the disk is found), and a cleaner (retention and the unlinking of
+//! deleted segments).
 
+mod cache;
+mod disk;
 mod files;
 mod filing;
 mod playback;
@@ -14,11 +20,14 @@ mod recorder;
 mod recovery;
 mod retention;
 mod ring;
+mod settings;
 mod spans;
+mod state;
+mod storage;
 mod supervisor;
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -28,78 +37,18 @@ use uuid::Uuid;
 
 use crate::camera::Camera;
 use crate::clock::now_ms;
-use crate::config::Config;
 use crate::db::{Db, lock};
 use crate::error::{Error, Kind};
 use crate::live::LiveChanges;
-use crate::prober::Prober;
+use crate::media::gate::Gate;
 use crate::store::Segment;
 use crate::workers::{self, Order};
 
 pub use playback::Clip;
+pub use settings::Settings;
 pub use spans::Span;
-
-/// What recording needs from the configuration.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    pub dir: PathBuf,
-    pub ffmpeg: PathBuf,
-    pub max_bytes: Option<u64>,
-    pub keep_free: Option<u64>,
-}
-
-impl Settings {
-    pub fn from_config(config: &Config) -> Settings {
-        Settings {
-            dir: config.recordings_dir.clone(),
-            ffmpeg: config.ffmpeg.clone(),
-            max_bytes: config.recordings_max_bytes,
-            keep_free: config.recordings_keep_free,
-        }
-    }
-}
-
-/// What a camera's recorder is doing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum State {
-    Off,
-    Starting,
-    Recording,
-    Retrying,
-}
-
-impl State {
-    pub fn name(self) -> &'static str {
-        match self {
-            State::Off => "off",
-            State::Starting => "starting",
-            State::Recording => "recording",
-            State::Retrying => "retrying",
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RecorderState {
-    pub state: State,
-    /// When it entered this state, ms since the epoch.
-    pub since_ms: i64,
-    /// Why it is retrying, in plain words (never a URL).
-    pub message: Option<String>,
-}
-
-/// Recordings' use of storage, as status shows it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Storage {
-    pub used_bytes: u64,
-    pub budget_bytes: Option<u64>,
-    /// The free space kept on the file system.
-    pub reserve_bytes: u64,
-    /// None until the file system could be read.
-    pub free_bytes: Option<u64>,
-    pub total_bytes: Option<u64>,
-    pub oldest_ms: Option<i64>,
-}
+pub use state::{RecorderState, State};
+pub use storage::Storage;
 
 /// The longest stretch one playback request may cover.
 pub const MAX_CLIP: Duration = Duration::from_secs(3600);
@@ -115,23 +64,41 @@ enum Clean {
     Urgent,
 }
 
+/// Whether the node may use the recordings folder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Disk {
+    /// Not looked at yet: nothing is written, deleted or reconciled.
+    Unchecked,
+    Ready,
+    /// Why not, in plain words, and since when (ms since the epoch).
+    Refused(String, i64),
+}
+
 /// State shared by the recording threads and the handle.
 struct Shared {
     settings: Settings,
     db: Arc<Db>,
     live: Arc<LiveChanges>,
-    prober: Prober,
-    states: Mutex<HashMap<Uuid, RecorderState>>,
+    /// Bounds how many ffmpeg start at once.
+    gate: Arc<Gate>,
+    states: Mutex<state::States>,
+    /// The figures, as the cleaner last read them.
     storage: Mutex<Storage>,
+    disk: Mutex<Disk>,
     cleaner: mpsc::Sender<Clean>,
-    /// When the node started: cameras that never recorded are off since then.
+    /// When the node started: cameras that never recorded are off since then,
+    /// and the files and rows from before it are what reconciliation checks.
     started_ms: i64,
-    /// How many recorders run, for the cleaner's headroom.
-    recorders: std::sync::atomic::AtomicUsize,
+    /// The cameras whose recorder writes into the recordings folder.
+    recording: Mutex<HashSet<Uuid>>,
+    /// Whether a reconciliation is wanted (the disk was found) or under way.
+    reconcile_wanted: AtomicBool,
+    reconciling: AtomicBool,
     ring: ring::Ring,
     /// The segments being written: camera -> (in the ring, its start). Known
     /// once a run has closed its first segment.
     writing: Mutex<HashMap<Uuid, (bool, i64)>>,
+    clips: cache::Clips,
 }
 
 impl Shared {
@@ -173,12 +140,7 @@ impl Shared {
         } else {
             &self.settings.dir
         };
-        let incoming = files::incoming_dir(base, camera);
-        let newest = std::fs::read_dir(&incoming)
-            .ok()?
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|name| files::incoming_start(name).is_some())
-            .max()?;
+        let newest = files::newest_incoming(base, camera)?;
         Some(Segment {
             camera_id: camera,
             start_ms,
@@ -206,6 +168,29 @@ impl Shared {
             self.live.bump();
         }
     }
+
+    fn disk_ready(&self) -> bool {
+        *lock(&self.disk) == Disk::Ready
+    }
+
+    fn set_disk(&self, disk: Disk) {
+        let mut current = lock(&self.disk);
+        let changed = match (&*current, &disk) {
+            (Disk::Refused(a, _), Disk::Refused(b, _)) => a != b,
+            (a, b) => a != b,
+        };
+        if !changed {
+            return;
+        }
+        match &disk {
+            Disk::Refused(why, _) => log::warn!("recordings: {why}"),
+            Disk::Ready => log::info!("recordings: the folder is this node's: recording into it"),
+            Disk::Unchecked => {}
+        }
+        *current = disk;
+        drop(current);
+        self.live.bump();
+    }
 }
 
 /// The handle the node holds.
@@ -215,7 +200,6 @@ pub struct Recordings {
     /// The threads' ends, until [`Recordings::start`] spawns them.
     pending: Mutex<Option<(mpsc::Receiver<Order>, mpsc::Receiver<Clean>)>>,
     running: Mutex<Option<thread::JoinHandle<()>>>,
-    clips: playback::Cache,
 }
 
 impl Recordings {
@@ -223,7 +207,7 @@ impl Recordings {
         settings: Settings,
         db: Arc<Db>,
         live: Arc<LiveChanges>,
-        prober: Prober,
+        gate: Arc<Gate>,
     ) -> Recordings {
         let (supervisor, orders) = mpsc::channel();
         let (cleaner, cleanings) = mpsc::channel();
@@ -231,38 +215,36 @@ impl Recordings {
             budget_bytes: settings.max_bytes,
             ..Storage::default()
         };
-        let settings_dir = settings.dir.clone();
+        let ring = ring::Ring::new(&settings.dir);
         Recordings {
             shared: Arc::new(Shared {
                 settings,
                 db,
                 live,
-                prober,
+                gate,
                 states: Mutex::new(HashMap::new()),
                 storage: Mutex::new(storage),
+                disk: Mutex::new(Disk::Unchecked),
                 cleaner,
                 started_ms: now_ms(),
-                recorders: Default::default(),
-                ring: ring::Ring::new(&settings_dir),
+                recording: Mutex::new(HashSet::new()),
+                reconcile_wanted: AtomicBool::new(false),
+                reconciling: AtomicBool::new(false),
+                ring,
                 writing: Mutex::new(HashMap::new()),
+                clips: cache::Clips::default(),
             }),
             supervisor,
             pending: Mutex::new(Some((orders, cleanings))),
             running: Mutex::new(None),
-            clips: playback::Cache::default(),
         }
     }
 
-    /// Starts the threads: recovery, then the recorders; and the cleaner.
+    /// Starts the threads: the recorders' supervisor and the cleaner.
     pub fn start(&self) {
         let Some((orders, cleanings)) = lock(&self.pending).take() else {
             return;
         };
-        let dir = &self.shared.settings.dir;
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            // The node serves on; each recorder reports why it cannot record.
-            log::error!("cannot make the recordings folder {}: {e}", dir.display());
-        }
         let shared = self.shared.clone();
         thread::Builder::new()
             .name("cleaner".into())
@@ -294,29 +276,48 @@ impl Recordings {
         }
     }
 
-    /// What the recorder of `camera` is doing. A camera that should record
-    /// and whose recorder the supervisor has not reached yet (it was just
-    /// added or switched on) is starting.
+    /// What the recorder of `camera` is doing (see [`state::shown`]).
     pub fn state(&self, camera: &Camera) -> RecorderState {
-        let known = lock(&self.shared.states).get(&camera.id).cloned();
         let wanted = camera.settings.enabled && camera.settings.record;
-        match known {
-            Some(state) if !(wanted && state.state == State::Off) => state,
-            _ if wanted => RecorderState {
-                state: State::Starting,
-                since_ms: now_ms(),
-                message: None,
-            },
-            known => known.unwrap_or(RecorderState {
-                state: State::Off,
-                since_ms: self.shared.started_ms,
-                message: None,
-            }),
-        }
+        let disk = lock(&self.shared.disk).clone();
+        let problem = match &disk {
+            Disk::Refused(why, since_ms) => Some((why.as_str(), *since_ms)),
+            _ => None,
+        };
+        let states = lock(&self.shared.states);
+        state::shown(
+            states.get(&camera.id),
+            wanted,
+            problem,
+            now_ms(),
+            self.shared.started_ms,
+        )
     }
 
+    /// The storage figures, and what keeps recordings from being made or
+    /// cleaned up, if anything: the disk first.
     pub fn storage(&self) -> Storage {
-        *lock(&self.shared.storage)
+        let mut storage = lock(&self.shared.storage).clone();
+        if let Disk::Refused(why, _) = &*lock(&self.shared.disk) {
+            storage.message = Some(why.clone());
+        }
+        storage
+    }
+
+    /// An earlier camera's footage that a new camera with the main URL
+    /// `url` takes over: a folder of no known camera whose recorder last
+    /// recorded that address (its user name and password aside). Only
+    /// while the recordings folder is this node's.
+    pub fn footage_of(&self, url: &str) -> Option<Uuid> {
+        if !self.shared.disk_ready() {
+            return None;
+        }
+        let cameras = self.shared.db.run(|s| s.cameras()).ok()?;
+        let deleted = self.shared.db.run(|s| s.deleted_cameras()).ok()?;
+        let known = |id: &Uuid| cameras.iter().any(|c| c.id == *id) || deleted.contains(id);
+        files::folders_recording(&self.shared.settings.dir, url)
+            .into_iter()
+            .find(|id| !known(id))
     }
 
     /// The recorded spans of `camera` within `[from_ms, to_ms)`.
@@ -376,10 +377,14 @@ impl Recordings {
 
     /// The recording of `camera` over `[from_ms, to_ms)` as one MP4, cut at
     /// key frames. The same request gets the same layout for a while, so
-    /// that a player's range requests agree.
+    /// that a player's range requests agree, as long as its files are all
+    /// there: a clip whose file retention deleted is built again, so that
+    /// no answer starts that cannot end.
     pub fn clip(&self, camera: Uuid, from_ms: i64, to_ms: i64) -> Result<Arc<Clip>, Error> {
         let key = (camera, from_ms, to_ms);
-        if let Some(clip) = self.clips.get(key) {
+        if let Some(clip) = self.shared.clips.get(key)
+            && clip.files_present()
+        {
             return Ok(clip);
         }
         let segments = self
@@ -390,7 +395,7 @@ impl Recordings {
         let clip = Clip::build(&self.shared.settings.dir, &segments, from_ms, to_ms)
             .ok_or_else(|| Error::new(Kind::NotFound, "nothing was recorded in this stretch"))?;
         let clip = Arc::new(clip);
-        self.clips.put(key, clip.clone());
+        self.shared.clips.put(key, clip.clone());
         Ok(clip)
     }
 }

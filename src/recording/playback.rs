@@ -13,12 +13,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
-use uuid::Uuid;
-
-use crate::db::lock;
 use crate::media::fmp4::{self, Field, Fragment, Init, Reference};
 use crate::store::Segment;
 
@@ -56,6 +52,19 @@ pub struct Clip {
 impl Clip {
     pub fn len(&self) -> u64 {
         self.len
+    }
+
+    /// Whether the clip reads from `file`.
+    pub fn reads(&self, file: &Path) -> bool {
+        self.parts.iter().any(|p| *p.file == *file)
+    }
+
+    /// Whether every file it reads from is still there (retention may have
+    /// deleted one since it was built).
+    pub fn files_present(&self) -> bool {
+        let mut files: Vec<&Arc<Path>> = self.parts.iter().map(|p| &p.file).collect();
+        files.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        files.iter().all(|f| f.is_file())
     }
 
     /// A reader of bytes `start..end` of the clip.
@@ -337,44 +346,6 @@ impl Read for ClipReader {
     }
 }
 
-/// Clips recently asked for, so that a player's many range requests for one
-/// clip all see the same layout, even as new segments arrive.
-#[derive(Default)]
-pub struct Cache {
-    entries: Mutex<Vec<(Key, Arc<Clip>, Instant)>>,
-}
-
-type Key = (Uuid, i64, i64);
-
-/// Clips kept at once, and for how long unused.
-const CACHED_CLIPS: usize = 4;
-const CACHE_IDLE: Duration = Duration::from_secs(600);
-
-impl Cache {
-    pub fn get(&self, key: Key) -> Option<Arc<Clip>> {
-        let mut entries = lock(&self.entries);
-        entries.retain(|(_, _, used)| used.elapsed() < CACHE_IDLE);
-        let entry = entries.iter_mut().find(|(k, _, _)| *k == key)?;
-        entry.2 = Instant::now();
-        Some(entry.1.clone())
-    }
-
-    pub fn put(&self, key: Key, clip: Arc<Clip>) {
-        let mut entries = lock(&self.entries);
-        entries.retain(|(k, _, _)| *k != key);
-        if entries.len() >= CACHED_CLIPS {
-            let oldest = entries
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, (_, _, used))| *used)
-                .map(|(i, _)| i)
-                .expect("full");
-            entries.remove(oldest);
-        }
-        entries.push((key, clip, Instant::now()));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,7 +369,7 @@ mod tests {
                 }
                 std::fs::write(dir.join(&path), &bytes).unwrap();
                 Segment {
-                    camera_id: Uuid::nil(),
+                    camera_id: uuid::Uuid::nil(),
                     start_ms: start,
                     end_ms: start + 10_000,
                     bytes: bytes.len() as u64,

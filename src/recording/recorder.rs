@@ -14,11 +14,12 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use super::files::{self, INCOMING_PATTERN};
-use super::filing::{self, Filed};
+use super::filing::{self, By, Filed};
 use super::{Clean, Shared, State};
 use crate::clock::now_ms;
 use crate::media::child::{Child, Output};
 use crate::media::failure::Failure;
+use crate::media::restart::{self, Restartable};
 use crate::store::Segment;
 
 /// The length ffmpeg aims at for each segment (it cuts at the next key frame).
@@ -32,11 +33,12 @@ const SOCKET_TIMEOUT: Duration = Duration::from_secs(5);
 const STOP_GRACE: Duration = Duration::from_millis(1500);
 /// How often the thread looks at its stop flag while waiting.
 const TICK: Duration = Duration::from_millis(200);
-const FIRST_RETRY: Duration = Duration::from_secs(1);
-const LAST_RETRY: Duration = Duration::from_secs(60);
 /// Segments whose wall-clock end drifts this far from when ffmpeg reported
 /// them get a new anchor (the camera's clock runs apart from ours).
 const MAX_DRIFT_MS: i64 = 5_000;
+/// How much longer than the time between two reports a segment may be: a
+/// report comes as the next segment's first packet arrives, a little late.
+const REPORT_SLACK_MS: i64 = 1_000;
 
 /// What a recorder records.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +59,8 @@ pub struct Recorder {
     /// Segments on disk whose row could not be written yet (the database's
     /// disk was full): tried again with each new segment.
     unindexed: Vec<Segment>,
+    /// Why the last run ended.
+    ended: Ended,
 }
 
 /// Why a run of ffmpeg ended.
@@ -100,6 +104,7 @@ impl Recorder {
             source,
             stop,
             unindexed: Vec::new(),
+            ended: Ended::Stopped,
         }
     }
 
@@ -125,31 +130,8 @@ impl Recorder {
     }
 
     pub fn run(mut self) {
-        let mut retry = FIRST_RETRY;
-        while !self.stopped() {
-            self.set_state(State::Starting, None);
-            let (ended, recorded) = self.record();
-            self.shared.forget_writing(self.camera);
-            // What the run left unfinished: the segment a kill cut short, or
-            // a file begun just before a stop (deleted with a deleted camera).
-            self.recover_incoming();
-            if self.stopped() {
-                break;
-            }
-            if recorded {
-                retry = FIRST_RETRY;
-            }
-            if ended == Ended::Failed(Failure::NoSpace) {
-                self.shared.clean(Clean::Urgent);
-            }
-            let message = format!("{}; trying again in {} s", ended.message(), retry.as_secs());
-            self.set_state(State::Retrying, Some(message));
-            let until = Instant::now() + retry;
-            while !self.stopped() && Instant::now() < until {
-                std::thread::sleep(TICK.min(until - Instant::now()));
-            }
-            retry = (retry * 2).min(LAST_RETRY);
-        }
+        let stop = self.stop.clone();
+        restart::keep_running(&mut self, &stop);
         self.index_pending();
         // Gone with its camera, if it was deleted: the cleaner removes the rest.
         let incoming = self.incoming();
@@ -200,6 +182,22 @@ impl Recorder {
             };
             return (ended, false);
         }
+        if !self.source.ring
+            && let Err(e) =
+                files::note_source(&self.shared.settings.dir, self.camera, &self.source.url)
+        {
+            log::warn!(
+                "recorder of camera {}: cannot note its source: {e}",
+                self.camera
+            );
+        }
+        // A place among the children starting, held until this one records,
+        // ends, or has had its time.
+        let (gate, stop) = (self.shared.gate.clone(), self.stop.clone());
+        let Some(place) = gate.enter(&stop) else {
+            return (Ended::Stopped, false);
+        };
+        let mut place = Some(place);
         let mut child = match Child::spawn(&mut self.command(&incoming)) {
             Ok(child) => child,
             Err(e) => {
@@ -212,7 +210,10 @@ impl Recorder {
             self.camera,
             child.pid()
         );
-        let mut anchor: Option<i64> = None;
+        let mut placing = Placing {
+            anchor: None,
+            since_ms: now_ms(),
+        };
         let mut recorded = false;
         let mut last_progress = Instant::now();
         let mut stopping: Option<Instant> = None;
@@ -220,7 +221,7 @@ impl Recorder {
         loop {
             match child.next_line(TICK) {
                 Output::Line(line) => {
-                    if self.segment_closed(&incoming, &line, &mut anchor) {
+                    if self.segment_closed(&incoming, &line, &mut placing) {
                         last_progress = Instant::now();
                         if !recorded {
                             recorded = true;
@@ -230,6 +231,9 @@ impl Recorder {
                 }
                 Output::Quiet => {}
                 Output::Closed => break,
+            }
+            if recorded || place.as_ref().is_some_and(|p| p.expired()) {
+                place = None;
             }
             match stopping {
                 None if self.stopped() => {
@@ -264,7 +268,7 @@ impl Recorder {
 
     /// Files the segment a csv line names (`name,start,end`, seconds since
     /// ffmpeg started). Returns whether it was filed.
-    fn segment_closed(&mut self, incoming: &Path, line: &str, anchor: &mut Option<i64>) -> bool {
+    fn segment_closed(&mut self, incoming: &Path, line: &str, placing: &mut Placing) -> bool {
         let Some((name, start, end)) = parse_list_line(line) else {
             log::warn!(
                 "recorder of camera {}: unexpected segment list line",
@@ -272,18 +276,26 @@ impl Recorder {
             );
             return false;
         };
+        let path: PathBuf = incoming.join(name);
         let reported = now_ms();
-        let (start_ms, end_ms) = place(anchor, reported, start, end);
+        let content_ms = filing::content_ms(&path);
+        let (start_ms, end_ms) = placing.place(reported, (start, end), content_ms);
         // The next segment, now being written, starts where this one ends.
         self.shared
             .set_writing(self.camera, self.source.ring, end_ms);
-        let path: PathBuf = incoming.join(name);
         if self.source.ring {
             return filing::file_in_ring(&self.shared, self.camera, &path, start_ms, end_ms);
         }
         self.index_pending();
-        match filing::file_segment(&self.shared, self.camera, &path, start_ms, end_ms) {
-            Ok(Filed::Indexed(_)) => true,
+        let filed = filing::file_segment(
+            &self.shared,
+            self.camera,
+            &path,
+            (start_ms, end_ms),
+            By::Recorder,
+        );
+        match filed {
+            Ok(Filed::Indexed) => true,
             Ok(Filed::Unindexed(segment)) => {
                 self.unindexed.push(segment);
                 true
@@ -299,12 +311,15 @@ impl Recorder {
         }
     }
 
+    /// Indexes the segments whose rows could not be written, oldest first;
+    /// while the oldest still cannot be, the others wait (the database
+    /// cannot be written: trying them all at each segment would only cost).
     fn index_pending(&mut self) {
-        let pending = std::mem::take(&mut self.unindexed);
-        for segment in pending {
-            if let Ok(Filed::Unindexed(segment)) = filing::index(&self.shared, segment) {
-                self.unindexed.push(segment);
+        while let Some(segment) = self.unindexed.first().cloned() {
+            if let Ok(Filed::Unindexed(_)) = filing::index(&self.shared, segment, By::Recorder) {
+                break;
             }
+            self.unindexed.remove(0);
         }
     }
 
@@ -315,8 +330,32 @@ impl Recorder {
         if self.source.ring {
             let _ = std::fs::remove_dir_all(&incoming);
         } else {
-            filing::recover_folder(&self.shared, self.camera, &incoming);
+            filing::recover_folder(&self.shared, self.camera, &incoming, By::Recorder);
         }
+    }
+}
+
+impl Restartable for Recorder {
+    fn run_once(&mut self) -> bool {
+        self.set_state(State::Starting, None);
+        // What an earlier run of the node left (a crash, a power cut).
+        self.recover_incoming();
+        let (ended, recorded) = self.record();
+        self.shared.forget_writing(self.camera);
+        // What the run left unfinished: the segment a kill cut short, or
+        // a file begun just before a stop (deleted with a deleted camera).
+        self.recover_incoming();
+        if ended == Ended::Failed(Failure::NoSpace) {
+            self.shared.clean(Clean::Urgent);
+        }
+        self.ended = ended;
+        recorded
+    }
+
+    fn retrying(&mut self, wait: Duration) {
+        let seconds = wait.as_secs_f64().round().max(1.0);
+        let message = format!("{}; trying again in {seconds} s", self.ended.message());
+        self.set_state(State::Retrying, Some(message));
     }
 }
 
@@ -327,25 +366,44 @@ fn parse_list_line(line: &str) -> Option<(&str, f64, f64)> {
     let start: f64 = fields.next()?.trim().parse().ok()?;
     let name = fields.next()?.trim();
     let plain = !name.is_empty() && !name.contains(['/', '"']) && name != "..";
-    (plain && start.is_finite() && end.is_finite() && end >= start).then_some((name, start, end))
+    // An end before the start (a camera clock set back) is still a segment:
+    // its file tells its length.
+    (plain && start.is_finite() && end.is_finite()).then_some((name, start, end))
 }
 
-/// Wall-clock start and end (ms) of a segment ffmpeg reported at
-/// `reported_ms` as `start..end` seconds into the run. The first segment
-/// fixes the run's anchor (its end is about when it is reported); it moves
-/// only when the camera's clock drifts far from ours.
-fn place(anchor: &mut Option<i64>, reported_ms: i64, start: f64, end: f64) -> (i64, i64) {
-    let (start, end) = (
-        (start * 1000.0).round() as i64,
-        (end * 1000.0).round() as i64,
-    );
-    let fresh = reported_ms - end;
-    let at = match *anchor {
-        Some(at) if (fresh - at).abs() <= MAX_DRIFT_MS => at,
-        _ => fresh,
-    };
-    *anchor = Some(at);
-    (at + start, at + end)
+/// How a run's segments are placed on the wall clock.
+struct Placing {
+    /// The wall-clock time of the run's second 0, fixed by its first segment.
+    anchor: Option<i64>,
+    /// When the previous segment was reported (or the run started).
+    since_ms: i64,
+}
+
+impl Placing {
+    /// Wall-clock start and end (ms) of a segment ffmpeg reported at
+    /// `reported_ms` as `csv` (start and end, seconds into the run), whose
+    /// file holds `content_ms` of video (None if its boxes could not be
+    /// read). Its length is what the file holds, but never more than the
+    /// time since the previous report: a camera whose clock jumps cannot
+    /// make a segment hours long. The first segment fixes the run's anchor
+    /// (its end is about when it is reported); the anchor moves only when
+    /// a segment would end [`MAX_DRIFT_MS`] from its report.
+    fn place(&mut self, reported_ms: i64, csv: (f64, f64), content_ms: Option<i64>) -> (i64, i64) {
+        let ms = |s: f64| (s * 1000.0).round() as i64;
+        let (csv_start, csv_end) = (ms(csv.0), ms(csv.1));
+        let claimed = content_ms.unwrap_or(csv_end.saturating_sub(csv_start));
+        let elapsed = reported_ms.saturating_sub(self.since_ms).max(0);
+        let length = claimed.clamp(0, elapsed.saturating_add(REPORT_SLACK_MS));
+        self.since_ms = reported_ms;
+        let fresh = reported_ms.saturating_sub(length).saturating_sub(csv_start);
+        let at = match self.anchor {
+            Some(at) if fresh.abs_diff(at) <= MAX_DRIFT_MS as u64 => at,
+            _ => fresh,
+        };
+        self.anchor = Some(at);
+        let start = at.saturating_add(csv_start);
+        (start, start.saturating_add(length))
+    }
 }
 
 #[cfg(test)]
@@ -358,14 +416,15 @@ mod tests {
             parse_list_line("20261122T213614.mp4,10.024453,20.024453"),
             Some(("20261122T213614.mp4", 10.024453, 20.024453))
         );
+        assert_eq!(parse_list_line("x.mp4,3,2"), Some(("x.mp4", 3.0, 2.0)));
         for bad in [
             "",
             "x.mp4",
             "x.mp4,1",
             "x.mp4,a,2",
             "../x.mp4,1,2",
-            "x.mp4,3,2",
             ",1,2",
+            "x.mp4,1,inf",
         ] {
             assert_eq!(parse_list_line(bad), None, "{bad:?}");
         }
@@ -373,13 +432,49 @@ mod tests {
 
     #[test]
     fn segments_are_placed_on_the_wall_clock() {
-        let mut anchor = None;
-        // Reported 0.4 s after its end: the anchor is the report minus the end.
-        assert_eq!(place(&mut anchor, 100_400, 0.0, 10.0), (90_400, 100_400));
-        // The next ones follow on without a gap, whatever the report's delay.
-        assert_eq!(place(&mut anchor, 111_200, 10.0, 20.02), (100_400, 110_420));
-        assert_eq!(place(&mut anchor, 120_500, 20.02, 30.0), (110_420, 120_400));
-        // A camera clock 6 s adrift: a new anchor.
-        assert_eq!(place(&mut anchor, 136_500, 30.0, 40.0), (126_500, 136_500));
+        let mut placing = Placing {
+            anchor: None,
+            since_ms: 90_000,
+        };
+        // (reported, csv start, csv end, file's video) -> (start, end)
+        let table = [
+            // Reported 0.4 s after its end: the anchor is the report minus the end.
+            (100_400, 0.0, 10.0, None, (90_400, 100_400)),
+            // The next ones follow on without a gap, whatever the report's delay.
+            (111_200, 10.0, 20.02, Some(10_020), (100_400, 110_420)),
+            (120_500, 20.02, 30.0, Some(9_980), (110_420, 120_400)),
+            // A camera clock 6 s adrift: a new anchor.
+            (136_500, 30.0, 40.0, Some(10_000), (126_500, 136_500)),
+            // The file says how long it is, not ffmpeg's times.
+            (146_500, 40.0, 50.0, Some(9_000), (136_500, 145_500)),
+            // The camera's clock jumps 3 hours ahead within a segment: its
+            // times and its file say 3 hours, the wall clock 10 s.
+            (
+                156_500,
+                50.0,
+                10_850.0,
+                Some(10_810_000),
+                (146_500, 157_500),
+            ),
+            // After it: placed by the wall clock again, not hours away.
+            (
+                166_500,
+                10_850.0,
+                10_860.0,
+                Some(10_000),
+                (156_500, 166_500),
+            ),
+            // The clock set back: an end before the start; the file's length.
+            (176_500, 10_860.0, 5.0, Some(10_000), (166_500, 176_500)),
+            // Unreadable boxes and nonsense times: no negative length.
+            (186_500, 20.0, 10.0, None, (186_500, 186_500)),
+        ];
+        for (reported, start, end, content, want) in table {
+            assert_eq!(
+                placing.place(reported, (start, end), content),
+                want,
+                "{reported} {start} {end} {content:?}"
+            );
+        }
     }
 }

@@ -1,19 +1,26 @@
 //! Retention by space: the cleaner deletes the oldest segments, across all
-//! cameras, while recordings take more than their budget or the file system
-//! has less free space than its reserve (read with `statvfs`, so files that
-//! others write count too). Segments an event's clip still needs go last.
-//! It runs after each new segment, every minute, and at once when ffmpeg
-//! runs out of space. Deletion is in the order of the design's rule 2:
-//! rows to tombstones, files unlinked, tombstones dropped.
+//! cameras (those of cameras the node does not know included), while
+//! recordings take more than their budget or the file system has less free
+//! space than its reserve (read with `statvfs`, so files that others write
+//! count too). Segments an event's clip still needs go last. It runs after
+//! each new segment, every minute, and at once when ffmpeg runs out of
+//! space, and only while the recordings folder is this node's. Deletion is
+//! in the order of the design's rule 2: rows to tombstones, files unlinked,
+//! tombstones dropped (kept for a file whose unlink failed). When the
+//! database cannot be written, it deletes nothing, says why in the status,
+//! and looks again after 10 s, doubling to 5 minutes: it never spins.
+//! The folders of deleted cameras are emptied here too.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::files::{self, Space};
-use super::{Clean, Shared, Storage};
+use uuid::Uuid;
+
+use super::files::{self, INCOMING, Space};
+use super::{Clean, Shared, Storage, lock};
+use crate::error::{Error, Kind};
 use crate::store::Segment;
 
 const PERIOD: Duration = Duration::from_secs(60);
@@ -23,33 +30,109 @@ const DEFAULT_RESERVE: u64 = 1 << 30;
 const BATCH: usize = 64;
 /// Tombstones unlinked per round.
 const GARBAGE_BATCH: usize = 256;
+/// The first wait after a pass the database did not let finish, and the longest.
+const FIRST_BACKOFF: Duration = Duration::from_secs(10);
+const LAST_BACKOFF: Duration = Duration::from_secs(300);
+
+/// The cleaner's memory between passes.
+#[derive(Default)]
+struct Cleaner {
+    /// Files unlinked whose rows could not be dropped yet (the database's
+    /// disk was full): left out of the next choices, forgotten later.
+    unlinked: Vec<Segment>,
+    /// Passes in a row that the database did not let finish.
+    failures: u32,
+}
 
 pub(super) fn run(shared: &Shared, orders: mpsc::Receiver<Clean>) {
-    if let Ok(space) = files::space(&shared.settings.dir) {
-        let reserve = reserve(shared.settings.keep_free, space.total);
-        if reserve > space.total / 2 {
-            log::warn!(
-                "recordings: the free space to keep ({reserve} bytes) is more than half of the disk ({} bytes): \
-                 little or nothing will be recorded; set RECORDINGS_KEEP_FREE",
-                space.total
-            );
-        }
-    }
+    let mut cleaner = Cleaner::default();
     let mut urgent = false;
+    let mut warned_reserve = false;
     loop {
-        collect_garbage(shared);
-        enforce(shared, urgent);
-        match orders.recv_timeout(PERIOD) {
-            Ok(first) => {
-                urgent = first == Clean::Urgent;
-                while let Ok(next) = orders.try_recv() {
-                    urgent |= next == Clean::Urgent;
-                }
+        let outcome = if shared.disk_ready() {
+            warned_reserve |= warn_of_reserve(shared, warned_reserve);
+            pass(shared, &mut cleaner, urgent)
+        } else {
+            // Nothing is deleted from a folder that is not this node's.
+            refresh(shared, None, None)
+        };
+        let wait = match outcome {
+            Ok(()) => {
+                cleaner.failures = 0;
+                PERIOD
             }
-            Err(RecvTimeoutError::Timeout) => urgent = false,
-            Err(RecvTimeoutError::Disconnected) => return,
+            Err(e) => {
+                cleaner.failures += 1;
+                let wait = backoff(cleaner.failures);
+                let why = format!(
+                    "old recordings are not deleted: {}; the node tries again in {} s",
+                    e.message,
+                    wait.as_secs()
+                );
+                log::warn!("recordings: {why}");
+                let mut storage = lock(&shared.storage).clone();
+                storage.message = Some(why);
+                shared.set_storage(storage);
+                wait
+            }
+        };
+        // A new segment or ffmpeg's full disk wakes the cleaner early, but
+        // not while it waits for the database.
+        let until = Instant::now() + wait;
+        urgent = false;
+        loop {
+            match orders.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(order) => {
+                    urgent |= order == Clean::Urgent;
+                    if cleaner.failures == 0 {
+                        while let Ok(next) = orders.try_recv() {
+                            urgent |= next == Clean::Urgent;
+                        }
+                        break;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
         }
     }
+}
+
+/// The wait after `failures` passes in a row that the database did not let
+/// finish: 10 s, doubling to 5 minutes.
+pub fn backoff(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    (FIRST_BACKOFF * 2u32.pow(doublings)).min(LAST_BACKOFF)
+}
+
+/// Says once when the reserve would leave little room to record.
+fn warn_of_reserve(shared: &Shared, warned: bool) -> bool {
+    if warned {
+        return true;
+    }
+    let Ok(space) = files::space(&shared.settings.dir) else {
+        return false;
+    };
+    let reserve = reserve(shared.settings.keep_free, space.total);
+    if reserve > space.total / 2 {
+        log::warn!(
+            "recordings: the free space to keep ({reserve} bytes) is more than half of the disk ({} bytes): \
+             little or nothing will be recorded; set RECORDINGS_KEEP_FREE",
+            space.total
+        );
+    }
+    true
+}
+
+/// One pass: tombstones unlinked, deleted cameras' folders emptied, room made.
+fn pass(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), Error> {
+    if !cleaner.unlinked.is_empty() {
+        shared.db.run(|s| s.forget_segments(&cleaner.unlinked))?;
+        cleaner.unlinked.clear();
+    }
+    collect_garbage(shared)?;
+    empty_deleted_cameras(shared)?;
+    enforce(shared, cleaner, urgent)
 }
 
 /// The free space to keep on a file system of `total` bytes.
@@ -92,12 +175,14 @@ pub fn choose(candidates: &[Segment], bytes: u64) -> &[Segment] {
     &candidates[..count]
 }
 
-fn enforce(shared: &Shared, urgent: bool) {
+fn enforce(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), Error> {
     let settings = &shared.settings;
     let mut deleted = 0usize;
+    let mut unclaimed = 0usize;
     let mut freed_total = 0u64;
     let mut urgent = urgent;
-    while let Ok(used) = shared.db.run(|s| s.segment_bytes()) {
+    loop {
+        let used = shared.db.run(|s| s.segment_bytes())?;
         let space = match files::space(&settings.dir) {
             Ok(space) => space,
             Err(e) => {
@@ -105,20 +190,24 @@ fn enforce(shared: &Shared, urgent: bool) {
                     "cannot read the free space of {}: {e}",
                     settings.dir.display()
                 );
-                refresh(shared, used, None);
-                return;
+                return refresh(shared, Some(used), None);
             }
         };
-        refresh(shared, used, Some(space));
+        refresh(shared, Some(used), Some(space))?;
         let reserve = reserve(settings.keep_free, space.total);
-        let headroom = if urgent { headroom(shared, used) } else { 0 };
+        let headroom = if urgent { headroom(shared, used)? } else { 0 };
         let need = to_free(used, settings.max_bytes, space, reserve, urgent, headroom);
         if need == 0 {
             break;
         }
-        let Ok(candidates) = shared.db.run(|s| s.segments_to_delete(BATCH)) else {
-            break;
-        };
+        let skipped: HashSet<&str> = cleaner.unlinked.iter().map(|s| s.path.as_str()).collect();
+        let limit = BATCH + skipped.len();
+        let candidates: Vec<Segment> = shared
+            .db
+            .run(|s| s.segments_to_delete(limit))?
+            .into_iter()
+            .filter(|s| !skipped.contains(s.path.as_str()))
+            .collect();
         let chosen = choose(&candidates, need);
         if chosen.is_empty() {
             if urgent {
@@ -126,81 +215,110 @@ fn enforce(shared: &Shared, urgent: bool) {
             }
             break;
         }
-        let freed = delete(shared, chosen);
-        if freed == 0 {
-            break;
-        }
+        let cameras = shared.db.run(|s| s.cameras())?;
+        unclaimed += chosen
+            .iter()
+            .filter(|s| !cameras.iter().any(|c| c.id == s.camera_id))
+            .count();
+        freed_total += delete(shared, cleaner, chosen)?;
         deleted += chosen.len();
-        freed_total += freed;
         urgent = false;
     }
     if deleted > 0 {
+        let of_unknown = if unclaimed > 0 {
+            format!(", {unclaimed} of them of cameras this node does not know")
+        } else {
+            String::new()
+        };
         log::info!(
-            "recordings: deleted the {deleted} oldest segments ({freed_total} bytes) to keep within the budget and the free-space reserve"
+            "recordings: deleted the {deleted} oldest segments ({freed_total} bytes{of_unknown}) to keep within \
+             the budget and the free-space reserve"
         );
     }
+    Ok(())
 }
 
 /// Room for a few more segments of each recorder: three times the mean
 /// segment for each.
-fn headroom(shared: &Shared, used: u64) -> u64 {
-    let recorders = shared.recorders.load(Ordering::Relaxed).max(1) as u64;
-    let segments = shared.db.run(|s| s.segment_count()).unwrap_or(0);
-    used.checked_div(segments)
-        .map_or(0, |mean| 3 * mean * recorders)
+fn headroom(shared: &Shared, used: u64) -> Result<u64, Error> {
+    let recorders = lock(&shared.recording).len().max(1) as u64;
+    let segments = shared.db.run(|s| s.segment_count())?;
+    Ok(used
+        .checked_div(segments)
+        .map_or(0, |mean| 3 * mean * recorders))
 }
 
 /// Deletes `segments`: rows to tombstones, then the files, then the
-/// tombstones. When the database cannot write (its disk is full too), the
-/// files go first: a row whose file is gone is dropped at the next start.
-/// Returns the bytes freed.
-fn delete(shared: &Shared, segments: &[Segment]) -> u64 {
+/// tombstones. When the database's disk is full and it is the recordings'
+/// disk too, the files go first (that frees it), their rows after, once it
+/// can; any other failure to write the database deletes nothing. Returns
+/// the bytes freed.
+fn delete(shared: &Shared, cleaner: &mut Cleaner, segments: &[Segment]) -> Result<u64, Error> {
     match shared.db.run(|s| s.tombstone_segments(segments)) {
         Ok(freed) => {
-            collect_garbage(shared);
-            freed
+            collect_garbage(shared)?;
+            Ok(freed)
         }
-        Err(e) => {
-            log::warn!(
-                "recordings: cannot mark segments deleted ({e}); deleting their files first"
-            );
+        Err(e) if e.kind == Kind::InsufficientStorage && shares_disk(shared) => {
+            log::warn!("recordings: the disk is full, the database's too: deleting files first");
             let paths: Vec<String> = segments.iter().map(|s| s.path.clone()).collect();
-            unlink(&shared.settings.dir, &paths);
-            let _ = shared.db.run(|s| s.forget_segments(segments));
-            segments.iter().map(|s| s.bytes).sum()
+            unlink(shared, &paths);
+            cleaner.unlinked.extend_from_slice(segments);
+            if shared.db.run(|s| s.forget_segments(segments)).is_ok() {
+                cleaner.unlinked.retain(|s| !segments.contains(s));
+            }
+            Ok(segments.iter().map(|s| s.bytes).sum())
         }
+        Err(e) => Err(e),
     }
 }
 
-/// Unlinks the files of deleted segments and drops their tombstones.
-pub(super) fn collect_garbage(shared: &Shared) {
+/// Whether the database is on the recordings' file system.
+fn shares_disk(shared: &Shared) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let device = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    let (data, recordings) = (
+        device(&shared.settings.data_dir),
+        device(&shared.settings.dir),
+    );
+    data.is_some() && data == recordings
+}
+
+/// Unlinks the files of deleted segments and drops their tombstones, but
+/// those of files that could not be unlinked.
+pub(super) fn collect_garbage(shared: &Shared) -> Result<(), Error> {
     loop {
-        let Ok(paths) = shared.db.run(|s| s.garbage(GARBAGE_BATCH)) else {
-            return;
-        };
+        let paths = shared.db.run(|s| s.garbage(GARBAGE_BATCH))?;
         if paths.is_empty() {
-            return;
+            return Ok(());
         }
-        unlink(&shared.settings.dir, &paths);
-        if shared.db.run(|s| s.forget_garbage(&paths)).is_err() {
-            return;
-        }
-        if paths.len() < GARBAGE_BATCH {
-            return;
+        let gone = unlink(shared, &paths);
+        shared.db.run(|s| s.forget_garbage(&gone))?;
+        if paths.len() < GARBAGE_BATCH || gone.len() < paths.len() {
+            return Ok(());
         }
     }
 }
 
 /// Unlinks files (a missing one is fine), makes that durable, and removes
-/// the folders it left empty.
-fn unlink(dir: &Path, paths: &[String]) {
+/// the folders it left empty; playback forgets them at once. Returns the
+/// paths that are gone.
+fn unlink(shared: &Shared, paths: &[String]) -> Vec<String> {
+    let dir = &shared.settings.dir;
+    let files: Vec<PathBuf> = paths.iter().map(|p| dir.join(p)).collect();
+    shared
+        .clips
+        .forget_files(files.iter().map(PathBuf::as_path));
+    let mut gone = Vec::with_capacity(paths.len());
     let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
-    for path in paths {
-        let file = dir.join(path);
-        match std::fs::remove_file(&file) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => log::warn!("cannot delete {}: {e}", file.display()),
+    for (path, file) in paths.iter().zip(&files) {
+        match std::fs::remove_file(file) {
+            Ok(()) => gone.push(path.clone()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => gone.push(path.clone()),
+            Err(e) => log::warn!(
+                "cannot delete {} (kept for the next pass): {e}",
+                file.display()
+            ),
         }
         if let Some(folder) = file.parent() {
             folders.insert(folder.to_owned());
@@ -209,35 +327,107 @@ fn unlink(dir: &Path, paths: &[String]) {
     for folder in &folders {
         let _ = files::sync_dir(folder);
         files::remove_if_empty(folder);
-        // The camera's folder, once its last hour is gone (a deleted camera).
-        if let Some(camera) = folder.parent() {
-            files::remove_if_empty(camera);
-        }
     }
+    gone
 }
 
-/// Updates what status shows of storage.
-fn refresh(shared: &Shared, used: u64, space: Option<Space>) {
-    let oldest_ms = shared.db.run(|s| s.oldest_segment_start()).ok().flatten();
+/// Empties the folders of deleted cameras whose recorders have stopped: the
+/// files of the node's layout no row names (a segment being written when the
+/// camera went), then the folder.
+fn empty_deleted_cameras(shared: &Shared) -> Result<(), Error> {
+    let deleted = shared.db.run(|s| s.deleted_cameras())?;
+    for camera in deleted {
+        if lock(&shared.recording).contains(&camera) {
+            continue;
+        }
+        if remove_camera_folder(&shared.settings.dir, camera) {
+            shared.db.run(|s| s.forget_deleted_camera(camera))?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes every file of the node's layout in a camera's folder, and the
+/// folder if that empties it; whether the folder is gone.
+fn remove_camera_folder(dir: &Path, camera: Uuid) -> bool {
+    let camera_dir = files::camera_dir(dir, camera);
+    let mut removed = 0;
+    for entry in std::fs::read_dir(&camera_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if files::is_note(&name) {
+            let _ = std::fs::remove_file(entry.path());
+            continue;
+        }
+        let ours: fn(&str) -> bool = if name == INCOMING {
+            |n| files::incoming_start(n).is_some()
+        } else if files::hour_of(&name).is_some() {
+            |n| files::start_of(n).is_some()
+        } else {
+            continue;
+        };
+        let folder = entry.path();
+        for file in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            if ours(&file.file_name().to_string_lossy())
+                && std::fs::remove_file(file.path()).is_ok()
+            {
+                removed += 1;
+            }
+        }
+        files::remove_if_empty(&folder);
+    }
+    files::remove_if_empty(&camera_dir);
+    if removed > 0 {
+        log::info!("deleted {removed} recorded segments of camera {camera}, which was deleted");
+    }
+    !camera_dir.exists()
+}
+
+/// Updates what status shows of storage (all is well: no message); with
+/// `used` and `space` when they were just read.
+fn refresh(shared: &Shared, used: Option<u64>, space: Option<Space>) -> Result<(), Error> {
+    let (used, oldest_ms, unclaimed) = shared.db.run(|s| {
+        let used = match used {
+            Some(used) => used,
+            None => s.segment_bytes()?,
+        };
+        Ok((
+            used,
+            s.oldest_segment_start()?,
+            s.unclaimed_segment_bytes()?,
+        ))
+    })?;
     shared.set_storage(Storage {
         used_bytes: used,
+        unclaimed_bytes: unclaimed,
         budget_bytes: shared.settings.max_bytes,
         reserve_bytes: reserve(shared.settings.keep_free, space.map_or(0, |s| s.total)),
         free_bytes: space.map(|s| s.free),
         total_bytes: space.map(|s| s.total),
         oldest_ms,
+        message: None,
     });
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use uuid::Uuid;
 
     const GIB: u64 = 1 << 30;
 
     fn space(free: u64, total: u64) -> Space {
         Space { free, total }
+    }
+
+    #[test]
+    fn backoff_doubles_to_five_minutes() {
+        let secs: Vec<u64> = (1..=8).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(secs, vec![10, 20, 40, 80, 160, 300, 300, 300]);
+        assert_eq!(backoff(u32::MAX), LAST_BACKOFF);
     }
 
     #[test]

@@ -72,10 +72,15 @@ impl Store {
         let tx = self.conn.transaction()?;
         let clips = clip_paths(&tx, "camera_id = ?1", [id.to_string()])?;
         tx.execute("DELETE FROM event WHERE camera_id = ?1", [id.to_string()])?;
-        let freed = tombstone_where(&tx, "camera_id = ?1", [id.to_string()])?;
+        tombstone_where(&tx, "camera_id = ?1", [id.to_string()])?;
+        // Its folder is emptied too, of files no row names (one being written).
+        tx.execute(
+            "INSERT OR IGNORE INTO camera_garbage (id) VALUES (?1)",
+            [id.to_string()],
+        )?;
         tx.execute("DELETE FROM camera WHERE id = ?1", [id.to_string()])?;
         tx.commit()?;
-        self.segments_freed(freed);
+        self.segments_gone(id);
         Ok(Some((camera, clips)))
     }
 

@@ -8,6 +8,7 @@ mod node;
 mod segments;
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -75,6 +76,11 @@ const UPGRADES: &[&str] = &[
     // 3 -> 4: motion detection's sensitivity, and events' thumbnails.
     "ALTER TABLE camera ADD COLUMN detect_sensitivity TEXT NOT NULL DEFAULT 'medium';
      ALTER TABLE event ADD COLUMN thumbnail_path TEXT;",
+    // 4 -> 5: the cameras deleted whose recordings folder is still to empty
+    // (a folder of no known camera is otherwise kept: its database was lost).
+    "CREATE TABLE camera_garbage (
+         id TEXT PRIMARY KEY
+     ) STRICT, WITHOUT ROWID;",
 ];
 
 pub struct Store {
@@ -88,9 +94,10 @@ pub struct Store {
     /// Counts writes to cameras and the identity, so views built from them
     /// can tell whether they are still current.
     generation: Cell<u64>,
-    /// The bytes of all recorded segments, once counted: kept up to date on
-    /// each write, since the retention check asks after every new segment.
-    segment_bytes: Cell<Option<u64>>,
+    /// The bytes of each camera's recorded segments, once counted: kept up
+    /// to date on each write, since the retention check asks after every
+    /// new segment.
+    segment_bytes: RefCell<Option<HashMap<Uuid, u64>>>,
 }
 
 impl Store {
@@ -107,7 +114,7 @@ impl Store {
             cameras: RefCell::new(None),
             node_id: RefCell::new(None),
             generation: Cell::new(0),
-            segment_bytes: Cell::new(None),
+            segment_bytes: RefCell::new(None),
         };
         store.upgrade()?;
         Ok(store)

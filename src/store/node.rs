@@ -1,4 +1,5 @@
-//! The node's identity towards the cloud, in the `node` key-value table.
+//! The node's identities, in the `node` key-value table: towards the cloud,
+//! towards Home Assistant, and that of its recordings folder.
 
 use rusqlite::OptionalExtension;
 use uuid::Uuid;
@@ -40,6 +41,20 @@ impl Store {
             [&id],
         )?;
         Ok(id)
+    }
+
+    /// The id of the recordings folder this node records into (its marker
+    /// file holds the same), once it has one.
+    pub fn recordings_disk(&self) -> Result<Option<String>> {
+        self.node_value("recordings_disk")
+    }
+
+    pub fn set_recordings_disk(&self, id: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO node (key, value) VALUES ('recordings_disk', ?1)",
+            [id],
+        )?;
+        Ok(())
     }
 
     fn node_value(&self, key: &str) -> Result<Option<String>> {

@@ -2,6 +2,8 @@
 //! deleting them crash-safe (rows become tombstones in one transaction, then
 //! the files are unlinked, then the tombstones dropped).
 
+use std::collections::HashMap;
+
 use rusqlite::{OptionalExtension, Transaction, params};
 use uuid::Uuid;
 
@@ -37,11 +39,40 @@ fn segment_from_row(r: &rusqlite::Row) -> Result<Segment> {
 }
 
 impl Store {
-    /// Indexes a segment. Returns the start it was stored under (moved on by
-    /// a millisecond or more if another segment of the camera starts at the
-    /// same moment, as after the clock was set back), or None when the
-    /// camera no longer exists.
+    /// Indexes a segment the camera's recorder just filed. Returns the start
+    /// it was stored under (moved on by a millisecond or more if another
+    /// segment of the camera starts at the same moment, as after the clock
+    /// was set back), or None when the camera no longer exists. A segment
+    /// already indexed under its path (reconciliation got there first) is
+    /// not indexed twice.
     pub fn insert_segment(&self, segment: &Segment) -> Result<Option<i64>> {
+        let camera = segment.camera_id.to_string();
+        let exists: bool = self
+            .conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM camera WHERE id = ?1)")?
+            .query_row([&camera], |r| r.get(0))?;
+        if !exists {
+            return Ok(None);
+        }
+        self.insert_any_segment(segment).map(Some)
+    }
+
+    /// Indexes a segment found on disk without a row, whether or not its
+    /// camera is known (its database may have been lost: the footage is
+    /// kept, counted, and deleted by retention like any other). A file whose
+    /// deletion is under way (a tombstone) is not indexed: None.
+    pub fn insert_found_segment(&self, segment: &Segment) -> Result<Option<i64>> {
+        let doomed: bool = self
+            .conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM segment_garbage WHERE path = ?1)")?
+            .query_row([&segment.path], |r| r.get(0))?;
+        if doomed {
+            return Ok(None);
+        }
+        self.insert_any_segment(segment).map(Some)
+    }
+
+    fn insert_any_segment(&self, segment: &Segment) -> Result<i64> {
         let camera = segment.camera_id.to_string();
         let mut start_ms = segment.start_ms;
         loop {
@@ -49,7 +80,7 @@ impl Store {
                 .conn
                 .prepare_cached(
                     "INSERT OR IGNORE INTO segment (camera_id, start_ms, end_ms, bytes, path)
-                     SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM camera WHERE id = ?1)",
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
                 )?
                 .execute(params![
                     camera,
@@ -59,17 +90,15 @@ impl Store {
                     segment.path
                 ])?;
             if inserted == 1 {
-                if let Some(total) = self.segment_bytes.get() {
-                    self.segment_bytes.set(Some(total + segment.bytes));
-                }
-                return Ok(Some(start_ms));
+                self.segments_added(segment.camera_id, segment.bytes);
+                return Ok(start_ms);
             }
-            let camera_exists: bool = self
+            let taken_by: String = self
                 .conn
-                .prepare_cached("SELECT EXISTS (SELECT 1 FROM camera WHERE id = ?1)")?
-                .query_row([&camera], |r| r.get(0))?;
-            if !camera_exists {
-                return Ok(None);
+                .prepare_cached("SELECT path FROM segment WHERE camera_id = ?1 AND start_ms = ?2")?
+                .query_row(params![camera, start_ms], |r| r.get(0))?;
+            if taken_by == segment.path {
+                return Ok(start_ms);
             }
             start_ms += 1;
         }
@@ -108,19 +137,70 @@ impl Store {
             .optional()
     }
 
+    /// The files of the `limit` newest segments of any camera.
+    pub fn newest_segment_paths(&self, limit: usize) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT path FROM segment ORDER BY start_ms DESC LIMIT ?1")?;
+        stmt.query_map([limit as i64], |r| r.get(0))?.collect()
+    }
+
+    /// The bytes of each camera's segments, counted once.
+    fn bytes_by_camera(&self) -> Result<std::cell::RefMut<'_, HashMap<Uuid, u64>>> {
+        let mut cached = self.segment_bytes.borrow_mut();
+        if cached.is_none() {
+            let mut stmt = self.conn.prepare(
+                "SELECT camera_id, COALESCE(SUM(bytes), 0) FROM segment GROUP BY camera_id",
+            )?;
+            let counted = stmt
+                .query_map([], |r| {
+                    Ok((uuid_column(r, 0)?, r.get::<_, i64>(1)?.max(0) as u64))
+                })?
+                .collect::<Result<HashMap<_, _>>>()?;
+            *cached = Some(counted);
+        }
+        Ok(std::cell::RefMut::map(cached, |c| {
+            c.as_mut().expect("counted above")
+        }))
+    }
+
     /// The bytes of all segments.
     pub fn segment_bytes(&self) -> Result<u64> {
-        if let Some(total) = self.segment_bytes.get() {
-            return Ok(total);
+        Ok(self.bytes_by_camera()?.values().sum())
+    }
+
+    /// The bytes of the segments of cameras the node does not know: footage
+    /// found on the disk after its database was lost.
+    pub fn unclaimed_segment_bytes(&self) -> Result<u64> {
+        let cameras = self.cameras()?;
+        let known = |id: &Uuid| cameras.iter().any(|c| c.id == *id);
+        Ok(self
+            .bytes_by_camera()?
+            .iter()
+            .filter(|(id, _)| !known(id))
+            .map(|(_, bytes)| bytes)
+            .sum())
+    }
+
+    fn segments_added(&self, camera: Uuid, bytes: u64) {
+        if let Some(counted) = self.segment_bytes.borrow_mut().as_mut() {
+            *counted.entry(camera).or_default() += bytes;
         }
-        let total: i64 =
-            self.conn
-                .query_row("SELECT COALESCE(SUM(bytes), 0) FROM segment", [], |r| {
-                    r.get(0)
-                })?;
-        let total = total.max(0) as u64;
-        self.segment_bytes.set(Some(total));
-        Ok(total)
+    }
+
+    pub(super) fn segments_freed(&self, camera: Uuid, bytes: u64) {
+        if let Some(counted) = self.segment_bytes.borrow_mut().as_mut()
+            && let Some(total) = counted.get_mut(&camera)
+        {
+            *total = total.saturating_sub(bytes);
+        }
+    }
+
+    /// A camera's segments are all gone.
+    pub(super) fn segments_gone(&self, camera: Uuid) {
+        if let Some(counted) = self.segment_bytes.borrow_mut().as_mut() {
+            counted.remove(&camera);
+        }
     }
 
     pub fn segment_count(&self) -> Result<u64> {
@@ -166,41 +246,46 @@ impl Store {
     /// their files are listed for [`Store::garbage`]. Returns the bytes freed.
     pub fn tombstone_segments(&mut self, segments: &[Segment]) -> Result<u64> {
         let tx = self.conn.transaction()?;
-        let mut freed = 0;
+        let mut freed = Vec::with_capacity(segments.len());
         for segment in segments {
             let camera = segment.camera_id.to_string();
-            freed += tombstone_where(
+            let bytes = tombstone_where(
                 &tx,
                 "camera_id = ?1 AND start_ms = ?2",
                 params![camera, segment.start_ms],
             )?;
+            freed.push((segment.camera_id, bytes));
         }
         tx.commit()?;
-        self.segments_freed(freed);
-        Ok(freed)
+        for (camera, bytes) in &freed {
+            self.segments_freed(*camera, *bytes);
+        }
+        Ok(freed.iter().map(|(_, bytes)| bytes).sum())
     }
 
     /// Drops the rows of segments whose files are gone (no tombstone: there
     /// is nothing left to unlink).
     pub fn forget_segments(&mut self, segments: &[Segment]) -> Result<()> {
         let tx = self.conn.transaction()?;
-        let mut freed = 0;
+        let mut freed = Vec::with_capacity(segments.len());
         for segment in segments {
-            freed += tx.execute(
-                "DELETE FROM segment WHERE camera_id = ?1 AND start_ms = ?2",
-                params![segment.camera_id.to_string(), segment.start_ms],
-            )? as u64
-                * segment.bytes;
+            let gone = tx.execute(
+                "DELETE FROM segment WHERE camera_id = ?1 AND start_ms = ?2 AND path = ?3",
+                params![
+                    segment.camera_id.to_string(),
+                    segment.start_ms,
+                    segment.path
+                ],
+            )?;
+            if gone > 0 {
+                freed.push((segment.camera_id, segment.bytes));
+            }
         }
         tx.commit()?;
-        self.segments_freed(freed);
-        Ok(())
-    }
-
-    pub(super) fn segments_freed(&self, bytes: u64) {
-        if let Some(total) = self.segment_bytes.get() {
-            self.segment_bytes.set(Some(total.saturating_sub(bytes)));
+        for (camera, bytes) in freed {
+            self.segments_freed(camera, bytes);
         }
+        Ok(())
     }
 
     /// Up to `limit` files of deleted segments still to unlink.
@@ -218,6 +303,19 @@ impl Store {
             tx.execute("DELETE FROM segment_garbage WHERE path = ?1", [path])?;
         }
         tx.commit()
+    }
+
+    /// The cameras deleted whose recordings folder may still hold files.
+    pub fn deleted_cameras(&self) -> Result<Vec<Uuid>> {
+        let mut stmt = self.conn.prepare_cached("SELECT id FROM camera_garbage")?;
+        stmt.query_map([], |r| uuid_column(r, 0))?.collect()
+    }
+
+    /// A deleted camera's folder is gone.
+    pub fn forget_deleted_camera(&self, id: Uuid) -> Result<()> {
+        self.conn
+            .execute("DELETE FROM camera_garbage WHERE id = ?1", [id.to_string()])?;
+        Ok(())
     }
 
     /// The hours (start, in ms) in which the camera has segments.
@@ -294,9 +392,14 @@ mod tests {
             Some(5_000)
         );
         // A start already taken moves on by a millisecond.
+        let mut again = segment(a.id, 10_000, 7);
+        again.path = format!("{}/10000-again.mp4", a.id);
+        assert_eq!(store.insert_segment(&again).unwrap(), Some(10_001));
+        // The same file again (reconciliation got there first) is no new row.
+        assert_eq!(store.insert_segment(&again).unwrap(), Some(10_001));
         assert_eq!(
-            store.insert_segment(&segment(a.id, 10_000, 7)).unwrap(),
-            Some(10_001)
+            store.insert_found_segment(&segment(a.id, 0, 100)).unwrap(),
+            Some(0)
         );
         // A camera that is gone gets nothing.
         assert_eq!(
@@ -327,6 +430,27 @@ mod tests {
         let mut want = vec![a.id, b.id];
         want.sort();
         assert_eq!(cameras, want);
+        assert_eq!(store.unclaimed_segment_bytes().unwrap(), 0);
+        // A file found without a row, of a camera the database does not
+        // know (it was lost): indexed, counted, and shown as unclaimed.
+        let lost = Uuid::new_v4();
+        assert_eq!(
+            store
+                .insert_found_segment(&segment(lost, 30_000, 1000))
+                .unwrap(),
+            Some(30_000)
+        );
+        assert_eq!(store.segment_bytes().unwrap(), 1357);
+        assert_eq!(store.unclaimed_segment_bytes().unwrap(), 1000);
+        assert_eq!(
+            store.newest_segment_paths(2).unwrap(),
+            vec![format!("{lost}/30000.mp4"), format!("{}/20000.mp4", a.id)]
+        );
+        drop(store);
+        // Counted afresh after a restart.
+        let store = Store::open(&dir).unwrap();
+        assert_eq!(store.segment_bytes().unwrap(), 1357);
+        assert_eq!(store.unclaimed_segment_bytes().unwrap(), 1000);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -387,6 +511,12 @@ mod tests {
         let mut want: Vec<String> = doomed.iter().map(|s| s.path.clone()).collect();
         want.sort();
         assert_eq!(garbage, want);
+        // A file being deleted is not indexed again when found.
+        let doomed_file = Segment {
+            path: garbage[0].clone(),
+            ..segment(a.id, 90_000, 10)
+        };
+        assert_eq!(store.insert_found_segment(&doomed_file).unwrap(), None);
         store.forget_garbage(&garbage).unwrap();
         assert!(store.garbage(10).unwrap().is_empty());
 
@@ -396,11 +526,16 @@ mod tests {
         assert_eq!(store.segment_bytes().unwrap(), 20);
         assert!(store.garbage(10).unwrap().is_empty());
 
-        // Deleting a camera turns all its segments into tombstones.
+        // Deleting a camera turns all its segments into tombstones, and its
+        // folder is to be emptied.
+        assert!(store.deleted_cameras().unwrap().is_empty());
         store.delete_camera(a.id).unwrap().unwrap();
         assert_eq!(store.segment_count().unwrap(), 0);
         assert_eq!(store.segment_bytes().unwrap(), 0);
         assert_eq!(store.garbage(10).unwrap().len(), 2);
+        assert_eq!(store.deleted_cameras().unwrap(), vec![a.id]);
+        store.forget_deleted_camera(a.id).unwrap();
+        assert!(store.deleted_cameras().unwrap().is_empty());
         drop(store);
         // The count survives a reopen, read afresh.
         let store = Store::open(&dir).unwrap();

@@ -1,0 +1,189 @@
+//! Keeping a long-lived child running (a recorder's or a watcher's ffmpeg):
+//! run it, and when it ends, start it again after a wait that doubles from
+//! 1 s to 60 s and starts over after a run that did its work. Each wait is
+//! spread by up to a quarter either way, so that cameras that failed
+//! together (a switch rebooted, a power cut) do not all retry at once.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+const FIRST: Duration = Duration::from_secs(1);
+const LAST: Duration = Duration::from_secs(60);
+/// How often a wait looks at the stop flag.
+const TICK: Duration = Duration::from_millis(200);
+
+/// What is kept running.
+pub trait Restartable {
+    /// One run, until the child ends or the stop flag is set; whether it
+    /// did its work (a segment closed, a frame came).
+    fn run_once(&mut self) -> bool;
+    /// It ended and starts again after `wait` (say why, and when).
+    fn retrying(&mut self, wait: Duration);
+}
+
+/// Runs `task` until `stop` is set.
+pub fn keep_running(task: &mut impl Restartable, stop: &AtomicBool) {
+    run_until(task, stop, |wait| sleep_unless_stopped(stop, wait));
+}
+
+/// The loop of [`keep_running`], with its sleep passed in (`sleep` returns
+/// whether the stop came meanwhile).
+fn run_until(
+    task: &mut impl Restartable,
+    stop: &AtomicBool,
+    mut sleep: impl FnMut(Duration) -> bool,
+) {
+    let mut backoff = Backoff::new();
+    while !stop.load(Ordering::Acquire) {
+        let worked = task.run_once();
+        if stop.load(Ordering::Acquire) {
+            break;
+        }
+        let wait = backoff.next(worked);
+        task.retrying(wait);
+        if sleep(wait) {
+            break;
+        }
+    }
+}
+
+/// Sleeps `wait`, looking at `stop` meanwhile; whether it was set.
+pub fn sleep_unless_stopped(stop: &AtomicBool, wait: Duration) -> bool {
+    let until = Instant::now() + wait;
+    while !stop.load(Ordering::Acquire) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        std::thread::sleep(TICK.min(left));
+    }
+    true
+}
+
+/// The waits between runs.
+pub struct Backoff {
+    next: Duration,
+    random: u64,
+}
+
+impl Backoff {
+    pub fn new() -> Backoff {
+        // A random seed per task, from the hasher keys std draws per thread.
+        let random = RandomState::new().build_hasher().finish() | 1;
+        Backoff {
+            next: FIRST,
+            random,
+        }
+    }
+
+    /// The wait after a run that `worked` or not.
+    pub fn next(&mut self, worked: bool) -> Duration {
+        if worked {
+            self.next = FIRST;
+        }
+        let base = self.next;
+        self.next = (self.next * 2).min(LAST);
+        // xorshift64: enough to spread waits.
+        self.random ^= self.random << 13;
+        self.random ^= self.random >> 7;
+        self.random ^= self.random << 17;
+        jittered(base, self.random)
+    }
+}
+
+/// `wait` moved by up to a quarter of it either way, by `random`.
+pub fn jittered(wait: Duration, random: u64) -> Duration {
+    let ms = wait.as_millis() as u64;
+    let spread = ms / 2;
+    if spread == 0 {
+        return wait;
+    }
+    Duration::from_millis(ms - spread / 2 + random % (spread + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_double_to_a_minute_and_start_over_after_work() {
+        let mut backoff = Backoff::new();
+        let secs: Vec<f64> = [false, false, false, false, false, false, false, false, true]
+            .iter()
+            .map(|worked| backoff.next(*worked).as_secs_f64())
+            .collect();
+        let bases = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0, 1.0];
+        for (got, base) in secs.iter().zip(bases) {
+            assert!(
+                (base * 0.75..=base * 1.25).contains(got),
+                "{got} s for {base} s"
+            );
+        }
+    }
+
+    #[test]
+    fn jitter_spreads_within_a_quarter() {
+        let table = [
+            (1000, 0, 750),
+            (1000, 500, 1250),
+            (1000, 501, 750),
+            (1000, 250, 1000),
+            (60_000, u64::MAX, 45_000 + u64::MAX % 30_001),
+            (1, 7, 1),
+        ];
+        for (wait, random, want) in table {
+            assert_eq!(
+                jittered(Duration::from_millis(wait), random),
+                Duration::from_millis(want),
+                "{wait} {random}"
+            );
+        }
+        // Two tasks that failed together wait apart.
+        let (a, b) = (Backoff::new().next(false), Backoff::new().next(false));
+        assert_ne!(a, b);
+    }
+
+    struct Flaky {
+        runs: usize,
+        waits: Vec<Duration>,
+        stop: std::sync::Arc<AtomicBool>,
+    }
+
+    impl Restartable for Flaky {
+        fn run_once(&mut self) -> bool {
+            self.runs += 1;
+            if self.runs == 3 {
+                self.stop.store(true, Ordering::Release);
+            }
+            self.runs == 1
+        }
+
+        fn retrying(&mut self, wait: Duration) {
+            self.waits.push(wait);
+        }
+    }
+
+    #[test]
+    fn runs_until_stopped() {
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let mut task = Flaky {
+            runs: 0,
+            waits: Vec::new(),
+            stop: stop.clone(),
+        };
+        let mut slept = Vec::new();
+        run_until(&mut task, &stop, |wait| {
+            slept.push(wait);
+            false
+        });
+        assert_eq!(task.runs, 3);
+        assert_eq!(task.waits, slept, "told of each wait before it");
+        assert_eq!(slept.len(), 2, "no wait after the stop");
+        assert!(
+            slept[0] < Duration::from_millis(1250),
+            "the first run worked"
+        );
+    }
+}
