@@ -18,6 +18,13 @@ use crate::store::Segment;
 
 /// Segments kept beyond those pinned: a minute of 10 s segments.
 const KEPT: usize = 6;
+/// The most a camera's ring holds, pins or not. By time: the longest event
+/// (5 minutes), its clip's margins (5 s each side) and the wait for its
+/// post-capture (40 s at most), rounded up. By bytes: 64 MiB, so that a
+/// board's RAM is not the ring's; a camera at 2 Mbit/s makes 75 MB in 5
+/// minutes, and the clip of such an event loses its start (said in the log).
+const MAX_SPAN_MS: i64 = 6 * 60_000;
+const MAX_BYTES: u64 = 64 << 20;
 /// tmpfs's magic number in `statfs`'s `f_type`.
 const TMPFS_MAGIC: libc::c_long = 0x0102_1994;
 
@@ -80,8 +87,25 @@ impl Ring {
         let mut all = lock(&self.segments);
         let segments = all.entry(camera).or_default();
         segments.push_back(segment);
-        while segments.len() > KEPT && segments.front().is_some_and(|s| s.end_ms < pinned_from) {
+        while segments.len() > KEPT {
+            let (front, back) = (
+                segments.front().expect("not empty"),
+                segments.back().expect("not empty"),
+            );
+            let bytes: u64 = segments.iter().map(|s| s.bytes).sum();
+            let span_ms = back.end_ms - front.start_ms;
+            let unpinned = front.end_ms < pinned_from;
+            let over = span_ms > MAX_SPAN_MS || bytes > MAX_BYTES;
+            if !unpinned && !over {
+                break;
+            }
             let old = segments.pop_front().expect("not empty");
+            if !unpinned {
+                log::warn!(
+                    "camera {camera}: the ring is full ({bytes} bytes, {} s): an event's clip loses its start",
+                    span_ms / 1000
+                );
+            }
             if let Err(e) = fs::remove_file(self.dir.join(&old.path)) {
                 log::warn!("cannot delete {} from the ring: {e}", old.path);
             }
@@ -195,6 +219,13 @@ mod tests {
         ring.unpin(pin);
         add(160_000);
         assert_eq!(starts(0, i64::MAX), (11..17).collect::<Vec<_>>());
+        // An event that never ends holds six minutes at most.
+        let pin = ring.pin(camera, 160_000);
+        for i in 17..80 {
+            add(i * 10_000);
+        }
+        assert_eq!(starts(0, i64::MAX), (44..80).collect::<Vec<_>>());
+        ring.unpin(pin);
         assert!(ring.holds(camera));
         ring.forget(camera);
         assert!(!ring.holds(camera) && !ring.dir().join(camera.to_string()).exists());
