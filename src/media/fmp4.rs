@@ -270,6 +270,35 @@ pub fn scan(file: &mut (impl Read + Seek), len: u64) -> io::Result<FileIndex> {
     })
 }
 
+/// Whether the bytes of `file` from `from` to `len` are whole boxes (an
+/// `mfra` index, padding): then nothing there was cut short, and a file
+/// whose last fragment ends at `from` is whole as it is.
+pub fn whole_boxes(file: &mut (impl Read + Seek), from: u64, len: u64) -> io::Result<bool> {
+    let mut pos = from;
+    while pos < len {
+        if len - pos < 8 {
+            return Ok(false);
+        }
+        file.seek(SeekFrom::Start(pos))?;
+        let mut head = [0u8; 16];
+        file.read_exact(&mut head[..8])?;
+        let size = match u32::from_be_bytes(head[..4].try_into().expect("4")) {
+            0 => len - pos,
+            1 if len - pos >= 16 => {
+                file.read_exact(&mut head[8..16])?;
+                u64::from_be_bytes(head[8..16].try_into().expect("8"))
+            }
+            1 => return Ok(false),
+            n => u64::from(n),
+        };
+        if size < 8 || size > len - pos {
+            return Ok(false);
+        }
+        pos += size;
+    }
+    Ok(true)
+}
+
 /// The whole box of `size` bytes at `pos`, if it is at most `limit` bytes.
 fn read_box(file: &mut (impl Read + Seek), pos: u64, size: u64, limit: u64) -> io::Result<Vec<u8>> {
     if size > limit {
@@ -830,6 +859,24 @@ pub mod tests {
         }
         let init_only = scan_bytes(&file[..whole.fragments[0].offset as usize]).unwrap();
         assert!(init_only.fragments.is_empty());
+    }
+
+    #[test]
+    fn whole_boxes_after_the_fragments_are_not_a_cut() {
+        let mut file = recording(2);
+        let end = file.len() as u64;
+        file.extend(boxed(b"mfra", &[0; 20]));
+        file.extend(boxed(b"free", &[]));
+        let len = file.len() as u64;
+        let mut cursor = Cursor::new(&file);
+        assert!(whole_boxes(&mut cursor, end, len).unwrap());
+        assert!(whole_boxes(&mut cursor, len, len).unwrap());
+        for cut in [end + 5, end + 9, len - 1] {
+            assert!(
+                !whole_boxes(&mut Cursor::new(&file[..cut as usize]), end, cut).unwrap(),
+                "{cut}"
+            );
+        }
     }
 
     #[test]

@@ -86,9 +86,9 @@ pub fn verdict(dir: &Path, known: &Known, marker: &Marker) -> Verdict {
 }
 
 /// Checks `dir` against the database, writing the marker or the id where
-/// the verdict says so. Ok when the node may use the folder; otherwise why
-/// not, in plain words.
-pub fn check(dir: &Path, db: &Db) -> Result<(), String> {
+/// the verdict says so. Ok with the folder's id when the node may use it;
+/// otherwise why not, in plain words.
+pub fn check(dir: &Path, db: &Db) -> Result<String, String> {
     let id = db.run(|s| s.recordings_disk()).map_err(|e| e.message)?;
     let index_found = match id {
         Some(_) => None,
@@ -99,9 +99,12 @@ pub fn check(dir: &Path, db: &Db) -> Result<(), String> {
             (!newest.is_empty()).then(|| newest.iter().any(|p| dir.join(p).is_file()))
         }
     };
-    let known = Known { id, index_found };
+    let known = Known {
+        id: id.clone(),
+        index_found,
+    };
     match verdict(dir, &known, &read_marker(dir)) {
-        Verdict::Ready => Ok(()),
+        Verdict::Ready => Ok(id.expect("ready only with an id")),
         Verdict::Adopt(id) => {
             db.run(|s| s.set_recordings_disk(&id))
                 .map_err(|e| e.message)?;
@@ -110,7 +113,7 @@ pub fn check(dir: &Path, db: &Db) -> Result<(), String> {
                  reconciled with the index",
                 dir.display()
             );
-            Ok(())
+            Ok(id)
         }
         Verdict::Create => {
             let id = create_marker(dir).map_err(|e| {
@@ -125,7 +128,7 @@ pub fn check(dir: &Path, db: &Db) -> Result<(), String> {
                 "recordings: {} is this node's recordings folder",
                 dir.display()
             );
-            Ok(())
+            Ok(id)
         }
         Verdict::Refuse(why) => Err(why),
     }

@@ -139,6 +139,7 @@ pub fn index(shared: &Shared, mut segment: Segment, by: By) -> io::Result<Filed>
     });
     match inserted {
         Ok(Some(start_ms)) => {
+            shared.set_index_problem(None);
             segment.start_ms = start_ms;
             log::debug!(
                 "camera {}: segment {} ({} bytes, {} ms)",
@@ -161,6 +162,9 @@ pub fn index(shared: &Shared, mut segment: Segment, by: By) -> io::Result<Filed>
         }
         Err(e) => {
             log::warn!("camera {}: cannot index a segment: {e}", segment.camera_id);
+            shared.set_index_problem(Some(e.message));
+            // Its bytes count against the budget all the same.
+            shared.clean(super::Clean::Check);
             Ok(Filed::Unindexed(segment))
         }
     }
@@ -212,9 +216,16 @@ pub fn content_ms(path: &Path) -> Option<i64> {
 }
 
 fn examine(path: &Path) -> Content {
-    let read = File::open(path).and_then(|mut file| {
+    let read = File::open(path).and_then(|file| {
         let len = file.metadata()?.len();
-        fmp4::scan(&mut io::BufReader::new(&mut file), len)
+        let mut reader = io::BufReader::new(file);
+        let mut index = fmp4::scan(&mut reader, len)?;
+        // Whole boxes after the last fragment (ffmpeg's `mfra` index) are
+        // no cut: the file is kept whole.
+        if fmp4::whole_boxes(&mut reader, index.complete_len, len)? {
+            index.complete_len = len;
+        }
+        Ok(index)
     });
     let index = match read {
         Ok(index) => index,

@@ -27,7 +27,7 @@ mod storage;
 mod supervisor;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -69,7 +69,8 @@ enum Clean {
 enum Disk {
     /// Not looked at yet: nothing is written, deleted or reconciled.
     Unchecked,
-    Ready,
+    /// With the id its marker holds.
+    Ready(String),
     /// Why not, in plain words, and since when (ms since the epoch).
     Refused(String, i64),
 }
@@ -84,6 +85,11 @@ struct Shared {
     states: Mutex<state::States>,
     /// The figures, as the cleaner last read them.
     storage: Mutex<Storage>,
+    /// Segments filed whose rows could not be written yet (the database
+    /// cannot be written): their bytes count against the budget all the
+    /// same, and why they could not is said in the status.
+    unindexed_bytes: AtomicU64,
+    index_problem: Mutex<Option<String>>,
     disk: Mutex<Disk>,
     cleaner: mpsc::Sender<Clean>,
     /// When the node started: cameras that never recorded are off since then,
@@ -169,8 +175,28 @@ impl Shared {
         }
     }
 
+    /// A segment's row could not be written (`why`), or could (None).
+    fn set_index_problem(&self, why: Option<String>) {
+        let mut current = lock(&self.index_problem);
+        if *current != why {
+            *current = why;
+            drop(current);
+            self.live.bump();
+        }
+    }
+
     fn disk_ready(&self) -> bool {
-        *lock(&self.disk) == Disk::Ready
+        matches!(*lock(&self.disk), Disk::Ready(_))
+    }
+
+    /// Whether the recordings folder still holds this node's marker, read
+    /// again now: a recorder looks before it makes a folder there, so that
+    /// nothing lands on a disk swapped since the last check.
+    fn folder_is_ours(&self) -> bool {
+        let Disk::Ready(id) = lock(&self.disk).clone() else {
+            return false;
+        };
+        disk::read_marker(&self.settings.dir) == disk::Marker::Present(id)
     }
 
     fn set_disk(&self, disk: Disk) {
@@ -184,7 +210,9 @@ impl Shared {
         }
         match &disk {
             Disk::Refused(why, _) => log::warn!("recordings: {why}"),
-            Disk::Ready => log::info!("recordings: the folder is this node's: recording into it"),
+            Disk::Ready(_) => {
+                log::info!("recordings: the folder is this node's: recording into it")
+            }
             Disk::Unchecked => {}
         }
         *current = disk;
@@ -224,6 +252,8 @@ impl Recordings {
                 gate,
                 states: Mutex::new(HashMap::new()),
                 storage: Mutex::new(storage),
+                unindexed_bytes: AtomicU64::new(0),
+                index_problem: Mutex::new(None),
                 disk: Mutex::new(Disk::Unchecked),
                 cleaner,
                 started_ms: now_ms(),
@@ -295,11 +325,17 @@ impl Recordings {
     }
 
     /// The storage figures, and what keeps recordings from being made or
-    /// cleaned up, if anything: the disk first.
+    /// cleaned up, if anything: the disk first, then the database.
     pub fn storage(&self) -> Storage {
         let mut storage = lock(&self.shared.storage).clone();
         if let Disk::Refused(why, _) = &*lock(&self.shared.disk) {
             storage.message = Some(why.clone());
+        } else if storage.message.is_none()
+            && let Some(why) = &*lock(&self.shared.index_problem)
+        {
+            storage.message = Some(format!(
+                "new recordings are kept but not indexed (they cannot be played yet): {why}"
+            ));
         }
         storage
     }

@@ -68,6 +68,8 @@ pub struct Recorder {
 enum Ended {
     Stopped,
     ToolMissing,
+    /// The recordings folder lost its marker since the last check.
+    NotOurFolder,
     FolderUnwritable,
     Stalled,
     Failed(Failure),
@@ -78,6 +80,9 @@ impl Ended {
         match self {
             Ended::Stopped => "stopped",
             Ended::ToolMissing => "the recording tool (ffmpeg) is not available on the node",
+            Ended::NotOurFolder => {
+                "the recordings disk is not mounted (the recordings folder is not this node's)"
+            }
             Ended::FolderUnwritable => "the recordings folder cannot be written",
             Ended::Stalled => "the camera sent nothing for 50 seconds",
             Ended::Failed(Failure::Unauthorized) => "the camera rejected the user name or password",
@@ -133,6 +138,11 @@ impl Recorder {
         let stop = self.stop.clone();
         restart::keep_running(&mut self, &stop);
         self.index_pending();
+        // What is left is found by the next reconciliation.
+        let left: u64 = self.unindexed.iter().map(|s| s.bytes).sum();
+        self.shared
+            .unindexed_bytes
+            .fetch_sub(left, Ordering::Relaxed);
         // Gone with its camera, if it was deleted: the cleaner removes the rest.
         let incoming = self.incoming();
         files::remove_if_empty(&incoming);
@@ -169,6 +179,9 @@ impl Recorder {
     /// One run of ffmpeg, until it exits, stalls or is stopped. Returns why
     /// it ended and whether it recorded anything.
     fn record(&mut self) -> (Ended, bool) {
+        if !self.source.ring && !self.shared.folder_is_ours() {
+            return (Ended::NotOurFolder, false);
+        }
         let incoming = self.incoming();
         if let Err(e) = std::fs::create_dir_all(&incoming) {
             log::warn!(
@@ -297,6 +310,9 @@ impl Recorder {
         match filed {
             Ok(Filed::Indexed) => true,
             Ok(Filed::Unindexed(segment)) => {
+                self.shared
+                    .unindexed_bytes
+                    .fetch_add(segment.bytes, Ordering::Relaxed);
                 self.unindexed.push(segment);
                 true
             }
@@ -316,10 +332,14 @@ impl Recorder {
     /// cannot be written: trying them all at each segment would only cost).
     fn index_pending(&mut self) {
         while let Some(segment) = self.unindexed.first().cloned() {
+            let bytes = segment.bytes;
             if let Ok(Filed::Unindexed(_)) = filing::index(&self.shared, segment, By::Recorder) {
                 break;
             }
             self.unindexed.remove(0);
+            self.shared
+                .unindexed_bytes
+                .fetch_sub(bytes, Ordering::Relaxed);
         }
     }
 

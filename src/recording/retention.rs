@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -182,7 +183,8 @@ fn enforce(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), E
     let mut freed_total = 0u64;
     let mut urgent = urgent;
     loop {
-        let used = shared.db.run(|s| s.segment_bytes())?;
+        let unindexed = shared.unindexed_bytes.load(Ordering::Relaxed);
+        let used = shared.db.run(|s| s.segment_bytes())? + unindexed;
         let space = match files::space(&settings.dir) {
             Ok(space) => space,
             Err(e) => {

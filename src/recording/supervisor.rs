@@ -76,8 +76,8 @@ pub(super) fn run(shared: &Arc<Shared>, orders: mpsc::Receiver<Order>) {
 fn check_disk(shared: &Shared) -> bool {
     let was_ready = shared.disk_ready();
     match disk::check(&shared.settings.dir, &shared.db) {
-        Ok(()) => {
-            shared.set_disk(Disk::Ready);
+        Ok(id) => {
+            shared.set_disk(Disk::Ready(id));
             if !was_ready {
                 shared.reconcile_wanted.store(true, Ordering::Release);
                 shared.clean(Clean::Check);

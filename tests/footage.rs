@@ -1,0 +1,657 @@
+//! Footage is never lost by the node itself (issue 21), through the real
+//! node, real ffmpeg, the GStreamer camera and real SQLite files: a lost
+//! database, a recordings disk that is not mounted, a broken ffprobe after a
+//! crash, a database whose file system went read-only, and a camera whose
+//! clock jumps. The lost-database tests work on copies of one recorded
+//! folder, recorded once per run of this file.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{Camera, Node, TempDir, closed_port, wait_for};
+use serde_json::{Value, json};
+
+/// A segment's row in a node's index.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Row {
+    camera: String,
+    start_ms: i64,
+    end_ms: i64,
+    path: String,
+}
+
+fn rows(data: &Path) -> Vec<Row> {
+    let db = rusqlite::Connection::open_with_flags(
+        data.join("nvr-node.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let mut stmt = db
+        .prepare("SELECT camera_id, start_ms, end_ms, path FROM segment ORDER BY start_ms")
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok(Row {
+            camera: r.get(0)?,
+            start_ms: r.get(1)?,
+            end_ms: r.get(2)?,
+            path: r.get(3)?,
+        })
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+/// Every file under `dir` with its bytes' hash, relative paths as keys.
+fn contents(dir: &Path) -> BTreeMap<String, (u64, u64)> {
+    let mut found = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(folder) = stack.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                    (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+                });
+                let relative = path
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                found.insert(relative, (bytes.len() as u64, hash));
+            }
+        }
+    }
+    found
+}
+
+/// The segment files (`.mp4` in hour folders) among `contents`.
+fn segments(all: &BTreeMap<String, (u64, u64)>) -> BTreeMap<String, (u64, u64)> {
+    all.iter()
+        .filter(|(path, _)| path.ends_with(".mp4") && !path.contains("/incoming/"))
+        .map(|(p, v)| (p.clone(), *v))
+        .collect()
+}
+
+fn start_node(data: &Path, recordings: &Path, env: &[(&str, &str)]) -> Node {
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    let recordings = recordings.display().to_string();
+    let mut vars = vec![
+        ("RECORDINGS_DIR", recordings.as_str()),
+        // The test machine's disk may be nearly full: no reserve unless a test sets one.
+        ("RECORDINGS_KEEP_FREE", "0"),
+    ];
+    vars.extend_from_slice(env);
+    Node::start(data, &relay, &vars)
+}
+
+fn camera_of(node: &Node, id: &str) -> Value {
+    let cameras = node.get("/api/cameras").json();
+    cameras
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no camera {id}: {cameras}"))
+}
+
+fn storage(node: &Node) -> Value {
+    node.get("/api/status").json()["storage"].clone()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "cp -a {} {}",
+        from.display(),
+        to.display()
+    );
+}
+
+/// One recorded folder, made once: a camera recorded for four segments,
+/// then the node stopped as an init system stops it. The camera's main URL
+/// (with the password the recording used) comes with it.
+struct Recorded {
+    dir: TempDir,
+    url: String,
+    camera: String,
+}
+
+fn recorded() -> &'static Recorded {
+    static RECORDED: OnceLock<Recorded> = OnceLock::new();
+    RECORDED.get_or_init(|| {
+        let camera = Camera::start();
+        let dir = TempDir::new("recorded");
+        let data = dir.path().join("data");
+        let recordings = dir.path().join("recordings");
+        std::fs::create_dir_all(&data).unwrap();
+        let node = start_node(&data, &recordings, &[]);
+        let url = camera.url(&format!("admin:{}", common::password("footage")), "/aac");
+        let created = node.add_camera(json!({ "name": "Porch", "rtspUrl": url, "detect": false }));
+        let id = created["id"].as_str().unwrap().to_owned();
+        assert!(
+            wait_for(Duration::from_secs(80), || rows(&data).len() >= 4),
+            "four segments were not recorded: {}",
+            camera_of(&node, &id)
+        );
+        node.terminate();
+        assert_eq!(node.wait(), Some(0));
+        // The camera goes with this function: the copies are of footage only.
+        Recorded {
+            dir,
+            url,
+            camera: id,
+        }
+    })
+}
+
+#[test]
+fn a_new_database_over_recorded_footage_keeps_every_byte_and_the_camera_added_again_finds_it() {
+    let recorded = recorded();
+    let dir = TempDir::new("lost-database");
+    let recordings = dir.path().join("recordings");
+    copy_dir(&recorded.dir.path().join("recordings"), &recordings);
+    let before = segments(&contents(&recordings));
+    assert!(before.len() >= 4, "{before:?}");
+    let footage: u64 = before.values().map(|(bytes, _)| bytes).sum();
+
+    // The database is lost (a new DATA_DIR), the disk is not.
+    let data = dir.path().join("new-data");
+    std::fs::create_dir_all(&data).unwrap();
+    let node = start_node(&data, &recordings, &[]);
+    assert!(
+        wait_for(Duration::from_secs(20), || storage(&node)["unclaimedBytes"]
+            == footage),
+        "the footage is not counted as unclaimed: {}",
+        storage(&node)
+    );
+    assert_eq!(storage(&node)["message"], Value::Null, "{}", storage(&node));
+    thread::sleep(Duration::from_secs(60));
+    let after = segments(&contents(&recordings));
+    assert_eq!(after, before, "segments changed or went within a minute");
+    assert!(
+        node.logs().contains("cameras this node does not know keep"),
+        "{}",
+        node.logs()
+    );
+
+    // Added again with the same address (another password), the camera finds
+    // its footage: the same id, its spans, its recording playable.
+    let new_password = common::password("again");
+    let url = recorded.url.replacen(
+        &format!("admin:{}", common::password("footage")),
+        &format!("admin:{new_password}"),
+        1,
+    );
+    let created = node.add_camera(json!({ "name": "Porch", "rtspUrl": url, "detect": false }));
+    assert_eq!(created["id"], recorded.camera.as_str(), "{created}");
+    assert!(
+        wait_for(Duration::from_secs(5), || node
+            .logs()
+            .contains("takes over the recordings")),
+        "{}",
+        node.logs()
+    );
+    let indexed = rows(&data);
+    assert!(
+        indexed.len() >= before.len() && indexed.iter().all(|r| r.camera == recorded.camera),
+        "{indexed:?}"
+    );
+    let spans = node
+        .get(&format!("/api/cameras/{}/recordings", recorded.camera))
+        .json();
+    assert!(
+        spans.as_array().is_some_and(|s| !s.is_empty()),
+        "no spans of the old footage: {spans}"
+    );
+    assert_eq!(storage(&node)["unclaimedBytes"], 0, "{}", storage(&node));
+}
+
+#[test]
+fn unknown_cameras_footage_goes_oldest_first_when_room_is_needed_and_the_log_says_so() {
+    let recorded = recorded();
+    let dir = TempDir::new("lost-budget");
+    let recordings = dir.path().join("recordings");
+    copy_dir(&recorded.dir.path().join("recordings"), &recordings);
+    let before = segments(&contents(&recordings));
+    let total: u64 = before.values().map(|(bytes, _)| bytes).sum();
+    let newest_two: u64 = before.values().rev().take(2).map(|(bytes, _)| bytes).sum();
+    let data = dir.path().join("new-data");
+    std::fs::create_dir_all(&data).unwrap();
+    // A budget that the two newest segments fit in.
+    let budget = newest_two.to_string();
+    let node = start_node(&data, &recordings, &[("RECORDINGS_MAX_BYTES", &budget)]);
+    assert!(
+        wait_for(Duration::from_secs(30), || segments(&contents(&recordings))
+            .len()
+            == 2),
+        "retention did not bring {total} bytes down to {budget}: {:?}",
+        segments(&contents(&recordings))
+    );
+    let kept: Vec<String> = segments(&contents(&recordings)).into_keys().collect();
+    let newest: Vec<String> = before.keys().rev().take(2).rev().cloned().collect();
+    assert_eq!(kept, newest, "the oldest went first");
+    assert!(
+        wait_for(Duration::from_secs(5), || node
+            .logs()
+            .contains("of cameras this node does not know")),
+        "{}",
+        node.logs()
+    );
+}
+
+#[test]
+fn a_missing_disk_gets_no_file_and_keeps_its_index_and_recording_resumes_when_it_is_back() {
+    let camera = Camera::start();
+    let dir = TempDir::new("unmounted");
+    let data = dir.path().join("data");
+    let recordings = dir.path().join("recordings");
+    std::fs::create_dir_all(&data).unwrap();
+    let node = start_node(&data, &recordings, &[]);
+    let created = node
+        .add_camera(json!({ "name": "Yard", "rtspUrl": camera.url("", "/aac"), "detect": false }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(wait_for(Duration::from_secs(40), || rows(&data).len() >= 2));
+
+    // The disk goes: an empty folder is left where it was mounted.
+    let away = dir.path().join("disk-away");
+    std::fs::rename(&recordings, &away).unwrap();
+    std::fs::create_dir(&recordings).unwrap();
+    let gone_at = Instant::now();
+    let not_mounted = |v: &Value| {
+        v.as_str()
+            .is_some_and(|m| m.contains("the recordings disk is not mounted"))
+    };
+    assert!(
+        wait_for(Duration::from_secs(15), || not_mounted(
+            &storage(&node)["message"]
+        ) && not_mounted(
+            &camera_of(&node, &id)["recording"]["message"]
+        )),
+        "status and camera do not say the disk is missing: {} {}",
+        storage(&node),
+        camera_of(&node, &id)
+    );
+    eprintln!(
+        "the missing disk was noticed in {:?}: {}",
+        gone_at.elapsed(),
+        camera_of(&node, &id)["recording"]
+    );
+    assert_eq!(camera_of(&node, &id)["recording"]["state"], "retrying");
+    let indexed = rows(&data);
+    // Twenty seconds of a missing disk: nothing written in its place, no row dropped.
+    thread::sleep(Duration::from_secs(20));
+    assert!(
+        contents(&recordings).is_empty(),
+        "files written where the disk should be: {:?}",
+        contents(&recordings)
+    );
+    assert!(
+        rows(&data).len() >= indexed.len() && indexed.iter().all(|r| rows(&data).contains(r)),
+        "rows dropped while the disk was missing"
+    );
+    assert!(
+        common::processes_mentioning("ffmpeg", &recordings.display().to_string()).is_empty(),
+        "a recorder still runs into the missing disk"
+    );
+
+    // The disk comes back: recording resumes by itself, the old spans are there.
+    std::fs::remove_dir(&recordings).unwrap();
+    std::fs::rename(&away, &recordings).unwrap();
+    let back_at = Instant::now();
+    let last_before = indexed.last().unwrap().end_ms;
+    assert!(
+        wait_for(Duration::from_secs(15), || !common::processes_mentioning(
+            "ffmpeg",
+            &recordings.display().to_string()
+        )
+        .is_empty()),
+        "no recorder 15 s after the disk came back: {}",
+        camera_of(&node, &id)
+    );
+    eprintln!(
+        "recording again {:?} after the disk came back",
+        back_at.elapsed()
+    );
+    assert!(
+        wait_for(Duration::from_secs(30), || rows(&data)
+            .iter()
+            .any(|r| r.start_ms > last_before + 10_000)),
+        "no new segment after the disk came back"
+    );
+    assert_eq!(camera_of(&node, &id)["recording"]["state"], "recording");
+    assert_eq!(storage(&node)["message"], Value::Null);
+    let spans = node.get(&format!("/api/cameras/{id}/recordings")).json();
+    let first_span_start = spans[0]["start"].as_str().unwrap_or_default().to_owned();
+    let first_row = rows(&data)[0].start_ms;
+    let listed = humantime::parse_rfc3339(&first_span_start)
+        .map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64);
+    assert_eq!(
+        listed.ok(),
+        Some(first_row),
+        "the old spans are listed: {spans}"
+    );
+}
+
+/// The end of the last whole `moof` + `mdat` pair of an fMP4 file, read
+/// here independently of the node's reader: the bytes a recovery must keep.
+fn whole_fragments_end(bytes: &[u8]) -> (u64, usize) {
+    let (mut pos, mut end, mut fragments) = (0usize, 0u64, 0);
+    let mut moof_at = None;
+    while pos + 8 <= bytes.len() {
+        let size = u32::from_be_bytes(bytes[pos..pos + 4].try_into().unwrap()) as usize;
+        let kind = &bytes[pos + 4..pos + 8];
+        if size < 8 || pos + size > bytes.len() {
+            break;
+        }
+        match kind {
+            b"moov" => end = (pos + size) as u64,
+            b"moof" => moof_at = Some(pos),
+            b"mdat" if moof_at.is_some() => {
+                end = (pos + size) as u64;
+                fragments += 1;
+                moof_at = None;
+            }
+            _ => {}
+        }
+        pos += size;
+    }
+    (end, fragments)
+}
+
+/// The top-level boxes of a file: (kind, size), for failure messages.
+fn boxes(bytes: &[u8]) -> Vec<(String, u64)> {
+    let mut found = Vec::new();
+    let mut pos = 0usize;
+    while pos + 8 <= bytes.len() && found.len() < 40 {
+        let size = u32::from_be_bytes(bytes[pos..pos + 4].try_into().unwrap()) as u64;
+        found.push((
+            String::from_utf8_lossy(&bytes[pos + 4..pos + 8]).into_owned(),
+            size,
+        ));
+        if size < 8 {
+            break;
+        }
+        pos += size as usize;
+    }
+    found
+}
+
+#[test]
+fn after_a_crash_a_broken_ffprobe_neither_deletes_nor_cuts_a_segment() {
+    let camera = Camera::start();
+    let dir = TempDir::new("no-ffprobe");
+    let data = dir.path().join("data");
+    let recordings = dir.path().join("recordings");
+    std::fs::create_dir_all(&data).unwrap();
+    // A probe program that fails, as a missing or timed-out ffprobe does.
+    let broken = dir.path().join("ffprobe");
+    std::fs::write(&broken, "#!/bin/sh\necho 'ffprobe: broken' >&2\nexit 1\n").unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&broken)
+        .status()
+        .unwrap();
+    let env = [("FFPROBE", broken.to_str().unwrap())];
+    let node = start_node(&data, &recordings, &env);
+    // 2 Mbit/s: ffmpeg hands the file its fragments in 256 KiB writes, so
+    // that a kill a few seconds into a segment leaves whole fragments.
+    let created = node
+        .add_camera(json!({ "name": "Gate", "rtspUrl": camera.url("", "/hd"), "detect": false }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(wait_for(Duration::from_secs(40), || !rows(&data).is_empty()));
+    thread::sleep(Duration::from_secs(5));
+    node.kill();
+    let incoming = recordings.join(&id).join("incoming");
+    let cut: Vec<PathBuf> = std::fs::read_dir(&incoming)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(cut.len(), 1, "{cut:?}");
+    let bytes = std::fs::read(&cut[0]).unwrap();
+    let (whole, fragments) = whole_fragments_end(&bytes);
+    assert!(
+        fragments >= 2,
+        "{fragments} whole fragments in the cut segment of {} bytes: {:?}",
+        bytes.len(),
+        boxes(&bytes)
+    );
+    eprintln!(
+        "the kill left {} bytes, {fragments} whole fragments ending at {whole}",
+        bytes.len()
+    );
+    let indexed_before = rows(&data).len();
+
+    let node = start_node(&data, &recordings, &env);
+    assert!(
+        wait_for(Duration::from_secs(20), || rows(&data).len()
+            > indexed_before),
+        "the cut segment was not indexed: {}",
+        node.logs()
+    );
+    let recovered = rows(&data)
+        .into_iter()
+        .find(|r| std::fs::metadata(recordings.join(&r.path)).is_ok_and(|m| m.len() == whole))
+        .unwrap_or_else(|| {
+            panic!(
+                "no segment of {whole} bytes (its whole fragments) in the index: {:?}\n{}",
+                rows(&data),
+                node.logs()
+            )
+        });
+    let kept = std::fs::read(recordings.join(&recovered.path)).unwrap();
+    assert_eq!(
+        kept[..],
+        bytes[..whole as usize],
+        "the whole fragments are kept as they were"
+    );
+    let (codecs, duration) = common::probe_file(&recordings.join(&recovered.path));
+    assert!(
+        codecs.contains(&"h264".to_owned()) && duration > 1.0,
+        "{codecs:?} {duration}"
+    );
+    drop(node);
+}
+
+/// An ext4 file system in a file, mounted through a loop device with
+/// `errors=remount-ro`, as an SD card's root usually is; unmounted on drop.
+struct Ext4 {
+    image: TempDir,
+    mount: PathBuf,
+}
+
+impl Ext4 {
+    fn new(size_mb: u32) -> Ext4 {
+        let image = TempDir::new("ext4");
+        let file = image.path().join("disk.img");
+        let mount = image.path().join("mnt");
+        std::fs::create_dir_all(&mount).unwrap();
+        let run = |program: &str, args: &[&str]| {
+            let out = Command::new(program)
+                .args(args)
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run {program} (e2fsprogs, util-linux): {e}"));
+            assert!(
+                out.status.success(),
+                "{program} {args:?} failed (needs root and loop devices): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let file_arg = file.to_str().unwrap();
+        run("truncate", &["-s", &format!("{size_mb}M"), file_arg]);
+        run("mkfs.ext4", &["-q", file_arg]);
+        run(
+            "mount",
+            &[
+                "-o",
+                "loop,errors=remount-ro",
+                file_arg,
+                mount.to_str().unwrap(),
+            ],
+        );
+        Ext4 { image, mount }
+    }
+
+    /// Makes ext4 meet an error, as a failing card does: it remounts itself
+    /// read-only (`emergency_ro`).
+    fn fail(&self) {
+        let device = Command::new("findmnt")
+            .args(["-n", "-o", "SOURCE"])
+            .arg(&self.mount)
+            .output()
+            .unwrap();
+        let device = String::from_utf8_lossy(&device.stdout).trim().to_owned();
+        let name = device.rsplit('/').next().unwrap();
+        std::fs::write(format!("/sys/fs/ext4/{name}/trigger_fs_error"), "test")
+            .expect("trigger an ext4 error through sysfs");
+        let options = Command::new("findmnt")
+            .args(["-n", "-o", "OPTIONS"])
+            .arg(&self.mount)
+            .output()
+            .unwrap();
+        let options = String::from_utf8_lossy(&options.stdout).into_owned();
+        assert!(options.contains("ro"), "still read-write: {options}");
+    }
+}
+
+impl Drop for Ext4 {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
+        let _ = &self.image;
+    }
+}
+
+/// CPU time (user + system) of a process so far, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    // utime and stime: fields 14 and 15 of stat, 12 and 13 after the comm.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[test]
+fn a_database_gone_read_only_makes_retention_wait_not_spin() {
+    let camera = Camera::start();
+    let card = Ext4::new(64);
+    let dir = TempDir::new("read-only");
+    let recordings = dir.path().join("recordings");
+    // A budget the camera passes within a few segments, so retention has work.
+    let node = start_node(
+        &card.mount,
+        &recordings,
+        &[("RECORDINGS_MAX_BYTES", "300K")],
+    );
+    let created = node
+        .add_camera(json!({ "name": "Shed", "rtspUrl": camera.url("", "/aac"), "detect": false }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(
+        wait_for(Duration::from_secs(60), || node
+            .logs()
+            .contains("oldest segments")),
+        "retention never deleted: {}",
+        camera_of(&node, &id)
+    );
+    card.fail();
+    let failed = Instant::now();
+    let says_why = |s: &Value| {
+        s["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("old recordings are not deleted") && m.contains("database"))
+    };
+    assert!(
+        wait_for(Duration::from_secs(40), || says_why(&storage(&node))),
+        "status does not say why nothing is deleted: {}",
+        storage(&node)
+    );
+    eprintln!(
+        "{:?} after the error: {}",
+        failed.elapsed(),
+        storage(&node)["message"]
+    );
+    // A minute of it: the node's CPU stays under 5 % of a core.
+    let ticks_per_s = 100.0; // USER_HZ on Linux
+    let (start_ticks, started) = (cpu_ticks(node.pid()), Instant::now());
+    thread::sleep(Duration::from_secs(60));
+    let used = (cpu_ticks(node.pid()) - start_ticks) as f64 / ticks_per_s;
+    let share = used / started.elapsed().as_secs_f64();
+    eprintln!(
+        "the node used {:.1} % of a core for a minute with a read-only database",
+        share * 100.0
+    );
+    assert!(share < 0.05, "{:.1} % of a core", share * 100.0);
+    assert!(says_why(&storage(&node)), "{}", storage(&node));
+    assert_eq!(node.get("/api/status").status, 200);
+    let _ = camera_of(&node, &id);
+}
+
+#[test]
+fn a_camera_clock_that_jumps_makes_no_span_hours_long() {
+    let camera = Camera::start();
+    let dir = TempDir::new("clock-jump");
+    let data = dir.path().join("data");
+    let recordings = dir.path().join("recordings");
+    std::fs::create_dir_all(&data).unwrap();
+    // The real ffmpeg, whose segment list says the camera's clock jumped 3
+    // hours ahead after its second segment (as a camera that sets its clock
+    // from NTP late makes it say).
+    let wrapper = dir.path().join("ffmpeg");
+    std::fs::write(
+        &wrapper,
+        "#!/bin/sh\nffmpeg \"$@\" | awk -F, -v OFS=, \
+         '{ if (NR >= 2) { if (NR == 2) $3 += 10800; else { $2 += 10800; $3 += 10800 } } print; fflush() }'\n",
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&wrapper)
+        .status()
+        .unwrap();
+    let node = start_node(&data, &recordings, &[("FFMPEG", wrapper.to_str().unwrap())]);
+    let started = common_now_ms();
+    node.add_camera(json!({ "name": "Clock", "rtspUrl": camera.url("", "/aac"), "detect": false }));
+    assert!(
+        wait_for(Duration::from_secs(60), || rows(&data).len() >= 4),
+        "four segments were not recorded: {}",
+        node.logs()
+    );
+    let now = common_now_ms();
+    for row in rows(&data) {
+        let length = row.end_ms - row.start_ms;
+        assert!(length <= 12_000, "a segment of {length} ms: {row:?}");
+        assert!(
+            row.start_ms >= started - 2_000 && row.end_ms <= now + 2_000,
+            "{row:?} is not within the {} ms the test ran",
+            now - started
+        );
+    }
+}
+
+fn common_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
