@@ -605,8 +605,8 @@ mod tests {
     /// Clips over a mutated segment `middle`, alone and between two real
     /// ones (3 s each, from T0), are read whole and read back as whole
     /// fragments; read again after the mutated file is cut and deleted,
-    /// they fail or not, but do not panic.
-    fn check_build(dir: &Path, middle: &[u8]) {
+    /// they fail or not, but do not panic. Returns the clips' fragments.
+    fn check_build(dir: &Path, middle: &[u8]) -> Vec<usize> {
         std::fs::write(dir.join("b.mp4"), middle).unwrap();
         let segment = |path: &str, start: i64| Segment {
             camera_id: Uuid::nil(),
@@ -620,10 +620,10 @@ mod tests {
             segment("b.mp4", 3_000),
             segment("c.mp4", 6_000),
         ];
+        // Each starts within a fragment: its key frame is looked for.
         let stretches = [
-            (&segments[1..2], T0 + 3_000, T0 + 6_000),
-            (&segments[..], T0, T0 + 9_000),
-            (&segments[..], T0 + 4_000, T0 + 5_000),
+            (&segments[1..2], T0 + 3_500, T0 + 6_000),
+            (&segments[..], T0 + 1_500, T0 + 9_000),
         ];
         let clips: Vec<Arc<Clip>> = stretches
             .into_iter()
@@ -649,6 +649,7 @@ mod tests {
         for clip in &clips {
             let _ = clip.reader(0, clip.len()).read_to_end(&mut Vec::new());
         }
+        clips.iter().map(|c| c.parts.len()).collect()
     }
 
     #[test]
@@ -658,14 +659,17 @@ mod tests {
         for path in ["a.mp4", "c.mp4"] {
             std::fs::write(dir.join(path), SEGMENT).unwrap();
         }
-        check_build(&dir, SEGMENT);
+        // From a's second fragment; all of b's, and c's.
+        assert_eq!(check_build(&dir, SEGMENT), [4, 3 + 4 + 4]);
         let started = Instant::now();
         let check_dir = dir.clone();
         // Three files scanned (within 16 times their bytes, as in fmp4's
         // test), and a clip of them read into memory. Measured: 1.5 times.
         let bound = |len| 16 * (len + 2 * SEGMENT.len()) + (64 << 10);
         let cases = mutations::cases(SEGMENT);
-        let summary = mutations::run(cases, bound, move |bytes| check_build(&check_dir, bytes));
+        let summary = mutations::run(cases, bound, move |bytes| {
+            check_build(&check_dir, bytes);
+        });
         eprintln!("playback: {summary}, {:?} in all", started.elapsed());
         std::fs::remove_dir_all(dir).unwrap();
     }
