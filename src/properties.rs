@@ -13,8 +13,9 @@ use crate::{guard, routes};
 
 const BUDGET: Duration = Duration::from_secs(2);
 
-/// xorshift64*: small, fast, and replayable from its seed.
-struct Rng(u64);
+/// xorshift64*: small, fast, and replayable from its seed (a seed must not
+/// be 0). The fMP4 mutation tests draw from it too.
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn new() -> (Rng, u64) {
@@ -25,18 +26,18 @@ impl Rng {
         (Rng(seed), seed)
     }
 
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+    pub(crate) fn pick<T: Copy>(&mut self, items: &[T]) -> T {
         items[self.below(items.len())]
     }
 }
