@@ -83,7 +83,10 @@ pub enum State {
 /// (a command; or Home Assistant back online, answered with everything again).
 pub trait Handler: Send + 'static {
     fn on_connect(&mut self) -> Vec<Message>;
-    fn on_message(&mut self, topic: &str, payload: &[u8]) -> Vec<Message>;
+    /// `retained`: the broker sent a message it kept, because the node
+    /// subscribed (never set on a message passed on live: MQTT 3.1.1,
+    /// 3.3.1.3).
+    fn on_message(&mut self, topic: &str, payload: &[u8], retained: bool) -> Vec<Message>;
 }
 
 #[derive(Default)]
@@ -386,7 +389,8 @@ fn serve(
                     if let Some(id) = publish.packet_id {
                         stream.write_all(&Packet::PubAck(id).encode())?;
                     }
-                    let answer = handler.on_message(&publish.topic, &publish.payload);
+                    let answer =
+                        handler.on_message(&publish.topic, &publish.payload, publish.retain);
                     send(&mut stream, &answer)?;
                 }
                 Decoded::Packet(Packet::PingResp) => ping_sent = None,
