@@ -224,7 +224,8 @@ impl App {
     /// Changes the fields `patch` gives, for the API and for commands from
     /// Home Assistant alike. A new main URL is probed first, without the
     /// database lock; the change itself is read, applied and written under
-    /// it. None: no such camera.
+    /// it. A patch that changes nothing writes nothing (a flood of commands
+    /// must not wear the flash). None: no such camera.
     pub fn update_camera(&self, id: Uuid, patch: &SettingsPatch) -> Result<Option<Camera>, Error> {
         let Some(before) = self.db(|s| s.camera(id))? else {
             return Ok(None);
@@ -234,19 +235,26 @@ impl App {
             .as_ref()
             .filter(|url| **url != before.settings.rtsp_url);
         let probed = new_url.map(|url| self.prober.probe(url));
-        let camera = self.db(|s| {
+        let changed = self.db(|s| {
             let Some(mut camera) = s.camera(id)? else {
                 return Ok(None);
             };
-            camera.settings = patch.apply(&camera.settings);
+            let settings = patch.apply(&camera.settings);
+            if settings == camera.settings && probed.is_none() {
+                return Ok(Some((camera, false)));
+            }
+            camera.settings = settings;
             if let Some(probed) = &probed {
                 camera.capabilities = probed.clone().ok();
             }
-            Ok(s.update_camera(&camera)?.then_some(camera))
+            Ok(s.update_camera(&camera)?.then_some((camera, true)))
         })?;
-        let Some(camera) = camera else {
+        let Some((camera, written)) = changed else {
             return Ok(None);
         };
+        if !written {
+            return Ok(Some(camera));
+        }
         log::info!("updated camera {id} {:?}", camera.settings.name);
         if let Some(probed) = probed {
             self.set_online(id, camera.settings.enabled && probed.is_ok());

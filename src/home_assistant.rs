@@ -6,7 +6,9 @@
 //! differ, an empty one for those that went; it passes on motion and events
 //! as they happen. The session (`mqtt::session`) owns the
 //! connection and sends everything again after each connect and when Home
-//! Assistant comes back; commands go through the same path as a `PATCH`.
+//! Assistant comes back (at most once in 5 s); commands go through the same
+//! path as a `PATCH`, except those the broker kept (retained), which are
+//! stale by the time it sends them.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -18,6 +20,7 @@ use uuid::Uuid;
 use crate::app::App;
 use crate::camera::SettingsPatch;
 use crate::db::lock;
+use crate::mqtt::limit::{Throttle, held_back};
 use crate::mqtt::session::{self, Handler, Message, Session};
 use crate::mqtt::topics::{self, CameraState, Incoming, Names, NodeState, Retained, Switch};
 use crate::mqtt::{self, tls};
@@ -28,6 +31,11 @@ use crate::recording::Storage;
 const TICK: Duration = Duration::from_millis(250);
 /// How often the storage figures are taken again.
 const STORAGE_EVERY: Duration = Duration::from_secs(60);
+/// Everything is sent again on Home Assistant's birth at most this often
+/// (a birth flood must not become a flood of discovery).
+const RESEND_EVERY: Duration = Duration::from_secs(5);
+/// At most one log line a second for commands ignored.
+const LOG_EVERY: Duration = Duration::from_secs(1);
 
 /// Starts the link to the broker; an error is a setting that cannot work.
 pub fn spawn(app: Arc<App>, config: &mqtt::config::Config, node_url: String) -> Result<(), String> {
@@ -72,6 +80,8 @@ pub fn spawn(app: Arc<App>, config: &mqtt::config::Config, node_url: String) -> 
         app: app.clone(),
         names: link.names.clone(),
         published: link.published.clone(),
+        resends: Throttle::new(RESEND_EVERY),
+        ignored: Throttle::new(LOG_EVERY),
     };
     let session = Session::spawn(settings, handler);
     thread::Builder::new()
@@ -229,6 +239,10 @@ struct Commands {
     app: Arc<App>,
     names: Names,
     published: Arc<Mutex<Retained>>,
+    /// Everything sent again on a birth.
+    resends: Throttle,
+    /// Log lines for commands ignored.
+    ignored: Throttle,
 }
 
 impl Commands {
@@ -249,7 +263,7 @@ impl Commands {
             .collect()
     }
 
-    fn set(&self, camera: Uuid, switch: Switch, on: bool) {
+    fn set(&mut self, camera: Uuid, switch: Switch, on: bool) {
         let patch = match switch {
             Switch::Record => SettingsPatch {
                 record: Some(on),
@@ -262,9 +276,18 @@ impl Commands {
         };
         let what = format!("{switch:?} {}", if on { "on" } else { "off" }).to_lowercase();
         match self.app.update_camera(camera, &patch) {
-            Ok(Some(_)) => log::info!("mqtt: camera {camera}: {what}"),
-            Ok(None) => log::info!("mqtt: ignored {what} for camera {camera}: no such camera"),
+            // The camera's update is logged where it is made, and only if
+            // it changed something: a flood of commands logs little.
+            Ok(Some(_)) => log::debug!("mqtt: camera {camera}: {what}"),
+            Ok(None) => self.ignore(&format!("{what} for camera {camera}: no such camera")),
             Err(e) => log::warn!("mqtt: camera {camera}: {what} failed: {}", e.message),
+        }
+    }
+
+    /// Logs a message ignored, if no other was in the last second.
+    fn ignore(&mut self, why: &str) {
+        if let Some(held) = self.ignored.pass(Instant::now()) {
+            log::info!("mqtt: ignored {why}{}", held_back(held));
         }
     }
 }
@@ -275,16 +298,19 @@ impl Handler for Commands {
         self.everything(false)
     }
 
-    fn on_message(&mut self, topic: &str, payload: &[u8]) -> Vec<Message> {
-        match topics::incoming(&self.names, topic, payload) {
+    fn on_message(&mut self, topic: &str, payload: &[u8], retained: bool) -> Vec<Message> {
+        match topics::incoming(&self.names, topic, payload, retained) {
             Incoming::Set { camera, switch, on } => {
                 self.set(camera, switch, on);
                 Vec::new()
             }
-            Incoming::HomeAssistantOnline => {
-                log::info!("mqtt: Home Assistant started: sending discovery and states again");
-                self.everything(true)
-            }
+            Incoming::HomeAssistantOnline => match self.resends.pass(Instant::now()) {
+                Some(_) => {
+                    log::info!("mqtt: Home Assistant started: sending discovery and states again");
+                    self.everything(true)
+                }
+                None => Vec::new(),
+            },
             Incoming::CameraSeen(camera) => {
                 if matches!(self.app.db(|s| s.camera(camera)), Ok(None)) {
                     // A camera deleted while the node was away: its entities go.
@@ -298,7 +324,7 @@ impl Handler for Commands {
             }
             Incoming::Nothing => Vec::new(),
             Incoming::Refused(why) => {
-                log::info!("mqtt: ignored {why}");
+                self.ignore(&why);
                 Vec::new()
             }
         }

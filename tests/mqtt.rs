@@ -9,8 +9,9 @@ mod common;
 
 use std::collections::HashSet;
 use std::net::TcpListener;
+use std::path::Path;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use common::mosquitto::{Broker, Seen};
 use common::{Camera, Node, TempDir, closed_port, password, processes_mentioning, wait_for};
@@ -181,6 +182,38 @@ fn decoders(camera: &Camera) -> Vec<u32> {
             String::from_utf8_lossy(&cmdline).contains("image2pipe")
         })
         .collect()
+}
+
+/// How many times the node has connected to the broker, from the broker's log.
+fn connects(broker: &Broker, node_id: &str) -> usize {
+    let as_node = format!(" as nvr-node-{node_id} (");
+    broker
+        .log()
+        .lines()
+        .filter(|l| l.contains("New client connected") && l.contains(&as_node))
+        .count()
+}
+
+/// How many pings the broker had from the node.
+fn pings(broker: &Broker, node_id: &str) -> usize {
+    let from_node = format!("Received PINGREQ from nvr-node-{node_id}\n");
+    broker.log().matches(&from_node).count()
+}
+
+/// The database's files with their sizes and modification times.
+fn database_files(data: &Path) -> Vec<(String, u64, SystemTime)> {
+    let mut files: Vec<_> = std::fs::read_dir(data)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("nvr-node.db"))
+        .map(|e| {
+            let meta = e.metadata().unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, meta.len(), meta.modified().unwrap())
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 fn camera_field(node: &Node, id: &str, field: &str) -> Value {
@@ -440,6 +473,30 @@ fn home_assistant_and_broker_restarts_bring_everything_back() {
     );
     drop(watch);
 
+    // A flood of births: everything again at most once in 5 s, and again
+    // for a birth after those 5 s.
+    let relay_config = format!("homeassistant/binary_sensor/{node_id}/relay/config");
+    let watch = broker.watch(&relay_config);
+    let mut births = broker.lines("homeassistant/status");
+    for _ in 0..20 {
+        births.send("online");
+    }
+    thread::sleep(Duration::from_secs(6));
+    let resent = || watch.all().into_iter().filter(fresh).count();
+    let flooded = resent();
+    births.send("online");
+    assert!(
+        wait_for(Duration::from_secs(3), || resent() > flooded),
+        "nothing again for a birth 6 s after the flood: {:#?}",
+        watch.all()
+    );
+    assert!(
+        flooded <= 1,
+        "{flooded} times everything for 20 births: {:#?}",
+        watch.all()
+    );
+    drop(watch);
+
     // The broker restarted, its retained messages lost: the node is back
     // within the first retry (1 s) and everything is there again.
     broker.restart();
@@ -544,5 +601,201 @@ fn tls_to_the_broker_with_its_authority_and_refused_without() {
     assert!(
         message.contains("TLS") && message.contains("certificate"),
         "{message}"
+    );
+}
+
+#[test]
+fn messages_the_broker_kept_are_passed_over_at_each_connect() {
+    let dir = TempDir::new("mqtt-broker");
+    let broker = Broker::start(dir.path(), USER, &password("mqtt"));
+    let data = TempDir::new("mqtt-kept");
+    let node = plain_node(&data, &broker, &[]);
+    wait_for_mqtt(&node, "connected", Duration::from_secs(10));
+    let node_id = node_id(&broker);
+    let url = format!("rtsp://127.0.0.1:{}/x", closed_port());
+    let created = node
+        .add_camera(json!({ "name": "Gate", "rtspUrl": url, "record": false, "detect": false }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    let topic = |camera: &str, object: &str| format!("nvr/{node_id}/{camera}/{object}");
+
+    // A command sent with retain acts once, as it is sent, like any other.
+    broker.publish(&topic(&id, "record/set"), b"ON", true);
+    assert!(
+        wait_for(Duration::from_secs(3), || camera_field(
+            &node, &id, "record"
+        ) == true),
+        "a live command sent with retain did not act"
+    );
+    node.patch_camera(&id, json!({ "record": false }));
+    // Messages too large, kept on topics the node subscribes to: the broker
+    // sends them back to back after each connect. Two cost the connection
+    // when the second's head came in the same read as the first's end: at
+    // about half the connects with two of 66 kB, at each with four.
+    for n in 1..=4 {
+        let camera = format!("00000000-0000-4000-8000-00000000000{n}");
+        broker.publish(&topic(&camera, "online"), &vec![b'x'; 66_000], true);
+    }
+    drop(node);
+
+    // Started again: the kept command is not applied again, and the two
+    // large messages cost no connection.
+    let before = connects(&broker, &node_id);
+    let node = plain_node(&data, &broker, &[]);
+    wait_for_mqtt(&node, "connected", Duration::from_secs(10));
+    // With them, the node had dropped the connection and come back each second.
+    thread::sleep(Duration::from_secs(4));
+    assert_eq!(
+        connects(&broker, &node_id) - before,
+        1,
+        "the node connected again and again\n--- broker ---\n{}\n--- node ---\n{}",
+        broker.log(),
+        node.logs()
+    );
+    assert_eq!(mqtt_status(&node)["state"], "connected");
+    assert_eq!(
+        camera_field(&node, &id, "record"),
+        false,
+        "the kept record/set ON was applied again\n{}",
+        node.logs()
+    );
+    let logs = node.logs();
+    assert!(
+        logs.contains("a retained command") && logs.contains("larger than the node takes"),
+        "the kept messages were not seen:\n{logs}"
+    );
+
+    // Too large at QoS 1 and acknowledged: unacknowledged, 20 of them would
+    // fill the broker's window, and it would hold back every command after.
+    for _ in 0..25 {
+        broker.publish(&topic(&id, "detect/set"), &vec![b'y'; 70_000], false);
+    }
+    broker.publish(&topic(&id, "record/set"), b"ON", false);
+    assert!(
+        wait_for(Duration::from_secs(3), || camera_field(
+            &node, &id, "record"
+        ) == true),
+        "record/set ON after 25 messages too large did not arrive\n{}",
+        node.logs()
+    );
+}
+
+#[test]
+fn a_minute_of_junk_commands_starves_nothing() {
+    let dir = TempDir::new("mqtt-broker");
+    let broker = Broker::start(dir.path(), USER, &password("mqtt"));
+    let data = TempDir::new("mqtt-junk");
+    let node = plain_node(&data, &broker, &[]);
+    wait_for_mqtt(&node, "connected", Duration::from_secs(10));
+    let node_id = node_id(&broker);
+    let url = format!("rtsp://127.0.0.1:{}/x", closed_port());
+    let created = node
+        .add_camera(json!({ "name": "Gate", "rtspUrl": url, "record": false, "detect": false }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    let watch = broker.watch("homeassistant/#");
+    let topic = |camera: &str, object: &str| format!("nvr/{node_id}/{camera}/{object}");
+    // (Mosquitto refuses control characters in topics: the node's escaping
+    // of a newline is tested on its own.)
+    let long = "x".repeat(300);
+    // 20 a second in all, at QoS 1, each kind on its own connection: a
+    // command that changes nothing, a payload that is no command, a long
+    // topic that names no camera, an unknown camera.
+    let mut junk = [
+        (broker.lines(&topic(&id, "record/set")), "OFF"),
+        (broker.lines(&topic(&id, "detect/set")), "maybe"),
+        (broker.lines(&topic(&long, "record/set")), "ON"),
+        (
+            broker.lines(&topic("00000000-0000-4000-8000-000000000009", "record/set")),
+            "ON",
+        ),
+    ];
+    const EVERY: Duration = Duration::from_millis(50);
+    const SENT: u32 = 1200;
+    let started = Instant::now();
+    let (latencies, unchanged, pings_before) = thread::scope(|scope| {
+        scope.spawn(|| {
+            for n in 0..SENT {
+                let (lines, payload) = &mut junk[n as usize % 4];
+                lines.send(payload);
+                thread::sleep(
+                    (started + EVERY * (n + 1)).saturating_duration_since(Instant::now()),
+                );
+            }
+        });
+        // A PATCH shows on the broker within 5 s, three times in the minute.
+        let mut latencies = Vec::new();
+        for (n, at) in [5, 20, 35].into_iter().enumerate() {
+            thread::sleep(Duration::from_secs(at).saturating_sub(started.elapsed()));
+            let name = format!("Gate {n}");
+            let patched = Instant::now();
+            node.patch_camera(&id, json!({ "name": name }));
+            watch.expect(
+                &format!("the device renamed {name}"),
+                Duration::from_secs(5),
+                |s| {
+                    serde_json::from_slice::<Value>(&s.payload)
+                        .is_ok_and(|c| c["device"]["name"] == name.as_str())
+                },
+            );
+            latencies.push(patched.elapsed());
+        }
+        // From here on only commands that change nothing reach the camera,
+        // and only pings keep the link alive (the keep-alive is 30 s).
+        thread::sleep(Duration::from_secs(1));
+        (
+            latencies,
+            database_files(data.path()),
+            pings(&broker, &node_id),
+        )
+    });
+    let took = started.elapsed();
+    eprintln!("{SENT} junk commands in {took:?}; PATCH to broker {latencies:?}");
+
+    // The link stayed up, kept alive by the node's pings.
+    assert_eq!(mqtt_status(&node)["state"], "connected");
+    let broker_log = broker.log();
+    assert_eq!(connects(&broker, &node_id), 1, "{broker_log}");
+    let pings_after_patches = pings(&broker, &node_id) - pings_before;
+    assert!(
+        pings_after_patches >= 1,
+        "no ping after the last PATCH, in {took:?} of junk\n{broker_log}"
+    );
+    // Commands that changed nothing wrote nothing, and updated nothing:
+    // only the three renames did. (SQLite itself leaves a page it would
+    // write unchanged alone: the files stayed the same before the node
+    // skipped such updates too, which it logged, and after which it built
+    // its cached views again.)
+    assert_eq!(database_files(data.path()), unchanged);
+    let logs = node.logs();
+    let updates = logs.matches(&format!("updated camera {id}")).count();
+    assert_eq!(updates, 3, "camera {id} updated {updates} times");
+    // The junk was read, and logged at most once a second, shortened; the
+    // lines it held back are counted in the next one.
+    let ignored: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("mqtt: ignored"))
+        .collect();
+    let limit = took.as_secs() as usize + 2;
+    assert!(
+        (10..=limit).contains(&ignored.len()),
+        "{} lines of ignored commands in {took:?}, the first: {:#?}",
+        ignored.len(),
+        &ignored[..ignored.len().min(5)]
+    );
+    assert!(ignored.iter().all(|l| l.len() < 300), "{ignored:#?}");
+    let counted: u32 = ignored
+        .iter()
+        .map(|l| {
+            let held = l
+                .split(" (")
+                .last()
+                .and_then(|t| t.strip_suffix(" more not logged since the last such line)"));
+            1 + held.map_or(0, |n| n.parse::<u32>().unwrap())
+        })
+        .sum();
+    // Three kinds of four are ignored; the last second's may not be counted yet.
+    assert!(
+        counted > SENT * 3 / 4 - 30,
+        "{counted} of {} ignored commands counted: {ignored:#?}",
+        SENT * 3 / 4
     );
 }

@@ -73,6 +73,21 @@ pub enum Packet {
     Disconnect,
 }
 
+/// The first packet in the bytes from the broker.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decoded {
+    Packet(Packet),
+    /// A packet larger than the node takes, known by its head alone: its
+    /// bytes are passed over. A PUBLISH's topic says what was, and its
+    /// packet id lets the node acknowledge it (at QoS 1 the broker holds
+    /// back what follows once 20 are unacknowledged).
+    TooLarge {
+        size: usize,
+        topic: Option<String>,
+        packet_id: Option<u16>,
+    },
+}
+
 /// Bytes from the broker that are not MQTT 3.1.1 as the node speaks it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Malformed(pub &'static str);
@@ -167,27 +182,22 @@ impl Packet {
         out
     }
 
-    /// The whole size of the first packet in `buf` when it is larger than the
-    /// node takes (its header is all there): the bytes to pass over.
-    pub fn oversized(buf: &[u8]) -> Option<usize> {
-        let (length, header) = remaining_length(buf.get(1..)?).ok()??;
-        (length > MAX_INCOMING).then_some(1 + header + length)
-    }
-
-    /// The first packet in `buf`: `Ok(Some((packet, bytes used)))`, or
-    /// `Ok(None)` when more bytes are needed.
-    pub fn decode(buf: &[u8]) -> Result<Option<(Packet, usize)>, Malformed> {
+    /// The first packet in `buf` and its whole size: `Ok(Some(..))`, or
+    /// `Ok(None)` when more bytes are needed. A packet too large is there
+    /// as soon as its head is, and its size may be more than `buf` holds.
+    pub fn decode(buf: &[u8]) -> Result<Option<(Decoded, usize)>, Malformed> {
         let Some(&first) = buf.first() else {
             return Ok(None);
         };
         let Some((length, header)) = remaining_length(&buf[1..])? else {
             return Ok(None);
         };
-        if length > MAX_INCOMING {
-            return Err(Malformed("larger than the node accepts"));
-        }
         let start = 1 + header;
-        let Some(body) = buf.get(start..start + length) else {
+        let size = start + length;
+        if length > MAX_INCOMING {
+            return Ok(too_large(first, &buf[start..], size, length)?.map(|d| (d, size)));
+        }
+        let Some(body) = buf.get(start..size) else {
             return Ok(None);
         };
         let mut r = Reader(body);
@@ -203,10 +213,7 @@ impl Packet {
                 }
             }
             (3, _) => {
-                let qos = (flags >> 1) & 3;
-                if qos > 1 {
-                    return Err(Malformed("QoS 2, which the node never subscribes with"));
-                }
+                let qos = publish_qos(first)?;
                 let topic = r.string()?;
                 let packet_id = if qos == 1 { Some(r.u16()?) } else { None };
                 Packet::Publish(Publish {
@@ -248,7 +255,52 @@ impl Packet {
         if !r.0.is_empty() && !matches!(packet, Packet::Publish(_)) {
             return Err(Malformed("bytes after the packet's fields"));
         }
-        Ok(Some((packet, start + length)))
+        Ok(Some((Decoded::Packet(packet), size)))
+    }
+}
+
+/// What a packet larger than the node takes is (`size` bytes, `length`
+/// of them after its fixed header): `body` holds what came of it so far (a
+/// PUBLISH is known once its topic and packet id are there).
+fn too_large(
+    first: u8,
+    body: &[u8],
+    size: usize,
+    length: usize,
+) -> Result<Option<Decoded>, Malformed> {
+    if first >> 4 != 3 {
+        return Ok(Some(Decoded::TooLarge {
+            size,
+            topic: None,
+            packet_id: None,
+        }));
+    }
+    let qos = publish_qos(first)?;
+    let Some(&[high, low]) = body.get(..2) else {
+        return Ok(None);
+    };
+    let head = 2 + usize::from(u16::from_be_bytes([high, low])) + 2 * usize::from(qos);
+    if head > length {
+        return Err(Malformed("a topic longer than the packet"));
+    }
+    let Some(head) = body.get(..head) else {
+        return Ok(None);
+    };
+    let mut r = Reader(head);
+    let topic = r.string()?;
+    let packet_id = if qos == 1 { Some(r.u16()?) } else { None };
+    Ok(Some(Decoded::TooLarge {
+        size,
+        topic: Some(topic),
+        packet_id,
+    }))
+}
+
+/// A PUBLISH's QoS, from its first byte.
+fn publish_qos(first: u8) -> Result<u8, Malformed> {
+    match (first >> 1) & 3 {
+        qos @ (0 | 1) => Ok(qos),
+        _ => Err(Malformed("QoS 2, which the node never subscribes with")),
     }
 }
 
@@ -397,7 +449,7 @@ mod tests {
         let bytes = packet.encode();
         assert_eq!(
             Packet::decode(&bytes),
-            Ok(Some((packet.clone(), bytes.len()))),
+            Ok(Some((Decoded::Packet(packet.clone()), bytes.len()))),
             "{packet:?}"
         );
         for cut in 0..bytes.len() {
@@ -494,7 +546,14 @@ mod tests {
                 vec![0x31, 0xff, 0xff, 0xff, 0xff, 0x01],
                 "five length bytes",
             ),
-            (vec![0x31, 0x80, 0x80, 0x05], "over the node's limit"),
+            (
+                vec![0x34, 0x80, 0x80, 0x05, 0, 1, b'a'],
+                "QoS 2 over the limit",
+            ),
+            (
+                vec![0x32, 0x81, 0x80, 0x04, 0xff, 0xff],
+                "a topic and packet id longer than a packet over the limit",
+            ),
             (vec![0x34, 5, 0, 1, b'a', 0, 1], "QoS 2"),
             (vec![0x30, 3, 0, 5, b'a'], "a topic longer than the packet"),
             (vec![0x30, 4, 0, 2, 0xc3, 0x28], "a topic that is not UTF-8"),
@@ -506,5 +565,50 @@ mod tests {
         ] {
             assert!(Packet::decode(&bytes).is_err(), "{what}: {bytes:?}");
         }
+    }
+
+    #[test]
+    fn a_packet_too_large_is_known_by_its_head() {
+        let publish = |qos: u8, packet_id| {
+            Packet::Publish(Publish {
+                topic: "nvr/n/c/online".into(),
+                payload: vec![b'x'; MAX_INCOMING],
+                qos,
+                retain: true,
+                dup: false,
+                packet_id,
+            })
+            .encode()
+        };
+        for (bytes, head) in [
+            // Header 1 + 3 length bytes, topic 2 + 14, packet id 2.
+            (publish(1, Some(9)), 22),
+            (publish(0, None), 20),
+            ([vec![0xd0, 0x81, 0x80, 0x04], vec![0; 65_537]].concat(), 4),
+        ] {
+            let want = Decoded::TooLarge {
+                size: bytes.len(),
+                topic: (bytes[0] >> 4 == 3).then(|| "nvr/n/c/online".into()),
+                packet_id: (bytes[0] & 2 == 2).then_some(9),
+            };
+            for cut in 0..head {
+                assert_eq!(Packet::decode(&bytes[..cut]), Ok(None), "cut at {cut}");
+            }
+            for cut in [head, head + 1, bytes.len()] {
+                assert_eq!(
+                    Packet::decode(&bytes[..cut]),
+                    Ok(Some((want.clone(), bytes.len()))),
+                    "cut at {cut}"
+                );
+            }
+        }
+        // Just within the limit: a packet like any other.
+        let mut fits = publish(0, None);
+        fits.truncate(fits.len() - 16);
+        fits[1..4].copy_from_slice(&[0x80, 0x80, 0x04]);
+        assert!(matches!(
+            Packet::decode(&fits),
+            Ok(Some((Decoded::Packet(_), 65_540)))
+        ));
     }
 }

@@ -13,7 +13,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::codec::{Connect, ConnectReturn, Packet, Publish, Will};
+use super::codec::{Connect, ConnectReturn, Decoded, Packet, Publish, Will};
+use super::limit::{Throttle, held_back, shorten};
 
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 const LAST_RETRY: Duration = Duration::from_secs(60);
@@ -23,6 +24,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const TICK: Duration = Duration::from_millis(100);
 /// Messages that are not states (events) kept while the broker is away.
 const MAX_QUEUED_EVENTS: usize = 64;
+/// At most one log line a second for messages passed over.
+const LOG_EVERY: Duration = Duration::from_secs(1);
 
 /// Where and as whom to connect.
 #[derive(Clone, Debug)]
@@ -80,7 +83,10 @@ pub enum State {
 /// (a command; or Home Assistant back online, answered with everything again).
 pub trait Handler: Send + 'static {
     fn on_connect(&mut self) -> Vec<Message>;
-    fn on_message(&mut self, topic: &str, payload: &[u8]) -> Vec<Message>;
+    /// `retained`: the broker sent a message it kept, because the node
+    /// subscribed (never set on a message passed on live: MQTT 3.1.1,
+    /// 3.3.1.3).
+    fn on_message(&mut self, topic: &str, payload: &[u8], retained: bool) -> Vec<Message>;
 }
 
 #[derive(Default)]
@@ -170,11 +176,11 @@ fn run(settings: &Settings, shared: &Shared, mut handler: impl Handler) {
     let mut retry = FIRST_RETRY;
     while !shared.stop.load(Ordering::Relaxed) {
         *lock(&shared.state) = State::Connecting;
-        let outcome = connect(settings).and_then(|stream| {
+        let outcome = connect(settings).and_then(|(stream, reader)| {
             *lock(&shared.state) = State::Connected;
             retry = FIRST_RETRY;
             log::info!("mqtt: connected to {}:{}", settings.host, settings.port);
-            serve(stream, settings, shared, &mut handler)
+            serve(stream, reader, settings, shared, &mut handler)
         });
         if shared.stop.load(Ordering::Relaxed) {
             break;
@@ -235,8 +241,9 @@ impl Write for Conn {
     }
 }
 
-/// A connected, accepted session with the broker.
-fn connect(settings: &Settings) -> io::Result<Conn> {
+/// A connected, accepted session with the broker, and what it sent after
+/// accepting.
+fn connect(settings: &Settings) -> io::Result<(Conn, PacketReader)> {
     let address = (settings.host.as_str(), settings.port)
         .to_socket_addrs()
         .map_err(|e| io::Error::new(e.kind(), format!("cannot find the broker's address: {e}")))?
@@ -287,12 +294,22 @@ fn connect(settings: &Settings) -> io::Result<Conn> {
     });
     stream.write_all(&connect.encode()).map_err(tls_error)?;
     let mut reader = PacketReader::default();
-    match reader.next(&mut stream).map_err(tls_error)? {
-        Some(Packet::ConnAck {
+    // A broker that sends a byte at a time waits no longer than a silent one.
+    let deadline = Instant::now() + CONNECT_TIMEOUT;
+    let answer = loop {
+        if let Some(answer) = reader.next()? {
+            break Some(answer);
+        }
+        if !reader.fill(&mut stream).map_err(tls_error)? || Instant::now() > deadline {
+            break None;
+        }
+    };
+    match answer {
+        Some(Decoded::Packet(Packet::ConnAck {
             code: ConnectReturn::Accepted,
             ..
-        }) => Ok(stream),
-        Some(Packet::ConnAck { code, .. }) => {
+        })) => Ok((stream, reader)),
+        Some(Decoded::Packet(Packet::ConnAck { code, .. })) => {
             Err(io::Error::new(ErrorKind::PermissionDenied, refusal(code)))
         }
         _ => Err(io::Error::new(
@@ -327,9 +344,13 @@ fn refusal(code: ConnectReturn) -> &'static str {
     }
 }
 
-/// Runs one connection until it fails, the broker closes it, or the node stops.
+/// Runs one connection until it fails, the broker closes it, or the node
+/// stops. Reading and sending take turns: each turn handles what one read
+/// brought, then sends what waits and the keep-alive, so a broker that is
+/// never silent for long holds back neither.
 fn serve(
     mut stream: Conn,
+    mut reader: PacketReader,
     settings: &Settings,
     shared: &Shared,
     handler: &mut impl Handler,
@@ -357,24 +378,43 @@ fn serve(
     )];
     first.extend(handler.on_connect());
     send(&mut stream, &first)?;
-    let mut reader = PacketReader::default();
     let mut last_sent = Instant::now();
     let mut ping_sent: Option<Instant> = None;
+    let mut passed_over = Throttle::new(LOG_EVERY);
     while !shared.stop.load(Ordering::Relaxed) {
-        while let Some(packet) = reader.next(&mut stream)? {
-            match packet {
-                Packet::Publish(publish) => {
+        reader.fill(&mut stream)?;
+        while let Some(decoded) = reader.next()? {
+            match decoded {
+                Decoded::Packet(Packet::Publish(publish)) => {
                     if let Some(id) = publish.packet_id {
                         stream.write_all(&Packet::PubAck(id).encode())?;
                     }
-                    let answer = handler.on_message(&publish.topic, &publish.payload);
+                    let answer =
+                        handler.on_message(&publish.topic, &publish.payload, publish.retain);
                     send(&mut stream, &answer)?;
                 }
-                Packet::PingResp => ping_sent = None,
-                Packet::SubAck { granted, .. } if granted.contains(&None) => {
+                Decoded::Packet(Packet::PingResp) => ping_sent = None,
+                Decoded::Packet(Packet::SubAck { granted, .. }) if granted.contains(&None) => {
                     log::warn!("mqtt: the broker refused a subscription: commands may not arrive");
                 }
-                _ => {}
+                Decoded::Packet(_) => {}
+                Decoded::TooLarge {
+                    size,
+                    topic,
+                    packet_id,
+                } => {
+                    if let Some(id) = packet_id {
+                        stream.write_all(&Packet::PubAck(id).encode())?;
+                    }
+                    if let Some(held) = passed_over.pass(Instant::now()) {
+                        let on = topic.map(|t| format!(" on {}", shorten(&t)));
+                        log::info!(
+                            "mqtt: ignored a {size}-byte message{}: larger than the node takes{}",
+                            on.unwrap_or_default(),
+                            held_back(held)
+                        );
+                    }
+                }
             }
         }
         if reader.closed {
@@ -434,51 +474,47 @@ struct PacketReader {
 }
 
 impl PacketReader {
-    /// The next whole packet, or `None` when none came within the socket's
-    /// read timeout (or the broker closed the connection: see `closed`).
-    fn next(&mut self, stream: &mut impl Read) -> io::Result<Option<Packet>> {
-        loop {
-            if self.skipping == 0
-                && let Some(size) = Packet::oversized(&self.buf)
-            {
-                log::info!("mqtt: ignored a {size}-byte message: larger than the node takes");
-                self.skipping = size;
+    /// Reads once, waiting at most the socket's read timeout; returns
+    /// whether bytes came (if not, the broker may have closed the
+    /// connection: see `closed`).
+    fn fill(&mut self, stream: &mut impl Read) -> io::Result<bool> {
+        let mut chunk = [0u8; 4096];
+        let n = match stream.read(&mut chunk) {
+            Ok(0) => {
+                self.closed = true;
+                return Ok(false);
             }
-            if self.skipping > 0 {
-                let passed = self.skipping.min(self.buf.len());
-                self.buf.drain(..passed);
-                self.skipping -= passed;
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Ok(false);
             }
-            let decoded = if self.skipping > 0 {
-                Ok(None)
-            } else {
-                Packet::decode(&self.buf)
-            };
-            let decoded =
-                decoded.map_err(|e| io::Error::new(ErrorKind::InvalidData, e.to_string()))?;
-            if let Some((packet, used)) = decoded {
-                self.buf.drain(..used);
-                return Ok(Some(packet));
-            }
-            let mut chunk = [0u8; 4096];
-            match stream.read(&mut chunk) {
-                Ok(0) => {
-                    self.closed = true;
-                    return Ok(None);
-                }
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    return Ok(None);
-                }
-                Err(e) => return Err(e),
-            }
-        }
+            Err(e) => return Err(e),
+        };
+        let passed = self.skipping.min(n);
+        self.skipping -= passed;
+        self.buf.extend_from_slice(&chunk[passed..n]);
+        Ok(true)
+    }
+
+    /// The next packet among the bytes read, if they hold its whole (or,
+    /// for one too large, its head: the rest is passed over as it comes).
+    fn next(&mut self) -> io::Result<Option<Decoded>> {
+        let decoded = Packet::decode(&self.buf)
+            .map_err(|e| io::Error::new(ErrorKind::InvalidData, e.to_string()))?;
+        let Some((decoded, size)) = decoded else {
+            return Ok(None);
+        };
+        let taken = size.min(self.buf.len());
+        self.buf.drain(..taken);
+        self.skipping = size - taken;
+        Ok(Some(decoded))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mqtt::codec::MAX_INCOMING;
 
     #[test]
     fn the_outbox_keeps_the_newest_state_per_topic_and_a_bounded_tail_of_events() {
@@ -499,28 +535,59 @@ mod tests {
     }
 
     #[test]
-    fn a_packet_too_large_is_passed_over_and_the_next_one_read() {
-        let publish = |payload: Vec<u8>| {
-            Packet::Publish(Publish {
-                topic: "nvr/n/c/record/set".into(),
-                payload,
-                qos: 0,
-                retain: false,
-                dup: false,
-                packet_id: None,
-            })
+    fn packets_too_large_are_passed_over_however_they_follow_each_other() {
+        let publish = |topic: &str, size: usize, packet_id: Option<u16>| Publish {
+            topic: topic.into(),
+            payload: vec![7; size],
+            qos: u8::from(packet_id.is_some()),
+            retain: true,
+            dup: false,
+            packet_id,
         };
-        let mut bytes = publish(vec![7; 1 << 20]).encode();
-        bytes.extend(publish(b"ON".to_vec()).encode());
-        // Read in small pieces, as from a socket.
-        let mut stream = io::Cursor::new(bytes);
-        let mut reader = PacketReader::default();
-        let mut got = Vec::new();
-        while !reader.closed {
-            if let Some(packet) = reader.next(&mut stream).unwrap() {
-                got.push(packet);
+        let large = |topic: &str, size, packet_id| {
+            let packet = Packet::Publish(publish(topic, size, packet_id)).encode();
+            let passed = Decoded::TooLarge {
+                size: packet.len(),
+                topic: Some(topic.into()),
+                packet_id,
+            };
+            (packet, passed)
+        };
+        let fits = |topic: &str, size| {
+            let packet = Packet::Publish(publish(topic, size, None));
+            (packet.encode(), Decoded::Packet(packet))
+        };
+        let small = |topic| fits(topic, 2);
+        // As retained messages come on subscribing: one after the other,
+        // so that a skip ends inside a read and the next one starts there.
+        let table = [
+            vec![large("a/1", 1 << 20, None), small("a/2")],
+            vec![
+                large("b/1", 100_000, Some(1)),
+                large("b/2", 100_000, Some(2)),
+                small("b/3"),
+            ],
+            vec![
+                small("c/1"),
+                large("c/2", 70_000, None),
+                fits("c/3", 4090),
+                large("c/4", MAX_INCOMING, Some(3)),
+                small("c/5"),
+            ],
+        ];
+        for messages in table {
+            let (bytes, want): (Vec<Vec<u8>>, Vec<Decoded>) = messages.into_iter().unzip();
+            // Read 4 KiB at a time, as from a socket.
+            let mut stream = io::Cursor::new(bytes.concat());
+            let mut reader = PacketReader::default();
+            let mut got = Vec::new();
+            while !reader.closed {
+                reader.fill(&mut stream).unwrap();
+                while let Some(decoded) = reader.next().unwrap() {
+                    got.push(decoded);
+                }
             }
+            assert_eq!(got, want);
         }
-        assert_eq!(got, vec![publish(b"ON".to_vec())]);
     }
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use super::limit::shorten;
 use crate::event::{Event, format_timestamp};
 
 /// The event types Home Assistant's event entity offers: the kinds of event.
@@ -378,13 +379,17 @@ pub enum Incoming {
     CameraSeen(Uuid),
     /// Not for the node, or nothing to do (Home Assistant's will, echoes).
     Nothing,
-    /// A command the node refuses, and why (for a log line; never the payload).
+    /// A command the node refuses, and why (for a log line: the topic
+    /// shortened, never the payload).
     Refused(String),
 }
 
-pub fn incoming(names: &Names, topic: &str, payload: &[u8]) -> Incoming {
+/// What the message on `topic` asks; `retained`: the broker's kept copy,
+/// sent because the node subscribed (at each connect).
+pub fn incoming(names: &Names, topic: &str, payload: &[u8], retained: bool) -> Incoming {
     if topic == names.home_assistant_status() {
-        return if payload == b"online" {
+        // A kept birth says nothing new: the node sent everything as it connected.
+        return if payload == b"online" && !retained {
             Incoming::HomeAssistantOnline
         } else {
             Incoming::Nothing
@@ -402,7 +407,7 @@ pub fn incoming(names: &Names, topic: &str, payload: &[u8]) -> Incoming {
         return Incoming::Nothing;
     };
     let Ok(camera) = camera.parse::<Uuid>() else {
-        return Incoming::Refused(format!("{topic}: not a camera id"));
+        return Incoming::Refused(format!("{}: not a camera id", shorten(topic)));
     };
     let switch = match object {
         "online" if !payload.is_empty() => return Incoming::CameraSeen(camera),
@@ -410,12 +415,21 @@ pub fn incoming(names: &Names, topic: &str, payload: &[u8]) -> Incoming {
         "detect/set" => Switch::Detect,
         _ => return Incoming::Nothing,
     };
+    if retained {
+        // Stale: it was acted on when it was sent, and it would undo every
+        // change made since at each connect.
+        return Incoming::Refused(format!(
+            "{}: a retained command, which the broker sends again at each connect",
+            shorten(topic)
+        ));
+    }
     let on = match payload {
         b"ON" => true,
         b"OFF" => false,
         _ => {
             return Incoming::Refused(format!(
-                "{topic}: a {}-byte payload that is neither ON nor OFF",
+                "{}: a {}-byte payload that is neither ON nor OFF",
+                shorten(topic),
                 payload.len()
             ));
         }
@@ -576,19 +590,18 @@ mod tests {
         let names = names();
         let cam = Uuid::new_v4();
         let set = |object: &str| format!("nvr/n1/{cam}/{object}");
-        let table: [(String, &[u8], Incoming); 11] = [
-            (
-                set("record/set"),
-                b"ON",
-                Incoming::Set {
-                    camera: cam,
-                    switch: Switch::Record,
-                    on: true,
-                },
-            ),
+        let record_on = Incoming::Set {
+            camera: cam,
+            switch: Switch::Record,
+            on: true,
+        };
+        let long = format!("nvr/n1/{}\nforged/record/set", "x".repeat(200));
+        let table: [(String, &[u8], bool, Incoming); 16] = [
+            (set("record/set"), b"ON", false, record_on),
             (
                 set("detect/set"),
                 b"OFF",
+                false,
                 Incoming::Set {
                     camera: cam,
                     switch: Switch::Detect,
@@ -596,8 +609,18 @@ mod tests {
                 },
             ),
             (
+                set("record/set"),
+                b"ON",
+                true,
+                Incoming::Refused(format!(
+                    "{}: a retained command, which the broker sends again at each connect",
+                    set("record/set")
+                )),
+            ),
+            (
                 set("detect/set"),
                 b"on",
+                false,
                 Incoming::Refused(format!(
                     "{}: a 2-byte payload that is neither ON nor OFF",
                     set("detect/set")
@@ -606,6 +629,7 @@ mod tests {
             (
                 set("record/set"),
                 b"",
+                false,
                 Incoming::Refused(format!(
                     "{}: a 0-byte payload that is neither ON nor OFF",
                     set("record/set")
@@ -614,24 +638,56 @@ mod tests {
             (
                 "nvr/n1/not-a-uuid/record/set".into(),
                 b"ON",
+                false,
                 Incoming::Refused("nvr/n1/not-a-uuid/record/set: not a camera id".into()),
             ),
-            (set("online"), b"ON", Incoming::CameraSeen(cam)),
-            (set("online"), b"", Incoming::Nothing),
-            (set("record"), b"ON", Incoming::Nothing),
-            (format!("nvr/n2/{cam}/record/set"), b"ON", Incoming::Nothing),
+            (
+                long.clone(),
+                b"ON",
+                false,
+                Incoming::Refused(format!("{}: not a camera id", shorten(&long))),
+            ),
+            (set("online"), b"ON", false, Incoming::CameraSeen(cam)),
+            // What the node reads back on connect: its cameras' kept states.
+            (set("online"), b"ON", true, Incoming::CameraSeen(cam)),
+            (set("online"), b"", false, Incoming::Nothing),
+            (set("record"), b"ON", false, Incoming::Nothing),
+            (
+                format!("nvr/n2/{cam}/record/set"),
+                b"ON",
+                false,
+                Incoming::Nothing,
+            ),
             (
                 "homeassistant/status".into(),
                 b"online",
+                false,
                 Incoming::HomeAssistantOnline,
             ),
-            ("homeassistant/status".into(), b"offline", Incoming::Nothing),
+            (
+                "homeassistant/status".into(),
+                b"online",
+                true,
+                Incoming::Nothing,
+            ),
+            (
+                "homeassistant/status".into(),
+                b"offline",
+                false,
+                Incoming::Nothing,
+            ),
+            (
+                "homeassistant/status".into(),
+                b"offline",
+                true,
+                Incoming::Nothing,
+            ),
         ];
-        for (topic, payload, want) in table {
+        for (topic, payload, retained, want) in table {
             assert_eq!(
-                incoming(&names, &topic, payload),
+                incoming(&names, &topic, payload, retained),
                 want,
-                "{topic} {payload:?}"
+                "{topic:.80} {payload:?} retained {retained}"
             );
         }
     }

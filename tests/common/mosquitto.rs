@@ -25,7 +25,7 @@ use std::fs;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{self, JoinHandle};
@@ -249,6 +249,19 @@ impl Broker {
         }
     }
 
+    /// A `mosquitto_pub -l` on `topic` at QoS 1: each line given to
+    /// [`Lines::send`] is one message, sent as it comes (no new process each).
+    pub fn lines(&self, topic: &str) -> Lines {
+        let mut cmd = command("mosquitto_pub");
+        cmd.args(self.client_args(&self.user, &self.password))
+            .args(["-i", &client_id("lines"), "-q", "1", "-t", topic, "-l"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null());
+        let mut proc = Proc::spawn(cmd, Buf::default());
+        let stdin = proc.child.stdin.take().unwrap();
+        Lines { proc, stdin }
+    }
+
     /// Every retained message matching `filter`, sorted by topic. Empty retained payloads
     /// delete rather than store, so they never appear.
     pub fn retained(&self, filter: &str) -> Vec<(String, Vec<u8>)> {
@@ -368,6 +381,23 @@ impl Broker {
 impl Drop for Broker {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A running `mosquitto_pub -l`; killed on drop.
+pub struct Lines {
+    proc: Proc,
+    stdin: ChildStdin,
+}
+
+impl Lines {
+    /// Sends `payload` (one line: no newline in it; blank lines are not sent).
+    pub fn send(&mut self, payload: &str) {
+        assert!(!payload.contains('\n'), "one line: {payload:?}");
+        if let Err(e) = writeln!(self.stdin, "{payload}") {
+            let exited = self.proc.exited().unwrap_or_default();
+            panic!("{}: write: {e}\n{exited}", self.proc.cmd);
+        }
     }
 }
 
@@ -491,7 +521,8 @@ fn parse_line(line: &[u8]) -> Option<Seen> {
     })
 }
 
-/// A child with stdin closed and stderr drained on a thread; killed and reaped on drop.
+/// A child with stderr drained on a thread (stdin closed unless its command
+/// says otherwise); killed and reaped on drop.
 struct Proc {
     cmd: String,
     child: Child,
@@ -501,7 +532,7 @@ struct Proc {
 
 impl Proc {
     fn spawn(mut cmd: Command, stderr: Buf) -> Proc {
-        cmd.stdin(Stdio::null()).stderr(Stdio::piped());
+        cmd.stderr(Stdio::piped());
         let mut child = spawn(&mut cmd);
         let threads = vec![drain(child.stderr.take().unwrap(), stderr.clone())];
         Proc {
@@ -566,8 +597,11 @@ fn tool(name: &str) -> PathBuf {
         })
 }
 
+/// The tool's command, with stdin closed.
 fn command(name: &str) -> Command {
-    Command::new(tool(name))
+    let mut cmd = Command::new(tool(name));
+    cmd.stdin(Stdio::null());
+    cmd
 }
 
 fn spawn(cmd: &mut Command) -> Child {
