@@ -20,7 +20,8 @@ use crate::guard;
 use crate::reply::Reply;
 use crate::routes::{self, BodyKind};
 
-/// Requests handled at once; past this the node answers 503.
+/// Requests handled at once, each from when its body is in until its answer
+/// (a download's whole body) is sent; past this the node answers 503.
 pub const MAX_IN_FLIGHT: usize = 64;
 /// The longest URL accepted.
 pub const MAX_URL_BYTES: usize = 8 * 1024;
@@ -170,32 +171,37 @@ fn handle(app: &App, in_flight: &AtomicUsize, mut request: Request) {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         answer(app, in_flight, &mut request, &method, path, query)
     }));
-    let reply = match outcome {
-        Ok(Ok(reply)) => reply,
-        Ok(Err(error)) => Reply::error(&error),
+    let (reply, place) = match outcome {
+        Ok(Ok((reply, place))) => (reply, Some(place)),
+        Ok(Err(error)) => (Reply::error(&error), None),
         Err(_) => {
             log::error!("handler for {method} {path} panicked");
-            Reply::error(&Error::new(Kind::Internal, "internal error"))
+            let error = Error::new(Kind::Internal, "internal error");
+            (Reply::error(&error), None)
         }
     };
     let status = reply.status;
     if let Err(e) = request.respond(reply.into_response()) {
         log::debug!("{method} {path}: client went away: {e}");
     }
+    // Only now: a download holds its place for as long as its body streams.
+    drop(place);
     log::debug!("{method} {path} -> {status}");
 }
 
-/// Checks and reads the request, then hands it to its handler. The request
-/// counts as in flight only once its body is in, so clients sending slowly
-/// (for at most [`LIMITS`]'s 30 s) cannot take all the places.
-fn answer(
+/// Checks and reads the request, then hands it to its handler; returns the
+/// answer with the request's place among those in flight, to be held until
+/// the answer is sent. The request counts as in flight only once its body is
+/// in, so clients sending slowly (for at most [`LIMITS`]'s 30 s) cannot take
+/// all the places.
+fn answer<'a>(
     app: &App,
-    in_flight: &AtomicUsize,
+    in_flight: &'a AtomicUsize,
     request: &mut Request,
     method: &str,
     path: &str,
     query: &str,
-) -> Result<Reply, Error> {
+) -> Result<(Reply, InFlight<'a>), Error> {
     if request.url().len() > MAX_URL_BYTES {
         return Err(Error::new(Kind::UriTooLong, "the URL is longer than 8 KiB"));
     }
@@ -220,14 +226,15 @@ fn answer(
     };
     let peer = request.remote_addr().map(|a| a.ip());
     let range = header(request, "Range").map(str::to_owned);
-    let _in_flight = InFlight::take(in_flight)?;
+    let place = InFlight::take(in_flight)?;
     let call = api::Call {
         query,
         body,
         peer,
         range,
     };
-    api::dispatch(app, route, call)
+    let reply = api::dispatch(app, route, call).unwrap_or_else(|error| Reply::error(&error));
+    Ok((reply, place))
 }
 
 /// Reads a body of `kind`: a declared size over the limit, or the wrong

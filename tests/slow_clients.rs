@@ -295,3 +295,108 @@ fn five_hundred_keep_alive_clients_get_answers_or_503() {
         started.elapsed()
     );
 }
+
+/// Requests the node handles at once (`MAX_IN_FLIGHT`).
+const MAX_IN_FLIGHT: usize = 64;
+
+/// A request for `path` whose client reads the answer's head and then
+/// reads no more until told to, so the node's send of the body waits.
+struct SlowReader {
+    stream: TcpStream,
+    head: String,
+}
+
+impl SlowReader {
+    fn start(port: u16, path: &str) -> SlowReader {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut head = vec![0; 1024];
+        let n = stream.read(&mut head).unwrap_or(0);
+        head.truncate(n);
+        let head = String::from_utf8_lossy(&head).into_owned();
+        SlowReader { stream, head }
+    }
+
+    /// Reads the rest of the answer; returns how many bytes that was.
+    fn finish(mut self) -> usize {
+        let mut rest = Vec::new();
+        let _ = self.stream.read_to_end(&mut rest);
+        rest.len()
+    }
+}
+
+#[test]
+fn a_download_keeps_its_place_among_the_64_in_flight_until_its_body_ends() {
+    let dir = TempDir::new("slow-downloads");
+    let node = start_node(&dir, &[("LOG_LEVEL", "info")]);
+    let camera = node.add_camera(serde_json::json!({
+        "name": "Door", "rtspUrl": format!("rtsp://127.0.0.1:{}/x", closed_port()),
+    }));
+    // A clip far larger than what the sockets between a reader and the node
+    // hold (a sparse file: no disk), so a reader that stops keeps its
+    // download going.
+    const CLIP_BYTES: u64 = 32 << 20;
+    std::fs::create_dir_all(dir.path().join("clips")).unwrap();
+    let clip = std::fs::File::create(dir.path().join("clips/big.mp4")).unwrap();
+    clip.set_len(CLIP_BYTES).unwrap();
+    let body = serde_json::json!({
+        "cameraId": camera["id"], "kind": "person", "score": 0.9,
+        "startedAt": "2026-11-22T10:00:00.000Z", "endedAt": "2026-11-22T10:00:01.000Z",
+        "clipPath": "clips/big.mp4",
+    });
+    let event = node.post_json("/api/events", &body.to_string());
+    assert_eq!(event.status, 201, "{event}");
+    let clip_url = event.json()["clipUrl"].as_str().unwrap().to_owned();
+
+    let port = node.port;
+    let readers: Vec<SlowReader> = (0..MAX_IN_FLIGHT)
+        .map(|_| {
+            std::thread::spawn({
+                let clip_url = clip_url.clone();
+                move || SlowReader::start(port, &clip_url)
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|reader| reader.join().unwrap())
+        .collect();
+    for reader in &readers {
+        assert!(
+            reader.head.starts_with("HTTP/1.1 200 "),
+            "a download was answered {:?}",
+            reader.head
+        );
+    }
+    for path in ["/api/status", clip_url.as_str()] {
+        let busy = node.get(path);
+        assert_eq!(
+            busy.status, 503,
+            "{path} beside {MAX_IN_FLIGHT} downloads in flight: {busy}"
+        );
+        assert_eq!(busy.header("Retry-After"), Some("1"), "{busy}");
+    }
+    let started = Instant::now();
+    let finished: Vec<_> = readers
+        .into_iter()
+        .map(|reader| std::thread::spawn(move || reader.finish()))
+        .collect();
+    for reader in finished {
+        let read = reader.join().unwrap() as u64;
+        assert!(
+            read + 1024 >= CLIP_BYTES,
+            "a download ended after {read} bytes"
+        );
+    }
+    eprintln!(
+        "{MAX_IN_FLIGHT} downloads of {} MiB read to their end in {:?}",
+        CLIP_BYTES >> 20,
+        started.elapsed()
+    );
+    let status = node.get("/api/status");
+    assert_eq!(status.status, 200, "once the downloads ended: {status}");
+}
