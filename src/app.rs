@@ -2,7 +2,6 @@
 //! relay client, the recordings and the live state kept in memory.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
@@ -30,7 +29,6 @@ use crate::store::{self, Store};
 
 pub struct App {
     pub node_name: String,
-    pub data_dir: PathBuf,
     pub host_name: String,
     pub allowed_hosts: Vec<String>,
     pub prober: Prober,
@@ -96,7 +94,6 @@ impl App {
         );
         App {
             node_name: config.node_name.clone(),
-            data_dir: config.data_dir.clone(),
             host_name: config.host_name.clone(),
             allowed_hosts: config.allowed_hosts.clone(),
             prober,

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use crate::clock::now_ms;
+use crate::data_file;
 use crate::db::{Db, lock};
 use crate::error::Error;
 use crate::event::CLIP_MARGIN_MS;
@@ -144,9 +145,18 @@ impl Clips {
     }
 
     /// An event's file (a clip or a thumbnail, relative to the data folder),
-    /// open, with its length.
+    /// open, with its length: a regular file under `clips/`, reached through
+    /// no symbolic link (see `data_file`), or an error that
+    /// `data_file::is_absent` calls absent.
     pub fn open(&self, file: &str) -> io::Result<(File, u64)> {
-        let file = File::open(self.inner.data_dir.join(file))?;
+        let file = Path::new(file);
+        if !file.starts_with("clips") {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "events' files are under clips/",
+            ));
+        }
+        let file = data_file::open_regular(&self.inner.data_dir, file)?;
         let len = file.metadata()?.len();
         Ok((file, len))
     }

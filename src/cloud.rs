@@ -179,17 +179,17 @@ impl Client {
         Ok(answer.interval.map_or(DEFAULT_HEARTBEAT, seconds))
     }
 
-    /// `PUT /v1/nodes/{id}/clips/{eventId}` with the clip file as the body.
+    /// `PUT /v1/nodes/{id}/clips/{eventId}` with the clip `name`, opened as
+    /// `body` (by `Clips::open`, which follows no link), as the body.
     pub fn upload_clip(
         &self,
         identity: &Identity,
         event: uuid::Uuid,
-        file: &Path,
+        name: &str,
+        body: std::fs::File,
     ) -> Result<(), CloudError> {
-        let body = std::fs::File::open(file)
-            .map_err(|_| CloudError::Protocol("the clip file cannot be read"))?;
         let url = format!("{}/v1/nodes/{}/clips/{event}", self.base, identity.node_id);
-        let content_type = match file.extension().and_then(|e| e.to_str()) {
+        let content_type = match Path::new(name).extension().and_then(|e| e.to_str()) {
             Some("mp4") => "video/mp4",
             _ => "application/octet-stream",
         };

@@ -1,5 +1,7 @@
 //! Detection events as stored: what a camera saw, when, and where its clip is.
 
+use std::path::{Component, Path};
+
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -73,7 +75,7 @@ mod tests {
             "cameraId": Uuid::new_v4().to_string(), "kind": "motion", "score": 0.5,
             "startedAt": "2026-11-22T10:04:05.123Z", "endedAt": "2026-11-22T10:04:06.123Z",
         });
-        let table: [(&str, serde_json::Value, &str); 16] = [
+        let table: [(&str, serde_json::Value, &str); 24] = [
             ("cameraId", serde_json::Value::Null, "cameraId is required"),
             ("cameraId", "cam-1".into(), "cameraId must be a camera id"),
             (
@@ -105,22 +107,62 @@ mod tests {
             (
                 "clipPath",
                 "/etc/passwd".into(),
-                "clipPath must be a file path relative to DATA_DIR",
+                "clipPath must name an .mp4 file below clips/",
             ),
             (
                 "clipPath",
                 "../nvr-node.db".into(),
-                "clipPath must be a file path relative to DATA_DIR",
+                "clipPath must name an .mp4 file below clips/",
             ),
             (
                 "clipPath",
-                "clips/../../x".into(),
-                "clipPath must be a file path relative to DATA_DIR",
+                "clips/../../x.mp4".into(),
+                "clipPath must name an .mp4 file below clips/",
             ),
             (
                 "clipPath",
                 "".into(),
-                "clipPath must be a file path relative to DATA_DIR",
+                "clipPath must name an .mp4 file below clips/",
+            ),
+            (
+                "clipPath",
+                "nvr-node.db".into(),
+                "clipPath must name an .mp4 file below clips/",
+            ),
+            (
+                "clipPath",
+                "clips/a.avi".into(),
+                "clipPath must name an .mp4 file below clips/",
+            ),
+            (
+                "clipPath",
+                "clips.mp4".into(),
+                "clipPath must name an .mp4 file below clips/",
+            ),
+            (
+                "clipPath",
+                "clips/.mp4".into(),
+                "clipPath must name an .mp4 file below clips/",
+            ),
+            (
+                "clipPath",
+                "clips".into(),
+                "clipPath must name an .mp4 file below clips/",
+            ),
+            (
+                "clipPath",
+                "./clips/a.mp4".into(),
+                "clipPath must name an .mp4 file below clips/",
+            ),
+            (
+                "clipPath",
+                "clips/a.MP4".into(),
+                "clipPath must name an .mp4 file below clips/",
+            ),
+            (
+                "clipPath",
+                "elsewhere/a.mp4".into(),
+                "clipPath must name an .mp4 file below clips/",
             ),
         ];
         for (field, value, message) in table {
@@ -153,7 +195,7 @@ pub struct NewEvent {
     pub score: f64,
     pub started_at_ms: i64,
     pub ended_at_ms: i64,
-    /// Relative to `DATA_DIR`, without `..`.
+    /// An `.mp4` below `clips/`, relative to `DATA_DIR`, without `..`.
     pub clip_path: Option<String>,
 }
 
@@ -218,17 +260,20 @@ pub fn parse_timestamp(field: &str, text: &str) -> Result<i64, Error> {
     i64::try_from(since_epoch.as_millis()).map_err(|_| bad())
 }
 
-/// A clip path relative to the data folder that cannot leave it.
+/// A clip path a detector on this machine may give: an `.mp4` below
+/// `clips/` in the data folder, named without `..` (the file itself is
+/// opened, links refused, when the event is taken, served and uploaded).
 fn checked_clip_path(path: &str) -> Result<String, Error> {
-    let bad =
-        || Error::bad_request("clipPath must be a file path relative to DATA_DIR, without ..");
-    if path.is_empty() || path.len() > 1024 || path.chars().any(char::is_control) {
+    let bad = || {
+        Error::bad_request("clipPath must name an .mp4 file below clips/ in DATA_DIR, without ..")
+    };
+    if path.len() > 1024 || path.chars().any(char::is_control) {
         return Err(bad());
     }
-    let inside = std::path::Path::new(path)
-        .components()
-        .all(|c| matches!(c, std::path::Component::Normal(_)));
-    if inside {
+    let mut components = Path::new(path).components();
+    let under_clips = components.next() == Some(Component::Normal("clips".as_ref()))
+        && components.all(|c| matches!(c, Component::Normal(_)));
+    if under_clips && Path::new(path).extension().is_some_and(|e| e == "mp4") {
         Ok(path.to_owned())
     } else {
         Err(bad())

@@ -20,7 +20,8 @@ use crate::guard;
 use crate::reply::Reply;
 use crate::routes::{self, BodyKind};
 
-/// Requests handled at once; past this the node answers 503.
+/// Requests handled at once, each from when its body is in until its answer
+/// (a download's whole body) is sent; past this the node answers 503.
 pub const MAX_IN_FLIGHT: usize = 64;
 /// The longest URL accepted.
 pub const MAX_URL_BYTES: usize = 8 * 1024;
@@ -34,15 +35,25 @@ const LISTEN_BACKLOG: libc::c_int = 1024;
 /// How long a client may leave a response unread.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Connections served at once, each on a thread of its own; past this a new
+/// connection is answered 503 (`Retry-After: 1`) and closed. A connection's
+/// thread holds 20-30 KiB resident (measured) besides the kernel's stack,
+/// and 2 MiB of address space for its stack: 512 of them are about 25 MiB
+/// of a 512 MiB board and 1.3 GiB of a 32-bit board's 3 GiB. Their 1,024
+/// descriptors are made room for by [`allow_open_files`].
+pub const MAX_CONNECTIONS: usize = 512;
+
 /// What one connection may make the node wait for or hold: 30 s to send each
 /// request (so silent, dribbling and idle keep-alive clients are let go), and
-/// a head of at most 100 lines and 32 KiB, no line longer than a maximal URL.
-/// (tiny_http is patched for these: see vendor/tiny_http/PATCHES.md.)
+/// a head of at most 100 lines and 32 KiB, no line longer than a maximal URL;
+/// and what all of them may: [`MAX_CONNECTIONS`] threads. (tiny_http is
+/// patched for these: see vendor/tiny_http/PATCHES.md.)
 pub const LIMITS: Limits = Limits {
     request_timeout: Some(Duration::from_secs(30)),
     max_line_bytes: MAX_URL_BYTES + 32,
     max_head_bytes: 32 * 1024,
     max_headers: 100,
+    max_connection_threads: MAX_CONNECTIONS,
 };
 
 /// Binds `address`:`port` with options that Linux passes on to every accepted
@@ -94,6 +105,45 @@ fn set_option<T>(
     }
 }
 
+/// Open files the node asks for: each connection takes two descriptors
+/// (tiny_http reads and writes through one each), so [`MAX_CONNECTIONS`]
+/// need 1,024 besides those of the database, the recordings and ffmpeg,
+/// while the usual soft limit is 1,024 (its hard limit 4,096, or 524,288
+/// under systemd). No more than this, for children that close every
+/// descriptor up to the limit.
+const OPEN_FILES: libc::rlim_t = 4096;
+
+/// Raises the soft limit of open files towards [`OPEN_FILES`], as far as the
+/// hard limit allows; says so when that leaves too few for
+/// [`MAX_CONNECTIONS`] (the node then runs out, and exits to be restarted,
+/// before it answers 503).
+fn allow_open_files() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit with a valid struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return;
+        }
+        let wanted = OPEN_FILES.min(limit.rlim_max);
+        if limit.rlim_cur < wanted {
+            limit.rlim_cur = wanted;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+            }
+        }
+    }
+    let needed = 2 * MAX_CONNECTIONS as libc::rlim_t + 256;
+    if limit.rlim_cur < needed {
+        log::warn!(
+            "open files are limited to {} (ulimit -n); {MAX_CONNECTIONS} connections need about {needed}",
+            limit.rlim_cur
+        );
+    }
+}
+
 /// How long requests in flight may take to finish after a stop.
 const DRAIN: Duration = Duration::from_secs(5);
 /// How often the serving loop looks at the stop flag.
@@ -109,6 +159,7 @@ pub fn serve(
     stop: &AtomicBool,
     on_stop: impl FnOnce(),
 ) -> io::Result<()> {
+    allow_open_files();
     let in_flight = Arc::new(AtomicUsize::new(0));
     let stopping = Arc::new(AtomicBool::new(false));
     let handler = {
@@ -170,32 +221,37 @@ fn handle(app: &App, in_flight: &AtomicUsize, mut request: Request) {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         answer(app, in_flight, &mut request, &method, path, query)
     }));
-    let reply = match outcome {
-        Ok(Ok(reply)) => reply,
-        Ok(Err(error)) => Reply::error(&error),
+    let (reply, place) = match outcome {
+        Ok(Ok((reply, place))) => (reply, Some(place)),
+        Ok(Err(error)) => (Reply::error(&error), None),
         Err(_) => {
             log::error!("handler for {method} {path} panicked");
-            Reply::error(&Error::new(Kind::Internal, "internal error"))
+            let error = Error::new(Kind::Internal, "internal error");
+            (Reply::error(&error), None)
         }
     };
     let status = reply.status;
     if let Err(e) = request.respond(reply.into_response()) {
         log::debug!("{method} {path}: client went away: {e}");
     }
+    // Only now: a download holds its place for as long as its body streams.
+    drop(place);
     log::debug!("{method} {path} -> {status}");
 }
 
-/// Checks and reads the request, then hands it to its handler. The request
-/// counts as in flight only once its body is in, so clients sending slowly
-/// (for at most [`LIMITS`]'s 30 s) cannot take all the places.
-fn answer(
+/// Checks and reads the request, then hands it to its handler; returns the
+/// answer with the request's place among those in flight, to be held until
+/// the answer is sent. The request counts as in flight only once its body is
+/// in, so clients sending slowly (for at most [`LIMITS`]'s 30 s) cannot take
+/// all the places.
+fn answer<'a>(
     app: &App,
-    in_flight: &AtomicUsize,
+    in_flight: &'a AtomicUsize,
     request: &mut Request,
     method: &str,
     path: &str,
     query: &str,
-) -> Result<Reply, Error> {
+) -> Result<(Reply, InFlight<'a>), Error> {
     if request.url().len() > MAX_URL_BYTES {
         return Err(Error::new(Kind::UriTooLong, "the URL is longer than 8 KiB"));
     }
@@ -220,14 +276,15 @@ fn answer(
     };
     let peer = request.remote_addr().map(|a| a.ip());
     let range = header(request, "Range").map(str::to_owned);
-    let _in_flight = InFlight::take(in_flight)?;
+    let place = InFlight::take(in_flight)?;
     let call = api::Call {
         query,
         body,
         peer,
         range,
     };
-    api::dispatch(app, route, call)
+    let reply = api::dispatch(app, route, call).unwrap_or_else(|error| Reply::error(&error));
+    Ok((reply, place))
 }
 
 /// Reads a body of `kind`: a declared size over the limit, or the wrong

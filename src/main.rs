@@ -10,6 +10,7 @@ mod clock;
 mod cloud;
 
 mod config;
+mod data_file;
 mod db;
 mod error;
 mod event;

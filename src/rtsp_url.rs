@@ -200,20 +200,80 @@ pub fn rtsp_endpoint(url: &str) -> Option<(String, u16, bool)> {
     (!host.is_empty()).then(|| (host.to_owned(), port, tls))
 }
 
-/// The URL without its user name and password.
+/// The URL without its user name and password, its path and query as they
+/// are (what the camera itself is sent).
 pub fn without_userinfo(url: &str) -> String {
-    redact(url).replacen("://***@", "://", 1)
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match authority(rest).rsplit_once('@') {
+        Some((userinfo, _)) => format!("{scheme}://{}", &rest[userinfo.len() + 1..]),
+        None => url.to_owned(),
+    }
 }
 
-/// A URL fit for a log line: user name and password replaced by `***`.
+/// Parameter names whose values are secrets, compared ignoring case: what
+/// cameras put in a path (`/user=admin&password=...&channel=1`) or a query
+/// (`?usr=admin&pwd=...`).
+const SECRET_PARAMETERS: [&str; 8] = [
+    "password", "passwd", "pass", "pwd", "psw", "loginpas", "secret", "token",
+];
+
+/// A URL fit for a log line: user name and password replaced by `***`, and
+/// so is the value of each secret parameter (see [`SECRET_PARAMETERS`]).
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return "***".to_owned();
     };
-    match authority(rest).rsplit_once('@') {
-        Some((userinfo, _)) => format!("{scheme}://***{}", &rest[userinfo.len()..]),
-        None => url.to_owned(),
+    let authority = authority(rest);
+    let host = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("***@{host}"),
+        None => authority.to_owned(),
+    };
+    format!(
+        "{scheme}://{host}{}",
+        redact_parameters(&rest[authority.len()..])
+    )
+}
+
+/// `path_and_query` with each secret parameter's value replaced by `***`.
+/// A parameter starts anywhere a secret name and `=` follow something other
+/// than a letter or digit (so `_` separates too, as in
+/// `/user=admin_password=..._channel=1`, and `bypass=` is no `pass=`). Its
+/// value runs to the next `&` or `;`, and in the path also to `/` or `?`;
+/// in the query `/` and `?` are part of it.
+fn redact_parameters(path_and_query: &str) -> String {
+    let bytes = path_and_query.as_bytes();
+    let query_start = path_and_query.find('?').unwrap_or(bytes.len());
+    let mut redacted = String::with_capacity(path_and_query.len());
+    let (mut copied, mut i) = (0, 0);
+    while i < bytes.len() {
+        let starts_name = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        let secret = SECRET_PARAMETERS.iter().find(|name| {
+            let end = i + name.len();
+            starts_name
+                && bytes.get(end) == Some(&b'=')
+                && bytes[i..end].eq_ignore_ascii_case(name.as_bytes())
+        });
+        let Some(name) = secret else {
+            i += 1;
+            continue;
+        };
+        let value = i + name.len() + 1;
+        let end = (value..bytes.len())
+            .find(|&j| match bytes[j] {
+                b'&' | b';' => true,
+                // In the path, up to the `?` that starts the query.
+                b'/' | b'?' => j <= query_start,
+                _ => false,
+            })
+            .unwrap_or(bytes.len());
+        redacted.push_str(&path_and_query[copied..value]);
+        redacted.push_str("***");
+        (copied, i) = (end, end);
     }
+    redacted.push_str(&path_and_query[copied..]);
+    redacted
 }
 
 #[cfg(test)]
@@ -332,6 +392,53 @@ mod tests {
             ("rtsp://cam/x?u=a@b", "rtsp://cam/x?u=a@b"),
             ("rtsp://cam:554/x", "rtsp://cam:554/x"),
             ("no-scheme:secret@host", "***"),
+            // Parameters in the path, separated by &, ; or /, up to a ?.
+            (
+                "rtsp://cam/user=admin&password=s3cret&channel=1",
+                "rtsp://cam/user=admin&password=***&channel=1",
+            ),
+            (
+                "rtsp://cam/pwd=s3cret;channel=1",
+                "rtsp://cam/pwd=***;channel=1",
+            ),
+            (
+                "rtsp://cam/password=s3cret/stream1",
+                "rtsp://cam/password=***/stream1",
+            ),
+            (
+                "rtsp://cam/pass=s3cret?channel=1",
+                "rtsp://cam/pass=***?channel=1",
+            ),
+            (
+                "rtsp://cam/user=admin_password=s3cret_channel=1_stream=0.sdp?real_stream",
+                "rtsp://cam/user=admin_password=***?real_stream",
+            ),
+            // Parameters in the query, separated by & or ;, any case.
+            (
+                "rtsp://cam:554/x?user=admin&PassWord=s3cret",
+                "rtsp://cam:554/x?user=admin&PassWord=***",
+            ),
+            (
+                "rtsp://cam/x?PASSWD=s3/cr?et;c=1&psw=s3cret&loginpas=s3cret",
+                "rtsp://cam/x?PASSWD=***;c=1&psw=***&loginpas=***",
+            ),
+            (
+                "rtsp://cam/x?token=s3cret&secret=s3cret",
+                "rtsp://cam/x?token=***&secret=***",
+            ),
+            ("rtsp://cam/x?pwd=", "rtsp://cam/x?pwd=***"),
+            ("rtsp://cam/x?pwd=a=b&c=d", "rtsp://cam/x?pwd=***&c=d"),
+            // Both user info and parameters; a parameter again.
+            (
+                "rtsp://admin:s3cret@cam/x?pwd=s3cret&pwd=s3cret",
+                "rtsp://***@cam/x?pwd=***&pwd=***",
+            ),
+            // Names that merely contain a secret name are not secrets.
+            (
+                "rtsp://cam/bypass=1?compass=n&passes=2&password2=x",
+                "rtsp://cam/bypass=1?compass=n&passes=2&password2=x",
+            ),
+            ("rtsp://cam/x?pass", "rtsp://cam/x?pass"),
         ];
         for (url, want) in table {
             assert_eq!(redact(url), want, "{url}");

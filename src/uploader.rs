@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::app::App;
 use crate::cloud::{Client, CloudError};
+use crate::data_file::is_absent;
 use crate::link_state::LinkState;
 
 /// How often to look for work while there is none.
@@ -41,12 +42,19 @@ fn upload_next(app: &App, client: &Client) -> Duration {
     let Ok(Some((id, clip))) = next else {
         return IDLE;
     };
-    let file = app.data_dir.join(&clip);
-    let result = client.upload_clip(&identity, id, &file);
+    let (result, absent) = match app.clips.open(&clip) {
+        Ok((file, _)) => (client.upload_clip(&identity, id, &clip, file), false),
+        Err(e) => {
+            log::warn!("event {id}: its clip cannot be opened: {e}");
+            let unreadable = CloudError::Protocol("the clip file cannot be read");
+            (Err(unreadable), is_absent(&e))
+        }
+    };
     let outcome = app.db(|s| match result {
         Ok(()) => s.move_clip(id, "uploading", "uploaded"),
-        // The file is gone: the event has no clip any more, and stays local.
-        Err(CloudError::Protocol(_)) if !file.is_file() => s.forget_clip(id),
+        // Gone, or no longer a regular file reached through no link: the
+        // event has no clip any more, and stays local.
+        Err(_) if absent => s.forget_clip(id),
         Err(_) => s.move_clip(id, "uploading", "local"),
     });
     match (result, outcome) {
@@ -54,6 +62,8 @@ fn upload_next(app: &App, client: &Client) -> Duration {
             log::info!("uploaded the clip of event {id}");
             Duration::ZERO
         }
+        // Nothing to upload: on to the next at once.
+        (Err(_), Ok(_)) if absent => Duration::ZERO,
         (Err(e), _) => {
             log::warn!("uploading the clip of event {id} failed: {e:?}");
             RETRY

@@ -316,3 +316,79 @@ fn clips_are_uploaded_while_online() {
         "oldest first: {order:?}"
     );
 }
+
+#[test]
+fn a_clip_replaced_by_a_link_after_its_event_was_taken_is_not_uploaded() {
+    let cloud = Cloud::start();
+    let dir = TempDir::new("cloud-clip-links");
+    let data = dir.path();
+    for folder in ["clips/cam", "clips/folder", "elsewhere"] {
+        std::fs::create_dir_all(data.join(folder)).unwrap();
+    }
+    for clip in [
+        "clips/cam/a.mp4",
+        "clips/folder/b.mp4",
+        "clips/cam/good.mp4",
+    ] {
+        std::fs::write(data.join(clip), b"a clip the detector cut").unwrap();
+    }
+    let node = start(data, &cloud);
+    let camera = node.add_camera(
+        json!({ "name": "Door", "rtspUrl": format!("rtsp://127.0.0.1:{}/x", closed_port()) }),
+    );
+    let add = |start: &str, clip: &str| {
+        let body = json!({
+            "cameraId": camera["id"], "kind": "person", "score": 0.9,
+            "startedAt": start, "endedAt": start, "clipPath": clip,
+        });
+        let response = node.post_json("/api/events", &body.to_string());
+        assert_eq!(response.status, 201, "{response}");
+        response.json()["id"].as_str().unwrap().to_owned()
+    };
+    // Oldest first: the two links are tried before the good clip.
+    let linked = add("2026-11-22T10:00:00.000Z", "clips/cam/a.mp4");
+    let in_linked_folder = add("2026-11-22T10:01:00.000Z", "clips/folder/b.mp4");
+    let good = add("2026-11-22T10:02:00.000Z", "clips/cam/good.mp4");
+    // After the events were taken: a link to the database, and a linked
+    // folder holding a copy of it under the clip's name.
+    std::fs::remove_file(data.join("clips/cam/a.mp4")).unwrap();
+    std::os::unix::fs::symlink("../../nvr-node.db", data.join("clips/cam/a.mp4")).unwrap();
+    std::fs::copy(data.join("nvr-node.db"), data.join("elsewhere/b.mp4")).unwrap();
+    std::fs::remove_dir_all(data.join("clips/folder")).unwrap();
+    std::os::unix::fs::symlink("../elsewhere", data.join("clips/folder")).unwrap();
+
+    watch_until(&node, Duration::from_secs(10), state_is("unclaimed"));
+    cloud.claim(status(&node)["nodeId"].as_str().unwrap());
+    assert!(
+        wait_for(Duration::from_secs(20), || cloud.clip(&good).is_some()),
+        "the good clip was never uploaded"
+    );
+    assert_eq!(
+        cloud.clip(&good).as_deref(),
+        Some(&b"a clip the detector cut"[..])
+    );
+    for (id, what) in [(&linked, "a link"), (&in_linked_folder, "a linked folder")] {
+        let uploaded = cloud.clip(id);
+        assert!(
+            !uploaded
+                .as_deref()
+                .unwrap_or_default()
+                .starts_with(b"SQLite format 3"),
+            "the database was uploaded through {what}"
+        );
+        assert_eq!(uploaded, None, "a clip was uploaded through {what}");
+        let events = node.get("/api/events").json();
+        let event = events
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id.as_str())
+            .unwrap()
+            .clone();
+        assert_eq!(
+            (&event["clipStatus"], &event["clipUrl"]),
+            (&json!("local"), &Value::Null),
+            "the event behind {what} has no clip any more: {event}"
+        );
+    }
+}

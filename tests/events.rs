@@ -76,7 +76,7 @@ fn events_are_added_and_listed() {
                 e
             },
             400,
-            "clipPath names no file",
+            "clipPath names no regular file",
         ),
         (
             {
@@ -85,7 +85,7 @@ fn events_are_added_and_listed() {
                 e
             },
             400,
-            "clipPath must be a file path",
+            "clipPath must name an .mp4 file below clips/",
         ),
     ];
     for (body, status, message) in bad {
@@ -149,6 +149,99 @@ fn retention_drops_the_oldest_with_their_clips_and_cameras_take_theirs() {
             !dir.path().join(format!("clips/{minute}.mp4")).exists(),
             "clip {minute} left behind"
         );
+    }
+}
+
+/// Posts an event of `camera` with `clip` as its clipPath.
+fn post_with_clip(node: &Node, camera: &str, clip: &str) -> common::Response {
+    let mut body = event(camera, 1);
+    body["clipPath"] = json!(clip);
+    node.post_json("/api/events", &body.to_string())
+}
+
+/// The first bytes of every SQLite database file.
+const SQLITE_HEADER: &[u8] = b"SQLite format 3";
+
+#[test]
+fn a_clip_path_that_is_not_an_mp4_below_clips_is_refused_naming_the_field() {
+    let dir = TempDir::new("events-clip-db");
+    let node = node(dir.path(), &[]);
+    let camera = camera(&node);
+    std::fs::create_dir_all(dir.path().join("clips/cam")).unwrap();
+    // A link to the database, there before the event is posted.
+    std::os::unix::fs::symlink("../../nvr-node.db", dir.path().join("clips/cam/db.mp4")).unwrap();
+    for clip in [
+        "nvr-node.db",
+        "nvr-node.db-wal",
+        "clips/../nvr-node.db",
+        "clips/cam/db.mp4",
+    ] {
+        let response = post_with_clip(&node, &camera, clip);
+        assert_eq!(response.status, 400, "{clip}: {response}");
+        assert!(
+            response.error().starts_with("clipPath "),
+            "{clip}: {response}"
+        );
+    }
+    let events = node.get("/api/events").json();
+    assert_eq!(events, json!([]), "nothing was added");
+}
+
+#[test]
+fn a_clip_replaced_by_a_link_after_its_event_was_taken_is_not_served() {
+    let dir = TempDir::new("events-clip-link");
+    let node = node(dir.path(), &[]);
+    let camera = camera(&node);
+    let data = dir.path();
+    std::fs::create_dir_all(data.join("clips/cam")).unwrap();
+    std::fs::create_dir_all(data.join("clips/folder")).unwrap();
+    std::fs::create_dir_all(data.join("elsewhere")).unwrap();
+    for clip in [
+        "clips/cam/good.mp4",
+        "clips/cam/a.mp4",
+        "clips/folder/b.mp4",
+    ] {
+        std::fs::write(data.join(clip), b"a clip the detector cut").unwrap();
+    }
+    let mut clip_urls = Vec::new();
+    for clip in [
+        "clips/cam/good.mp4",
+        "clips/cam/a.mp4",
+        "clips/folder/b.mp4",
+    ] {
+        let response = post_with_clip(&node, &camera, clip);
+        assert_eq!(response.status, 201, "{clip}: {response}");
+        clip_urls.push(response.json()["clipUrl"].as_str().unwrap().to_owned());
+    }
+    // After the events were taken: the clip becomes a link to the database,
+    // and the folder of the other becomes a link to a folder holding a copy
+    // of the database under the clip's name.
+    std::fs::remove_file(data.join("clips/cam/a.mp4")).unwrap();
+    std::os::unix::fs::symlink("../../nvr-node.db", data.join("clips/cam/a.mp4")).unwrap();
+    std::fs::copy(data.join("nvr-node.db"), data.join("elsewhere/b.mp4")).unwrap();
+    std::fs::remove_dir_all(data.join("clips/folder")).unwrap();
+    std::os::unix::fs::symlink("../elsewhere", data.join("clips/folder")).unwrap();
+    assert!(
+        std::fs::read(data.join("clips/cam/a.mp4"))
+            .unwrap()
+            .starts_with(SQLITE_HEADER),
+        "the link leads to the database"
+    );
+
+    let good = node.get(&clip_urls[0]);
+    assert_eq!(good.status, 200, "{good}");
+    assert_eq!(good.body, b"a clip the detector cut");
+    for (url, what) in [
+        (&clip_urls[1], "a link"),
+        (&clip_urls[2], "a linked folder"),
+    ] {
+        let served = node.get(url);
+        assert!(
+            !served.body.starts_with(SQLITE_HEADER),
+            "the database was served through {what}"
+        );
+        assert_eq!(served.status, 404, "{what}: {served}");
+        assert_eq!(served.error(), "the file of this event is gone");
     }
 }
 

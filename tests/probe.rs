@@ -315,6 +315,50 @@ fn passwords_never_leave_the_node() {
 }
 
 #[test]
+fn passwords_in_query_and_path_parameters_never_leave_the_node() {
+    let camera = Camera::start();
+    // The relay stand-in, so that the node logs each stream it registers.
+    let relay = common::relay::Relay::start();
+    let dir = TempDir::new("probe-parameters");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    // The camera ignores a query; a cheap camera's path with parameters is
+    // no path it knows, so that one's probes fail and are logged.
+    let in_query = camera.url(
+        "",
+        &format!("/main?user=admin&password={}", common::password("query")),
+    );
+    let in_path = camera.url(
+        "",
+        &format!(
+            "/user=admin&password={}&channel=1",
+            common::password("path")
+        ),
+    );
+    let query = node.add_camera(json!({ "name": "Query", "rtspUrl": in_query }));
+    assert_eq!(query["capabilities"]["videoCodec"], "h264", "{query}");
+    let path = node.add_camera(json!({ "name": "Path", "rtspUrl": in_path }));
+    assert_eq!(path["capabilities"], json!({}), "{path}");
+    let (response, _) = probe(&node, &path["id"]);
+    assert_eq!(response.status, 502, "{response}");
+    assert!(
+        common::wait_for(Duration::from_secs(10), || relay.streams().len() == 2),
+        "the relay never got both streams: {:?}",
+        relay.streams().keys()
+    );
+    node.get("/api/cameras");
+    node.get("/api/status");
+    // The harness sweeps every answer above and, when the node stops, its
+    // log for the passwords; here, that the addresses were logged at all.
+    let logs = node.logs();
+    for logged in [
+        "/main?user=admin&password=***",
+        "/user=admin&password=***&channel=1",
+    ] {
+        assert!(logs.contains(logged), "no log line shows {logged}:\n{logs}");
+    }
+}
+
+#[test]
 fn a_failed_re_probe_keeps_the_stored_capabilities() {
     let camera = Camera::start();
     let dir = TempDir::new("probe-keep");

@@ -295,3 +295,281 @@ fn five_hundred_keep_alive_clients_get_answers_or_503() {
         started.elapsed()
     );
 }
+
+/// Requests the node handles at once (`MAX_IN_FLIGHT`).
+const MAX_IN_FLIGHT: usize = 64;
+
+/// A request for `path` whose client reads the answer's head and then
+/// reads no more until told to, so the node's send of the body waits.
+struct SlowReader {
+    stream: TcpStream,
+    head: String,
+}
+
+impl SlowReader {
+    fn start(port: u16, path: &str) -> SlowReader {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut head = vec![0; 1024];
+        let n = stream.read(&mut head).unwrap_or(0);
+        head.truncate(n);
+        let head = String::from_utf8_lossy(&head).into_owned();
+        SlowReader { stream, head }
+    }
+
+    /// Reads the rest of the answer; returns how many bytes that was.
+    fn finish(mut self) -> usize {
+        let mut rest = Vec::new();
+        let _ = self.stream.read_to_end(&mut rest);
+        rest.len()
+    }
+}
+
+#[test]
+fn a_download_keeps_its_place_among_the_64_in_flight_until_its_body_ends() {
+    let dir = TempDir::new("slow-downloads");
+    let node = start_node(&dir, &[("LOG_LEVEL", "info")]);
+    let camera = node.add_camera(serde_json::json!({
+        "name": "Door", "rtspUrl": format!("rtsp://127.0.0.1:{}/x", closed_port()),
+    }));
+    // A clip far larger than what the sockets between a reader and the node
+    // hold (a sparse file: no disk), so a reader that stops keeps its
+    // download going.
+    const CLIP_BYTES: u64 = 32 << 20;
+    std::fs::create_dir_all(dir.path().join("clips")).unwrap();
+    let clip = std::fs::File::create(dir.path().join("clips/big.mp4")).unwrap();
+    clip.set_len(CLIP_BYTES).unwrap();
+    let body = serde_json::json!({
+        "cameraId": camera["id"], "kind": "person", "score": 0.9,
+        "startedAt": "2026-11-22T10:00:00.000Z", "endedAt": "2026-11-22T10:00:01.000Z",
+        "clipPath": "clips/big.mp4",
+    });
+    let event = node.post_json("/api/events", &body.to_string());
+    assert_eq!(event.status, 201, "{event}");
+    let clip_url = event.json()["clipUrl"].as_str().unwrap().to_owned();
+
+    let port = node.port;
+    let readers: Vec<SlowReader> = (0..MAX_IN_FLIGHT)
+        .map(|_| {
+            std::thread::spawn({
+                let clip_url = clip_url.clone();
+                move || SlowReader::start(port, &clip_url)
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|reader| reader.join().unwrap())
+        .collect();
+    for reader in &readers {
+        assert!(
+            reader.head.starts_with("HTTP/1.1 200 "),
+            "a download was answered {:?}",
+            reader.head
+        );
+    }
+    for path in ["/api/status", clip_url.as_str()] {
+        let busy = node.get(path);
+        assert_eq!(
+            busy.status, 503,
+            "{path} beside {MAX_IN_FLIGHT} downloads in flight: {busy}"
+        );
+        assert_eq!(busy.header("Retry-After"), Some("1"), "{busy}");
+    }
+    let started = Instant::now();
+    let finished: Vec<_> = readers
+        .into_iter()
+        .map(|reader| std::thread::spawn(move || reader.finish()))
+        .collect();
+    for reader in finished {
+        let read = reader.join().unwrap() as u64;
+        assert!(
+            read + 1024 >= CLIP_BYTES,
+            "a download ended after {read} bytes"
+        );
+    }
+    eprintln!(
+        "{MAX_IN_FLIGHT} downloads of {} MiB read to their end in {:?}",
+        CLIP_BYTES >> 20,
+        started.elapsed()
+    );
+    let status = node.get("/api/status");
+    assert_eq!(status.status, 200, "once the downloads ended: {status}");
+}
+
+/// Connections the node serves at once (`MAX_CONNECTIONS`).
+const MAX_CONNECTIONS: usize = 512;
+
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Opens `n` connections that send nothing (each holds a node thread for
+/// the 30 s a client has to send its request).
+fn idle_connections(port: u16, n: usize) -> Vec<TcpStream> {
+    (0..n)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).expect("connect"))
+        .collect()
+}
+
+/// Polls status until it is 200; returns how long that took.
+fn until_served(node: &Node, what: &str) -> Duration {
+    let started = Instant::now();
+    let served = common::wait_for(Duration::from_secs(10), || {
+        common::http::request(node.port, "GET", "/api/status", &[], b"").status == 200
+    });
+    assert!(served, "the node answers no status {what}");
+    started.elapsed()
+}
+
+/// Raises this process's soft limit of open files to its hard limit: the
+/// tests of this file run side by side and together hold more than the
+/// usual 1024 connections, and the node (which inherits it) takes two
+/// descriptors for each of its 512.
+fn allow_many_open_files() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit with a valid struct.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        limit.rlim_cur = limit.rlim_max;
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+    }
+    assert!(
+        limit.rlim_max >= 4096,
+        "this test needs a hard limit of at least 4096 open files (ulimit -Hn), not {}",
+        limit.rlim_max
+    );
+}
+
+#[test]
+fn past_512_connections_a_new_one_is_answered_503_and_the_node_goes_on() {
+    allow_many_open_files();
+    let dir = TempDir::new("connection-cap");
+    // Under the usual soft limit of 1024 open files, which the node raises
+    // for its 512 connections of two descriptors each ($0 is the node
+    // binary, appended by start_wrapped).
+    let wrapper = ["sh", "-c", "ulimit -Sn 1024 && exec \"$0\""];
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    let node = Node::start_wrapped(&wrapper, dir.path(), &relay, &[("LOG_LEVEL", "info")]);
+    let before = resident_kib(node.pid());
+    let idle = idle_connections(node.port, MAX_CONNECTIONS);
+    // The node accepts in order: this one comes after the 512 others.
+    let refused = send_head(
+        node.port,
+        b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    );
+    assert!(
+        refused.starts_with("HTTP/1.1 503 ") && refused.contains("Retry-After: 1\r\n"),
+        "the connection past {MAX_CONNECTIONS} got {refused:?}"
+    );
+    let busy = node.get("/api/status");
+    assert_eq!(busy.status, 503, "{busy}");
+    let (threads, resident) = (threads_of(node.pid()), resident_kib(node.pid()));
+    drop(idle);
+    let took = until_served(&node, "once the connections are closed");
+    eprintln!(
+        "{MAX_CONNECTIONS} idle connections: {threads} threads, resident {before} KiB before, \
+         {resident} KiB with them; served again {took:?} after they closed"
+    );
+    assert!(!node.logs().contains("panicked"), "{}", node.logs());
+}
+
+/// A pids cgroup of the test's own (cgroup v1's `pids` hierarchy, or v2
+/// with the pids controller): the threads of the processes put in it are
+/// capped at its `pids.max`. Removed on drop.
+struct PidsCgroup(std::path::PathBuf);
+
+impl PidsCgroup {
+    fn new() -> PidsCgroup {
+        let v1 = std::path::Path::new("/sys/fs/cgroup/pids");
+        let v2 = std::path::Path::new("/sys/fs/cgroup");
+        let root = if v1.join("cgroup.procs").exists() {
+            v1
+        } else {
+            let controllers = std::fs::read_to_string(v2.join("cgroup.controllers"));
+            assert!(
+                controllers.is_ok_and(|c| c.split_whitespace().any(|c| c == "pids")),
+                "no pids cgroup controller (cgroup v1 /sys/fs/cgroup/pids, or v2 with pids)"
+            );
+            let _ = std::fs::write(v2.join("cgroup.subtree_control"), "+pids");
+            v2
+        };
+        let dir = root.join(format!("nvr-node-test-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap_or_else(|e| {
+            panic!("cannot make the cgroup {} (needs root): {e}", dir.display())
+        });
+        PidsCgroup(dir)
+    }
+
+    /// Puts process `pid`, all its threads, in the group, and caps the group
+    /// at `max` threads.
+    fn confine(&self, pid: u32, max: usize) {
+        std::fs::write(self.0.join("cgroup.procs"), pid.to_string()).unwrap();
+        std::fs::write(self.0.join("pids.max"), max.to_string()).unwrap();
+    }
+}
+
+impl Drop for PidsCgroup {
+    fn drop(&mut self) {
+        // Once its processes are reaped.
+        common::wait_for(Duration::from_secs(5), || {
+            std::fs::remove_dir(&self.0).is_ok()
+        });
+    }
+}
+
+#[test]
+fn a_connection_no_thread_can_be_made_for_is_answered_503_and_the_node_goes_on() {
+    let dir = TempDir::new("no-threads");
+    let cgroup = PidsCgroup::new();
+    let node = start_node(&dir, &[("LOG_LEVEL", "info")]);
+    assert_eq!(node.get("/api/status").status, 200);
+    // Room for 16 threads more than the node has: its 4 idle connection
+    // threads and 16 new ones take 20 connections; no thread can be made for
+    // the others.
+    let threads = threads_of(node.pid());
+    cgroup.confine(node.pid(), threads + 16);
+    let mut connections = idle_connections(node.port, 40);
+    let (mut held, mut refused) = (0, 0);
+    for connection in &mut connections {
+        connection
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut answer = Vec::new();
+        match connection.read_to_end(&mut answer) {
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                assert!(answer.is_empty(), "an idle connection was sent {answer:?}");
+                held += 1;
+            }
+            _ => {
+                let answer = String::from_utf8_lossy(&answer);
+                assert!(
+                    answer.starts_with("HTTP/1.1 503 ") && answer.contains("Retry-After: 1\r\n"),
+                    "a connection no thread took got {answer:?}"
+                );
+                refused += 1;
+            }
+        }
+    }
+    eprintln!(
+        "{threads} threads and room for 16 more: of 40 connections {held} held, {refused} answered 503"
+    );
+    assert!(held >= 16 && refused > 0, "{held} held, {refused} refused");
+    drop(connections);
+    until_served(&node, "once the connections are closed");
+    // And it serves new connections beside others.
+    let more = idle_connections(node.port, 8);
+    let status = node.get("/api/status");
+    assert_eq!(status.status, 200, "beside 8 new connections: {status}");
+    drop(more);
+    assert!(!node.logs().contains("panicked"), "{}", node.logs());
+}

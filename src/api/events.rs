@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::media;
 use crate::app::App;
 use crate::clips::Job;
+use crate::data_file::is_absent;
 use crate::error::Error;
 use crate::error::Kind;
 use crate::event::{Event, NewEvent, format_timestamp};
@@ -72,10 +73,14 @@ pub fn add(app: &App, peer: Option<IpAddr>, body: &[u8]) -> Result<Reply, Error>
         ));
     }
     let new = NewEvent::from_json(body)?;
+    // The detector's own clip: taken only if it is there, as the node would
+    // serve and upload it.
     if let Some(clip) = &new.clip_path
-        && !is_file_inside(&app.data_dir, clip)
+        && app.clips.open(clip).is_err()
     {
-        return Err(Error::bad_request("clipPath names no file under DATA_DIR"));
+        return Err(Error::bad_request(
+            "clipPath names no regular file below DATA_DIR/clips (symbolic links are not followed)",
+        ));
     }
     let event = Event {
         id: Uuid::new_v4(),
@@ -133,17 +138,18 @@ fn event_file(
     which(event).ok_or_else(|| Error::not_found(format!("this event has no {what}")))
 }
 
-/// An event's file, or 404 when it is gone (deleted by hand, say).
+/// An event's file, or 404 when it is gone (deleted by hand, say) or is not
+/// a regular file below `clips/` reached through no symbolic link.
 fn file(
     app: &App,
     path: &str,
     content_type: &'static str,
     range: Option<&str>,
 ) -> Result<Reply, Error> {
-    let (file, len) = app
-        .clips
-        .open(path)
-        .map_err(|_| Error::not_found("the file of this event is gone"))?;
+    let (file, len) = app.clips.open(path).map_err(|e| match is_absent(&e) {
+        true => Error::not_found("the file of this event is gone"),
+        false => Error::internal("opening an event's file", &e),
+    })?;
     let read = move |start: u64, end: u64| -> std::io::Result<Box<dyn Read + Send>> {
         let mut file = file;
         file.seek(SeekFrom::Start(start))?;
@@ -152,12 +158,4 @@ fn file(
     // Clips and thumbnails never change once made.
     Ok(media::reply(content_type, len, range, read)?
         .with_header("Cache-Control", "private, max-age=86400"))
-}
-
-/// Whether `relative` is a regular file inside `dir`, links resolved.
-fn is_file_inside(dir: &std::path::Path, relative: &str) -> bool {
-    let (Ok(dir), Ok(file)) = (dir.canonicalize(), dir.join(relative).canonicalize()) else {
-        return false;
-    };
-    file.starts_with(dir) && file.is_file()
 }

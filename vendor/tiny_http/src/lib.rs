@@ -200,6 +200,10 @@ pub struct Limits {
     pub max_head_bytes: usize,
     /// The most header lines in one request (431 past it).
     pub max_headers: usize,
+    /// The most connections served at once, each on a thread of its own;
+    /// past it, a new connection is answered 503 with `Retry-After: 1` and
+    /// closed, as it is when the system cannot create a thread.
+    pub max_connection_threads: usize,
 }
 
 impl Default for Limits {
@@ -209,6 +213,7 @@ impl Default for Limits {
             max_line_bytes: usize::MAX,
             max_head_bytes: usize::MAX,
             max_headers: usize::MAX,
+            max_connection_threads: usize::MAX,
         }
     }
 }
@@ -355,64 +360,66 @@ impl Server {
 
         let inside_close_trigger = close_trigger.clone();
         let inside_messages = messages.clone();
+        let pool_messages = messages.clone();
+        // Each connection is set up (TLS included) and read on a thread of
+        // the pool, so the accept thread only accepts (an nvr-node patch).
+        let serve = move |sock: Connection| {
+            use util::RefinedTcpStream;
+            let halves = match ssl {
+                None => RefinedTcpStream::new(sock, limits.request_timeout),
+                #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+                Some(ref ssl) => {
+                    // trying to apply SSL over the connection
+                    // if an error occurs, we just close the socket
+                    let sock = match ssl.accept(sock) {
+                        Ok(s) => s,
+                        Err(_) => return,
+                    };
+
+                    RefinedTcpStream::new(sock, limits.request_timeout)
+                }
+                #[cfg(not(any(feature = "ssl-openssl", feature = "ssl-rustls")))]
+                Some(ref _ssl) => unreachable!(),
+            };
+            // Out of file descriptors: the connection is closed (upstream
+            // panicked, on the accept thread).
+            let (read_closable, write_closable) = match halves {
+                Ok(halves) => halves,
+                Err(e) => {
+                    log::error!("Cannot serve a new client: {}", e);
+                    return;
+                }
+            };
+            let client = ClientConnection::new(write_closable, read_closable, limits);
+            if let Some(handler) = &handler {
+                for rq in client {
+                    handler(rq);
+                }
+            // Synchronization is needed for HTTPS requests to avoid a deadlock
+            } else if client.secure() {
+                let (sender, receiver) = mpsc::channel();
+                for rq in client {
+                    pool_messages.push(rq.with_notify_sender(sender.clone()).into());
+                    receiver.recv().unwrap();
+                }
+            } else {
+                for rq in client {
+                    pool_messages.push(rq.into());
+                }
+            }
+        };
         thread::spawn(move || {
             // a tasks pool is used to dispatch the connections into threads
-            let tasks_pool = util::TaskPool::new();
+            let tasks_pool = util::TaskPool::new(limits.max_connection_threads, serve);
 
             log::debug!("Running accept thread");
             while !inside_close_trigger.load(Relaxed) {
-                let new_client = match server.accept() {
+                match server.accept() {
                     Ok((sock, _)) => {
-                        use util::RefinedTcpStream;
-                        let (read_closable, write_closable) = match ssl {
-                            None => RefinedTcpStream::new(sock, limits.request_timeout),
-                            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
-                            Some(ref ssl) => {
-                                // trying to apply SSL over the connection
-                                // if an error occurs, we just close the socket and resume listening
-                                let sock = match ssl.accept(sock) {
-                                    Ok(s) => s,
-                                    Err(_) => continue,
-                                };
-
-                                RefinedTcpStream::new(sock, limits.request_timeout)
-                            }
-                            #[cfg(not(any(feature = "ssl-openssl", feature = "ssl-rustls")))]
-                            Some(ref _ssl) => unreachable!(),
-                        };
-
-                        Ok(ClientConnection::new(write_closable, read_closable, limits))
+                        if let Err(sock) = tasks_pool.spawn(sock) {
+                            refuse_busy(sock);
+                        }
                     }
-                    Err(e) => Err(e),
-                };
-
-                match new_client {
-                    Ok(client) => {
-                        let messages = inside_messages.clone();
-                        let handler = handler.clone();
-                        let mut client = Some(client);
-                        tasks_pool.spawn(Box::new(move || {
-                            if let Some(client) = client.take() {
-                                if let Some(handler) = &handler {
-                                    for rq in client {
-                                        handler(rq);
-                                    }
-                                // Synchronization is needed for HTTPS requests to avoid a deadlock
-                                } else if client.secure() {
-                                    let (sender, receiver) = mpsc::channel();
-                                    for rq in client {
-                                        messages.push(rq.with_notify_sender(sender.clone()).into());
-                                        receiver.recv().unwrap();
-                                    }
-                                } else {
-                                    for rq in client {
-                                        messages.push(rq.into());
-                                    }
-                                }
-                            }
-                        }));
-                    }
-
                     Err(e) => {
                         log::error!("Error accepting new client: {}", e);
                         inside_messages.push(e.into());
@@ -483,6 +490,32 @@ impl Server {
     /// This method allows graceful shutdown of server.
     pub fn unblock(&self) {
         self.messages.unblock();
+    }
+}
+
+/// Answers a connection no thread can take (past
+/// `Limits::max_connection_threads`, or when the system cannot create one)
+/// 503 with `Retry-After: 1`, on the accept thread, and closes it (an
+/// nvr-node patch). The answer is a few bytes into an empty socket buffer,
+/// so it never blocks.
+fn refuse_busy(mut sock: Connection) {
+    use std::io::{Read, Write};
+    let answer = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\
+                   Connection: close\r\nContent-Length: 0\r\n\r\n";
+    if sock.write_all(answer).is_err() {
+        return;
+    }
+    let _ = sock.shutdown(Shutdown::Write);
+    // What the client sent already is read away without waiting, so the
+    // close is a FIN, not a reset that could discard the answer before the
+    // client reads it.
+    if sock.set_nonblocking(true).is_ok() {
+        let mut buf = [0; 4096];
+        for _ in 0..16 {
+            if !matches!(sock.read(&mut buf), Ok(n) if n > 0) {
+                break;
+            }
+        }
     }
 }
 

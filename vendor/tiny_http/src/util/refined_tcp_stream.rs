@@ -15,15 +15,6 @@ pub(crate) enum Stream {
     Https(SslStream),
 }
 
-impl Clone for Stream {
-    fn clone(&self) -> Self {
-        match self {
-            Stream::Http(tcp_stream) => Stream::Http(tcp_stream.try_clone().unwrap()),
-            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
-            Stream::Https(ssl_stream) => Stream::Https(ssl_stream.clone()),
-        }
-    }
-}
 
 impl From<Connection> for Stream {
     fn from(tcp_stream: Connection) -> Self {
@@ -32,6 +23,17 @@ impl From<Connection> for Stream {
 }
 
 impl Stream {
+    /// A second handle on the stream, a second descriptor for plain TCP:
+    /// an error rather than a panic when the process has none left (an
+    /// nvr-node patch).
+    fn try_clone(&self) -> IoResult<Stream> {
+        match self {
+            Stream::Http(tcp_stream) => tcp_stream.try_clone().map(Stream::Http),
+            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Https(ssl_stream) => Ok(Stream::Https(ssl_stream.clone())),
+        }
+    }
+
     fn secure(&self) -> bool {
         match self {
             Stream::Http(_) => false,
@@ -151,13 +153,13 @@ impl RefinedTcpStream {
     pub(crate) fn new<S>(
         stream: S,
         request_timeout: Option<Duration>,
-    ) -> (RefinedTcpStream, RefinedTcpStream)
+    ) -> IoResult<(RefinedTcpStream, RefinedTcpStream)>
     where
         S: Into<Stream>,
     {
         let stream: Stream = stream.into();
 
-        let (read, write) = (stream.clone(), stream);
+        let (read, write) = (stream.try_clone()?, stream);
         let deadline = request_timeout.map(|t| Arc::new(Deadline::new(t)));
 
         let read = RefinedTcpStream {
@@ -176,7 +178,7 @@ impl RefinedTcpStream {
             read_timeout: None,
         };
 
-        (read, write)
+        Ok((read, write))
     }
 
     /// Returns true if this struct wraps around a secure connection.

@@ -4,26 +4,36 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
 
-/// Manages a collection of threads.
+/// Manages a collection of threads that each do the pool's work on the items
+/// given to it.
 ///
-/// A new thread is created every time all the existing threads are full.
+/// A new thread is created every time all the existing threads are full, up
+/// to a maximum; past it, or when no thread can be created, the item is
+/// handed back (an nvr-node patch: upstream queues closures and panics when a
+/// thread cannot be created, which ended the accept loop).
 /// Any idle thread will automatically die after a few seconds.
-pub struct TaskPool {
-    sharing: Arc<Sharing>,
+pub struct TaskPool<T> {
+    sharing: Arc<Sharing<T>>,
 }
 
-struct Sharing {
-    // list of the tasks to be done by worker threads
-    todo: Mutex<VecDeque<Box<dyn FnMut() + Send>>>,
+struct Sharing<T> {
+    // list of the items to be worked on by worker threads
+    todo: Mutex<VecDeque<T>>,
 
-    // condvar that will be notified whenever a task is added to `todo`
+    // condvar that will be notified whenever an item is added to `todo`
     condvar: Condvar,
 
-    // number of total worker threads running
+    // number of total worker threads running, counted from before they start
     active_tasks: AtomicUsize,
 
     // number of idle worker threads
     waiting_tasks: AtomicUsize,
+
+    // the most worker threads at once
+    max_threads: usize,
+
+    // what a worker thread does with each item
+    work: Box<dyn Fn(T) + Send + Sync>,
 }
 
 /// Minimum number of active threads.
@@ -46,59 +56,82 @@ impl<'a> Drop for Registration<'a> {
     }
 }
 
-impl TaskPool {
-    pub fn new() -> TaskPool {
+/// A worker thread's place in `active_tasks`, taken before the thread is
+/// created (so that the maximum holds however fast threads are asked for)
+/// and given back when it ends, or when it could not be created.
+struct Active<T>(Arc<Sharing<T>>);
+
+impl<T> Drop for Active<T> {
+    fn drop(&mut self) {
+        self.0.active_tasks.fetch_sub(1, Ordering::Release);
+    }
+}
+
+impl<T: Send + 'static> TaskPool<T> {
+    /// A pool of at most `max_threads` threads that call `work` on each item.
+    pub fn new(max_threads: usize, work: impl Fn(T) + Send + Sync + 'static) -> TaskPool<T> {
         let pool = TaskPool {
             sharing: Arc::new(Sharing {
                 todo: Mutex::new(VecDeque::new()),
                 condvar: Condvar::new(),
                 active_tasks: AtomicUsize::new(0),
                 waiting_tasks: AtomicUsize::new(0),
+                max_threads,
+                work: Box::new(work),
             }),
         };
 
         for _ in 0..MIN_THREADS {
-            pool.add_thread(None)
+            pool.add_thread();
         }
 
         pool
     }
 
-    /// Executes a function in a thread.
-    /// If no thread is available, spawns a new one.
-    pub fn spawn(&self, code: Box<dyn FnMut() + Send>) {
+    /// Gives `item` to an idle thread, or to a new one; hands it back when
+    /// the pool has its most threads already, or no thread can be created.
+    pub fn spawn(&self, item: T) -> Result<(), T> {
         let mut queue = self.sharing.todo.lock().unwrap();
+        queue.push_back(item);
 
-        // Tasks already queued will take waiting threads that have not woken
+        // Items already queued will take waiting threads that have not woken
         // yet; counting those threads as free queued a new connection behind
         // busy ones (an nvr-node patch).
-        if self.sharing.waiting_tasks.load(Ordering::Acquire) <= queue.len() {
-            self.add_thread(Some(code));
-        } else {
-            queue.push_back(code);
+        if self.sharing.waiting_tasks.load(Ordering::Acquire) >= queue.len() {
             self.sharing.condvar.notify_one();
+            return Ok(());
+        }
+        // The new thread takes an item from the queue; none else can take
+        // this one before the lock is let go.
+        if self.add_thread() {
+            Ok(())
+        } else {
+            Err(queue.pop_back().expect("the item just queued"))
         }
     }
 
-    fn add_thread(&self, initial_fn: Option<Box<dyn FnMut() + Send>>) {
+    /// Starts a worker thread; false at the most threads, or when the
+    /// system cannot create one.
+    fn add_thread(&self) -> bool {
         let sharing = self.sharing.clone();
+        if sharing.active_tasks.fetch_add(1, Ordering::AcqRel) >= sharing.max_threads {
+            sharing.active_tasks.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        let active = Active(sharing);
 
-        thread::spawn(move || {
-            let sharing = sharing;
-            let _active_guard = Registration::new(&sharing.active_tasks);
-
-            if let Some(mut f) = initial_fn {
-                f();
-            }
+        // On failure the closure, and `active` with it, is dropped.
+        let started = thread::Builder::new().spawn(move || {
+            let sharing = &active.0;
 
             loop {
-                let mut task: Box<dyn FnMut() + Send> = {
+                let item: T = {
                     let mut todo = sharing.todo.lock().unwrap();
 
-                    let task;
+                    let item;
                     loop {
-                        if let Some(poped_task) = todo.pop_front() {
-                            task = poped_task;
+                        if let Some(poped_item) = todo.pop_front() {
+                            item = poped_item;
                             break;
                         }
                         let _waiting_guard = Registration::new(&sharing.waiting_tasks);
@@ -121,16 +154,17 @@ impl TaskPool {
                         }
                     }
 
-                    task
+                    item
                 };
 
-                task();
+                (sharing.work)(item);
             }
         });
+        started.is_ok()
     }
 }
 
-impl Drop for TaskPool {
+impl<T> Drop for TaskPool<T> {
     fn drop(&mut self) {
         self.sharing
             .active_tasks
