@@ -11,6 +11,7 @@ mod cloud;
 
 mod config;
 mod db;
+mod disk;
 mod error;
 mod event;
 mod guard;

@@ -111,13 +111,18 @@ fn status_has_the_spec_fields() {
             "reserveBytes",
             "freeBytes",
             "totalBytes",
-            "oldestRecordingAt"
+            "oldestRecordingAt",
+            "clipsBytes",
+            "clipsBudgetBytes",
+            "clipsReserveBytes"
         ]),
         "{storage}"
     );
     assert_eq!(storage["usedBytes"], 0);
     assert_eq!(storage["budgetBytes"], Value::Null);
     assert_eq!(storage["oldestRecordingAt"], Value::Null);
+    assert_eq!(storage["clipsBytes"], 0);
+    assert_eq!(storage["clipsBudgetBytes"], 2_u64 << 30);
 }
 
 #[test]

@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use crate::camera::Camera;
 
+pub use events::EventFiles;
 pub use node::Identity;
 pub use segments::Segment;
 
@@ -75,6 +76,16 @@ const UPGRADES: &[&str] = &[
     // 3 -> 4: motion detection's sensitivity, and events' thumbnails.
     "ALTER TABLE camera ADD COLUMN detect_sensitivity TEXT NOT NULL DEFAULT 'medium';
      ALTER TABLE event ADD COLUMN thumbnail_path TEXT;",
+    // 4 -> 5: the bytes of each event's clip and thumbnail (NULL: not measured
+    // yet, for events that had files before this step), and the tombstones
+    // of deleted events' files.
+    "ALTER TABLE event ADD COLUMN clip_bytes INTEGER;
+     ALTER TABLE event ADD COLUMN thumbnail_bytes INTEGER;
+     UPDATE event SET clip_bytes = 0, thumbnail_bytes = 0
+         WHERE clip_path IS NULL AND thumbnail_path IS NULL;
+     CREATE TABLE clip_garbage (
+         path TEXT PRIMARY KEY
+     ) STRICT, WITHOUT ROWID;",
 ];
 
 pub struct Store {
@@ -91,6 +102,9 @@ pub struct Store {
     /// The bytes of all recorded segments, once counted: kept up to date on
     /// each write, since the retention check asks after every new segment.
     segment_bytes: Cell<Option<u64>>,
+    /// The bytes of all events' clips and thumbnails, once counted, kept up
+    /// to date the same way: the clips' retention asks after every clip.
+    event_bytes: Cell<Option<u64>>,
 }
 
 impl Store {
@@ -108,6 +122,7 @@ impl Store {
             node_id: RefCell::new(None),
             generation: Cell::new(0),
             segment_bytes: Cell::new(None),
+            event_bytes: Cell::new(None),
         };
         store.upgrade()?;
         Ok(store)
