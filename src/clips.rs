@@ -245,13 +245,7 @@ fn run(inner: &Inner, orders: &mpsc::Receiver<Order>) {
             next_look = Instant::now() + LOOK_AGAIN;
             if !due.is_empty() {
                 for job in &due {
-                    cut(inner, job);
-                    if let Some(pin) = job.pin {
-                        inner.recordings.unpin(pin);
-                    }
-                    inner
-                        .notices
-                        .send(Notice::EventFinished { event: job.event });
+                    finish(inner, job);
                 }
                 // The next clips of those cameras may be ready too.
                 next_look = Instant::now();
@@ -283,6 +277,18 @@ fn run(inner: &Inner, orders: &mpsc::Receiver<Order>) {
             order = orders.try_recv().ok();
         }
     }
+}
+
+/// Cuts a due job's clip, lets go of the ring's pin on its segments, and
+/// says the event is done.
+fn finish(inner: &Inner, job: &Job) {
+    cut(inner, job);
+    if let Some(pin) = job.pin {
+        inner.recordings.unpin(pin);
+    }
+    inner
+        .notices
+        .send(Notice::EventFinished { event: job.event });
 }
 
 /// Where the recording of a waiting job's window ends, and whether its
