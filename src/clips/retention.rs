@@ -92,20 +92,23 @@ impl From<EventFiles> for Candidate {
 }
 
 /// The order things go in, oldest first: `events` (the oldest with files,
-/// oldest first; `all`: every one of them) and unnamed `files`. A file
-/// newer than the last event listed waits for a later batch, unless all
-/// events are listed: older events may come before it.
+/// oldest first; `all`: every one of them) and unnamed `files` (oldest
+/// first). A file newer than the last event listed waits for a later batch,
+/// unless all events are listed: older events may come before it.
 pub fn order(events: Vec<Candidate>, files: &[Candidate], all: bool) -> Vec<Candidate> {
     let last = events.last().map(|e| e.at_ms);
-    let mut order = events;
-    order.extend(
-        files
-            .iter()
-            .filter(|f| all || last.is_some_and(|last| f.at_ms <= last))
-            .cloned(),
-    );
-    // Stable: an event and a file of the same moment keep that order.
-    order.sort_by_key(|c| c.at_ms);
+    let mut files = files
+        .iter()
+        .filter(|f| all || last.is_some_and(|last| f.at_ms <= last))
+        .peekable();
+    let mut order = Vec::with_capacity(events.len());
+    for event in events {
+        while let Some(file) = files.next_if(|f| f.at_ms < event.at_ms) {
+            order.push(file.clone());
+        }
+        order.push(event);
+    }
+    order.extend(files.cloned());
     order
 }
 
@@ -422,10 +425,17 @@ mod tests {
     #[test]
     fn unnamed_files_take_their_turn_by_age() {
         let events = vec![event(10, 1), event(20, 1), event(30, 1)];
-        let files = [file(25, 1), file(5, 1), file(40, 1)];
+        let files = [file(5, 1), file(20, 1), file(25, 1), file(40, 1)];
         assert_eq!(
             ages(&order(events.clone(), &files, false)),
-            [(5, true), (10, false), (20, false), (25, true), (30, false)],
+            [
+                (5, true),
+                (10, false),
+                (20, false),
+                (20, true),
+                (25, true),
+                (30, false)
+            ],
             "a file newer than the batch's last event waits"
         );
         assert_eq!(
@@ -434,13 +444,14 @@ mod tests {
                 (5, true),
                 (10, false),
                 (20, false),
+                (20, true),
                 (25, true),
                 (30, false),
                 (40, true)
             ],
             "with every event listed, every file comes"
         );
-        assert_eq!(ages(&order(Vec::new(), &files, true)).len(), 3);
+        assert_eq!(ages(&order(Vec::new(), &files, true)).len(), 4);
         assert!(order(Vec::new(), &files, false).is_empty());
     }
 
