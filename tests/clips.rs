@@ -455,14 +455,16 @@ fn a_clip_waiting_for_its_recording_holds_up_no_other_cameras() {
     node.settle(&slow);
     node.settle(&quick);
     thread::sleep(Duration::from_secs(6));
-    // The first event goes on for 20 s more: its clip waits for the
-    // recording to reach 5 s past that. The second ended 4 s ago.
+    // The first event goes on for 30 s more: its clip waits for the
+    // recording to reach 5 s past that, or 40 s. The second ended 4 s ago:
+    // its clip needs only the segment being written to close (the
+    // recorder's writes reach the file in 256 KiB, so up to 10 s).
     let now = now_ms();
-    let waiting = post(&node, &slow, now - 2_000, now + 20_000);
+    let waiting = post(&node, &slow, now - 2_000, now + 30_000);
     let posted = Instant::now();
     let ready = post(&node, &quick, now - 6_000, now - 4_000);
     assert!(
-        wait_for(Duration::from_secs(15), || has_clip(&node, &ready)),
+        wait_for(Duration::from_secs(25), || has_clip(&node, &ready)),
         "the other camera's clip waited: {}",
         node.get("/api/events").json()
     );
@@ -489,7 +491,7 @@ fn a_clip_waiting_for_its_recording_holds_up_no_other_cameras() {
     std::fs::write(&file, &clip.body).unwrap();
     let seconds = probe_file(&file).1;
     assert!(
-        (29.0..=40.0).contains(&seconds),
-        "a clip of {seconds} s for an event of 22 s: it did not wait for its end"
+        (30.0..=45.0).contains(&seconds),
+        "a clip of {seconds} s for an event of 32 s: it did not wait for its end"
     );
 }
