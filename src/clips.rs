@@ -37,6 +37,8 @@ use crate::recording::{Clip, Recordings};
 use retention::Retention;
 use schedule::{Look, Schedule, window};
 
+/// The clips' folder, in `DATA_DIR`.
+const CLIPS: &str = "clips";
 /// How often the waiting jobs' recordings are looked at.
 const LOOK_AGAIN: Duration = Duration::from_secs(1);
 /// How often retention runs besides after each clip.
@@ -72,7 +74,7 @@ impl Settings {
     }
 
     fn clips_dir(&self) -> PathBuf {
-        self.data_dir.join(orphans::CLIPS)
+        self.data_dir.join(CLIPS)
     }
 }
 
@@ -303,7 +305,7 @@ fn look(inner: &Inner, job: &Job) -> Look {
 
 /// The clip's file and its thumbnail's, relative to `DATA_DIR`.
 fn paths(job: &Job) -> (String, String) {
-    let base = format!("{}/{}/{}", orphans::CLIPS, job.camera, job.event);
+    let base = format!("{}/{}/{}", CLIPS, job.camera, job.event);
     (format!("{base}.mp4"), format!("{base}.jpg"))
 }
 

@@ -13,10 +13,9 @@ use std::time::UNIX_EPOCH;
 
 use uuid::Uuid;
 
+use super::CLIPS;
 use super::retention::{Candidate, Doomed};
 
-/// The clips' folder, in `DATA_DIR`.
-pub const CLIPS: &str = "clips";
 /// Entries looked at, at most: the 10,000 events kept by default have
 /// 20,000 files.
 const MOST_ENTRIES: usize = 100_000;
