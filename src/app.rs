@@ -10,7 +10,7 @@ use std::time::Instant;
 use uuid::Uuid;
 
 use crate::camera::{Camera, SettingsPatch};
-use crate::clips::Clips;
+use crate::clips::{self, Clips};
 use crate::config::Config;
 use crate::db::{Db, lock};
 use crate::error::Error;
@@ -75,12 +75,11 @@ impl App {
             gate.clone(),
         ));
         let clips = Arc::new(Clips::new(
-            config.data_dir.clone(),
-            config.ffmpeg.clone(),
-            config.max_events,
+            clips::Settings::from_config(config),
             db.clone(),
             recordings.clone(),
             notices.clone(),
+            live_changes.clone(),
         ));
         let motion = Motion::new(
             motion::Settings {

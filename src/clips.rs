@@ -1,17 +1,23 @@
 //! Events' files: clips and thumbnails. For an event of a camera that records (or
 //! keeps a ring because it detects), the recording from 5 s before the event
-//! to 5 s after it is cut at key frames without re-encoding (the playback
-//! MP4 that `recording` builds from the segments, written to a file), and a
-//! JPEG of the moment of most motion, at most 640 pixels wide, is taken from
-//! it with ffmpeg: `DATA_DIR/clips/<camera>/<event>.mp4` and `.jpg`. One
-//! thread takes the events in turn; each waits (40 s at most) for the
-//! recording to reach its clip's end.
+//! to 5 s after it (5 minutes of the event at most) is cut at key frames
+//! without re-encoding (the playback MP4 that `recording` builds from the
+//! segments, written to a file), and a JPEG of the moment of most motion, at
+//! most 640 pixels wide, is taken from it with ffmpeg:
+//! `DATA_DIR/clips/<camera>/<event>.mp4` and `.jpg`. One thread does it: it
+//! keeps the jobs that wait for their recording to reach their clip's end
+//! (40 s at most) and cuts whichever is ready (`schedule`), and keeps the
+//! clips within their budget and their disk's free-space floor (`retention`).
+
+mod orphans;
+mod retention;
+mod schedule;
 
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::mpsc;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -19,19 +25,71 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use crate::clock::now_ms;
+use crate::config::Config;
 use crate::data_file;
 use crate::db::{Db, lock};
 use crate::error::Error;
-use crate::event::CLIP_MARGIN_MS;
 use crate::event::Event;
+use crate::filesystem::{self, Space};
+use crate::live::LiveChanges;
 use crate::media::child::Child;
 use crate::notices::{Notice, Notices};
 use crate::recording::{Clip, Recordings};
+use retention::Retention;
+use schedule::{Look, Schedule, window};
 
-/// The longest wait for the recording to reach a clip's end.
-const WAIT: Duration = Duration::from_secs(40);
+/// The clips' folder, in `DATA_DIR`.
+const CLIPS: &str = "clips";
+/// How often the waiting jobs' recordings are looked at.
+const LOOK_AGAIN: Duration = Duration::from_secs(1);
+/// How often retention runs besides after each clip.
+const PERIOD: Duration = Duration::from_secs(60);
 /// How long the thumbnail's ffmpeg may take.
 const THUMBNAIL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What clips need from the configuration.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub data_dir: PathBuf,
+    pub ffmpeg: PathBuf,
+    /// Events kept; the oldest go first, with their files.
+    pub max_events: u64,
+    /// The most bytes events' files may take.
+    pub max_bytes: u64,
+    /// The free space kept on their file system; None: the default floor.
+    pub keep_free: Option<u64>,
+    /// The recordings' folder: status shows the clips' disk when it is another.
+    pub recordings_dir: PathBuf,
+}
+
+impl Settings {
+    pub fn from_config(config: &Config) -> Settings {
+        Settings {
+            data_dir: config.data_dir.clone(),
+            ffmpeg: config.ffmpeg.clone(),
+            max_events: config.max_events,
+            max_bytes: config.clips_max_bytes,
+            keep_free: config.clips_keep_free,
+            recordings_dir: config.recordings_dir.clone(),
+        }
+    }
+
+    fn clips_dir(&self) -> PathBuf {
+        self.data_dir.join(CLIPS)
+    }
+}
+
+/// Clips' use of storage, as status shows it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Storage {
+    /// Events' clips and thumbnails, and clip files no event names.
+    pub used_bytes: u64,
+    pub budget_bytes: u64,
+    /// The free space kept on their file system.
+    pub reserve_bytes: u64,
+    /// Their file system, when it is not the recordings' (and was read).
+    pub disk: Option<Space>,
+}
 
 /// An event whose clip is to be cut.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,102 +104,123 @@ pub struct Job {
     pub pin: Option<u64>,
 }
 
+/// What the clip thread is told.
+enum Order {
+    Cut(Job),
+    /// Events' files changed: check the budget and the floor.
+    Check,
+}
+
 struct Inner {
-    data_dir: PathBuf,
-    ffmpeg: PathBuf,
-    /// Events kept; the oldest go first, with their files.
-    max_events: u64,
+    settings: Settings,
     db: Arc<Db>,
     recordings: Arc<Recordings>,
     notices: Arc<Notices>,
+    live: Arc<LiveChanges>,
+    storage: Mutex<Storage>,
+}
+
+impl Inner {
+    fn set_storage(&self, storage: Storage) {
+        let mut current = lock(&self.storage);
+        if *current != storage {
+            *current = storage;
+            drop(current);
+            self.live.bump();
+        }
+    }
 }
 
 pub struct Clips {
-    jobs: mpsc::Sender<Job>,
-    pending: Mutex<Option<mpsc::Receiver<Job>>>,
+    orders: mpsc::Sender<Order>,
+    pending: Mutex<Option<mpsc::Receiver<Order>>>,
     inner: Arc<Inner>,
 }
 
 impl Clips {
     pub fn new(
-        data_dir: PathBuf,
-        ffmpeg: PathBuf,
-        max_events: u64,
+        settings: Settings,
         db: Arc<Db>,
         recordings: Arc<Recordings>,
         notices: Arc<Notices>,
+        live: Arc<LiveChanges>,
     ) -> Clips {
-        let (jobs, pending) = mpsc::channel();
+        let (orders, pending) = mpsc::channel();
+        let storage = Storage {
+            budget_bytes: settings.max_bytes,
+            ..Storage::default()
+        };
         Clips {
-            jobs,
+            orders,
             pending: Mutex::new(Some(pending)),
             inner: Arc::new(Inner {
-                data_dir,
-                ffmpeg,
-                max_events,
+                settings,
                 db,
                 recordings,
                 notices,
+                live,
+                storage: Mutex::new(storage),
             }),
         }
     }
 
     pub fn start(&self) {
-        let Some(jobs) = lock(&self.pending).take() else {
+        let Some(orders) = lock(&self.pending).take() else {
             return;
         };
         let inner = self.inner.clone();
         thread::Builder::new()
             .name("clips".into())
-            .spawn(move || {
-                remove_parts(&inner.data_dir.join("clips"));
-                for job in jobs {
-                    cut(&inner, &job);
-                    if let Some(pin) = job.pin {
-                        inner.recordings.unpin(pin);
-                    }
-                    inner
-                        .notices
-                        .send(Notice::EventFinished { event: job.event });
-                }
-            })
+            .spawn(move || run(&inner, &orders))
             .expect("spawn the clip cutter");
     }
 
     /// Cuts the clip of `job` soon; never blocks.
     pub fn request(&self, job: Job) {
-        // The cutter only stops with the process.
-        let _ = self.jobs.send(job);
+        self.send(Order::Cut(job));
     }
 
-    /// Stores an event, and deletes the files of the oldest events it pushes
-    /// past `MAX_EVENTS`. Returns false when its camera no longer exists.
+    fn send(&self, order: Order) {
+        // The cutter only stops with the process.
+        let _ = self.orders.send(order);
+    }
+
+    /// Stores an event (with the bytes of its clip, if it came with one),
+    /// and deletes the files of the oldest events it pushes past
+    /// `MAX_EVENTS`. Returns false when its camera no longer exists.
     pub fn add_event(&self, event: &Event) -> Result<bool, Error> {
-        let keep = self.inner.max_events;
+        let keep = self.inner.settings.max_events;
+        let bytes = event.clip_path.as_ref().map_or(0, |clip| {
+            fs::metadata(self.inner.settings.data_dir.join(clip)).map_or(0, |m| m.len())
+        });
         let dropped = self.inner.db.run(|s| {
             if s.camera(event.camera_id)?.is_none() {
                 return Ok(None);
             }
-            s.insert_event(event, keep).map(Some)
+            s.insert_event(event, bytes, keep).map(Some)
         })?;
         let Some(dropped) = dropped else {
             return Ok(false);
         };
         self.remove_files(&dropped);
+        if bytes > 0 {
+            self.send(Order::Check);
+        }
         Ok(true)
     }
 
-    /// Deletes events' files, named relative to the data folder; a missing
-    /// file is fine.
+    /// Deletes the files of deleted events (named relative to the data
+    /// folder, and tombstoned with their events), and drops the tombstones
+    /// of those gone; a missing file is fine.
     pub fn remove_files(&self, files: &[String]) {
-        for file in files {
-            let path = self.inner.data_dir.join(file);
-            if let Err(e) = fs::remove_file(&path)
-                && e.kind() != io::ErrorKind::NotFound
-            {
-                log::warn!("cannot delete {}: {e}", path.display());
-            }
+        if retention::bury(&self.inner, files) > 0 {
+            self.send(Order::Check);
         }
+    }
+
+    /// What clips take of the disk.
+    pub fn storage(&self) -> Storage {
+        *lock(&self.inner.storage)
     }
 
     /// An event's file (a clip or a thumbnail, relative to the data folder),
@@ -156,41 +235,100 @@ impl Clips {
                 "events' files are under clips/",
             ));
         }
-        let file = data_file::open_regular(&self.inner.data_dir, file)?;
+        let file = data_file::open_regular(&self.inner.settings.data_dir, file)?;
         let len = file.metadata()?.len();
         Ok((file, len))
     }
 }
 
-/// Deletes what a crash left half written (`*.part`) in the clips' folders.
-fn remove_parts(clips: &Path) {
-    for camera in fs::read_dir(clips).into_iter().flatten().flatten() {
-        for file in fs::read_dir(camera.path()).into_iter().flatten().flatten() {
-            if file.file_name().to_string_lossy().ends_with(".part") {
-                let _ = fs::remove_file(file.path());
+/// The clip thread: jobs in, clips cut as their recordings are ready, and
+/// retention after each clip and every minute.
+fn run(inner: &Inner, orders: &mpsc::Receiver<Order>) {
+    let dir = inner.settings.clips_dir();
+    if let Err(e) = fs::create_dir_all(&dir) {
+        log::error!("cannot make the clips folder {}: {e}", dir.display());
+    }
+    let mut retention = Retention::start(inner);
+    let mut schedule = Schedule::default();
+    let (mut next_look, mut next_check) = (Instant::now(), Instant::now());
+    loop {
+        if !schedule.is_empty() && Instant::now() >= next_look {
+            let due = schedule.take_due(Instant::now(), |job| look(inner, job));
+            next_look = Instant::now() + LOOK_AGAIN;
+            if !due.is_empty() {
+                for job in &due {
+                    finish(inner, job);
+                }
+                // The next clips of those cameras may be ready too.
+                next_look = Instant::now();
+                next_check = Instant::now();
             }
         }
+        if Instant::now() >= next_check {
+            retention.enforce(inner);
+            next_check = Instant::now() + PERIOD;
+        }
+        let wake = if schedule.is_empty() {
+            next_check
+        } else {
+            next_check.min(next_look)
+        };
+        let mut order = match orders.recv_timeout(wake.saturating_duration_since(Instant::now())) {
+            Ok(order) => Some(order),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        while let Some(taken) = order {
+            match taken {
+                Order::Cut(job) => {
+                    schedule.add(job, Instant::now(), now_ms());
+                    next_look = Instant::now();
+                }
+                Order::Check => next_check = Instant::now(),
+            }
+            order = orders.try_recv().ok();
+        }
+    }
+}
+
+/// Cuts a due job's clip, lets go of the ring's pin on its segments, and
+/// says the event is done.
+fn finish(inner: &Inner, job: &Job) {
+    cut(inner, job);
+    if let Some(pin) = job.pin {
+        inner.recordings.unpin(pin);
+    }
+    inner
+        .notices
+        .send(Notice::EventFinished { event: job.event });
+}
+
+/// Where the recording of a waiting job's window ends, and whether its
+/// camera is still recorded.
+fn look(inner: &Inner, job: &Job) -> Look {
+    let (from, to) = window(job);
+    Look {
+        recorded_to: recording(inner, job, from, to).map(|clip| clip.end_ms),
+        recording: still_recorded(inner, job.camera),
     }
 }
 
 /// The clip's file and its thumbnail's, relative to `DATA_DIR`.
 fn paths(job: &Job) -> (String, String) {
-    let base = format!("clips/{}/{}", job.camera, job.event);
+    let base = format!("{}/{}/{}", CLIPS, job.camera, job.event);
     (format!("{base}.mp4"), format!("{base}.jpg"))
 }
 
 fn cut(inner: &Inner, job: &Job) {
-    let (from, to) = (
-        job.started_ms - CLIP_MARGIN_MS,
-        job.ended_ms + CLIP_MARGIN_MS,
-    );
+    let (from, to) = window(job);
     let (clip_path, thumbnail_path) = paths(job);
-    let clip_file = inner.data_dir.join(&clip_path);
+    let data_dir = &inner.settings.data_dir;
+    let clip_file = data_dir.join(&clip_path);
     // The file being written may close (and move) while it is copied: then
     // the clip is built again from the segment it became.
     let mut written = None;
     for _ in 0..3 {
-        let Some(clip) = wait_for_recording(inner, job, from, to) else {
+        let Some(clip) = recording(inner, job, from, to) else {
             log::info!("event {}: no recording to cut its clip from", job.event);
             return;
         };
@@ -206,23 +344,25 @@ fn cut(inner: &Inner, job: &Job) {
         log::warn!("event {}: its clip could not be written", job.event);
         return;
     };
-    let at = (job.peak_ms - clip.start_ms).max(0);
-    let thumbnail_file = inner.data_dir.join(&thumbnail_path);
-    let thumbnail = match thumbnail(&inner.ffmpeg, &clip_file, at, &thumbnail_file) {
-        Ok(()) => Some(thumbnail_path.as_str()),
+    let length = clip.end_ms - clip.start_ms;
+    let at = (job.peak_ms - clip.start_ms).clamp(0, length);
+    let thumbnail_file = data_dir.join(&thumbnail_path);
+    let thumbnail = match thumbnail(&inner.settings.ffmpeg, &clip_file, at, &thumbnail_file) {
+        Ok(bytes) => Some((thumbnail_path.as_str(), bytes)),
         Err(e) => {
             log::warn!("event {}: no thumbnail: {e}", job.event);
             None
         }
     };
+    let files = (Some((clip_path.as_str(), clip.len())), thumbnail);
     match inner
         .db
-        .run(|s| s.set_event_files(job.event, Some(&clip_path), thumbnail))
+        .run(|s| s.set_event_files(job.event, files.0, files.1))
     {
         Ok(true) => log::info!(
-            "event {}: clip of {} ms cut",
+            "event {}: clip of {length} ms cut ({} bytes)",
             job.event,
-            clip.end_ms - clip.start_ms
+            clip.len()
         ),
         // The event went meanwhile (its camera deleted, or past MAX_EVENTS).
         Ok(false) | Err(_) => {
@@ -232,34 +372,19 @@ fn cut(inner: &Inner, job: &Job) {
     }
 }
 
-/// The clip of `[from, to)`, once the recording reaches `to`; what there is
-/// when it does not within [`WAIT`] (or the event is long past).
-fn wait_for_recording(inner: &Inner, job: &Job, from: i64, to: i64) -> Option<Arc<Clip>> {
-    let deadline = Instant::now() + WAIT;
-    let recent = to > now_ms() - WAIT.as_millis() as i64;
-    loop {
-        let clip = match inner.recordings.event_clip(job.camera, from, to) {
-            Ok(clip) => clip.map(Arc::new),
-            Err(e) => {
-                log::warn!("event {}: {e}", job.event);
-                None
-            }
-        };
-        // Within a frame of the end is the end.
-        if clip.as_ref().is_some_and(|c| c.end_ms >= to - 250)
-            || !recent
-            || Instant::now() >= deadline
-            || !still_recorded(inner, job.camera)
-        {
-            return clip;
+/// What there is of the recording of `[from, to)` for the job's camera.
+fn recording(inner: &Inner, job: &Job, from: i64, to: i64) -> Option<Arc<Clip>> {
+    match inner.recordings.event_clip(job.camera, from, to) {
+        Ok(clip) => clip.map(Arc::new),
+        Err(e) => {
+            log::warn!("event {}: {e}", job.event);
+            None
         }
-        thread::sleep(Duration::from_secs(1));
     }
 }
 
 /// Whether `camera` is still recorded (or ringed): when it is not (turned
-/// off, or deleted), waiting for more of its recording is waiting for nothing
-/// and would hold up the clips of other cameras' events.
+/// off, or deleted), waiting for more of its recording is waiting for nothing.
 fn still_recorded(inner: &Inner, camera: Uuid) -> bool {
     match inner.db.run(|s| s.camera(camera)) {
         Ok(Some(camera)) => {
@@ -284,11 +409,12 @@ fn write_clip(clip: &Arc<Clip>, path: &Path) -> io::Result<()> {
         return Err(e);
     }
     fs::rename(&part, path)?;
-    File::open(folder)?.sync_all()
+    filesystem::sync_dir(folder)
 }
 
-/// A JPEG of the frame `at_ms` into `clip`, at most 640 pixels wide.
-fn thumbnail(ffmpeg: &Path, clip: &Path, at_ms: i64, path: &Path) -> io::Result<()> {
+/// A JPEG of the frame `at_ms` into `clip`, at most 640 pixels wide;
+/// returns its bytes.
+fn thumbnail(ffmpeg: &Path, clip: &Path, at_ms: i64, path: &Path) -> io::Result<u64> {
     let part = path.with_extension("jpg.part");
     let mut command = Command::new(ffmpeg);
     command
@@ -309,7 +435,10 @@ fn thumbnail(ffmpeg: &Path, clip: &Path, at_ms: i64, path: &Path) -> io::Result<
     let mut child = Child::spawn(&mut command)?;
     let finished = child.finish(Instant::now() + THUMBNAIL_TIMEOUT, 0);
     match finished {
-        Some((_, status)) if status.success() && part.is_file() => fs::rename(&part, path),
+        Some((_, status)) if status.success() && part.is_file() => {
+            fs::rename(&part, path)?;
+            Ok(fs::metadata(path)?.len())
+        }
         _ => {
             let _ = fs::remove_file(&part);
             Err(io::Error::other(

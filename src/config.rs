@@ -34,12 +34,22 @@ pub struct Config {
     /// Free space kept on the recordings' file system; None: 1 GiB or 10 %
     /// of the file system, whichever is larger.
     pub recordings_keep_free: Option<u64>,
+    /// The most bytes events' clips and thumbnails may take; past it the
+    /// oldest events go with their files.
+    pub clips_max_bytes: u64,
+    /// Free space kept on the clips' file system; None: 512 MiB or 5 % of
+    /// the file system, whichever is larger.
+    pub clips_keep_free: Option<u64>,
     /// The MQTT broker for Home Assistant; None: MQTT is off.
     pub mqtt: Option<mqtt::config::Config>,
     /// `NODE_URL`, the address Home Assistant reaches the node at, without
     /// a trailing slash; None: `http://<host name>:<port>`.
     pub node_url: Option<String>,
 }
+
+/// Clips' budget when none is set: about 500 clips of 15 s from a 2 Mbit/s
+/// camera, an eighth of a 16 GB card.
+const DEFAULT_CLIPS_MAX_BYTES: u64 = 2 << 30;
 
 pub const HELP: &str = "\
 nvr-node: the local node of a network video recorder.
@@ -66,6 +76,13 @@ Environment:
               free space always left on the recordings' disk, the oldest
               recordings deleted to keep it (default 1G or 10 % of the
               disk, the larger)
+  CLIPS_MAX_BYTES
+              the most space events' clips and thumbnails (in DATA_DIR/clips)
+              may take, the oldest events deleted with them (default 2G)
+  CLIPS_KEEP_FREE
+              free space always left on the clips' disk, the oldest events
+              deleted with their clips to keep it (default 512M or 5 % of
+              the disk, the larger)
   CAMERA_CHECK_INTERVAL
               how often each camera's liveness is checked (default 30s)
   CLOUD_URL   the cloud service for remote access (default: none, the node never calls out)
@@ -186,6 +203,9 @@ impl Config {
                 .unwrap_or_else(|| data_dir.join("recordings")),
             recordings_max_bytes: size("RECORDINGS_MAX_BYTES", var("RECORDINGS_MAX_BYTES"))?,
             recordings_keep_free: size("RECORDINGS_KEEP_FREE", var("RECORDINGS_KEEP_FREE"))?,
+            clips_max_bytes: size("CLIPS_MAX_BYTES", var("CLIPS_MAX_BYTES"))?
+                .unwrap_or(DEFAULT_CLIPS_MAX_BYTES),
+            clips_keep_free: size("CLIPS_KEEP_FREE", var("CLIPS_KEEP_FREE"))?,
             ffmpeg: var("FFMPEG").unwrap_or_else(|| "ffmpeg".into()).into(),
             data_dir,
             node_name: var("NODE_NAME").unwrap_or_else(|| machine_name.clone()),
@@ -297,6 +317,16 @@ mod tests {
             (c.recordings_max_bytes, c.recordings_keep_free),
             (None, None)
         );
+        assert_eq!((c.clips_max_bytes, c.clips_keep_free), (2 << 30, None));
+    }
+
+    #[test]
+    fn clips() {
+        let c = config(&[("CLIPS_MAX_BYTES", "500M"), ("CLIPS_KEEP_FREE", "1G")]).unwrap();
+        assert_eq!(
+            (c.clips_max_bytes, c.clips_keep_free),
+            (500 << 20, Some(1 << 30))
+        );
     }
 
     #[test]
@@ -400,6 +430,8 @@ mod tests {
             [("RELAY_URL", "http://relä:1984")],
             [("RECORDINGS_MAX_BYTES", "lots")],
             [("RECORDINGS_KEEP_FREE", "-5G")],
+            [("CLIPS_MAX_BYTES", "a lot")],
+            [("CLIPS_KEEP_FREE", "5Q")],
             [("NODE_URL", "nvr.lan:8080")],
             [("NODE_URL", "http://")],
             [("NODE_URL", "http://u:p@nvr.lan")],

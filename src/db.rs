@@ -28,30 +28,45 @@ impl Db {
         let started = Instant::now();
         let result = f(&mut store);
         drop(store);
-        let held = started.elapsed();
-        if held > SLOW_HOLD {
-            log::warn!("database: the lock was held for {held:?}");
+        held_since(started);
+        result.map_err(database_error)
+    }
+}
+
+// The two below are not generic, and not inlined: each of the many callers
+// of `Db::run` would carry a copy of them (21 KB of the aarch64 binary).
+
+/// Logs a hold of the lock that began at `started` and was slow.
+#[inline(never)]
+fn held_since(started: Instant) {
+    let held = started.elapsed();
+    if held > SLOW_HOLD {
+        log::warn!("database: the lock was held for {held:?}");
+    }
+}
+
+/// The node's error for an SQLite failure.
+#[inline(never)]
+fn database_error(e: rusqlite::Error) -> Error {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DiskFull) => {
+            log::warn!("database: the disk is full");
+            Error::new(
+                Kind::InsufficientStorage,
+                "the node's storage is full: free some space and try again",
+            )
         }
-        result.map_err(|e| match e.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::DiskFull) => {
-                log::warn!("database: the disk is full");
-                Error::new(
-                    Kind::InsufficientStorage,
-                    "the node's storage is full: free some space and try again",
-                )
-            }
-            Some(rusqlite::ErrorCode::ReadOnly) => storage_fault(
-                &e,
-                "the node's database cannot be written: its file system is read-only (remounted \
-                 read-only after a storage error?); check the SD card and restart the node",
-            ),
-            Some(rusqlite::ErrorCode::SystemIoFailure) => storage_fault(
-                &e,
-                "the node's database could not be read or written: a storage I/O error (a failing \
-                 SD card, or its file system remounted read-only); check the card and restart the node",
-            ),
-            _ => Error::internal("database", &e),
-        })
+        Some(rusqlite::ErrorCode::ReadOnly) => storage_fault(
+            &e,
+            "the node's database cannot be written: its file system is read-only (remounted \
+             read-only after a storage error?); check the SD card and restart the node",
+        ),
+        Some(rusqlite::ErrorCode::SystemIoFailure) => storage_fault(
+            &e,
+            "the node's database could not be read or written: a storage I/O error (a failing \
+             SD card, or its file system remounted read-only); check the card and restart the node",
+        ),
+        _ => Error::internal("database", &e),
     }
 }
 

@@ -27,6 +27,10 @@ pub struct Event {
 /// its start and after its end.
 pub const CLIP_MARGIN_MS: i64 = 5_000;
 
+/// The longest event a clip covers: motion events end at it, and a posted
+/// event's clip stops this long after its start.
+pub const LONGEST_EVENT_MS: i64 = 5 * 60_000;
+
 /// `2026-11-22T10:04:05.123Z`: ISO 8601, UTC, milliseconds.
 pub fn format_timestamp(ms: i64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);

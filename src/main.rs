@@ -14,6 +14,7 @@ mod data_file;
 mod db;
 mod error;
 mod event;
+mod filesystem;
 mod guard;
 mod home_assistant;
 

@@ -113,7 +113,10 @@ fn status_has_the_spec_fields() {
             "totalBytes",
             "oldestRecordingAt",
             "unclaimedBytes",
-            "message"
+            "message",
+            "clipsBytes",
+            "clipsBudgetBytes",
+            "clipsReserveBytes"
         ]),
         "{storage}"
     );
@@ -122,6 +125,8 @@ fn status_has_the_spec_fields() {
     assert_eq!(storage["message"], Value::Null, "all is well");
     assert_eq!(storage["budgetBytes"], Value::Null);
     assert_eq!(storage["oldestRecordingAt"], Value::Null);
+    assert_eq!(storage["clipsBytes"], 0);
+    assert_eq!(storage["clipsBudgetBytes"], 2_u64 << 30);
 }
 
 #[test]

@@ -1,4 +1,4 @@
-// The node header: name, version, id, the recordings' storage, relay health
+// The node header: name, version, id, the recordings' and clips' storage, relay health
 // (with the relay's version), cloud link (with the claim code and its
 // countdown), and a banner when the node cannot be reached.
 
@@ -32,7 +32,7 @@ function setBadge(el, text, tone, title) {
   if (title !== undefined && el.title !== title) el.title = title;
 }
 
-/** "Recordings: 1.2 GB used, 40 GB free", with the budget and the oldest recording on hover. */
+/** "Recordings: 1.2 GB used, 40 GB free · Clips: 12 MB of 2.1 GB", with the budgets, the free space kept and the oldest recording on hover. */
 function renderStorage(storage) {
   const el = $('node-storage');
   show($('node-storage-sep'), Boolean(storage));
@@ -43,11 +43,15 @@ function renderStorage(storage) {
   const budget = storage.budgetBytes ? ` of ${bytes(storage.budgetBytes)}` : '';
   const used = storage.usedBytes ? `${bytes(storage.usedBytes)}${budget} used` : 'none yet';
   const free = storage.freeBytes === null ? '' : `, ${bytes(storage.freeBytes)} free`;
-  setText(el, `Recordings: ${used}${free}`);
+  // The clips' disk is shown only when it is not the recordings'.
+  const clipsFree = storage.clipsFreeBytes === undefined ? '' : `, ${bytes(storage.clipsFreeBytes)} free`;
+  setText(el, `Recordings: ${used}${free} · Clips: ${bytes(storage.clipsBytes)} of ${bytes(storage.clipsBudgetBytes)}${clipsFree}`);
   const oldest = Date.parse(storage.oldestRecordingAt || '');
   const within = storage.budgetBytes ? `stay within ${bytes(storage.budgetBytes)} and to ` : '';
   const title = `${Number.isFinite(oldest) ? `The oldest recording is from ${absoluteTime(oldest)}.` : 'Nothing recorded yet.'} ` +
-    `The oldest recordings are deleted as needed to ${within}leave ${bytes(storage.reserveBytes)} of the disk free.`;
+    `The oldest recordings are deleted as needed to ${within}leave ${bytes(storage.reserveBytes)} of the disk free. ` +
+    `The oldest events are deleted with their clips as needed to stay within ${bytes(storage.clipsBudgetBytes)} ` +
+    `and to leave ${bytes(storage.clipsReserveBytes)} of their disk free.`;
   if (el.title !== title) el.title = title;
 }
 

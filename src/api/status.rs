@@ -1,5 +1,5 @@
 //! `GET /api/status`: the node, its cloud link, the relay's health and version, the
-//! cameras and the recordings' use of storage.
+//! cameras and the recordings' and events' clips' use of storage.
 
 use serde::Serialize;
 
@@ -26,7 +26,7 @@ struct Status<'a> {
     storage: StorageView,
 }
 
-/// What recordings take of the disk.
+/// What recordings and events' clips take of the disk.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct StorageView {
@@ -42,6 +42,14 @@ struct StorageView {
     /// What keeps recordings from being made or cleaned up, and what to
     /// do, in plain words; null when all is well.
     message: Option<String>,
+    clips_bytes: u64,
+    clips_budget_bytes: u64,
+    clips_reserve_bytes: u64,
+    /// The clips' disk, only when it is not the recordings'.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    clips_free_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    clips_total_bytes: Option<u64>,
 }
 
 pub fn get(app: &App) -> Result<Reply, Error> {
@@ -62,6 +70,7 @@ fn build(app: &App) -> Result<Vec<u8>, Error> {
         cameras: cameras.iter().map(|c| CameraView::new(c, app)).collect(),
         storage: {
             let storage = app.recordings.storage();
+            let clips = app.clips.storage();
             StorageView {
                 used_bytes: storage.used_bytes,
                 unclaimed_bytes: storage.unclaimed_bytes,
@@ -71,6 +80,11 @@ fn build(app: &App) -> Result<Vec<u8>, Error> {
                 total_bytes: storage.total_bytes,
                 oldest_recording_at: storage.oldest_ms.map(format_timestamp),
                 message: storage.message,
+                clips_bytes: clips.used_bytes,
+                clips_budget_bytes: clips.budget_bytes,
+                clips_reserve_bytes: clips.reserve_bytes,
+                clips_free_bytes: clips.disk.map(|d| d.free),
+                clips_total_bytes: clips.disk.map(|d| d.total),
             }
         },
     };

@@ -17,7 +17,7 @@ const MOVING_IN_WINDOW: usize = 3;
 /// Stillness that ends an event.
 pub const QUIET_MS: i64 = 10_000;
 /// The longest event.
-pub const LONGEST_MS: i64 = 5 * 60_000;
+pub const LONGEST_MS: i64 = crate::event::LONGEST_EVENT_MS;
 
 /// When a frame was seen: by a monotonic clock (ms from any origin), and
 /// by the wall clock (ms since the epoch).

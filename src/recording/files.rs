@@ -11,6 +11,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use uuid::Uuid;
 
+pub use crate::filesystem::{Space, space, sync_dir};
+
 pub const INCOMING: &str = "incoming";
 /// ffmpeg's `-strftime` pattern for the files it writes (with `TZ=UTC`).
 pub const INCOMING_PATTERN: &str = "%Y%m%dT%H%M%S.mp4";
@@ -168,38 +170,9 @@ pub fn hour_start(ms: i64) -> i64 {
 
 pub const HOUR: i64 = HOUR_MS;
 
-/// Makes a folder's entries (a new or renamed file) survive a power cut.
-pub fn sync_dir(path: &Path) -> io::Result<()> {
-    File::open(path)?.sync_all()
-}
-
 /// Removes a folder if it is empty; anything else is left alone.
 pub fn remove_if_empty(path: &Path) {
     let _ = std::fs::remove_dir(path);
-}
-
-/// Free and total bytes of the file system holding `path`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Space {
-    /// What an unprivileged process (the node) may still write.
-    pub free: u64,
-    pub total: u64,
-}
-
-pub fn space(path: &Path) -> io::Result<Space> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: statvfs writes only into `stats`, and `path` is NUL-terminated.
-    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let block = stats.f_frsize as u64;
-    Ok(Space {
-        free: stats.f_bavail as u64 * block,
-        total: stats.f_blocks as u64 * block,
-    })
 }
 
 #[cfg(test)]
@@ -283,12 +256,5 @@ mod tests {
         want.sort();
         assert_eq!(all, want);
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn free_space() {
-        let space = space(Path::new("/")).unwrap();
-        assert!(space.total > 0 && space.free <= space.total, "{space:?}");
-        assert!(super::space(Path::new("/nonexistent/nvr")).is_err());
     }
 }

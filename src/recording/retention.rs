@@ -277,13 +277,7 @@ fn delete(shared: &Shared, cleaner: &mut Cleaner, segments: &[Segment]) -> Resul
 
 /// Whether the database is on the recordings' file system.
 fn shares_disk(shared: &Shared) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let device = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
-    let (data, recordings) = (
-        device(&shared.settings.data_dir),
-        device(&shared.settings.dir),
-    );
-    data.is_some() && data == recordings
+    crate::filesystem::same_file_system(&shared.settings.data_dir, &shared.settings.dir)
 }
 
 /// Unlinks the files of deleted segments and drops their tombstones, but

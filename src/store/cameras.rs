@@ -7,7 +7,7 @@ use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, Row, params, params_from_iter};
 use uuid::Uuid;
 
-use super::events::clip_paths;
+use super::events::tombstone_events_where;
 use super::segments::tombstone_where;
 use super::{Result, Store, uuid_column};
 use crate::camera::{Camera, Capabilities, Sensitivity, Settings};
@@ -62,16 +62,16 @@ impl Store {
         Ok(n > 0)
     }
 
-    /// Deletes a camera with its events, and turns its segments into
-    /// tombstones; returns it and its events' clip files.
+    /// Deletes a camera with its events, and turns its segments and its
+    /// events' files into tombstones; returns it and those files (clips and
+    /// thumbnails) to unlink.
     pub fn delete_camera(&mut self, id: Uuid) -> Result<Option<(Camera, Vec<String>)>> {
         let Some(camera) = self.camera(id)? else {
             return Ok(None);
         };
         self.written();
         let tx = self.conn.transaction()?;
-        let clips = clip_paths(&tx, "camera_id = ?1", [id.to_string()])?;
-        tx.execute("DELETE FROM event WHERE camera_id = ?1", [id.to_string()])?;
+        let (clips, clip_bytes) = tombstone_events_where(&tx, "camera_id = ?1", [id.to_string()])?;
         tombstone_where(&tx, "camera_id = ?1", [id.to_string()])?;
         // Its folder is emptied too, of files no row names (one being written).
         tx.execute(
@@ -81,6 +81,7 @@ impl Store {
         tx.execute("DELETE FROM camera WHERE id = ?1", [id.to_string()])?;
         tx.commit()?;
         self.segments_gone(id);
+        self.event_bytes_changed(0, clip_bytes);
         Ok(Some((camera, clips)))
     }
 

@@ -1,20 +1,44 @@
-//! Detection events and the upload state of their clips.
+//! Detection events, the upload state of their clips, and the bytes of
+//! their files (clips and thumbnails), with the tombstones that make
+//! deleting those files crash-safe: rows become tombstones in one
+//! transaction, then the files are unlinked, then the tombstones dropped.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use uuid::Uuid;
 
 use super::{Result, Store, uuid_column};
 use crate::event::Event;
 
+/// An event with files, as the clips' retention weighs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventFiles {
+    pub id: Uuid,
+    pub started_at_ms: i64,
+    /// Its clip's and thumbnail's bytes.
+    pub bytes: u64,
+}
+
+/// An event's file as written: the path (relative to `DATA_DIR`) and bytes.
+pub type File<'a> = (&'a str, u64);
+
+/// An event whose files' bytes are not known: (id, clip, thumbnail).
+pub type Unmeasured = (Uuid, Option<String>, Option<String>);
+
 impl Store {
-    /// Adds an event and drops the oldest past `keep`; returns the dropped
-    /// events' files (clips and thumbnails).
-    pub fn insert_event(&mut self, event: &Event, keep: u64) -> Result<Vec<String>> {
+    /// Adds an event, whose clip (a posted one) takes `clip_bytes`, and turns
+    /// the oldest past `keep` into tombstones; returns their files (clips and
+    /// thumbnails) to unlink.
+    pub fn insert_event(
+        &mut self,
+        event: &Event,
+        clip_bytes: u64,
+        keep: u64,
+    ) -> Result<Vec<String>> {
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO event (id, camera_id, kind, score, started_at_ms, ended_at_ms, clip_status,
-                                clip_path, thumbnail_path)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                                clip_path, thumbnail_path, clip_bytes, thumbnail_bytes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0)",
             params![
                 event.id.to_string(),
                 event.camera_id.to_string(),
@@ -25,6 +49,7 @@ impl Store {
                 event.clip_status,
                 event.clip_path,
                 event.thumbnail_path,
+                clip_bytes as i64,
             ],
         )?;
         // The newest `keep` are found through the index; all older ones go.
@@ -36,17 +61,14 @@ impl Store {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;
-        let mut dropped = Vec::new();
+        let mut dropped = (Vec::new(), 0);
         if let Some((at, rowid)) = cutoff {
             let older = "started_at_ms < ?1 OR (started_at_ms = ?1 AND rowid <= ?2)";
-            dropped = clip_paths(&tx, older, params![at, rowid])?;
-            tx.execute(
-                &format!("DELETE FROM event WHERE {older}"),
-                params![at, rowid],
-            )?;
+            dropped = tombstone_events_where(&tx, older, params![at, rowid])?;
         }
         tx.commit()?;
-        Ok(dropped)
+        self.event_bytes_changed(clip_bytes, dropped.1);
+        Ok(dropped.0)
     }
 
     /// The oldest event whose clip waits for upload: (id, clip path).
@@ -72,12 +94,25 @@ impl Store {
     }
 
     /// Drops the clip of an event whose file is gone; it stays `local`.
-    pub fn forget_clip(&self, id: Uuid) -> Result<bool> {
-        let n = self.conn.execute(
-            "UPDATE event SET clip_path = NULL, clip_status = 'local' WHERE id = ?1",
+    pub fn forget_clip(&mut self, id: Uuid) -> Result<bool> {
+        let tx = self.conn.transaction()?;
+        let Some(bytes) = tx
+            .query_row(
+                "SELECT COALESCE(clip_bytes, 0) FROM event WHERE id = ?1",
+                [id.to_string()],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()?
+        else {
+            return Ok(false);
+        };
+        tx.execute(
+            "UPDATE event SET clip_path = NULL, clip_bytes = 0, clip_status = 'local' WHERE id = ?1",
             [id.to_string()],
         )?;
-        Ok(n > 0)
+        tx.commit()?;
+        self.event_bytes_changed(0, bytes.max(0) as u64);
+        Ok(true)
     }
 
     /// Uploads cut short by a crash start again.
@@ -118,19 +153,157 @@ impl Store {
             .optional()
     }
 
-    /// Gives an event its clip and thumbnail (files relative to `DATA_DIR`);
-    /// returns whether the event still exists.
+    /// Gives an event its clip and thumbnail, each with its bytes; returns
+    /// whether the event still exists.
     pub fn set_event_files(
-        &self,
+        &mut self,
         id: Uuid,
-        clip: Option<&str>,
-        thumbnail: Option<&str>,
+        clip: Option<File>,
+        thumbnail: Option<File>,
     ) -> Result<bool> {
-        let n = self.conn.execute(
-            "UPDATE event SET clip_path = ?2, thumbnail_path = ?3 WHERE id = ?1",
-            params![id.to_string(), clip, thumbnail],
+        let tx = self.conn.transaction()?;
+        let Some(before) = tx
+            .query_row(
+                "SELECT COALESCE(clip_bytes, 0) + COALESCE(thumbnail_bytes, 0) FROM event
+                 WHERE id = ?1",
+                [id.to_string()],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()?
+        else {
+            return Ok(false);
+        };
+        let (clip_bytes, thumbnail_bytes) = (clip.map_or(0, |c| c.1), thumbnail.map_or(0, |t| t.1));
+        tx.execute(
+            "UPDATE event SET clip_path = ?2, clip_bytes = ?3, thumbnail_path = ?4,
+                              thumbnail_bytes = ?5
+             WHERE id = ?1",
+            params![
+                id.to_string(),
+                clip.map(|c| c.0),
+                clip_bytes as i64,
+                thumbnail.map(|t| t.0),
+                thumbnail_bytes as i64
+            ],
         )?;
-        Ok(n > 0)
+        tx.commit()?;
+        self.event_bytes_changed(clip_bytes + thumbnail_bytes, before.max(0) as u64);
+        Ok(true)
+    }
+
+    /// Up to `limit` events whose files' bytes are not known yet (they had
+    /// files before the database counted bytes): (id, clip, thumbnail).
+    pub fn unmeasured_events(&self, limit: usize) -> Result<Vec<Unmeasured>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, clip_path, thumbnail_path FROM event WHERE clip_bytes IS NULL LIMIT ?1",
+        )?;
+        stmt.query_map([limit as i64], |r| {
+            Ok((uuid_column(r, 0)?, r.get(1)?, r.get(2)?))
+        })?
+        .collect()
+    }
+
+    /// Sets the bytes of an event's files, measured (see [`Store::unmeasured_events`]).
+    pub fn measure_event(&self, id: Uuid, clip_bytes: u64, thumbnail_bytes: u64) -> Result<()> {
+        let n = self.conn.execute(
+            "UPDATE event SET clip_bytes = ?2, thumbnail_bytes = ?3
+             WHERE id = ?1 AND clip_bytes IS NULL",
+            params![id.to_string(), clip_bytes as i64, thumbnail_bytes as i64],
+        )?;
+        if n > 0 {
+            self.event_bytes_changed(clip_bytes + thumbnail_bytes, 0);
+        }
+        Ok(())
+    }
+
+    /// The bytes of all events' clips and thumbnails.
+    pub fn event_bytes(&self) -> Result<u64> {
+        if let Some(total) = self.event_bytes.get() {
+            return Ok(total);
+        }
+        let total: i64 = self.conn.query_row(
+            "SELECT COALESCE(SUM(COALESCE(clip_bytes, 0) + COALESCE(thumbnail_bytes, 0)), 0)
+             FROM event",
+            [],
+            |r| r.get(0),
+        )?;
+        let total = total.max(0) as u64;
+        self.event_bytes.set(Some(total));
+        Ok(total)
+    }
+
+    /// Up to `limit` of the oldest events that have files, oldest first.
+    pub fn oldest_event_files(&self, limit: usize) -> Result<Vec<EventFiles>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, started_at_ms, COALESCE(clip_bytes, 0) + COALESCE(thumbnail_bytes, 0)
+             FROM event WHERE clip_path IS NOT NULL OR thumbnail_path IS NOT NULL
+             ORDER BY started_at_ms, rowid LIMIT ?1",
+        )?;
+        stmt.query_map([limit as i64], |r| {
+            Ok(EventFiles {
+                id: uuid_column(r, 0)?,
+                started_at_ms: r.get(1)?,
+                bytes: r.get::<_, i64>(2)?.max(0) as u64,
+            })
+        })?
+        .collect()
+    }
+
+    /// Deletes events, turning their files into tombstones, in one
+    /// transaction; returns the bytes freed.
+    pub fn tombstone_events(&mut self, ids: &[Uuid]) -> Result<u64> {
+        let tx = self.conn.transaction()?;
+        let mut freed = 0;
+        for id in ids {
+            freed += tombstone_events_where(&tx, "id = ?1", [id.to_string()])?.1;
+        }
+        tx.commit()?;
+        self.event_bytes_changed(0, freed);
+        Ok(freed)
+    }
+
+    /// The files (clips and thumbnails) of events.
+    pub fn files_of_events(&self, ids: &[Uuid]) -> Result<Vec<String>> {
+        let mut files = Vec::new();
+        for id in ids {
+            files.extend(clip_paths(&self.conn, "id = ?1", [id.to_string()])?);
+        }
+        Ok(files)
+    }
+
+    /// Up to `limit` files of deleted events still to unlink.
+    pub fn clip_garbage(&self, limit: usize) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT path FROM clip_garbage LIMIT ?1")?;
+        stmt.query_map([limit as i64], |r| r.get(0))?.collect()
+    }
+
+    /// Drops the tombstones of files that are unlinked.
+    pub fn forget_clip_garbage(&mut self, paths: &[String]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for path in paths {
+            tx.execute("DELETE FROM clip_garbage WHERE path = ?1", [path])?;
+        }
+        tx.commit()
+    }
+
+    /// Every file an event names (clips and thumbnails), and every file
+    /// waiting under a tombstone.
+    pub fn event_files(&self) -> Result<Vec<String>> {
+        let mut files = clip_paths(&self.conn, "1", [])?;
+        let mut stmt = self.conn.prepare("SELECT path FROM clip_garbage")?;
+        for file in stmt.query_map([], |r| r.get(0))? {
+            files.push(file?);
+        }
+        Ok(files)
+    }
+
+    pub(super) fn event_bytes_changed(&self, added: u64, removed: u64) {
+        if let Some(total) = self.event_bytes.get() {
+            self.event_bytes
+                .set(Some((total + added).saturating_sub(removed)));
+        }
     }
 }
 
@@ -152,7 +325,7 @@ fn event_from_row(r: &rusqlite::Row) -> Result<Event> {
 }
 
 /// The files (clips and thumbnails) of the events matching `filter`.
-pub(super) fn clip_paths(
+fn clip_paths(
     conn: &Connection,
     filter: &str,
     params: impl rusqlite::Params,
@@ -163,6 +336,33 @@ pub(super) fn clip_paths(
     );
     let mut stmt = conn.prepare(&sql)?;
     stmt.query_map(params, |r| r.get(0))?.collect()
+}
+
+/// Deletes the events matching `filter`, their files moved to the
+/// tombstones; returns those files and their bytes. The caller adjusts the
+/// count of bytes once the transaction commits.
+pub(super) fn tombstone_events_where(
+    tx: &Transaction,
+    filter: &str,
+    params: impl rusqlite::Params + Clone,
+) -> Result<(Vec<String>, u64)> {
+    let bytes: i64 = tx.query_row(
+        &format!(
+            "SELECT COALESCE(SUM(COALESCE(clip_bytes, 0) + COALESCE(thumbnail_bytes, 0)), 0)
+             FROM event WHERE {filter}"
+        ),
+        params.clone(),
+        |r| r.get(0),
+    )?;
+    let files = clip_paths(tx, filter, params.clone())?;
+    for file in &files {
+        tx.execute(
+            "INSERT OR IGNORE INTO clip_garbage (path) VALUES (?1)",
+            [file],
+        )?;
+    }
+    tx.execute(&format!("DELETE FROM event WHERE {filter}"), params)?;
+    Ok((files, bytes.max(0) as u64))
 }
 
 #[cfg(test)]
@@ -192,7 +392,7 @@ mod tests {
         for i in [5_i64, 1, 9, 3, 7] {
             let clip = format!("clips/{i}.mp4");
             store
-                .insert_event(&event(cam, i * 1000, Some(&clip)), 4)
+                .insert_event(&event(cam, i * 1000, Some(&clip)), 10, 4)
                 .unwrap();
         }
         let got: Vec<i64> = store
@@ -203,8 +403,16 @@ mod tests {
             .collect();
         assert_eq!(got, vec![9000, 7000, 5000]);
         // The fifth insert dropped the oldest (1000) with its clip; this one drops 3000.
-        let dropped = store.insert_event(&event(cam, 8000, None), 4).unwrap();
+        let dropped = store.insert_event(&event(cam, 8000, None), 0, 4).unwrap();
         assert_eq!(dropped, vec!["clips/3.mp4".to_owned()]);
+        assert_eq!(
+            store.event_bytes().unwrap(),
+            30,
+            "the dropped clips' bytes went"
+        );
+        let mut garbage = store.clip_garbage(10).unwrap();
+        garbage.sort();
+        assert_eq!(garbage, ["clips/1.mp4", "clips/3.mp4"], "as tombstones");
         let all: Vec<i64> = store
             .recent_events(50)
             .unwrap()
@@ -236,7 +444,7 @@ mod tests {
             event(cam.id, 0, None),
         );
         for e in [&new, &old, &bare] {
-            store.insert_event(e, 100).unwrap();
+            store.insert_event(e, 7, 100).unwrap();
         }
         assert_eq!(
             store.next_clip_to_upload().unwrap(),
@@ -254,14 +462,138 @@ mod tests {
         assert_eq!(store.reset_uploading().unwrap(), 1);
         assert!(store.move_clip(old.id, "local", "uploading").unwrap());
         assert!(store.move_clip(old.id, "uploading", "uploaded").unwrap());
+        assert_eq!(store.event_bytes().unwrap(), 21);
         assert!(store.forget_clip(new.id).unwrap());
+        assert_eq!(
+            store.event_bytes().unwrap(),
+            14,
+            "a forgotten clip's bytes go"
+        );
         assert_eq!(store.next_clip_to_upload().unwrap(), None);
         let (_, clips) = store.delete_camera(cam.id).unwrap().unwrap();
         assert_eq!(clips, vec!["a.mp4".to_owned()]);
+        assert_eq!(store.clip_garbage(10).unwrap(), ["a.mp4"]);
+        assert_eq!(store.event_bytes().unwrap(), 0);
         assert!(
             store.recent_events(50).unwrap().is_empty(),
             "a camera's events go with it"
         );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn events_files_are_counted_and_deleted_through_tombstones() {
+        let dir = temp_dir("event-files");
+        let mut store = Store::open(&dir).unwrap();
+        let cam = Uuid::new_v4();
+        let (a, b, c, bare) = (
+            event(cam, 3_000, None),
+            event(cam, 1_000, None),
+            event(cam, 2_000, Some("clips/posted.mp4")),
+            event(cam, 500, None),
+        );
+        for (e, bytes) in [(&a, 0), (&b, 0), (&c, 40), (&bare, 0)] {
+            store.insert_event(e, bytes, 100).unwrap();
+        }
+        assert_eq!(store.event_bytes().unwrap(), 40);
+        assert!(
+            store
+                .set_event_files(
+                    a.id,
+                    Some(("clips/x/a.mp4", 100)),
+                    Some(("clips/x/a.jpg", 5))
+                )
+                .unwrap()
+        );
+        assert!(
+            store
+                .set_event_files(b.id, Some(("clips/x/b.mp4", 200)), None)
+                .unwrap()
+        );
+        assert!(
+            !store
+                .set_event_files(Uuid::new_v4(), Some(("clips/x/z.mp4", 1)), None)
+                .unwrap(),
+            "an event that is gone"
+        );
+        assert_eq!(store.event_bytes().unwrap(), 345);
+        // Cutting a clip again replaces its bytes.
+        store
+            .set_event_files(b.id, Some(("clips/x/b.mp4", 150)), None)
+            .unwrap();
+        assert_eq!(store.event_bytes().unwrap(), 295);
+        let oldest: Vec<(i64, u64)> = store
+            .oldest_event_files(10)
+            .unwrap()
+            .iter()
+            .map(|e| (e.started_at_ms, e.bytes))
+            .collect();
+        assert_eq!(
+            oldest,
+            [(1_000, 150), (2_000, 40), (3_000, 105)],
+            "oldest first, only events with files"
+        );
+        assert_eq!(store.oldest_event_files(1).unwrap()[0].id, b.id);
+
+        assert_eq!(store.tombstone_events(&[b.id, a.id]).unwrap(), 255);
+        assert_eq!(store.event_bytes().unwrap(), 40);
+        assert!(store.event(a.id).unwrap().is_none(), "the event goes too");
+        let mut garbage = store.clip_garbage(10).unwrap();
+        garbage.sort();
+        assert_eq!(garbage, ["clips/x/a.jpg", "clips/x/a.mp4", "clips/x/b.mp4"]);
+        let mut named = store.event_files().unwrap();
+        named.sort();
+        assert_eq!(
+            named,
+            [
+                "clips/posted.mp4",
+                "clips/x/a.jpg",
+                "clips/x/a.mp4",
+                "clips/x/b.mp4"
+            ],
+            "files named by events and by tombstones"
+        );
+        store.forget_clip_garbage(&garbage[..2]).unwrap();
+        assert_eq!(store.clip_garbage(10).unwrap(), ["clips/x/b.mp4"]);
+        drop(store);
+        // The count survives a reopen, read afresh.
+        let store = Store::open(&dir).unwrap();
+        assert_eq!(store.event_bytes().unwrap(), 40);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn events_from_before_version_5_are_measured_once() {
+        let dir = temp_dir("event-upgrade");
+        let store = Store::open(&dir).unwrap();
+        drop(store);
+        // As version 4 left them: no bytes, one event with files, one without.
+        let conn = Connection::open(dir.join("nvr-node.db")).unwrap();
+        let (with, without) = (Uuid::new_v4(), Uuid::new_v4());
+        for (id, clip) in [(with, Some("clips/c/e.mp4")), (without, None)] {
+            conn.execute(
+                "INSERT INTO event (id, camera_id, kind, score, started_at_ms, ended_at_ms,
+                                    clip_status, clip_path, thumbnail_path)
+                 VALUES (?1, 'c', 'motion', 0.5, 1, 2, 'local', ?2, NULL)",
+                params![id.to_string(), clip],
+            )
+            .unwrap();
+        }
+        conn.execute_batch(
+            "UPDATE event SET clip_bytes = NULL, thumbnail_bytes = NULL;
+             DROP TABLE clip_garbage; DROP TABLE camera_garbage; PRAGMA user_version = 4;
+             ALTER TABLE event DROP COLUMN clip_bytes; ALTER TABLE event DROP COLUMN thumbnail_bytes;",
+        )
+        .unwrap();
+        drop(conn);
+        let store = Store::open(&dir).unwrap();
+        let unmeasured = store.unmeasured_events(10).unwrap();
+        assert_eq!(unmeasured, [(with, Some("clips/c/e.mp4".into()), None)]);
+        assert_eq!(store.event_bytes().unwrap(), 0);
+        store.measure_event(with, 1_000, 0).unwrap();
+        store.measure_event(with, 5, 0).unwrap();
+        assert_eq!(store.event_bytes().unwrap(), 1_000, "measured once");
+        assert!(store.unmeasured_events(10).unwrap().is_empty());
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use crate::camera::Camera;
 
+pub use events::EventFiles;
 pub use node::Identity;
 pub use segments::Segment;
 
@@ -76,7 +77,17 @@ const UPGRADES: &[&str] = &[
     // 3 -> 4: motion detection's sensitivity, and events' thumbnails.
     "ALTER TABLE camera ADD COLUMN detect_sensitivity TEXT NOT NULL DEFAULT 'medium';
      ALTER TABLE event ADD COLUMN thumbnail_path TEXT;",
-    // 4 -> 5: the cameras deleted whose recordings folder is still to empty
+    // 4 -> 5: the bytes of each event's clip and thumbnail (NULL: not measured
+    // yet, for events that had files before this step), and the tombstones
+    // of deleted events' files.
+    "ALTER TABLE event ADD COLUMN clip_bytes INTEGER;
+     ALTER TABLE event ADD COLUMN thumbnail_bytes INTEGER;
+     UPDATE event SET clip_bytes = 0, thumbnail_bytes = 0
+         WHERE clip_path IS NULL AND thumbnail_path IS NULL;
+     CREATE TABLE clip_garbage (
+         path TEXT PRIMARY KEY
+     ) STRICT, WITHOUT ROWID;",
+    // 5 -> 6: the cameras deleted whose recordings folder is still to empty
     // (a folder of no known camera is otherwise kept: its database was lost).
     "CREATE TABLE camera_garbage (
          id TEXT PRIMARY KEY
@@ -98,6 +109,9 @@ pub struct Store {
     /// to date on each write, since the retention check asks after every
     /// new segment.
     segment_bytes: RefCell<Option<HashMap<Uuid, u64>>>,
+    /// The bytes of all events' clips and thumbnails, once counted, kept up
+    /// to date the same way: the clips' retention asks after every clip.
+    event_bytes: Cell<Option<u64>>,
 }
 
 impl Store {
@@ -115,6 +129,7 @@ impl Store {
             node_id: RefCell::new(None),
             generation: Cell::new(0),
             segment_bytes: RefCell::new(None),
+            event_bytes: Cell::new(None),
         };
         store.upgrade()?;
         Ok(store)

@@ -483,7 +483,7 @@ mod tests {
             clip_path: None,
             thumbnail_path: None,
         };
-        store.insert_event(&event, 100).unwrap();
+        store.insert_event(&event, 0, 100).unwrap();
         let order: Vec<(bool, i64)> = store
             .segments_to_delete(10)
             .unwrap()

@@ -1,0 +1,63 @@
+//! What a file system has room for (`statvfs`), whether two folders share
+//! one, and making a folder's entries durable: the few calls the clips'
+//! retention and the recordings need of the disk.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+/// Free and total bytes of the file system holding a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Space {
+    /// What an unprivileged process (the node) may still write.
+    pub free: u64,
+    pub total: u64,
+}
+
+pub fn space(path: &Path) -> io::Result<Space> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: statvfs writes only into `stats`, and `path` is NUL-terminated.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let block = stats.f_frsize as u64;
+    Ok(Space {
+        free: stats.f_bavail as u64 * block,
+        total: stats.f_blocks as u64 * block,
+    })
+}
+
+/// Whether `a` and `b` are on one file system; false when either cannot be read.
+pub fn same_file_system(a: &Path, b: &Path) -> bool {
+    match (a.metadata(), b.metadata()) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev(),
+        _ => false,
+    }
+}
+
+/// Makes a folder's entries (a file created, renamed or unlinked) survive a power cut.
+pub fn sync_dir(path: &Path) -> io::Result<()> {
+    File::open(path)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_space_and_file_systems() {
+        let root = space(Path::new("/")).unwrap();
+        assert!(root.total > 0 && root.free <= root.total, "{root:?}");
+        assert!(space(Path::new("/nonexistent/nvr")).is_err());
+        assert!(same_file_system(Path::new("/"), Path::new("/")));
+        assert!(
+            !same_file_system(Path::new("/"), Path::new("/proc")),
+            "procfs is a file system of its own"
+        );
+        assert!(!same_file_system(Path::new("/"), Path::new("/nonexistent")));
+    }
+}

@@ -1,0 +1,497 @@
+//! Events' clips, through the real node, the GStreamer test camera and
+//! ffmpeg: kept within their byte budget and their disk's free-space floor
+//! (a small tmpfs of the test's own), the oldest events going first with
+//! their files, clip files no event names counted and deleted first when
+//! room is needed (never at start), all of it in the log, in status and in
+//! the UI's header; a posted event of an hour gets 5 minutes of clip; and a
+//! clip waiting for its recording holds up no other camera's.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::{Camera, Node, TempDir, Tmpfs, browser_script, closed_port, probe_file, wait_for};
+use serde_json::{Value, json};
+
+fn start_node(data: &Path, recordings: &Path, env: &[(&str, &str)]) -> Node {
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    let recordings = recordings.display().to_string();
+    let mut vars = vec![
+        ("RECORDINGS_DIR", recordings.as_str()),
+        ("RECORDINGS_KEEP_FREE", "0"),
+    ];
+    vars.extend_from_slice(env);
+    Node::start(data, &relay, &vars)
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// `2026-11-22T10:04:05.123Z` for a time in ms since the epoch.
+fn iso(ms: i64) -> String {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms as u64)).to_string()
+}
+
+/// Adds a camera of the test camera's `path` that records and does not
+/// detect; returns its id.
+fn add_camera(node: &Node, camera: &Camera, path: &str) -> String {
+    let body = json!({ "name": path, "rtspUrl": camera.url("", path), "detect": false });
+    node.add_camera(body)["id"].as_str().unwrap().to_owned()
+}
+
+/// Posts an event of `camera` from `started_ms` to `ended_ms` (since the
+/// epoch), without a clip, so the node cuts one; returns its id.
+fn post(node: &Node, camera: &str, started_ms: i64, ended_ms: i64) -> String {
+    let body = json!({
+        "cameraId": camera, "kind": "person", "score": 0.8,
+        "startedAt": iso(started_ms), "endedAt": iso(ended_ms),
+    });
+    let response = node.post_json("/api/events", &body.to_string());
+    assert_eq!(response.status, 201, "{response}");
+    response.json()["id"].as_str().unwrap().to_owned()
+}
+
+/// The event `id` as listed, if it is.
+fn listed(node: &Node, id: &str) -> Option<Value> {
+    let events = node.get("/api/events").json();
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"] == id)
+        .cloned()
+}
+
+fn has_clip(node: &Node, id: &str) -> bool {
+    listed(node, id).is_some_and(|e| e["clipUrl"].is_string() && e["thumbnailUrl"].is_string())
+}
+
+/// Waits for the events to have their clips and thumbnails.
+fn wait_for_clips(node: &Node, ids: &[String], timeout: Duration) {
+    let done = wait_for(timeout, || ids.iter().all(|id| has_clip(node, id)));
+    assert!(
+        done,
+        "no clips within {timeout:?}: {}",
+        node.get("/api/events").json()
+    );
+}
+
+/// An event's clip and thumbnail, as the node names them.
+fn event_files(data: &Path, camera: &str, id: &str) -> [PathBuf; 2] {
+    let base = data.join("clips").join(camera);
+    [
+        base.join(format!("{id}.mp4")),
+        base.join(format!("{id}.jpg")),
+    ]
+}
+
+/// The bytes of an event's clip and thumbnail on disk; none when both are gone.
+fn bytes_on_disk(data: &Path, camera: &str, id: &str) -> Option<u64> {
+    let sizes: Vec<u64> = event_files(data, camera, id)
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .collect();
+    (!sizes.is_empty()).then(|| sizes.iter().sum())
+}
+
+fn storage(node: &Node) -> Value {
+    node.get("/api/status").json()["storage"].clone()
+}
+
+/// The free bytes of the file system holding `path`, as `statvfs` tells.
+fn free_bytes(path: &Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: statvfs writes only into `stats`; `path` is NUL-terminated.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::statvfs(path.as_ptr(), &mut stats) }, 0);
+    stats.f_bavail as u64 * stats.f_frsize as u64
+}
+
+/// A size as the UI writes it (`format.js`'s `bytes`): "2.1 GB".
+fn ui_bytes(n: u64) -> String {
+    let units = ["B", "kB", "MB", "GB", "TB"];
+    let (mut value, mut unit) = (n as f64, 0);
+    while value >= 999.5 && unit < units.len() - 1 {
+        value /= 1000.0;
+        unit += 1;
+    }
+    let text = if unit > 0 && value < 9.95 {
+        format!("{value:.1}")
+    } else {
+        format!("{}", value.round())
+    };
+    format!("{text} {}", units[unit])
+}
+
+/// Three events in the last 15 s of `camera`'s recording, oldest first,
+/// with their clips cut.
+fn three_events(node: &Node, camera: &str) -> Vec<String> {
+    node.settle(camera);
+    thread::sleep(Duration::from_secs(12));
+    let now = now_ms();
+    let ids: Vec<String> = [(15_000, 13_000), (11_000, 9_000), (7_000, 5_000)]
+        .iter()
+        .map(|(from, to)| post(node, camera, now - from, now - to))
+        .collect();
+    wait_for_clips(node, &ids, Duration::from_secs(60));
+    ids
+}
+
+#[test]
+fn clips_over_their_budget_go_oldest_first_with_their_events() {
+    let camera = Camera::start();
+    let data = TempDir::new("clips-budget");
+    let recordings = data.path().join("recordings");
+    let no_floor = ("CLIPS_KEEP_FREE", "0");
+    let node = start_node(data.path(), &recordings, &[no_floor]);
+    let id = add_camera(&node, &camera, "/main");
+    let events = three_events(&node, &id);
+    let sizes: Vec<u64> = events
+        .iter()
+        .map(|e| bytes_on_disk(data.path(), &id, e).unwrap())
+        .collect();
+    let total: u64 = sizes.iter().sum();
+    assert!(
+        wait_for(Duration::from_secs(10), || storage(&node)["clipsBytes"]
+            == total),
+        "clipsBytes is not the clips' {total} bytes: {}",
+        storage(&node)
+    );
+    let shown = storage(&node);
+    assert_eq!(
+        shown["clipsBudgetBytes"],
+        2_u64 << 30,
+        "the default: {shown}"
+    );
+    assert!(
+        shown.get("clipsFreeBytes").is_none() && shown.get("clipsTotalBytes").is_none(),
+        "the clips' disk is the recordings': {shown}"
+    );
+    drop(node);
+
+    // A clip file no event names (as after the database was lost), a day
+    // old; and a file of someone else's.
+    let orphan_dir = data
+        .path()
+        .join("clips")
+        .join(uuid::Uuid::new_v4().to_string());
+    std::fs::create_dir_all(&orphan_dir).unwrap();
+    let orphan = orphan_dir.join(format!("{}.mp4", uuid::Uuid::new_v4()));
+    std::fs::copy(&event_files(data.path(), &id, &events[2])[0], &orphan).unwrap();
+    let a_day_ago = SystemTime::now() - Duration::from_secs(24 * 3600);
+    let file = std::fs::File::options().write(true).open(&orphan).unwrap();
+    file.set_modified(a_day_ago).unwrap();
+    drop(file);
+    let orphan_bytes = std::fs::metadata(&orphan).unwrap().len();
+    let stranger = data.path().join("clips/notes.txt");
+    std::fs::write(&stranger, b"mine").unwrap();
+
+    // At start it is counted, and kept.
+    let node = start_node(data.path(), &recordings, &[no_floor]);
+    assert!(
+        wait_for(Duration::from_secs(10), || storage(&node)["clipsBytes"]
+            == total + orphan_bytes),
+        "the unnamed file is not counted: {}",
+        storage(&node)
+    );
+    assert!(orphan.exists(), "an unnamed file was deleted at start");
+    drop(node);
+
+    // A budget that holds the two newest events: the unnamed file (the
+    // oldest) and the oldest event go, with its files.
+    let budget = sizes[1] + sizes[2];
+    let budget_text = budget.to_string();
+    let node = start_node(
+        data.path(),
+        &recordings,
+        &[no_floor, ("CLIPS_MAX_BYTES", &budget_text)],
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || listed(&node, &events[0])
+            .is_none()),
+        "the oldest event outlived the budget: {}",
+        node.get("/api/events").json()
+    );
+    assert_eq!(bytes_on_disk(data.path(), &id, &events[0]), None);
+    assert!(!orphan.exists(), "the unnamed file outlived the budget");
+    assert!(stranger.exists(), "someone else's file was deleted");
+    for event in &events[1..] {
+        assert!(has_clip(&node, event), "{event} went too");
+        assert!(bytes_on_disk(data.path(), &id, event).is_some());
+    }
+    let logs = node.logs();
+    for said in [
+        "deleted the 1 oldest events with their clips and thumbnails",
+        "deleted the 1 oldest clip files that no event names",
+        "clips over their budget",
+    ] {
+        assert!(logs.contains(said), "the log does not say {said:?}");
+    }
+    let shown = storage(&node);
+    assert_eq!(shown["clipsBytes"], budget, "{shown}");
+    assert_eq!(shown["clipsBudgetBytes"], budget, "{shown}");
+
+    // The UI's header says so.
+    let origin = format!("http://127.0.0.1:{}", node.port);
+    let header = browser_script("header.mjs", &["--origin", &origin]);
+    assert_eq!(header["ok"], true, "{}", header["output"].as_str().unwrap());
+    let text = header["text"].as_str().unwrap();
+    let wanted = format!("Clips: {} of {}", ui_bytes(budget), ui_bytes(budget));
+    assert!(text.contains(&wanted), "{text:?} lacks {wanted:?}");
+    assert!(
+        header["title"]
+            .as_str()
+            .unwrap()
+            .contains("deleted with their clips"),
+        "{header}"
+    );
+
+    // A new clip past the budget: the oldest event left goes once it is cut.
+    node.settle(&id);
+    thread::sleep(Duration::from_secs(6));
+    let now = now_ms();
+    let fourth = post(&node, &id, now - 6_000, now - 4_000);
+    wait_for_clips(
+        &node,
+        std::slice::from_ref(&fourth),
+        Duration::from_secs(40),
+    );
+    assert!(
+        wait_for(Duration::from_secs(5), || listed(&node, &events[1])
+            .is_none()),
+        "a new clip did not push the oldest out: {}",
+        node.get("/api/events").json()
+    );
+    assert_eq!(bytes_on_disk(data.path(), &id, &events[1]), None);
+    assert!(has_clip(&node, &fourth));
+    let used = storage(&node)["clipsBytes"].as_u64().unwrap();
+    assert!(
+        used <= budget,
+        "{used} bytes of clips for a budget of {budget}"
+    );
+    assert!(node.logs().matches("clips over their budget").count() >= 3);
+}
+
+#[test]
+fn a_clips_disk_under_its_floor_loses_its_oldest_events() {
+    let camera = Camera::start();
+    let disk = Tmpfs::new("64m");
+    let recordings = TempDir::new("clips-floor-recordings");
+    let floor: u64 = 16 << 20;
+    let node = start_node(
+        disk.path(),
+        recordings.path(),
+        &[("CLIPS_KEEP_FREE", "16M")],
+    );
+    let id = add_camera(&node, &camera, "/main");
+    let events = three_events(&node, &id);
+    let shown = storage(&node);
+    assert_eq!(shown["clipsReserveBytes"], floor, "{shown}");
+    assert_eq!(
+        shown["clipsTotalBytes"],
+        64_u64 << 20,
+        "another disk: {shown}"
+    );
+    assert!(shown["clipsFreeBytes"].as_u64().unwrap() > floor, "{shown}");
+    // No more segments (nor their rows in the database on that disk): only
+    // the filler below changes its free space.
+    node.patch_camera(&id, json!({ "record": false }));
+    thread::sleep(Duration::from_secs(3));
+    let oldest = bytes_on_disk(disk.path(), &id, &events[0]).unwrap();
+
+    // Another program fills the disk to half the oldest event short of the floor.
+    let filler = disk.path().join("filler");
+    let wanted_free = floor - oldest / 2;
+    let fill = free_bytes(disk.path()) - wanted_free;
+    let mut file = std::fs::File::create(&filler).unwrap();
+    let block = vec![0u8; 1 << 20];
+    let mut written = 0;
+    while written < fill {
+        let n = block.len().min((fill - written) as usize);
+        std::io::Write::write_all(&mut file, &block[..n]).unwrap();
+        written += n as u64;
+    }
+    drop(file);
+    let filled = Instant::now();
+    // Within the minute, the oldest event goes, and only it.
+    assert!(
+        wait_for(Duration::from_secs(75), || listed(&node, &events[0])
+            .is_none()),
+        "the oldest event outlived the floor: {} {}",
+        storage(&node),
+        node.get("/api/events").json()
+    );
+    eprintln!(
+        "the floor's deletion came {:?} after the disk filled",
+        filled.elapsed()
+    );
+    assert_eq!(bytes_on_disk(disk.path(), &id, &events[0]), None);
+    for event in &events[1..] {
+        assert!(has_clip(&node, event), "{event} went too");
+    }
+    assert!(
+        node.logs()
+            .contains("deleted the 1 oldest events with their clips and thumbnails")
+            && node.logs().contains("free space under the floor"),
+        "the log does not say why"
+    );
+    let shown = storage(&node);
+    let free = shown["clipsFreeBytes"].as_u64().unwrap();
+    assert!(
+        free >= floor,
+        "{free} bytes free under a floor of {floor}: {shown}"
+    );
+}
+
+/// Writes `count` segments of 10 s of `camera` (ffmpeg's test picture,
+/// 160x90, a key frame a second, in the recorder's fragmented MP4) into
+/// `recordings`, named as the node files them, the first from `start_ms`.
+fn write_segments(recordings: &Path, camera: &str, start_ms: i64, count: i64, scratch: &Path) {
+    let output = Command::new("ffmpeg")
+        .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
+        .args(["-f", "lavfi", "-i", "testsrc=size=160x90:rate=5"])
+        .args(["-t", &(count * 10).to_string()])
+        .args([
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-g",
+            "5",
+            "-pix_fmt",
+            "yuv420p",
+        ])
+        .args([
+            "-f",
+            "segment",
+            "-segment_time",
+            "10",
+            "-reset_timestamps",
+            "1",
+        ])
+        .args(["-segment_format", "mp4", "-segment_format_options"])
+        .arg("movflags=+frag_keyframe+empty_moov+default_base_moof")
+        .arg(scratch.join("%03d.mp4"))
+        .output()
+        .expect("ffmpeg (Debian package ffmpeg) runs");
+    assert!(
+        output.status.success(),
+        "ffmpeg: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for i in 0..count {
+        let start = iso(start_ms + i * 10_000);
+        let folder = recordings.join(camera).join(format!("{}Z", &start[..13]));
+        std::fs::create_dir_all(&folder).unwrap();
+        let name = format!("{}.mp4", start.replace(':', "-"));
+        std::fs::rename(scratch.join(format!("{i:03}.mp4")), folder.join(name)).unwrap();
+    }
+}
+
+#[test]
+fn a_posted_event_of_an_hour_gets_five_minutes_of_clip() {
+    let data = TempDir::new("clips-hour");
+    let recordings = data.path().join("recordings");
+    let keep = [("CLIPS_KEEP_FREE", "0")];
+    let node = start_node(data.path(), &recordings, &keep);
+    let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
+    let id = node.add_camera(json!({ "name": "Gate", "rtspUrl": url, "enabled": false }))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    drop(node);
+    // Eight minutes recorded from 70 minutes ago (an hour of a real camera
+    // is too long to wait for); the node indexes them at start.
+    let start = (now_ms() - 70 * 60_000) / 1000 * 1000;
+    let scratch = TempDir::new("clips-hour-scratch");
+    write_segments(&recordings, &id, start, 48, scratch.path());
+    let node = start_node(data.path(), &recordings, &keep);
+    let spans = format!(
+        "/api/cameras/{id}/recordings?start={}&end={}",
+        iso(start),
+        iso(start + 480_000)
+    );
+    let whole = json!([{ "start": iso(start), "end": iso(start + 480_000) }]);
+    assert!(
+        wait_for(Duration::from_secs(60), || node.get(&spans).json() == whole),
+        "the segments were not indexed: {}",
+        node.get(&spans).json()
+    );
+    // A detector says someone was there for an hour, from a minute in.
+    let event = post(&node, &id, start + 60_000, start + 60_000 + 3_600_000);
+    wait_for_clips(&node, std::slice::from_ref(&event), Duration::from_secs(30));
+    let clip = node.get(listed(&node, &event).unwrap()["clipUrl"].as_str().unwrap());
+    assert_eq!(clip.status, 200);
+    let file = data.path().join("hour.mp4");
+    std::fs::write(&file, &clip.body).unwrap();
+    let seconds = probe_file(&file).1;
+    // 5 minutes and 5 s each side, cut at key frames a second apart.
+    assert!(
+        (309.0..=311.5).contains(&seconds),
+        "a clip of {seconds} s for an event of an hour"
+    );
+    eprintln!("an event of an hour: a clip of {seconds} s");
+}
+
+#[test]
+fn a_clip_waiting_for_its_recording_holds_up_no_other_cameras() {
+    let camera = Camera::start();
+    let data = TempDir::new("clips-waiting");
+    let recordings = data.path().join("recordings");
+    let node = start_node(data.path(), &recordings, &[("CLIPS_KEEP_FREE", "0")]);
+    let (slow, quick) = (
+        add_camera(&node, &camera, "/main"),
+        add_camera(&node, &camera, "/aac"),
+    );
+    node.settle(&slow);
+    node.settle(&quick);
+    thread::sleep(Duration::from_secs(6));
+    // The first event goes on for 30 s more: its clip waits for the
+    // recording to reach 5 s past that, or 40 s. The second ended 4 s ago:
+    // its clip needs only the segment being written to close (the
+    // recorder's writes reach the file in 256 KiB, so up to 10 s).
+    let now = now_ms();
+    let waiting = post(&node, &slow, now - 2_000, now + 30_000);
+    let posted = Instant::now();
+    let ready = post(&node, &quick, now - 6_000, now - 4_000);
+    assert!(
+        wait_for(Duration::from_secs(25), || has_clip(&node, &ready)),
+        "the other camera's clip waited: {}",
+        node.get("/api/events").json()
+    );
+    let took = posted.elapsed();
+    assert!(
+        !has_clip(&node, &waiting),
+        "the long event's clip was cut before its end"
+    );
+    wait_for_clips(
+        &node,
+        std::slice::from_ref(&waiting),
+        Duration::from_secs(45),
+    );
+    eprintln!(
+        "the ready clip came after {took:?}; the waiting one after {:?}",
+        posted.elapsed()
+    );
+    let clip = node.get(
+        listed(&node, &waiting).unwrap()["clipUrl"]
+            .as_str()
+            .unwrap(),
+    );
+    let file = data.path().join("waiting.mp4");
+    std::fs::write(&file, &clip.body).unwrap();
+    let seconds = probe_file(&file).1;
+    assert!(
+        (30.0..=45.0).contains(&seconds),
+        "a clip of {seconds} s for an event of 32 s: it did not wait for its end"
+    );
+}
