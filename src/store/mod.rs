@@ -122,7 +122,6 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         // FULL: a camera or event acknowledged with a 2xx survives a power cut too.
         conn.pragma_update(None, "synchronous", "FULL")?;
-        conn.pragma_update(None, "foreign_keys", true)?;
         let mut store = Store {
             conn,
             cameras: RefCell::new(None),
