@@ -877,3 +877,76 @@ fn a_rejected_password_is_retried_in_plain_words_and_never_shown() {
         .count();
     assert!((3..=5).contains(&runs), "{runs} runs in 8 s:\n{logs}");
 }
+
+/// What a process has read through read calls so far (`rchar` of /proc/PID/io).
+fn read_bytes(pid: u32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn playback_reads_each_segment_once_and_never_sends_a_cut_body() {
+    let camera = Camera::start();
+    // About six segments' worth: retention deletes while the test plays.
+    let rec = Recording::start(
+        "playback-cache",
+        &camera.url("", "/aac"),
+        &[("RECORDINGS_MAX_BYTES", "1200K")],
+    );
+    let rows = rec.wait_for_segments(4, Duration::from_secs(60));
+    let (from, to) = (rows[0].start_ms, rows[3].end_ms);
+    let window = |shift: i64| {
+        format!(
+            "/api/cameras/{}/recording.mp4?start={}&end={}",
+            rec.id,
+            iso(from + shift),
+            iso(to - shift)
+        )
+    };
+    // A flood of slightly different windows over the same four files reads
+    // less than the first window alone: each file's boxes are read once.
+    let pid = rec.node.pid();
+    let before = read_bytes(pid);
+    let first = rec.node.request("HEAD", &window(0), &[], b"");
+    assert_eq!(first.status, 200, "{first}");
+    let cold = read_bytes(pid) - before;
+    let before = read_bytes(pid);
+    for shift in 1..=20 {
+        let head = rec.node.request("HEAD", &window(shift), &[], b"");
+        assert_eq!(head.status, 200, "{head}");
+    }
+    let flood = read_bytes(pid) - before;
+    eprintln!("the first window read {cold} bytes, 20 more windows {flood} bytes");
+    assert!(
+        flood < cold,
+        "20 windows read {flood} bytes, the first alone {cold}"
+    );
+
+    // Retention deletes the oldest file of a clip that is cached: asked
+    // again, the clip comes whole (without it), never as a cut body.
+    let whole = rec.node.get(&window(0));
+    assert_eq!(whole.status, 200);
+    let oldest = rec.recordings.join(&rows[0].path);
+    assert!(
+        wait_for(Duration::from_secs(90), || !oldest.exists()),
+        "retention never deleted {}",
+        oldest.display()
+    );
+    let again = rec.node.get(&window(0));
+    assert_eq!(again.status, 200, "{}", again.status);
+    assert_eq!(
+        again.header("Content-Length"),
+        Some(again.body.len().to_string().as_str()),
+        "a cut body"
+    );
+    assert!(
+        again.body.len() < whole.body.len(),
+        "the deleted file is left out"
+    );
+    let file = rec.data.path().join("again.mp4");
+    std::fs::write(&file, &again.body).unwrap();
+    decodes(&file).unwrap_or_else(|e| panic!("the clip does not decode: {e}"));
+}

@@ -105,6 +105,7 @@ struct Shared {
     /// once a run has closed its first segment.
     writing: Mutex<HashMap<Uuid, (bool, i64)>>,
     clips: cache::Clips,
+    segments: cache::Segments,
 }
 
 impl Shared {
@@ -263,6 +264,7 @@ impl Recordings {
                 ring,
                 writing: Mutex::new(HashMap::new()),
                 clips: cache::Clips::default(),
+                segments: cache::Segments::default(),
             }),
             supervisor,
             pending: Mutex::new(Some((orders, cleanings))),
@@ -427,8 +429,10 @@ impl Recordings {
             .shared
             .db
             .run(|s| s.segments_between(camera, from_ms, to_ms))?;
-        // Reading the files' boxes happens without the lock.
-        let clip = Clip::build(&self.shared.settings.dir, &segments, from_ms, to_ms)
+        // Reading the files' boxes happens without the lock, once a file.
+        let dir = &self.shared.settings.dir;
+        let index = |path: &std::path::Path| self.shared.segments.index(path);
+        let clip = Clip::build_with(dir, &segments, from_ms, to_ms, index)
             .ok_or_else(|| Error::new(Kind::NotFound, "nothing was recorded in this stretch"))?;
         let clip = Arc::new(clip);
         self.shared.clips.put(key, clip.clone());

@@ -84,12 +84,25 @@ impl Clip {
     /// or codec settings than the first ends the clip before it. None when
     /// nothing readable was recorded in the stretch.
     pub fn build(dir: &Path, segments: &[Segment], from_ms: i64, to_ms: i64) -> Option<Clip> {
+        Clip::build_with(dir, segments, from_ms, to_ms, |path| {
+            scan(path).map(Arc::new)
+        })
+    }
+
+    /// [`Clip::build`], with each file's boxes from `index` (a cache).
+    pub fn build_with(
+        dir: &Path,
+        segments: &[Segment],
+        from_ms: i64,
+        to_ms: i64,
+        mut index: impl FnMut(&Path) -> io::Result<Arc<fmp4::FileIndex>>,
+    ) -> Option<Clip> {
         let mut init: Option<Init> = None;
         // (file, the segment's start, fragment)
         let mut chosen: Vec<(Arc<Path>, i64, Fragment)> = Vec::new();
         for segment in segments {
             let path = dir.join(&segment.path);
-            let index = match scan(&path) {
+            let index = match index(&path) {
                 Ok(index) => index,
                 Err(e) => {
                     // Deleted by retention meanwhile, or unreadable: leave it out.
@@ -112,13 +125,13 @@ impl Clip {
             };
             let file: Arc<Path> = path.into();
             let mut last_key: Option<(Arc<Path>, i64, Fragment)> = None;
-            for fragment in index.fragments {
-                let (start, end) = wall_clock(init, segment.start_ms, &fragment, video);
+            for fragment in &index.fragments {
+                let (start, end) = wall_clock(init, segment.start_ms, fragment, video);
                 let key = fragment.run(video).is_some_and(|r| r.starts_with_key_frame);
                 if end <= from_ms {
                     // Before the stretch: the last key frame may still be needed.
                     if key {
-                        last_key = Some((file.clone(), segment.start_ms, fragment));
+                        last_key = Some((file.clone(), segment.start_ms, fragment.clone()));
                     }
                     continue;
                 }
@@ -133,7 +146,7 @@ impl Clip {
                         continue;
                     }
                 }
-                chosen.push((file.clone(), segment.start_ms, fragment));
+                chosen.push((file.clone(), segment.start_ms, fragment.clone()));
             }
         }
         let init = init.filter(|_| !chosen.is_empty())?;
@@ -141,7 +154,8 @@ impl Clip {
     }
 }
 
-fn scan(path: &Path) -> io::Result<fmp4::FileIndex> {
+/// The boxes of the recording at `path`.
+pub fn scan(path: &Path) -> io::Result<fmp4::FileIndex> {
     let mut file = File::open(path)?;
     let len = file.metadata()?.len();
     fmp4::scan(&mut file, len)

@@ -305,6 +305,9 @@ fn unlink(shared: &Shared, paths: &[String]) -> Vec<String> {
     shared
         .clips
         .forget_files(files.iter().map(PathBuf::as_path));
+    shared
+        .segments
+        .forget_files(files.iter().map(PathBuf::as_path));
     let mut gone = Vec::with_capacity(paths.len());
     let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
     for (path, file) in paths.iter().zip(&files) {
