@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 # Debian packages: ffprobe, Chromium, and GStreamer's RTSP server for the test
 # camera; cross compilers, musl for aarch64 and qemu for the board builds; wrk
 # and nginx for the benchmark's smoke run; the MQTT broker and its clients
-# (and openssl for its TLS certificates) for the Home Assistant tests.
+# (and openssl for its TLS certificates) for the Home Assistant tests;
+# mkfs.ext4 for the read-only database test.
 packages=(
   ffmpeg
   chromium
@@ -32,6 +33,7 @@ packages=(
   mosquitto
   mosquitto-clients
   openssl
+  e2fsprogs
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
