@@ -74,6 +74,10 @@ FIGURES = (
     "motion_clip_latency",
     "mqtt_cpu",
     "mqtt_rss",
+    "reconcile_first_recorder",
+    "reconcile_done",
+    "dead_cameras_status_p99",
+    "dead_cameras_rss",
 )
 # The GStreamer test camera's 1280x720 H.264 stream at 2 Mbit/s, with AAC.
 CAMERA_SCRIPT = ROOT / "tests/camera/rtsp_camera.py"
@@ -89,6 +93,13 @@ TOOLS = {
     "mosquitto": "apt-get install mosquitto",
     "mosquitto_passwd": "apt-get install mosquitto",
 }
+# Start-up over months of footage (issue 21, item 4): cameras, days of index,
+# segment files; and cameras whose addresses do not answer.
+FOOTAGE_CAMERAS = 8
+FOOTAGE_DAYS = 30
+DEAD_CAMERAS = 64
+# A real segment the recorder's command made (3 s, H.264 + AAC, with its mfra).
+SEGMENT_SAMPLE = ROOT / "src/media/testdata/segment.mp4"
 MQTT_USER = "bench"
 MQTT_PASSWORD = "bench-password"
 
@@ -110,6 +121,9 @@ class Settings:
         self.idle_seconds = 10 if smoke else 60
         self.recording_seconds = 20 if smoke else 60
         self.detection_seconds = 20 if smoke else 60
+        self.footage_files = 8_000 if smoke else 100_000
+        self.footage_runs = 1 if smoke else 3
+        self.dead_cameras_seconds = 15 if smoke else 60
 
 
 class Cleanup:
@@ -393,6 +407,9 @@ class Node:
         self.stopped = False
         bench.nodes.append(self)
         self.output = collections.deque(maxlen=100)
+        # perf_counter() of the first output line holding each watched text.
+        self.seen = {}
+        self.watched = ("folder and index reconciled in",)
         self.listening = threading.Event()
         self.started_at = time.perf_counter()
         self.proc = subprocess.Popen(
@@ -416,6 +433,9 @@ class Node:
         """Keeps the last lines of a pipe; notes the port from the `listening on` line."""
         for line in pipe:
             self.output.append(line.rstrip("\n"))
+            for text in self.watched:
+                if text in line and text not in self.seen:
+                    self.seen[text] = (time.perf_counter(), line.strip())
             if match := re.match(r"listening on http://[^ ]+:(\d+)$", line.strip()):
                 self.port = int(match.group(1))
                 self.listening.set()
@@ -1263,6 +1283,170 @@ def measure_motion_latency(bench, camera):
     node.stop()
 
 
+def segment_name(ms):
+    """The node's file name of a segment starting at `ms`, relative to its
+    camera's folder: `2026-11-22T21Z/2026-11-22T21-36-14.123Z.mp4`."""
+    moment = time.gmtime(ms // 1000)
+    hour = time.strftime("%Y-%m-%dT%H", moment)
+    return f"{hour}Z/{hour}-{time.strftime('%M-%S', moment)}.{ms % 1000:03d}Z.mp4"
+
+
+def prepare_footage(bench, camera):
+    """A data folder and a recordings folder as months of recording leave them:
+    FOOTAGE_CAMERAS cameras (recording the test camera's 640x360 stream), and
+    `footage_files` segment files over FOOTAGE_DAYS days, hard links of one
+    real segment, with their rows; 1 % of the files without a row and 1 % of
+    the rows without a file, for the reconciliation to find."""
+    folder = bench.temp_dir("footage-template")
+    data, recordings = folder / "data", folder / "recordings"
+    data.mkdir()
+    env = {"RECORDINGS_DIR": str(recordings), "RECORDINGS_KEEP_FREE": "0"}
+    node = Node(bench, data, extra_env=env).wait_listening()
+    urls = [camera.url(SUB_PATH)] * FOOTAGE_CAMERAS
+    ids = add_cameras(node.port, urls, FOOTAGE_CAMERAS, record=True)
+    deadline = time.monotonic() + 20
+    while not (recordings / ".nvr-node-recordings").exists():
+        if time.monotonic() > deadline:
+            raise BenchError(f"the node never marked its recordings folder:\n{node.tail()}")
+        time.sleep(0.1)
+    node.stop()
+    size = SEGMENT_SAMPLE.stat().st_size
+    per_camera = bench.settings.footage_files // FOOTAGE_CAMERAS
+    now_ms = int(time.time() * 1000)
+    first_ms = now_ms - FOOTAGE_DAYS * 86_400_000
+    step = (now_ms - 3_600_000 - first_ms) // per_camera
+    rows = []
+    for n, camera_id in enumerate(ids):
+        for i in range(per_camera):
+            start = first_ms + i * step + n
+            path = f"{camera_id}/{segment_name(start)}"
+            file = recordings / path
+            if i % 100 != 1:  # a row whose file is gone
+                file.parent.mkdir(parents=True, exist_ok=True)
+                os.link(SEGMENT_SAMPLE, file)
+            if i % 100 != 2:  # a file without a row
+                rows.append((camera_id, start, start + 3000, size, path))
+    db = sqlite3.connect(data / "nvr-node.db")
+    db.executemany("INSERT INTO segment (camera_id, start_ms, end_ms, bytes, path) VALUES (?, ?, ?, ?, ?)", rows)
+    db.commit()
+    db.close()
+    return folder
+
+
+def reconcile_once(bench, template, run):
+    """One start of a node over a copy of `template`: (s from launch to its first
+    recorder, s to the end of the reconciliation, what the node says it did)."""
+    folder = bench.temp_dir(f"footage-run-{run}")
+    subprocess.run(["cp", "-a", str(template / "data"), str(folder / "data")], check=True)
+    subprocess.run(["cp", "-al", str(template / "recordings"), str(folder / "recordings")], check=True)
+    env = {"RECORDINGS_DIR": str(folder / "recordings"), "RECORDINGS_KEEP_FREE": "0"}
+    node = Node(bench, folder / "data", extra_env=env)
+    first_recorder = None
+    deadline = node.started_at + 600
+    while "folder and index reconciled in" not in node.seen or first_recorder is None:
+        if first_recorder is None and recorders_of(node):
+            first_recorder = time.perf_counter() - node.started_at
+        if time.perf_counter() > deadline or node.proc.poll() is not None:
+            raise BenchError(f"the reconciliation did not end within 10 minutes:\n{node.tail()}")
+        time.sleep(0.01)
+    done_at, line = node.seen["folder and index reconciled in"]
+    node.stop()
+    shutil.rmtree(folder, ignore_errors=True)
+    return first_recorder, done_at - node.started_at, line
+
+
+def measure_reconciliation(bench, camera):
+    """Item 4 of issue 21: start-up over months of footage."""
+    files = bench.settings.footage_files
+    progress(f"start-up over {files:,} segment files of {FOOTAGE_CAMERAS} cameras")
+    template = prepare_footage(bench, camera)
+    runs = [reconcile_once(bench, template, n) for n in range(bench.settings.footage_runs)]
+    shutil.rmtree(template, ignore_errors=True)
+    firsts, dones = [r[0] for r in runs], [r[1] for r in runs]
+    bench.add_figure(
+        "reconcile_first_recorder",
+        f"start to the first recorder, {FOOTAGE_CAMERAS} cameras, {FOOTAGE_DAYS} days, {files:,} files (median of {len(runs)})",
+        statistics.median(firsts),
+        "s",
+        ("<", 5),
+        runs_s=[round(f, 2) for f in firsts],
+    )
+    bench.add_figure(
+        "reconcile_done",
+        f"start to the end of the reconciliation, the same (median of {len(runs)})",
+        statistics.median(dones),
+        "s",
+        ("<", 600),
+        runs_s=[round(d, 2) for d in dones],
+        node_says=runs[-1][2].split("reconciled in ", 1)[-1][:160],
+    )
+
+
+def first_minute(bench, data_dir, seconds):
+    """Starts a node on `data_dir` and, for its first `seconds`, asks for status
+    from 4 clients in turn and reads its RSS every 0.5 s: (p99 ms, max RSS MiB)."""
+    node = Node(bench, data_dir).wait_listening()
+    latencies, stop = [], threading.Event()
+
+    def poll():
+        while not stop.is_set():
+            started = time.perf_counter_ns()
+            status, body = request(node.port, "GET", "/api/status")
+            expect(status, body, 200, "GET /api/status")
+            latencies.append(time.perf_counter_ns() - started)
+
+    pollers = [threading.Thread(target=poll, daemon=True) for _ in range(4)]
+    for thread in pollers:
+        thread.start()
+    rss = []
+    until = node.started_at + seconds
+    while time.perf_counter() < until:
+        rss.append(proc_fields(node.pid, "status")["VmRSS"] / 1024)
+        time.sleep(0.5)
+    stop.set()
+    for thread in pollers:
+        thread.join(timeout=10)
+    node.stop()
+    latencies.sort()
+    p99 = latencies[int(len(latencies) * 0.99)] / 1e6
+    return p99, max(rss), len(latencies)
+
+
+def measure_dead_cameras(bench):
+    """Item 4 of issue 21: 64 cameras whose addresses do not answer (they accept
+    and say nothing), with record and detect on (the defaults), against off."""
+    silent = SilentCamera(bench.cleanup)
+    seconds = bench.settings.dead_cameras_seconds
+    figures = {}
+    for name, wanted in (("on", True), ("off", False)):
+        folder = bench.temp_dir(f"dead-cameras-{name}")
+        node = Node(bench, folder).wait_listening()
+        urls = [f"rtsp://127.0.0.1:{silent.port}/dead{n}" for n in range(1, DEAD_CAMERAS + 1)]
+        add_cameras(node.port, urls, DEAD_CAMERAS, record=wanted, detect=wanted)
+        node.stop()
+        progress(f"{DEAD_CAMERAS} cameras that do not answer, record and detect {name}: the first {seconds} s")
+        figures[name] = first_minute(bench, folder, seconds)
+    silent.stop()
+    (p99_on, rss_on, asked_on), (p99_off, rss_off, _) = figures["on"], figures["off"]
+    bench.add_figure(
+        "dead_cameras_status_p99",
+        f"status p99 in the first {seconds} s, {DEAD_CAMERAS} cameras that do not answer, record and detect on",
+        p99_on,
+        "ms",
+        ("<", 20),
+        p99_off_ms=p99_off,
+        requests=asked_on,
+    )
+    bench.add_figure(
+        "dead_cameras_rss",
+        f"node RSS at most in the first {seconds} s, the same",
+        rss_on,
+        "MiB",
+        ("<", 9.3),
+        rss_off_mib=rss_off,
+    )
+
+
 def iso_ms(text):
     """Milliseconds since the epoch of an API time, `2026-11-22T10:04:05.123Z`."""
     seconds = calendar.timegm(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S"))
@@ -1312,6 +1496,8 @@ def run(bench):
     measure_motion_latency(bench, camera)
     progress("Home Assistant through MQTT: 8 cameras with MQTT off, then connected")
     measure_mqtt(bench, camera)
+    measure_reconciliation(bench, camera)
+    measure_dead_cameras(bench)
 
 
 def number(value):

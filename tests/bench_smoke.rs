@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Instant;
 
 /// The figures the script reports, as named in its JSON.
-const FIGURES: [&str; 18] = [
+const FIGURES: [&str; 24] = [
     "status_vs_nginx",
     "status_p99",
     "events_large_vs_small",
@@ -27,6 +27,12 @@ const FIGURES: [&str; 18] = [
     "detection_four_cameras",
     "motion_event_latency",
     "motion_clip_latency",
+    "mqtt_cpu",
+    "mqtt_rss",
+    "reconcile_first_recorder",
+    "reconcile_done",
+    "dead_cameras_status_p99",
+    "dead_cameras_rss",
 ];
 
 #[test]
