@@ -552,13 +552,15 @@ fn cpu_ticks(pid: u32) -> u64 {
 fn a_database_gone_read_only_makes_retention_wait_not_spin() {
     let camera = Camera::start();
     let card = Ext4::new(64);
-    let dir = TempDir::new("read-only");
-    let recordings = dir.path().join("recordings");
-    // A budget the camera passes within a few segments, so retention has work.
+    // The recordings on a small disk of their own, with a free-space floor
+    // the camera passes within a few segments: retention always has work,
+    // and its deletions fail once the database cannot be written.
+    let disk = common::Tmpfs::new("8m");
+    let recordings = disk.path().join("recordings");
     let node = start_node(
         &card.mount,
         &recordings,
-        &[("RECORDINGS_MAX_BYTES", "300K")],
+        &[("RECORDINGS_KEEP_FREE", "7400K")],
     );
     let created = node
         .add_camera(json!({ "name": "Shed", "rtspUrl": camera.url("", "/aac"), "detect": false }));
