@@ -17,14 +17,7 @@ use common::{Camera, Node, TempDir, Tmpfs, browser_script, closed_port, probe_fi
 use serde_json::{Value, json};
 
 fn start_node(data: &Path, recordings: &Path, env: &[(&str, &str)]) -> Node {
-    let relay = format!("http://127.0.0.1:{}", closed_port());
-    let recordings = recordings.display().to_string();
-    let mut vars = vec![
-        ("RECORDINGS_DIR", recordings.as_str()),
-        ("RECORDINGS_KEEP_FREE", "0"),
-    ];
-    vars.extend_from_slice(env);
-    Node::start(data, &relay, &vars)
+    Node::start_recording(data, recordings, env)
 }
 
 fn now_ms() -> i64 {
@@ -60,13 +53,7 @@ fn post(node: &Node, camera: &str, started_ms: i64, ended_ms: i64) -> String {
 
 /// The event `id` as listed, if it is.
 fn listed(node: &Node, id: &str) -> Option<Value> {
-    let events = node.get("/api/events").json();
-    events
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["id"] == id)
-        .cloned()
+    node.listed_event(id)
 }
 
 fn has_clip(node: &Node, id: &str) -> bool {

@@ -271,16 +271,7 @@ fn clips_are_uploaded_while_online() {
     let older = add("2026-11-22T10:00:00.000Z", Some("clips/a.mp4"));
     let newer = add("2026-11-22T10:05:00.000Z", Some("clips/b.mp4"));
     let bare = add("2026-11-22T10:06:00.000Z", None);
-    let clip_status = |id: &str| {
-        let events = node.get("/api/events").json();
-        events
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["id"] == id)
-            .unwrap()["clipStatus"]
-            .clone()
-    };
+    let clip_status = |id: &str| node.listed_event(id).expect("listed")["clipStatus"].clone();
     assert_eq!(
         clip_status(&older),
         "local",

@@ -14,39 +14,11 @@ use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Camera, Node, TempDir, closed_port, wait_for};
+use common::{Camera, Node, TempDir, wait_for};
 use serde_json::{Value, json};
 
-/// A segment's row in a node's index.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Row {
-    camera: String,
-    start_ms: i64,
-    end_ms: i64,
-    path: String,
-}
-
-fn rows(data: &Path) -> Vec<Row> {
-    let db = rusqlite::Connection::open_with_flags(
-        data.join("nvr-node.db"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
-    db.busy_timeout(Duration::from_secs(5)).unwrap();
-    let mut stmt = db
-        .prepare("SELECT camera_id, start_ms, end_ms, path FROM segment ORDER BY start_ms")
-        .unwrap();
-    stmt.query_map([], |r| {
-        Ok(Row {
-            camera: r.get(0)?,
-            start_ms: r.get(1)?,
-            end_ms: r.get(2)?,
-            path: r.get(3)?,
-        })
-    })
-    .unwrap()
-    .map(Result::unwrap)
-    .collect()
+fn rows(data: &Path) -> Vec<common::SegmentRow> {
+    common::segment_rows(data)
 }
 
 /// Every file under `dir` with its bytes' hash, relative paths as keys.
@@ -84,26 +56,11 @@ fn segments(all: &BTreeMap<String, (u64, u64)>) -> BTreeMap<String, (u64, u64)> 
 }
 
 fn start_node(data: &Path, recordings: &Path, env: &[(&str, &str)]) -> Node {
-    let relay = format!("http://127.0.0.1:{}", closed_port());
-    let recordings = recordings.display().to_string();
-    let mut vars = vec![
-        ("RECORDINGS_DIR", recordings.as_str()),
-        // The test machine's disk may be nearly full: no reserve unless a test sets one.
-        ("RECORDINGS_KEEP_FREE", "0"),
-    ];
-    vars.extend_from_slice(env);
-    Node::start(data, &relay, &vars)
+    Node::start_recording(data, recordings, env)
 }
 
 fn camera_of(node: &Node, id: &str) -> Value {
-    let cameras = node.get("/api/cameras").json();
-    cameras
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == id)
-        .cloned()
-        .unwrap_or_else(|| panic!("no camera {id}: {cameras}"))
+    node.camera(id)
 }
 
 fn storage(node: &Node) -> Value {

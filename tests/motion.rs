@@ -12,9 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::cloud::Cloud;
-use common::{
-    Camera, Node, TempDir, browser_script, closed_port, probe_file, processes_mentioning, wait_for,
-};
+use common::{Camera, Node, TempDir, browser_script, probe_file, processes_mentioning, wait_for};
 use serde_json::{Value, json};
 
 /// How far an event's start or end may be from the scene's change: frames
@@ -52,14 +50,7 @@ fn assert_times(event: &Value, moved: i64, left: i64, end_slack_ms: i64) -> (i64
 }
 
 fn start_node(data: &Path, env: &[(&str, &str)]) -> Node {
-    let relay = format!("http://127.0.0.1:{}", closed_port());
-    let recordings = data.join("recordings").display().to_string();
-    let mut vars = vec![
-        ("RECORDINGS_DIR", recordings.as_str()),
-        ("RECORDINGS_KEEP_FREE", "0"),
-    ];
-    vars.extend_from_slice(env);
-    Node::start(data, &relay, &vars)
+    Node::start_recording(data, &data.join("recordings"), env)
 }
 
 /// The node's events of `camera`, oldest first.

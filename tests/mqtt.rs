@@ -23,22 +23,35 @@ const PER_CAMERA: usize = 6;
 const OF_NODE: usize = 3;
 
 fn start_node(data: &TempDir, mqtt_url: &str, mqtt_password: &str, extra: &[(&str, &str)]) -> Node {
-    let relay = format!("http://127.0.0.1:{}", closed_port());
-    let recordings = data.path().join("recordings").display().to_string();
     let mut vars = vec![
-        ("RECORDINGS_DIR", recordings.as_str()),
-        ("RECORDINGS_KEEP_FREE", "0"),
         ("MQTT_URL", mqtt_url),
         ("MQTT_USER", USER),
         ("MQTT_PASSWORD", mqtt_password),
     ];
     vars.extend_from_slice(extra);
-    Node::start(data.path(), &relay, &vars)
+    Node::start_recording(data.path(), &data.path().join("recordings"), &vars)
 }
 
 fn plain_node(data: &TempDir, broker: &Broker, extra: &[(&str, &str)]) -> Node {
     let url = format!("mqtt://127.0.0.1:{}", broker.port);
     start_node(data, &url, &broker.password, extra)
+}
+
+/// A broker, and a node connected to it with one camera (that does not
+/// record or detect): (the broker's folder, the broker, the node's folder,
+/// the node, its id on the broker, the camera's id).
+fn connected_with_a_camera(name: &str) -> (TempDir, Broker, TempDir, Node, String, String) {
+    let dir = TempDir::new("mqtt-broker");
+    let broker = Broker::start(dir.path(), USER, &password("mqtt"));
+    let data = TempDir::new(name);
+    let node = plain_node(&data, &broker, &[]);
+    wait_for_mqtt(&node, "connected", Duration::from_secs(10));
+    let node_id = node_id(&broker);
+    let url = format!("rtsp://127.0.0.1:{}/x", closed_port());
+    let created = node
+        .add_camera(json!({ "name": "Gate", "rtspUrl": url, "record": false, "detect": false }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    (dir, broker, data, node, node_id, id)
 }
 
 /// The node's `mqtt` status.
@@ -606,16 +619,7 @@ fn tls_to_the_broker_with_its_authority_and_refused_without() {
 
 #[test]
 fn messages_the_broker_kept_are_passed_over_at_each_connect() {
-    let dir = TempDir::new("mqtt-broker");
-    let broker = Broker::start(dir.path(), USER, &password("mqtt"));
-    let data = TempDir::new("mqtt-kept");
-    let node = plain_node(&data, &broker, &[]);
-    wait_for_mqtt(&node, "connected", Duration::from_secs(10));
-    let node_id = node_id(&broker);
-    let url = format!("rtsp://127.0.0.1:{}/x", closed_port());
-    let created = node
-        .add_camera(json!({ "name": "Gate", "rtspUrl": url, "record": false, "detect": false }));
-    let id = created["id"].as_str().unwrap().to_owned();
+    let (_dir, broker, data, node, node_id, id) = connected_with_a_camera("mqtt-kept");
     let topic = |camera: &str, object: &str| format!("nvr/{node_id}/{camera}/{object}");
 
     // A command sent with retain acts once, as it is sent, like any other.
@@ -681,16 +685,7 @@ fn messages_the_broker_kept_are_passed_over_at_each_connect() {
 
 #[test]
 fn a_minute_of_junk_commands_starves_nothing() {
-    let dir = TempDir::new("mqtt-broker");
-    let broker = Broker::start(dir.path(), USER, &password("mqtt"));
-    let data = TempDir::new("mqtt-junk");
-    let node = plain_node(&data, &broker, &[]);
-    wait_for_mqtt(&node, "connected", Duration::from_secs(10));
-    let node_id = node_id(&broker);
-    let url = format!("rtsp://127.0.0.1:{}/x", closed_port());
-    let created = node
-        .add_camera(json!({ "name": "Gate", "rtspUrl": url, "record": false, "detect": false }));
-    let id = created["id"].as_str().unwrap().to_owned();
+    let (_dir, broker, data, node, node_id, id) = connected_with_a_camera("mqtt-junk");
     let watch = broker.watch("homeassistant/#");
     let topic = |camera: &str, object: &str| format!("nvr/{node_id}/{camera}/{object}");
     // (Mosquitto refuses control characters in topics: the node's escaping

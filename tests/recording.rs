@@ -16,37 +16,10 @@ use common::{
 };
 use serde_json::{Value, json};
 
-/// A segment's row in the node's index.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Row {
-    start_ms: i64,
-    end_ms: i64,
-    bytes: u64,
-    path: String,
-}
+type Row = common::SegmentRow;
 
-/// The segment rows of the node whose data folder is `data`, oldest first.
 fn rows(data: &Path) -> Vec<Row> {
-    let db = rusqlite::Connection::open_with_flags(
-        data.join("nvr-node.db"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
-    db.busy_timeout(Duration::from_secs(5)).unwrap();
-    let mut stmt = db
-        .prepare("SELECT start_ms, end_ms, bytes, path FROM segment ORDER BY start_ms")
-        .unwrap();
-    stmt.query_map([], |r| {
-        Ok(Row {
-            start_ms: r.get(0)?,
-            end_ms: r.get(1)?,
-            bytes: r.get::<_, i64>(2)? as u64,
-            path: r.get(3)?,
-        })
-    })
-    .unwrap()
-    .map(Result::unwrap)
-    .collect()
+    common::segment_rows(data)
 }
 
 /// The segment files in the hour folders (not those being written), as
@@ -151,14 +124,7 @@ impl Recording {
     }
 
     fn camera(&self) -> Value {
-        let cameras = self.node.get("/api/cameras").json();
-        cameras
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == self.id.as_str())
-            .cloned()
-            .unwrap_or_else(|| panic!("no camera {}: {cameras}", self.id))
+        self.node.camera(&self.id)
     }
 
     fn state(&self) -> Value {
@@ -203,15 +169,7 @@ impl Recording {
 }
 
 fn start_node(data: &Path, recordings: &Path, env: &[(&str, &str)]) -> Node {
-    let relay = format!("http://127.0.0.1:{}", closed_port());
-    let recordings = recordings.display().to_string();
-    let mut vars = vec![
-        ("RECORDINGS_DIR", recordings.as_str()),
-        // The test machine's disk may be nearly full: no reserve unless a test sets one.
-        ("RECORDINGS_KEEP_FREE", "0"),
-    ];
-    vars.extend_from_slice(env);
-    Node::start(data, &relay, &vars)
+    Node::start_recording(data, recordings, env)
 }
 
 #[test]

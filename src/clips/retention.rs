@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use super::{Inner, Storage, orphans};
 use crate::filesystem::{self, Space};
+use crate::recording::fewest_to_free;
 use crate::store::EventFiles;
 
 /// The floor when none is set: 512 MiB or 5 % of the file system, the
@@ -114,16 +115,7 @@ pub fn order(events: Vec<Candidate>, files: &[Candidate], all: bool) -> Vec<Cand
 
 /// Of the candidates in deletion order, the fewest that free `bytes`.
 pub fn choose(candidates: &[Candidate], bytes: u64) -> &[Candidate] {
-    let mut freed = 0;
-    let count = candidates
-        .iter()
-        .take_while(|c| {
-            let more = freed < bytes;
-            freed += c.bytes;
-            more
-        })
-        .count();
-    &candidates[..count]
+    fewest_to_free(candidates, bytes, |c| c.bytes)
 }
 
 /// The clips' retention, as the clip thread keeps it.

@@ -162,14 +162,15 @@ pub fn to_free(
     }
 }
 
-/// Of the segments in deletion order, those to delete to free `bytes`.
-pub fn choose(candidates: &[Segment], bytes: u64) -> &[Segment] {
+/// Of the candidates in deletion order (segments, or events' clips), the
+/// fewest that free `bytes`, each `size` bytes.
+pub fn choose<T>(candidates: &[T], bytes: u64, size: impl Fn(&T) -> u64) -> &[T] {
     let mut freed = 0;
     let count = candidates
         .iter()
-        .take_while(|s| {
+        .take_while(|c| {
             let more = freed < bytes;
-            freed += s.bytes;
+            freed += size(c);
             more
         })
         .count();
@@ -210,7 +211,7 @@ fn enforce(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), E
             .into_iter()
             .filter(|s| !skipped.contains(s.path.as_str()))
             .collect();
-        let chosen = choose(&candidates, need);
+        let chosen = choose(&candidates, need, |s| s.bytes);
         if chosen.is_empty() {
             if urgent {
                 log::warn!("recordings: the disk is full and there is no recording left to delete");
@@ -472,7 +473,7 @@ mod tests {
             })
             .collect();
         let starts = |bytes| {
-            choose(&segments, bytes)
+            choose(&segments, bytes, |s| s.bytes)
                 .iter()
                 .map(|s| s.start_ms)
                 .collect::<Vec<_>>()

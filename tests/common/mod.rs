@@ -40,6 +40,42 @@ pub fn assert_no_secret(text: &str, what: &str) {
     );
 }
 
+/// A segment's row in a node's index.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SegmentRow {
+    pub start_ms: i64,
+    pub end_ms: i64,
+    pub camera: String,
+    pub bytes: u64,
+    pub path: String,
+}
+
+/// The segment rows of the node whose data folder is `data`, oldest first,
+/// read from its database file.
+pub fn segment_rows(data: &Path) -> Vec<SegmentRow> {
+    let db = rusqlite::Connection::open_with_flags(
+        data.join("nvr-node.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let mut stmt = db
+        .prepare("SELECT start_ms, end_ms, camera_id, bytes, path FROM segment ORDER BY start_ms")
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok(SegmentRow {
+            start_ms: r.get(0)?,
+            end_ms: r.get(1)?,
+            camera: r.get(2)?,
+            bytes: r.get::<_, i64>(3)? as u64,
+            path: r.get(4)?,
+        })
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
 /// A folder that is removed when dropped.
 pub struct TempDir(PathBuf);
 
@@ -166,6 +202,43 @@ impl Node {
             }
         }
         node
+    }
+
+    /// Starts the node recording into `recordings`, its relay a closed
+    /// port, with no free-space reserve (the test machine's disk may be
+    /// nearly full) unless `env` sets one, plus the rest of `env`.
+    pub fn start_recording(data: &Path, recordings: &Path, env: &[(&str, &str)]) -> Node {
+        let relay = format!("http://127.0.0.1:{}", closed_port());
+        let recordings = recordings.display().to_string();
+        let mut vars = vec![
+            ("RECORDINGS_DIR", recordings.as_str()),
+            ("RECORDINGS_KEEP_FREE", "0"),
+        ];
+        vars.extend_from_slice(env);
+        Node::start(data, &relay, &vars)
+    }
+
+    /// Camera `id` as the API lists it; panics if it is not listed.
+    pub fn camera(&self, id: &str) -> serde_json::Value {
+        let cameras = self.get("/api/cameras").json();
+        cameras
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no camera {id}: {cameras}"))
+    }
+
+    /// Event `id` as the API lists it, if it is among the newest.
+    pub fn listed_event(&self, id: &str) -> Option<serde_json::Value> {
+        let events = self.get("/api/events").json();
+        events
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id)
+            .cloned()
     }
 
     /// Everything the node printed so far.
