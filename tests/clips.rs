@@ -51,13 +51,9 @@ fn post(node: &Node, camera: &str, started_ms: i64, ended_ms: i64) -> String {
     response.json()["id"].as_str().unwrap().to_owned()
 }
 
-/// The event `id` as listed, if it is.
-fn listed(node: &Node, id: &str) -> Option<Value> {
-    node.listed_event(id)
-}
-
 fn has_clip(node: &Node, id: &str) -> bool {
-    listed(node, id).is_some_and(|e| e["clipUrl"].is_string() && e["thumbnailUrl"].is_string())
+    node.listed_event(id)
+        .is_some_and(|e| e["clipUrl"].is_string() && e["thumbnailUrl"].is_string())
 }
 
 /// Waits for the events to have their clips and thumbnails.
@@ -203,7 +199,8 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
         &[no_floor, ("CLIPS_MAX_BYTES", &budget_text)],
     );
     assert!(
-        wait_for(Duration::from_secs(10), || listed(&node, &events[0])
+        wait_for(Duration::from_secs(10), || node
+            .listed_event(&events[0])
             .is_none()),
         "the oldest event outlived the budget: {}",
         node.get("/api/events").json()
@@ -253,7 +250,8 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
         Duration::from_secs(40),
     );
     assert!(
-        wait_for(Duration::from_secs(5), || listed(&node, &events[1])
+        wait_for(Duration::from_secs(5), || node
+            .listed_event(&events[1])
             .is_none()),
         "a new clip did not push the oldest out: {}",
         node.get("/api/events").json()
@@ -311,7 +309,8 @@ fn a_clips_disk_under_its_floor_loses_its_oldest_events() {
     let filled = Instant::now();
     // Within the minute, the oldest event goes, and only it.
     assert!(
-        wait_for(Duration::from_secs(75), || listed(&node, &events[0])
+        wait_for(Duration::from_secs(75), || node
+            .listed_event(&events[0])
             .is_none()),
         "the oldest event outlived the floor: {} {}",
         storage(&node),
@@ -416,7 +415,11 @@ fn a_posted_event_of_an_hour_gets_five_minutes_of_clip() {
     // A detector says someone was there for an hour, from a minute in.
     let event = post(&node, &id, start + 60_000, start + 60_000 + 3_600_000);
     wait_for_clips(&node, std::slice::from_ref(&event), Duration::from_secs(30));
-    let clip = node.get(listed(&node, &event).unwrap()["clipUrl"].as_str().unwrap());
+    let clip = node.get(
+        node.listed_event(&event).unwrap()["clipUrl"]
+            .as_str()
+            .unwrap(),
+    );
     assert_eq!(clip.status, 200);
     let file = data.path().join("hour.mp4");
     std::fs::write(&file, &clip.body).unwrap();
@@ -470,7 +473,7 @@ fn a_clip_waiting_for_its_recording_holds_up_no_other_cameras() {
         posted.elapsed()
     );
     let clip = node.get(
-        listed(&node, &waiting).unwrap()["clipUrl"]
+        node.listed_event(&waiting).unwrap()["clipUrl"]
             .as_str()
             .unwrap(),
     );
