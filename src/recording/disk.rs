@@ -12,8 +12,8 @@ use std::path::Path;
 
 use uuid::Uuid;
 
-use super::files;
 use crate::db::Db;
+use crate::filesystem;
 
 /// The marker file, in the recordings folder.
 pub const MARKER: &str = ".nvr-node-recordings";
@@ -166,7 +166,7 @@ pub fn create_marker(dir: &Path) -> io::Result<String> {
     file.write_all(format!("{MARKER_HEAD}{id}\n").as_bytes())?;
     file.sync_all()?;
     fs::rename(&part, dir.join(MARKER))?;
-    files::sync_dir(dir)?;
+    filesystem::sync_dir(dir)?;
     Ok(id)
 }
 

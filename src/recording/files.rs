@@ -2,7 +2,8 @@
 //! `<dir>/<camera>/<hour>/<start>.mp4` for indexed segments (for example
 //! `<camera>/2026-11-22T21Z/2026-11-22T21-36-14.123Z.mp4`, UTC), and
 //! `<dir>/<camera>/incoming/` for the files ffmpeg is writing, named by it
-//! (`20261122T213614.mp4`). Also the few file-system calls the rest needs.
+//! (`20261122T213614.mp4`); the camera folders, the note of what each
+//! records (`source`), and removing the folders that empty.
 
 use std::fs::File;
 use std::io;
@@ -10,8 +11,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 use uuid::Uuid;
-
-pub use crate::filesystem::{Space, space, sync_dir};
 
 pub const INCOMING: &str = "incoming";
 /// ffmpeg's `-strftime` pattern for the files it writes (with `TZ=UTC`).
@@ -87,7 +86,7 @@ pub fn note_source(dir: &Path, camera: Uuid, url: &str) -> io::Result<()> {
     io::Write::write_all(&mut file, note.as_bytes())?;
     file.sync_all()?;
     std::fs::rename(&part, folder.join(SOURCE))?;
-    sync_dir(&folder)
+    crate::filesystem::sync_dir(&folder)
 }
 
 /// The camera folders whose recorder last recorded `url`.

@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::Shared;
 use super::files;
 use super::ring::Ring;
+use crate::filesystem;
 use crate::media::fmp4;
 use crate::store::Segment;
 
@@ -74,7 +75,7 @@ pub fn file_segment(
             let camera_folder = folder
                 .parent()
                 .expect("an hour folder is in a camera folder");
-            files::sync_dir(camera_folder)?;
+            filesystem::sync_dir(camera_folder)?;
         }
         moved = fs::rename(from, &to);
         if !matches!(&moved, Err(e) if e.kind() == io::ErrorKind::NotFound) {
@@ -82,7 +83,7 @@ pub fn file_segment(
         }
     }
     moved?;
-    files::sync_dir(folder)?;
+    filesystem::sync_dir(folder)?;
     index(
         shared,
         Segment {

@@ -23,7 +23,7 @@ use uuid::Uuid;
 
 use super::files::{self, INCOMING};
 use super::filing::{self, By};
-use super::{Shared, lock};
+use super::{Clean, Shared, lock};
 use crate::store::Segment;
 
 /// Work done before the pacer makes an equal pause.
@@ -115,7 +115,7 @@ fn reconcile(shared: &Shared) {
         report.folders_left,
         report.unknown_cameras,
     );
-    super::Shared::clean(shared, super::Clean::Check);
+    shared.clean(Clean::Check);
 }
 
 /// One camera: hour by hour, rows against files; then its incoming folder,

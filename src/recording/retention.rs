@@ -19,9 +19,10 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
-use super::files::{self, INCOMING, Space};
+use super::files::{self, INCOMING};
 use super::{Clean, Shared, Storage, lock};
 use crate::error::{Error, Kind};
+use crate::filesystem::{self, Space};
 use crate::store::Segment;
 
 const PERIOD: Duration = Duration::from_secs(60);
@@ -111,7 +112,7 @@ fn warn_of_reserve(shared: &Shared, warned: bool) -> bool {
     if warned {
         return true;
     }
-    let Ok(space) = files::space(&shared.settings.dir) else {
+    let Ok(space) = filesystem::space(&shared.settings.dir) else {
         return false;
     };
     let reserve = reserve(shared.settings.keep_free, space.total);
@@ -186,7 +187,7 @@ fn enforce(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), E
     loop {
         let unindexed = shared.unindexed_bytes.load(Ordering::Relaxed);
         let used = shared.db.run(|s| s.segment_bytes())? + unindexed;
-        let space = match files::space(&settings.dir) {
+        let space = match filesystem::space(&settings.dir) {
             Ok(space) => space,
             Err(e) => {
                 log::warn!(
@@ -325,7 +326,7 @@ fn unlink(shared: &Shared, paths: &[String]) -> Vec<String> {
         }
     }
     for folder in &folders {
-        let _ = files::sync_dir(folder);
+        let _ = filesystem::sync_dir(folder);
         files::remove_if_empty(folder);
     }
     gone
