@@ -614,3 +614,121 @@ fn common_now_ms() -> i64 {
         .unwrap()
         .as_millis() as i64
 }
+
+/// The paths of the node's tombstones: files deleted from the index whose
+/// unlink is still to be done.
+fn tombstones(data: &Path) -> Vec<String> {
+    let db = rusqlite::Connection::open_with_flags(
+        data.join("nvr-node.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let mut stmt = db.prepare("SELECT path FROM segment_garbage").unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn chattr(flag: &str, file: &Path) {
+    let status = Command::new("chattr")
+        .arg(flag)
+        .arg(file)
+        .status()
+        .expect("chattr (e2fsprogs) runs");
+    assert!(status.success(), "chattr {flag} {}", file.display());
+}
+
+#[test]
+fn a_file_that_cannot_be_unlinked_keeps_its_tombstone_until_it_can() {
+    let camera = Camera::start();
+    // ext4, where an immutable file cannot be unlinked, even by root.
+    let disk = Ext4::new(64);
+    let dir = TempDir::new("undeletable");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let recordings = disk.mount.join("recordings");
+    // About two segments' worth: the oldest goes as the third comes.
+    let node = start_node(&data, &recordings, &[("RECORDINGS_MAX_BYTES", "450K")]);
+    node.add_camera(json!({ "name": "Drive", "rtspUrl": camera.url("", "/aac"), "detect": false }));
+    assert!(wait_for(Duration::from_secs(40), || !rows(&data).is_empty()));
+    let oldest = rows(&data)[0].clone();
+    let file = recordings.join(&oldest.path);
+    chattr("+i", &file);
+    assert!(
+        wait_for(Duration::from_secs(60), || tombstones(&data)
+            .contains(&oldest.path)),
+        "retention never got to the oldest segment: {:?}",
+        rows(&data)
+    );
+    // Its unlink fails: the file stays, and so does its tombstone, pass after pass.
+    thread::sleep(Duration::from_secs(15));
+    assert!(file.exists());
+    assert!(
+        tombstones(&data).contains(&oldest.path),
+        "the tombstone went while its file is still there"
+    );
+    assert!(
+        node.logs().contains("kept for the next pass"),
+        "{}",
+        node.logs()
+    );
+    // Once it can be, it goes, with its tombstone.
+    chattr("-i", &file);
+    assert!(
+        wait_for(Duration::from_secs(30), || !file.exists()
+            && !tombstones(&data).contains(&oldest.path)),
+        "not deleted once it could be: {:?}",
+        tombstones(&data)
+    );
+}
+
+#[test]
+fn cameras_that_are_not_there_yet_start_four_ffmpeg_at_a_time() {
+    let dir = TempDir::new("not-there-yet");
+    let data = dir.path().join("data");
+    let recordings = dir.path().join("recordings");
+    std::fs::create_dir_all(&data).unwrap();
+    // Sixteen cameras whose address refuses (they have not booted yet),
+    // recording and detecting (the defaults), in place when the node starts,
+    // as after a power cut.
+    let node = start_node(&data, &recordings, &[]);
+    let port = common::closed_port();
+    let ids: Vec<String> = (0..16)
+        .map(|n| {
+            let url = format!("rtsp://127.0.0.1:{port}/cam{n}");
+            let camera = json!({ "name": format!("Cam {n}"), "rtspUrl": url, "record": false, "detect": false });
+            node.add_camera(camera)["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    drop(node);
+    let db = rusqlite::Connection::open(data.join("nvr-node.db")).unwrap();
+    db.execute("UPDATE camera SET record = 1, detect = 1", [])
+        .unwrap();
+    drop(db);
+    let node = start_node(&data, &recordings, &[]);
+    let mut most = 0;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(1500) {
+        most = most.max(common::children_of(node.pid()).len());
+        thread::sleep(Duration::from_millis(5));
+    }
+    eprintln!("at most {most} ffmpeg at once in the first 1.5 s, of 32 wanted");
+    assert!(most <= 4, "{most} ffmpeg at once");
+    // They all get their turn: each camera's recorder and watcher.
+    let turns = |logs: &str| {
+        ids.iter()
+            .map(|id| {
+                let recorder = logs.contains(&format!("recorder of camera {id}: ffmpeg"));
+                let watcher = logs.contains(&format!("motion watcher of camera {id}: its decoder"));
+                usize::from(recorder) + usize::from(watcher)
+            })
+            .sum::<usize>()
+    };
+    assert!(
+        wait_for(Duration::from_secs(40), || turns(&node.logs()) == 32),
+        "only {} of 32 ffmpeg ran within 40 s",
+        turns(&node.logs())
+    );
+}

@@ -122,8 +122,6 @@ pub fn choose(candidates: &[Candidate], bytes: u64) -> &[Candidate] {
 pub(super) struct Retention {
     /// Clip files no event names, found at start, oldest first.
     orphans: Vec<Candidate>,
-    /// Whether the clips' file system is not the recordings'.
-    own_disk: bool,
 }
 
 impl Retention {
@@ -146,10 +144,7 @@ impl Retention {
                 dir.display()
             );
         }
-        Retention {
-            orphans,
-            own_disk: !filesystem::same_file_system(&dir, &inner.settings.recordings_dir),
-        }
+        Retention { orphans }
     }
 
     /// Deletes the oldest clips while they take more than their budget or
@@ -240,14 +235,18 @@ impl Retention {
         }
     }
 
-    /// Updates what status shows of the clips.
+    /// Updates what status shows of the clips: their disk's figures only
+    /// when it is not the recordings' (looked at each time: the recordings
+    /// folder may be made after the clips', or be on a disk mounted late).
     fn refresh(&self, inner: &Inner, used: u64, space: Option<Space>) {
         let settings = &inner.settings;
+        let own_disk =
+            !filesystem::same_file_system(&settings.clips_dir(), &settings.recordings_dir);
         inner.set_storage(Storage {
             used_bytes: used,
             budget_bytes: settings.max_bytes,
             reserve_bytes: floor(settings.keep_free, space.map_or(0, |s| s.total)),
-            disk: space.filter(|_| self.own_disk),
+            disk: space.filter(|_| own_disk),
         });
     }
 }
