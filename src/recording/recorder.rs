@@ -36,9 +36,11 @@ const TICK: Duration = Duration::from_millis(200);
 /// Segments whose wall-clock end drifts this far from when ffmpeg reported
 /// them get a new anchor (the camera's clock runs apart from ours).
 const MAX_DRIFT_MS: i64 = 5_000;
-/// How much longer than the time between two reports a segment may be: a
-/// report comes as the next segment's first packet arrives, a little late.
-const REPORT_SLACK_MS: i64 = 1_000;
+/// How much longer than the time between two reports a segment may say it
+/// is before its camera's clock is taken to have jumped: a stream may come
+/// in a burst (a camera sending what it buffered, catching up after a
+/// stall), seconds, never hours.
+const BURST_MS: i64 = 5_000;
 
 /// What a recorder records.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -403,26 +405,35 @@ impl Placing {
     /// Wall-clock start and end (ms) of a segment ffmpeg reported at
     /// `reported_ms` as `csv` (start and end, seconds into the run), whose
     /// file holds `content_ms` of video (None if its boxes could not be
-    /// read). Its length is what the file holds, but never more than the
-    /// time since the previous report: a camera whose clock jumps cannot
-    /// make a segment hours long. The first segment fixes the run's anchor
-    /// (its end is about when it is reported); the anchor moves only when
-    /// a segment would end [`MAX_DRIFT_MS`] from its report.
+    /// read). Its length is what the file holds, unless that is more than
+    /// the time since the previous report by over [`BURST_MS`]: then the
+    /// camera's clock jumped, and the time since is its length (a segment
+    /// cannot be hours long); it ends where ffmpeg's times say. The first
+    /// segment fixes the run's anchor (its end is about when it is
+    /// reported); the anchor moves only when a segment would end
+    /// [`MAX_DRIFT_MS`] from its report.
     fn place(&mut self, reported_ms: i64, csv: (f64, f64), content_ms: Option<i64>) -> (i64, i64) {
         let ms = |s: f64| (s * 1000.0).round() as i64;
         let (csv_start, csv_end) = (ms(csv.0), ms(csv.1));
         let claimed = content_ms.unwrap_or(csv_end.saturating_sub(csv_start));
         let elapsed = reported_ms.saturating_sub(self.since_ms).max(0);
-        let length = claimed.clamp(0, elapsed.saturating_add(REPORT_SLACK_MS));
+        let length = if claimed > elapsed.saturating_add(BURST_MS) {
+            elapsed
+        } else {
+            claimed.max(0)
+        };
         self.since_ms = reported_ms;
-        let fresh = reported_ms.saturating_sub(length).saturating_sub(csv_start);
+        // ffmpeg reports a segment as it ends: its end is about now.
+        let fresh = reported_ms.saturating_sub(csv_end);
         let at = match self.anchor {
             Some(at) if fresh.abs_diff(at) <= MAX_DRIFT_MS as u64 => at,
             _ => fresh,
         };
         self.anchor = Some(at);
-        let start = at.saturating_add(csv_start);
-        (start, start.saturating_add(length))
+        // The video ends where ffmpeg's times say (its start may be later
+        // than theirs: a run's first segment starts at its first key frame).
+        let end = at.saturating_add(csv_end);
+        (end.saturating_sub(length), end)
     }
 }
 
@@ -465,8 +476,9 @@ mod tests {
             (120_500, 20.02, 30.0, Some(9_980), (110_420, 120_400)),
             // A camera clock 6 s adrift: a new anchor.
             (136_500, 30.0, 40.0, Some(10_000), (126_500, 136_500)),
-            // The file says how long it is, not ffmpeg's times.
-            (146_500, 40.0, 50.0, Some(9_000), (136_500, 145_500)),
+            // The file says how long it is, ending where ffmpeg's times say
+            // (a run's first key frame may come after its second 0).
+            (146_500, 40.0, 50.0, Some(9_000), (137_500, 146_500)),
             // The camera's clock jumps 3 hours ahead within a segment: its
             // times and its file say 3 hours, the wall clock 10 s.
             (
@@ -474,7 +486,7 @@ mod tests {
                 50.0,
                 10_850.0,
                 Some(10_810_000),
-                (146_500, 157_500),
+                (146_500, 156_500),
             ),
             // After it: placed by the wall clock again, not hours away.
             (
@@ -487,7 +499,10 @@ mod tests {
             // The clock set back: an end before the start; the file's length.
             (176_500, 10_860.0, 5.0, Some(10_000), (166_500, 176_500)),
             // Unreadable boxes and nonsense times: no negative length.
-            (186_500, 20.0, 10.0, None, (186_500, 186_500)),
+            (186_500, 20.0, 10.0, None, (181_500, 181_500)),
+            // A burst: 14 s of video in the 10 s since the last report (the
+            // camera caught up after a stall) is footage, not a jump.
+            (196_500, 30.0, 44.0, Some(14_000), (182_500, 196_500)),
         ];
         for (reported, start, end, content, want) in table {
             assert_eq!(
