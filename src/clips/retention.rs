@@ -197,6 +197,22 @@ impl Retention {
             if chosen.is_empty() {
                 break;
             }
+            // The unnamed files first (no row names them): a failed event
+            // deletion below then leaves none of them counted but gone. One
+            // that cannot be unlinked stays counted, and is tried again at
+            // the next round, not in this one (it would be chosen again).
+            let mut stuck = false;
+            for candidate in chosen {
+                if let Doomed::File(path) = &candidate.what {
+                    if unlink(&inner.settings.data_dir, std::slice::from_ref(path)).is_empty() {
+                        stuck = true;
+                        continue;
+                    }
+                    self.orphans.retain(|o| o.what != candidate.what);
+                    files += 1;
+                    file_bytes += candidate.bytes;
+                }
+            }
             let ids: Vec<Uuid> = chosen
                 .iter()
                 .filter_map(|c| match &c.what {
@@ -211,15 +227,9 @@ impl Retention {
                 events += ids.len();
                 event_bytes += freed;
             }
-            for candidate in chosen {
-                if let Doomed::File(path) = &candidate.what {
-                    unlink(&inner.settings.data_dir, std::slice::from_ref(path));
-                    files += 1;
-                    file_bytes += candidate.bytes;
-                }
+            if stuck {
+                break;
             }
-            self.orphans
-                .retain(|o| !chosen.iter().any(|c| c.what == o.what));
         }
         if events > 0 {
             log::info!(
