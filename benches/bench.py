@@ -1294,9 +1294,11 @@ def segment_name(ms):
 def prepare_footage(bench, camera):
     """A data folder and a recordings folder as months of recording leave them:
     FOOTAGE_CAMERAS cameras (recording the test camera's 640x360 stream), and
-    `footage_files` segment files over FOOTAGE_DAYS days, hard links of one
-    real segment, with their rows; 1 % of the files without a row and 1 % of
-    the rows without a file, for the reconciliation to find."""
+    `footage_files` segment files over FOOTAGE_DAYS days, hard links of a
+    copy of one real segment for each camera (ext4 allows 65,000 links to a
+    file, and each run links them all once more), with their rows; 1 % of the
+    files without a row and 1 % of the rows without a file, for the
+    reconciliation to find."""
     folder = bench.temp_dir("footage-template")
     data, recordings = folder / "data", folder / "recordings"
     data.mkdir()
@@ -1317,13 +1319,15 @@ def prepare_footage(bench, camera):
     step = (now_ms - 3_600_000 - first_ms) // per_camera
     rows = []
     for n, camera_id in enumerate(ids):
+        sample = folder / f"segment-{n}.mp4"
+        shutil.copyfile(SEGMENT_SAMPLE, sample)
         for i in range(per_camera):
             start = first_ms + i * step + n
             path = f"{camera_id}/{segment_name(start)}"
             file = recordings / path
             if i % 100 != 1:  # a row whose file is gone
                 file.parent.mkdir(parents=True, exist_ok=True)
-                os.link(SEGMENT_SAMPLE, file)
+                os.link(sample, file)
             if i % 100 != 2:  # a file without a row
                 rows.append((camera_id, start, start + 3000, size, path))
     db = sqlite3.connect(data / "nvr-node.db")
