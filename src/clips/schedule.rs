@@ -164,60 +164,45 @@ mod tests {
             schedule.add(job.clone(), t0, now_ms);
         }
         let recorded = |to_a, to_b| [(a, to_a, true), (b, to_b, true), (c, 0, true)];
-        // b's first clip has its end and its 5 s after; c's waits for nothing.
-        assert_eq!(
-            taken(
-                &mut schedule,
-                &jobs,
-                t0,
+        let table: [(u64, [_; 3], &[usize], &str); 5] = [
+            (
                 0,
-                &recorded(now_ms, now_ms + 3_000)
+                recorded(now_ms, now_ms + 3_000),
+                &[1, 3],
+                "b's first clip has its end and its 5 s after; c's waits for nothing",
             ),
-            [1, 3]
-        );
-        // b's second waited behind its first, and is due once recorded.
-        assert_eq!(
-            taken(
-                &mut schedule,
-                &jobs,
-                t0,
+            (
                 1,
-                &recorded(now_ms, now_ms + 4_000)
+                recorded(now_ms, now_ms + 4_000),
+                &[],
+                "b's second waits behind its first",
             ),
-            Vec::<usize>::new()
-        );
-        assert_eq!(
-            taken(
-                &mut schedule,
-                &jobs,
-                t0,
+            (
                 3,
-                &recorded(now_ms + 1_000, now_ms + 4_800)
+                recorded(now_ms + 1_000, now_ms + 4_800),
+                &[2],
+                "b's second is due once recorded within a frame of its end",
             ),
-            [2],
-            "within a frame of its end"
-        );
-        // a's waits its 40 s at most, then is cut with what there is.
-        assert_eq!(
-            taken(
-                &mut schedule,
-                &jobs,
-                t0,
+            (
                 39,
-                &recorded(now_ms + 10_000, now_ms)
+                recorded(now_ms + 10_000, now_ms),
+                &[],
+                "a's waits its 40 s at most",
             ),
-            Vec::<usize>::new()
-        );
-        assert_eq!(
-            taken(
-                &mut schedule,
-                &jobs,
-                t0,
+            (
                 40,
-                &recorded(now_ms + 10_000, now_ms)
+                recorded(now_ms + 10_000, now_ms),
+                &[0],
+                "then a's is cut with what there is",
             ),
-            [0]
-        );
+        ];
+        for (seconds, recorded, want, why) in table {
+            assert_eq!(
+                taken(&mut schedule, &jobs, t0, seconds, &recorded),
+                want,
+                "{why}"
+            );
+        }
         assert!(schedule.is_empty());
     }
 

@@ -940,6 +940,12 @@ pub mod tests {
         file
     }
 
+    /// Each track's id, timescale and whether it is video.
+    fn kinds(index: &FileIndex) -> Vec<(u32, u32, bool)> {
+        let tracks = index.init.tracks.iter();
+        tracks.map(|t| (t.id, t.timescale, t.is_video())).collect()
+    }
+
     fn scan_bytes(bytes: &[u8]) -> io::Result<FileIndex> {
         scan(&mut Cursor::new(bytes), bytes.len() as u64)
     }
@@ -949,13 +955,7 @@ pub mod tests {
         let file = recording(3);
         let index = scan_bytes(&file).unwrap();
         assert_eq!(index.init.movie_timescale, 1000);
-        let tracks: Vec<_> = index
-            .init
-            .tracks
-            .iter()
-            .map(|t| (t.id, t.timescale, t.is_video()))
-            .collect();
-        assert_eq!(tracks, vec![(1, 12800, true), (2, 16000, false)]);
+        assert_eq!(kinds(&index), [(1, 12800, true), (2, 16000, false)]);
         assert_eq!(index.fragments.len(), 3);
         assert_eq!(index.complete_len, file.len() as u64);
         let second = &index.fragments[1];
@@ -1198,13 +1198,7 @@ pub mod tests {
     #[test]
     fn a_real_segment_reads_whole() {
         let index = scan_bytes(mutations::SEGMENT).unwrap();
-        let tracks: Vec<_> = index
-            .init
-            .tracks
-            .iter()
-            .map(|t| (t.id, t.timescale, t.is_video()))
-            .collect();
-        assert_eq!(tracks, [(1, 12800, true), (2, 16000, false)]);
+        assert_eq!(kinds(&index), [(1, 12800, true), (2, 16000, false)]);
         let runs: Vec<_> = index
             .fragments
             .iter()
