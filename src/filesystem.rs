@@ -31,12 +31,10 @@ pub fn space(path: &Path) -> io::Result<Space> {
     })
 }
 
-/// Whether `a` and `b` are on one file system; false when either cannot be read.
-pub fn same_file_system(a: &Path, b: &Path) -> bool {
-    match (a.metadata(), b.metadata()) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev(),
-        _ => false,
-    }
+/// Whether `a` and `b` are on one file system; None when either cannot be
+/// read (a folder not made yet, a disk not mounted).
+pub fn same_file_system(a: &Path, b: &Path) -> Option<bool> {
+    Some(a.metadata().ok()?.dev() == b.metadata().ok()?.dev())
 }
 
 /// Makes a folder's entries (a file created, renamed or unlinked) survive a power cut.
@@ -53,11 +51,15 @@ mod tests {
         let root = space(Path::new("/")).unwrap();
         assert!(root.total > 0 && root.free <= root.total, "{root:?}");
         assert!(space(Path::new("/nonexistent/nvr")).is_err());
-        assert!(same_file_system(Path::new("/"), Path::new("/")));
-        assert!(
-            !same_file_system(Path::new("/"), Path::new("/proc")),
+        assert_eq!(same_file_system(Path::new("/"), Path::new("/")), Some(true));
+        assert_eq!(
+            same_file_system(Path::new("/"), Path::new("/proc")),
+            Some(false),
             "procfs is a file system of its own"
         );
-        assert!(!same_file_system(Path::new("/"), Path::new("/nonexistent")));
+        assert_eq!(
+            same_file_system(Path::new("/"), Path::new("/nonexistent")),
+            None
+        );
     }
 }

@@ -246,12 +246,14 @@ impl Retention {
     }
 
     /// Updates what status shows of the clips: their disk's figures only
-    /// when it is not the recordings' (looked at each time: the recordings
-    /// folder may be made after the clips', or be on a disk mounted late).
+    /// when it is known not to be the recordings' (looked at each time: the
+    /// recordings folder may be made after the clips', or be on a disk
+    /// mounted late; until it is there, the figures wait for the next time).
     fn refresh(&self, inner: &Inner, used: u64, space: Option<Space>) {
         let settings = &inner.settings;
         let own_disk =
-            !filesystem::same_file_system(&settings.clips_dir(), &settings.recordings_dir);
+            filesystem::same_file_system(&settings.clips_dir(), &settings.recordings_dir)
+                == Some(false);
         inner.set_storage(Storage {
             used_bytes: used,
             budget_bytes: settings.max_bytes,

@@ -277,9 +277,10 @@ fn delete(shared: &Shared, cleaner: &mut Cleaner, segments: &[Segment]) -> Resul
     }
 }
 
-/// Whether the database is on the recordings' file system.
+/// Whether the database is known to be on the recordings' file system.
 fn shares_disk(shared: &Shared) -> bool {
     crate::filesystem::same_file_system(&shared.settings.data_dir, &shared.settings.dir)
+        == Some(true)
 }
 
 /// Unlinks the files of deleted segments and drops their tombstones, but
