@@ -16,10 +16,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::{Camera, Node, TempDir, Tmpfs, browser_script, closed_port, probe_file, wait_for};
 use serde_json::{Value, json};
 
-fn start_node(data: &Path, recordings: &Path, env: &[(&str, &str)]) -> Node {
-    Node::start_recording(data, recordings, env)
-}
-
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -135,7 +131,7 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
     let data = TempDir::new("clips-budget");
     let recordings = data.path().join("recordings");
     let no_floor = ("CLIPS_KEEP_FREE", "0");
-    let node = start_node(data.path(), &recordings, &[no_floor]);
+    let node = Node::start_recording(data.path(), &recordings, &[no_floor]);
     let id = add_camera(&node, &camera, "/main");
     let events = three_events(&node, &id);
     let sizes: Vec<u64> = events
@@ -179,7 +175,7 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
     std::fs::write(&stranger, b"mine").unwrap();
 
     // At start it is counted, and kept.
-    let node = start_node(data.path(), &recordings, &[no_floor]);
+    let node = Node::start_recording(data.path(), &recordings, &[no_floor]);
     assert!(
         wait_for(Duration::from_secs(10), || storage(&node)["clipsBytes"]
             == total + orphan_bytes),
@@ -193,7 +189,7 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
     // oldest) and the oldest event go, with its files.
     let budget = sizes[1] + sizes[2];
     let budget_text = budget.to_string();
-    let node = start_node(
+    let node = Node::start_recording(
         data.path(),
         &recordings,
         &[no_floor, ("CLIPS_MAX_BYTES", &budget_text)],
@@ -280,7 +276,7 @@ fn a_clips_disk_under_its_floor_loses_its_oldest_events() {
     let disk = Tmpfs::new("64m");
     let recordings = TempDir::new("clips-floor-recordings");
     let floor: u64 = 16 << 20;
-    let node = start_node(
+    let node = Node::start_recording(
         disk.path(),
         recordings.path(),
         &[("CLIPS_KEEP_FREE", "16M")],
@@ -396,7 +392,7 @@ fn a_posted_event_of_an_hour_gets_five_minutes_of_clip() {
     let data = TempDir::new("clips-hour");
     let recordings = data.path().join("recordings");
     let keep = [("CLIPS_KEEP_FREE", "0")];
-    let node = start_node(data.path(), &recordings, &keep);
+    let node = Node::start_recording(data.path(), &recordings, &keep);
     let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
     let id = node.add_camera(json!({ "name": "Gate", "rtspUrl": url, "enabled": false }))["id"]
         .as_str()
@@ -408,7 +404,7 @@ fn a_posted_event_of_an_hour_gets_five_minutes_of_clip() {
     let start = (now_ms() - 70 * 60_000) / 1000 * 1000;
     let scratch = TempDir::new("clips-hour-scratch");
     write_segments(&recordings, &id, start, 48, scratch.path());
-    let node = start_node(data.path(), &recordings, &keep);
+    let node = Node::start_recording(data.path(), &recordings, &keep);
     let spans = format!(
         "/api/cameras/{id}/recordings?start={}&end={}",
         iso(start),
@@ -445,7 +441,7 @@ fn a_clip_waiting_for_its_recording_holds_up_no_other_cameras() {
     let camera = Camera::start();
     let data = TempDir::new("clips-waiting");
     let recordings = data.path().join("recordings");
-    let node = start_node(data.path(), &recordings, &[("CLIPS_KEEP_FREE", "0")]);
+    let node = Node::start_recording(data.path(), &recordings, &[("CLIPS_KEEP_FREE", "0")]);
     let (slow, quick) = (
         add_camera(&node, &camera, "/main"),
         add_camera(&node, &camera, "/aac"),

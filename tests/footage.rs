@@ -14,12 +14,8 @@ use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Camera, Node, TempDir, wait_for};
+use common::{Camera, Node, TempDir, segment_rows, wait_for};
 use serde_json::{Value, json};
-
-fn rows(data: &Path) -> Vec<common::SegmentRow> {
-    common::segment_rows(data)
-}
 
 /// Every file under `dir` with its bytes' hash, relative paths as keys.
 fn contents(dir: &Path) -> BTreeMap<String, (u64, u64)> {
@@ -53,14 +49,6 @@ fn segments(all: &BTreeMap<String, (u64, u64)>) -> BTreeMap<String, (u64, u64)> 
         .filter(|(path, _)| path.ends_with(".mp4") && !path.contains("/incoming/"))
         .map(|(p, v)| (p.clone(), *v))
         .collect()
-}
-
-fn start_node(data: &Path, recordings: &Path, env: &[(&str, &str)]) -> Node {
-    Node::start_recording(data, recordings, env)
-}
-
-fn camera_of(node: &Node, id: &str) -> Value {
-    node.camera(id)
 }
 
 fn storage(node: &Node) -> Value {
@@ -99,14 +87,14 @@ fn recorded() -> &'static Recorded {
         let data = dir.path().join("data");
         let recordings = dir.path().join("recordings");
         std::fs::create_dir_all(&data).unwrap();
-        let node = start_node(&data, &recordings, &[]);
+        let node = Node::start_recording(&data, &recordings, &[]);
         let url = camera.url(&format!("admin:{}", common::password("footage")), "/aac");
         let created = node.add_camera(json!({ "name": "Porch", "rtspUrl": url, "detect": false }));
         let id = created["id"].as_str().unwrap().to_owned();
         assert!(
-            wait_for(Duration::from_secs(80), || rows(&data).len() >= 4),
+            wait_for(Duration::from_secs(80), || segment_rows(&data).len() >= 4),
             "four segments were not recorded: {}",
-            camera_of(&node, &id)
+            node.camera(&id)
         );
         node.terminate();
         assert_eq!(node.wait(), Some(0));
@@ -132,7 +120,7 @@ fn a_new_database_over_recorded_footage_keeps_every_byte_and_the_camera_added_ag
     // The database is lost (a new DATA_DIR), the disk is not.
     let data = dir.path().join("new-data");
     std::fs::create_dir_all(&data).unwrap();
-    let node = start_node(&data, &recordings, &[]);
+    let node = Node::start_recording(&data, &recordings, &[]);
     thread::sleep(Duration::from_secs(60));
     let after = segments(&contents(&recordings));
     assert_eq!(after, before, "segments changed or went within a minute");
@@ -165,7 +153,7 @@ fn a_new_database_over_recorded_footage_keeps_every_byte_and_the_camera_added_ag
         "{}",
         node.logs()
     );
-    let indexed = rows(&data);
+    let indexed = segment_rows(&data);
     assert!(
         indexed.len() >= before.len() && indexed.iter().all(|r| r.camera == recorded.camera),
         "{indexed:?}"
@@ -193,7 +181,7 @@ fn unknown_cameras_footage_goes_oldest_first_when_room_is_needed_and_the_log_say
     std::fs::create_dir_all(&data).unwrap();
     // A budget that the two newest segments fit in.
     let budget = newest_two.to_string();
-    let node = start_node(&data, &recordings, &[("RECORDINGS_MAX_BYTES", &budget)]);
+    let node = Node::start_recording(&data, &recordings, &[("RECORDINGS_MAX_BYTES", &budget)]);
     assert!(
         wait_for(Duration::from_secs(30), || segments(&contents(&recordings))
             .len()
@@ -220,17 +208,19 @@ fn a_missing_disk_gets_no_file_and_keeps_its_index_and_recording_resumes_when_it
     let data = dir.path().join("data");
     let recordings = dir.path().join("recordings");
     std::fs::create_dir_all(&data).unwrap();
-    let node = start_node(&data, &recordings, &[]);
+    let node = Node::start_recording(&data, &recordings, &[]);
     let created = node
         .add_camera(json!({ "name": "Yard", "rtspUrl": camera.url("", "/aac"), "detect": false }));
     let id = created["id"].as_str().unwrap().to_owned();
-    assert!(wait_for(Duration::from_secs(40), || rows(&data).len() >= 2));
+    assert!(wait_for(Duration::from_secs(40), || segment_rows(&data)
+        .len()
+        >= 2));
 
     // The disk goes: an empty folder is left where it was mounted.
     let away = dir.path().join("disk-away");
     std::fs::rename(&recordings, &away).unwrap();
     std::fs::create_dir(&recordings).unwrap();
-    let indexed = rows(&data);
+    let indexed = segment_rows(&data);
     // Twenty seconds of a missing disk: nothing written in its place, no row dropped.
     thread::sleep(Duration::from_secs(20));
     assert!(
@@ -238,7 +228,7 @@ fn a_missing_disk_gets_no_file_and_keeps_its_index_and_recording_resumes_when_it
         "files written where the disk should be: {:?}",
         contents(&recordings)
     );
-    let now = rows(&data);
+    let now = segment_rows(&data);
     assert!(
         indexed.iter().all(|r| now.contains(r)),
         "rows dropped while the disk was missing: {indexed:?} became {now:?}"
@@ -254,15 +244,15 @@ fn a_missing_disk_gets_no_file_and_keeps_its_index_and_recording_resumes_when_it
     };
     assert!(
         not_mounted(&storage(&node)["message"])
-            && not_mounted(&camera_of(&node, &id)["recording"]["message"]),
+            && not_mounted(&node.camera(&id)["recording"]["message"]),
         "status and camera do not say the disk is missing: {} {}",
         storage(&node),
-        camera_of(&node, &id)
+        node.camera(&id)
     );
-    assert_eq!(camera_of(&node, &id)["recording"]["state"], "retrying");
+    assert_eq!(node.camera(&id)["recording"]["state"], "retrying");
     eprintln!(
         "while the disk is missing: {}",
-        camera_of(&node, &id)["recording"]
+        node.camera(&id)["recording"]
     );
 
     // The disk comes back: recording resumes by itself, the old spans are there.
@@ -277,23 +267,23 @@ fn a_missing_disk_gets_no_file_and_keeps_its_index_and_recording_resumes_when_it
         )
         .is_empty()),
         "no recorder 15 s after the disk came back: {}",
-        camera_of(&node, &id)
+        node.camera(&id)
     );
     eprintln!(
         "recording again {:?} after the disk came back",
         back_at.elapsed()
     );
     assert!(
-        wait_for(Duration::from_secs(30), || rows(&data)
+        wait_for(Duration::from_secs(30), || segment_rows(&data)
             .iter()
             .any(|r| r.start_ms > last_before + 10_000)),
         "no new segment after the disk came back"
     );
-    assert_eq!(camera_of(&node, &id)["recording"]["state"], "recording");
+    assert_eq!(node.camera(&id)["recording"]["state"], "recording");
     assert_eq!(storage(&node)["message"], Value::Null);
     let spans = node.get(&format!("/api/cameras/{id}/recordings")).json();
     let first_span_start = spans[0]["start"].as_str().unwrap_or_default().to_owned();
-    let first_row = rows(&data)[0].start_ms;
+    let first_row = segment_rows(&data)[0].start_ms;
     let listed = humantime::parse_rfc3339(&first_span_start)
         .map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64);
     assert_eq!(
@@ -363,13 +353,13 @@ fn after_a_crash_a_broken_ffprobe_neither_deletes_nor_cuts_a_segment() {
         .status()
         .unwrap();
     let env = [("FFPROBE", broken.to_str().unwrap())];
-    let node = start_node(&data, &recordings, &env);
+    let node = Node::start_recording(&data, &recordings, &env);
     // 2 Mbit/s: ffmpeg hands the file its fragments in 256 KiB writes, so
     // that a kill a few seconds into a segment leaves whole fragments.
     let created = node
         .add_camera(json!({ "name": "Gate", "rtspUrl": camera.url("", "/hd"), "detect": false }));
     let id = created["id"].as_str().unwrap().to_owned();
-    assert!(wait_for(Duration::from_secs(40), || !rows(&data).is_empty()));
+    assert!(wait_for(Duration::from_secs(40), || !segment_rows(&data).is_empty()));
     thread::sleep(Duration::from_secs(5));
     node.kill();
     let incoming = recordings.join(&id).join("incoming");
@@ -391,22 +381,22 @@ fn after_a_crash_a_broken_ffprobe_neither_deletes_nor_cuts_a_segment() {
         "the kill left {} bytes, {fragments} whole fragments ending at {whole}",
         bytes.len()
     );
-    let indexed_before = rows(&data).len();
+    let indexed_before = segment_rows(&data).len();
 
-    let node = start_node(&data, &recordings, &env);
+    let node = Node::start_recording(&data, &recordings, &env);
     assert!(
-        wait_for(Duration::from_secs(20), || rows(&data).len()
+        wait_for(Duration::from_secs(20), || segment_rows(&data).len()
             > indexed_before),
         "the cut segment was not indexed: {}",
         node.logs()
     );
-    let recovered = rows(&data)
+    let recovered = segment_rows(&data)
         .into_iter()
         .find(|r| std::fs::metadata(recordings.join(&r.path)).is_ok_and(|m| m.len() == whole))
         .unwrap_or_else(|| {
             panic!(
                 "no segment of {whole} bytes (its whole fragments) in the index: {:?}\n{}",
-                rows(&data),
+                segment_rows(&data),
                 node.logs()
             )
         });
@@ -514,7 +504,7 @@ fn a_database_gone_read_only_makes_retention_wait_not_spin() {
     // and its deletions fail once the database cannot be written.
     let disk = common::Tmpfs::new("8m");
     let recordings = disk.path().join("recordings");
-    let node = start_node(
+    let node = Node::start_recording(
         &card.mount,
         &recordings,
         &[("RECORDINGS_KEEP_FREE", "7400K")],
@@ -527,7 +517,7 @@ fn a_database_gone_read_only_makes_retention_wait_not_spin() {
             .logs()
             .contains("oldest segments")),
         "retention never deleted: {}",
-        camera_of(&node, &id)
+        node.camera(&id)
     );
     card.fail();
     // A minute of it: the node's CPU stays under 5 % of a core.
@@ -551,7 +541,7 @@ fn a_database_gone_read_only_makes_retention_wait_not_spin() {
     assert!(says_why(&storage(&node)), "{}", storage(&node));
     eprintln!("status: {}", storage(&node)["message"]);
     assert_eq!(node.get("/api/status").status, 200);
-    let _ = camera_of(&node, &id);
+    let _ = node.camera(&id);
 }
 
 #[test]
@@ -583,11 +573,11 @@ fn a_camera_clock_that_jumps_makes_no_span_hours_long() {
         .arg(&wrapper)
         .status()
         .unwrap();
-    let node = start_node(&data, &recordings, &[("FFMPEG", wrapper.to_str().unwrap())]);
+    let node = Node::start_recording(&data, &recordings, &[("FFMPEG", wrapper.to_str().unwrap())]);
     let started = common_now_ms();
     node.add_camera(json!({ "name": "Clock", "rtspUrl": camera.url("", "/aac"), "detect": false }));
     assert!(
-        wait_for(Duration::from_secs(60), || rows(&data).len() >= 4),
+        wait_for(Duration::from_secs(60), || segment_rows(&data).len() >= 4),
         "four segments were not recorded: {}",
         node.logs()
     );
@@ -597,7 +587,7 @@ fn a_camera_clock_that_jumps_makes_no_span_hours_long() {
         "segments were filed by recovery, not from the segment list: {}",
         node.logs()
     );
-    for row in rows(&data) {
+    for row in segment_rows(&data) {
         let length = row.end_ms - row.start_ms;
         assert!(length <= 12_000, "a segment of {length} ms: {row:?}");
         assert!(
@@ -618,12 +608,7 @@ fn common_now_ms() -> i64 {
 /// The paths of the node's tombstones: files deleted from the index whose
 /// unlink is still to be done.
 fn tombstones(data: &Path) -> Vec<String> {
-    let db = rusqlite::Connection::open_with_flags(
-        data.join("nvr-node.db"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
-    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let db = common::read_database(data);
     let mut stmt = db.prepare("SELECT path FROM segment_garbage").unwrap();
     stmt.query_map([], |r| r.get(0))
         .unwrap()
@@ -650,17 +635,17 @@ fn a_file_that_cannot_be_unlinked_keeps_its_tombstone_until_it_can() {
     std::fs::create_dir_all(&data).unwrap();
     let recordings = disk.mount.join("recordings");
     // About two segments' worth: the oldest goes as the third comes.
-    let node = start_node(&data, &recordings, &[("RECORDINGS_MAX_BYTES", "450K")]);
+    let node = Node::start_recording(&data, &recordings, &[("RECORDINGS_MAX_BYTES", "450K")]);
     node.add_camera(json!({ "name": "Drive", "rtspUrl": camera.url("", "/aac"), "detect": false }));
-    assert!(wait_for(Duration::from_secs(40), || !rows(&data).is_empty()));
-    let oldest = rows(&data)[0].clone();
+    assert!(wait_for(Duration::from_secs(40), || !segment_rows(&data).is_empty()));
+    let oldest = segment_rows(&data)[0].clone();
     let file = recordings.join(&oldest.path);
     chattr("+i", &file);
     assert!(
         wait_for(Duration::from_secs(60), || tombstones(&data)
             .contains(&oldest.path)),
         "retention never got to the oldest segment: {:?}",
-        rows(&data)
+        segment_rows(&data)
     );
     // Its unlink fails: the file stays, and so does its tombstone, pass after pass.
     thread::sleep(Duration::from_secs(15));
@@ -693,7 +678,7 @@ fn cameras_that_are_not_there_yet_start_four_ffmpeg_at_a_time() {
     // Sixteen cameras whose address refuses (they have not booted yet),
     // recording and detecting (the defaults), in place when the node starts,
     // as after a power cut.
-    let node = start_node(&data, &recordings, &[]);
+    let node = Node::start_recording(&data, &recordings, &[]);
     let port = common::closed_port();
     let ids: Vec<String> = (0..16)
         .map(|n| {
@@ -707,7 +692,7 @@ fn cameras_that_are_not_there_yet_start_four_ffmpeg_at_a_time() {
     db.execute("UPDATE camera SET record = 1, detect = 1", [])
         .unwrap();
     drop(db);
-    let node = start_node(&data, &recordings, &[]);
+    let node = Node::start_recording(&data, &recordings, &[]);
     let mut most = 0;
     let started = Instant::now();
     while started.elapsed() < Duration::from_millis(1500) {

@@ -12,15 +12,11 @@ use std::time::{Duration, Instant};
 
 use common::{
     Camera, Node, TempDir, Tmpfs, browser_script, closed_port, is_running, password, probe_file,
-    processes_mentioning, wait_for,
+    processes_mentioning, segment_rows, wait_for,
 };
 use serde_json::{Value, json};
 
-type Row = common::SegmentRow;
-
-fn rows(data: &Path) -> Vec<Row> {
-    common::segment_rows(data)
-}
+use common::SegmentRow as Row;
 
 /// The segment files in the hour folders (not those being written), as
 /// paths relative to the recordings folder.
@@ -111,7 +107,7 @@ impl Recording {
     fn start(name: &str, url: &str, env: &[(&str, &str)]) -> Recording {
         let data = TempDir::new(name);
         let recordings = data.path().join("recordings");
-        let node = start_node(data.path(), &recordings, env);
+        let node = Node::start_recording(data.path(), &recordings, env);
         // Recording alone: motion detection has its own tests (motion.rs).
         let created = node.add_camera(json!({ "name": name, "rtspUrl": url, "detect": false }));
         let id = created["id"].as_str().unwrap().to_owned();
@@ -132,7 +128,7 @@ impl Recording {
     }
 
     fn rows(&self) -> Vec<Row> {
-        rows(self.data.path())
+        segment_rows(self.data.path())
     }
 
     /// Waits for the index to hold `count` segments, or fails.
@@ -166,10 +162,6 @@ impl Recording {
             "the index and the folder disagree"
         );
     }
-}
-
-fn start_node(data: &Path, recordings: &Path, env: &[(&str, &str)]) -> Node {
-    Node::start_recording(data, recordings, env)
 }
 
 #[test]
@@ -516,7 +508,7 @@ fn a_killed_recorder_comes_back_and_record_off_stops_it() {
     );
     eprintln!("the node stopped {:?} after SIGTERM", started.elapsed());
     assert!(processes_mentioning("ffmpeg", &recordings.display().to_string()).is_empty());
-    let rows = rows(data.path());
+    let rows = segment_rows(data.path());
     assert!(
         rows.len() > count,
         "the last segment was not indexed on SIGTERM"
@@ -551,9 +543,9 @@ fn after_a_killed_node_no_recorder_is_left_and_recording_goes_on() {
         "ffmpeg {} outlived the node",
         recorders[0]
     );
-    let before = rows(data.path());
+    let before = segment_rows(data.path());
 
-    let node = start_node(data.path(), &recordings, &[]);
+    let node = Node::start_recording(data.path(), &recordings, &[]);
     let rec = Recording {
         node,
         data,
@@ -638,7 +630,7 @@ fn recordings_stay_within_their_budget_oldest_first() {
     let budget: u64 = 600 * 1024;
     let data = TempDir::new("budget");
     let recordings = data.path().join("recordings");
-    let node = start_node(
+    let node = Node::start_recording(
         data.path(),
         &recordings,
         &[("RECORDINGS_MAX_BYTES", "600K")],
@@ -654,7 +646,7 @@ fn recordings_stay_within_their_budget_oldest_first() {
     let mut most = 0;
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(50) {
-        let now = rows(data.path());
+        let now = segment_rows(data.path());
         let on_disk: u64 = filed(&recordings)
             .iter()
             .filter_map(|p| std::fs::metadata(recordings.join(p)).ok())
@@ -695,7 +687,7 @@ fn a_full_disk_stops_no_api_and_recording_resumes_when_space_returns() {
     let disk = Tmpfs::new("8m");
     let data = TempDir::new("full");
     let recordings = disk.path().join("recordings");
-    let node = start_node(data.path(), &recordings, &[]);
+    let node = Node::start_recording(data.path(), &recordings, &[]);
     std::fs::create_dir_all(&recordings).unwrap();
     // Another program fills the disk to the last byte.
     let filler = disk.fill("filler");
@@ -727,12 +719,13 @@ fn a_full_disk_stops_no_api_and_recording_resumes_when_space_returns() {
         &json!({ "name": "Other", "rtspUrl": camera.url("", "/aac"), "record": false, "detect": false }).to_string(),
     );
     assert_eq!(other.status, 201, "{other}");
-    assert!(rows(data.path()).is_empty());
+    assert!(segment_rows(data.path()).is_empty());
 
     std::fs::remove_file(&filler).unwrap();
     let freed = Instant::now();
     assert!(
-        wait_for(Duration::from_secs(60), || !rows(data.path()).is_empty()),
+        wait_for(Duration::from_secs(60), || !segment_rows(data.path())
+            .is_empty()),
         "recording did not resume once space returned: {}",
         state()
     );

@@ -165,7 +165,7 @@ pub fn to_free(
 
 /// Of the candidates in deletion order (segments, or events' clips), the
 /// fewest that free `bytes`, each `size` bytes.
-pub fn choose<T>(candidates: &[T], bytes: u64, size: impl Fn(&T) -> u64) -> &[T] {
+pub fn fewest_to_free<T>(candidates: &[T], bytes: u64, size: impl Fn(&T) -> u64) -> &[T] {
     let mut freed = 0;
     let count = candidates
         .iter()
@@ -212,7 +212,7 @@ fn enforce(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), E
             .into_iter()
             .filter(|s| !skipped.contains(s.path.as_str()))
             .collect();
-        let chosen = choose(&candidates, need, |s| s.bytes);
+        let chosen = fewest_to_free(&candidates, need, |s| s.bytes);
         if chosen.is_empty() {
             if urgent {
                 log::warn!("recordings: the disk is full and there is no recording left to delete");
@@ -279,8 +279,7 @@ fn delete(shared: &Shared, cleaner: &mut Cleaner, segments: &[Segment]) -> Resul
 
 /// Whether the database is known to be on the recordings' file system.
 fn shares_disk(shared: &Shared) -> bool {
-    crate::filesystem::same_file_system(&shared.settings.data_dir, &shared.settings.dir)
-        == Some(true)
+    filesystem::same_file_system(&shared.settings.data_dir, &shared.settings.dir) == Some(true)
 }
 
 /// Unlinks the files of deleted segments and drops their tombstones, but
@@ -475,7 +474,7 @@ mod tests {
             })
             .collect();
         let starts = |bytes| {
-            choose(&segments, bytes, |s| s.bytes)
+            fewest_to_free(&segments, bytes, |s| s.bytes)
                 .iter()
                 .map(|s| s.start_ms)
                 .collect::<Vec<_>>()

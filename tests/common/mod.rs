@@ -40,6 +40,18 @@ pub fn assert_no_secret(text: &str, what: &str) {
     );
 }
 
+/// The database of the node whose data folder is `data`, opened to read
+/// beside the running node (waiting out its writes).
+pub fn read_database(data: &Path) -> rusqlite::Connection {
+    let db = rusqlite::Connection::open_with_flags(
+        data.join("nvr-node.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    db
+}
+
 /// A segment's row in a node's index.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SegmentRow {
@@ -53,12 +65,7 @@ pub struct SegmentRow {
 /// The segment rows of the node whose data folder is `data`, oldest first,
 /// read from its database file.
 pub fn segment_rows(data: &Path) -> Vec<SegmentRow> {
-    let db = rusqlite::Connection::open_with_flags(
-        data.join("nvr-node.db"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
-    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let db = read_database(data);
     let mut stmt = db
         .prepare("SELECT start_ms, end_ms, camera_id, bytes, path FROM segment ORDER BY start_ms")
         .unwrap();
@@ -74,6 +81,12 @@ pub fn segment_rows(data: &Path) -> Vec<SegmentRow> {
     .unwrap()
     .map(Result::unwrap)
     .collect()
+}
+
+/// The item of a listing (cameras, events) whose `id` is `id`.
+fn by_id(listing: &serde_json::Value, id: &str) -> Option<serde_json::Value> {
+    let items = listing.as_array().expect("a listing is an array");
+    items.iter().find(|item| item["id"] == id).cloned()
 }
 
 /// A folder that is removed when dropped.
@@ -221,24 +234,12 @@ impl Node {
     /// Camera `id` as the API lists it; panics if it is not listed.
     pub fn camera(&self, id: &str) -> serde_json::Value {
         let cameras = self.get("/api/cameras").json();
-        cameras
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == id)
-            .cloned()
-            .unwrap_or_else(|| panic!("no camera {id}: {cameras}"))
+        by_id(&cameras, id).unwrap_or_else(|| panic!("no camera {id}: {cameras}"))
     }
 
     /// Event `id` as the API lists it, if it is among the newest.
     pub fn listed_event(&self, id: &str) -> Option<serde_json::Value> {
-        let events = self.get("/api/events").json();
-        events
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["id"] == id)
-            .cloned()
+        by_id(&self.get("/api/events").json(), id)
     }
 
     /// Everything the node printed so far.
