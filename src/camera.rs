@@ -4,6 +4,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::error::Error;
+use crate::event::Kind;
 use crate::rtsp_url;
 
 /// A stored camera, with its stream addresses. Never serialized as is: the
@@ -65,6 +66,10 @@ pub struct Settings {
     pub record: bool,
     pub detect: bool,
     pub detect_sensitivity: Sensitivity,
+    /// Motion events are classified (person, vehicle, …).
+    pub classify: bool,
+    /// The kinds an event may become; one of another kind stays `motion`.
+    pub kinds: Vec<Kind>,
 }
 
 const MAX_NAME_CHARS: usize = 64;
@@ -84,6 +89,8 @@ impl Settings {
             record: given.record.unwrap_or(true),
             detect: given.detect.unwrap_or(true),
             detect_sensitivity: given.detect_sensitivity.unwrap_or_default(),
+            classify: true,
+            kinds: Kind::CLASSIFIED.to_vec(),
         })
     }
 }
@@ -160,6 +167,8 @@ impl SettingsPatch {
             detect_sensitivity: self
                 .detect_sensitivity
                 .unwrap_or(settings.detect_sensitivity),
+            classify: settings.classify,
+            kinds: settings.kinds.clone(),
         }
     }
 }
@@ -248,6 +257,8 @@ mod tests {
                 record: false,
                 detect: true,
                 detect_sensitivity: Sensitivity::Medium,
+                classify: true,
+                kinds: crate::event::Kind::CLASSIFIED.to_vec(),
             }
         );
         let minimal =

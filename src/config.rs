@@ -2,7 +2,7 @@
 //! on a developer's laptop.
 
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::mqtt;
@@ -27,6 +27,17 @@ pub struct Config {
     pub allowed_hosts: Vec<String>,
     /// The ffmpeg program that records cameras.
     pub ffmpeg: PathBuf,
+    /// The classifier program (`nvr-classify`) and its model's folder.
+    #[expect(
+        dead_code,
+        reason = "issue 22: read by the classifier's supervisor, being written"
+    )]
+    pub classifier: PathBuf,
+    #[expect(
+        dead_code,
+        reason = "issue 22: read by the classifier's supervisor, being written"
+    )]
+    pub model_dir: PathBuf,
     /// Where recordings go: one folder per camera, one per hour inside it.
     pub recordings_dir: PathBuf,
     /// The most bytes recordings may take; None: only the free-space reserve limits them.
@@ -67,6 +78,10 @@ Environment:
   RELAY_URL   stream relay (go2rtc) API address (default http://127.0.0.1:1984)
   FFPROBE     ffprobe program used to probe cameras (default ffprobe from PATH)
   FFMPEG      ffmpeg program used to record cameras (default ffmpeg from PATH)
+  CLASSIFIER  the classifier program (default nvr-classify beside this program)
+  MODEL_DIR   the classifier's model (default ../share/nvr-node/model from
+              this program's folder); motion events are classified (person,
+              vehicle, animal, package) only when both are there
   RECORDINGS_DIR
               folder of the recordings (default DATA_DIR/recordings)
   RECORDINGS_MAX_BYTES
@@ -207,6 +222,12 @@ impl Config {
                 .unwrap_or(DEFAULT_CLIPS_MAX_BYTES),
             clips_keep_free: size("CLIPS_KEEP_FREE", var("CLIPS_KEEP_FREE"))?,
             ffmpeg: var("FFMPEG").unwrap_or_else(|| "ffmpeg".into()).into(),
+            classifier: var("CLASSIFIER")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| beside_program("nvr-classify")),
+            model_dir: var("MODEL_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| beside_program("../share/nvr-node/model")),
             data_dir,
             node_name: var("NODE_NAME").unwrap_or_else(|| machine_name.clone()),
             host_name: machine_name,
@@ -221,6 +242,12 @@ impl Config {
             cloud_url,
         })
     }
+}
+
+/// `path` relative to the folder of the running program.
+fn beside_program(path: &str) -> PathBuf {
+    let program = std::env::current_exe().unwrap_or_default();
+    program.parent().unwrap_or(Path::new(".")).join(path)
 }
 
 /// Bytes from `123`, `500K`, `500M`, `1.5G`, `2T` (powers of 1024, with or

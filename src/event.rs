@@ -188,8 +188,41 @@ mod tests {
     }
 }
 
-/// The event kinds detectors report.
-const KINDS: [&str; 5] = ["motion", "person", "vehicle", "animal", "package"];
+/// What an event saw: motion, or the kind of thing that moved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    Motion,
+    Person,
+    Vehicle,
+    Animal,
+    Package,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 5] = [
+        Kind::Motion,
+        Kind::Person,
+        Kind::Vehicle,
+        Kind::Animal,
+        Kind::Package,
+    ];
+    /// The kinds the classifier tells apart: all but `motion`.
+    pub const CLASSIFIED: [Kind; 4] = [Kind::Person, Kind::Vehicle, Kind::Animal, Kind::Package];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Motion => "motion",
+            Kind::Person => "person",
+            Kind::Vehicle => "vehicle",
+            Kind::Animal => "animal",
+            Kind::Package => "package",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
 
 /// A validated `POST /api/events` body.
 #[derive(Debug, PartialEq)]
@@ -221,10 +254,11 @@ impl NewEvent {
         let camera_id = Uuid::try_parse(required("cameraId")?)
             .map_err(|_| Error::bad_request("cameraId must be a camera id (a UUID)"))?;
         let kind = required("kind")?;
-        if !KINDS.contains(&kind) {
+        if Kind::from_name(kind).is_none() {
+            let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
             return Err(Error::bad_request(format!(
                 "kind must be one of {}",
-                KINDS.join(", ")
+                names.join(", ")
             )));
         }
         let score = match fields.get("score") {

@@ -148,10 +148,12 @@ impl Link {
                 let payload = topics::event_started(event, "motion", at_ms);
                 Some(Message::event(self.names.event_topic(camera), payload))
             }
-            Notice::MotionEnded { camera } => {
+            Notice::MotionEnded { camera, .. } => {
                 self.moving.remove(&camera);
                 None
             }
+            // Home Assistant's per-kind sensors come with issue 22's next step.
+            Notice::KindSeen { .. } => None,
             Notice::EventPosted { event } => self.event_message(event, "start"),
             Notice::EventFinished { event } => self.event_message(event, "end"),
         }

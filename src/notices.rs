@@ -11,6 +11,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::db::lock;
+use crate::event::Kind;
 
 /// Notices kept for a listener that has not taken them yet.
 const MAX_WAITING: usize = 256;
@@ -23,8 +24,21 @@ pub enum Notice {
         event: Uuid,
         at_ms: i64,
     },
-    /// The motion on `camera` ended (its event is stored, if the camera still exists).
-    MotionEnded { camera: Uuid },
+    /// The event under way on `camera` was found to be of `kind` (by the
+    /// classifier, while it goes on).
+    #[expect(dead_code, reason = "issue 22: sent by the watcher, being written")]
+    KindSeen {
+        camera: Uuid,
+        event: Uuid,
+        kind: Kind,
+    },
+    /// The motion on `camera` ended, its event of `kind` in the end (it is
+    /// stored, if the camera still exists).
+    MotionEnded {
+        camera: Uuid,
+        event: Uuid,
+        kind: Kind,
+    },
     /// An event was posted to the API.
     EventPosted { event: Uuid },
     /// An event's clip and thumbnail were made, or will not be.
@@ -75,11 +89,19 @@ mod tests {
     fn kept_only_for_a_listener_and_bounded() {
         let notices = Notices::default();
         let camera = Uuid::new_v4();
-        notices.send(Notice::MotionEnded { camera });
+        notices.send(Notice::MotionEnded {
+            camera,
+            event: Uuid::nil(),
+            kind: Kind::Motion,
+        });
         assert!(notices.wait(Duration::ZERO).is_empty(), "nobody listened");
         notices.listen();
         for _ in 0..MAX_WAITING + 10 {
-            notices.send(Notice::MotionEnded { camera });
+            notices.send(Notice::MotionEnded {
+                camera,
+                event: Uuid::nil(),
+                kind: Kind::Motion,
+            });
         }
         let event = Uuid::new_v4();
         notices.send(Notice::EventFinished { event });

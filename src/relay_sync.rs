@@ -242,6 +242,8 @@ mod tests {
                 record: true,
                 detect: true,
                 detect_sensitivity: Default::default(),
+                classify: true,
+                kinds: crate::event::Kind::CLASSIFIED.to_vec(),
             },
             capabilities: None,
         };

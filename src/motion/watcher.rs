@@ -18,7 +18,7 @@ use super::episodes::{Change, Episode, Episodes, Moment};
 use crate::clips::Job;
 use crate::clock::now_ms;
 use crate::event::CLIP_MARGIN_MS;
-use crate::event::Event;
+use crate::event::{Event, Kind};
 use crate::media::child::{Child, Filled, Output};
 use crate::media::restart::{self, Restartable};
 use crate::notices::Notice;
@@ -193,6 +193,8 @@ impl Watcher {
         let added = self.shared.clips.add_event(&event);
         self.shared.notices.send(Notice::MotionEnded {
             camera: self.camera,
+            event: event.id,
+            kind: Kind::Motion,
         });
         match added {
             Ok(true) => {

@@ -11,6 +11,7 @@ use super::events::tombstone_events_where;
 use super::segments::tombstone_where;
 use super::{Result, Store, uuid_column};
 use crate::camera::{Camera, Capabilities, Sensitivity, Settings};
+use crate::event::Kind;
 
 impl Store {
     /// All cameras, oldest first.
@@ -137,6 +138,8 @@ fn camera_from_row(r: &Row) -> Result<Camera> {
             // A value this version does not know counts as the default.
             detect_sensitivity: Sensitivity::from_name(&r.get::<_, String>(10)?)
                 .unwrap_or_default(),
+            classify: true,
+            kinds: Kind::CLASSIFIED.to_vec(),
         },
         // A row this version cannot read counts as not probed.
         capabilities: capabilities.and_then(|json| serde_json::from_str(&json).ok()),

@@ -203,6 +203,8 @@ pub(crate) mod test_support {
                 record: false,
                 detect: true,
                 detect_sensitivity: Default::default(),
+                classify: true,
+                kinds: crate::event::Kind::CLASSIFIED.to_vec(),
             },
             capabilities: None,
         }
