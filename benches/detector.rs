@@ -4,9 +4,16 @@
 //! detector`); prints one JSON line of medians and 99th percentiles in µs.
 //! `benches/bench.py` runs it.
 
+/// The detector's one dependency in the node, where it looks for it
+/// (`crate::media::area`).
+#[path = "../src/media/area.rs"]
+pub mod area;
 #[path = "../src/motion/detector.rs"]
 #[allow(dead_code)]
 mod detector;
+mod media {
+    pub use super::area;
+}
 
 use std::hint::black_box;
 use std::time::Instant;

@@ -10,6 +10,7 @@ use std::time::Instant;
 use uuid::Uuid;
 
 use crate::camera::{Camera, SettingsPatch};
+use crate::classify::{self, Classifier};
 use crate::clips::{self, Clips};
 use crate::config::Config;
 use crate::db::{Db, lock};
@@ -39,6 +40,7 @@ pub struct App {
     pub recordings: Arc<Recordings>,
     pub clips: Arc<Clips>,
     pub motion: Motion,
+    pub classifier: Arc<Classifier>,
     relay_healthy: AtomicBool,
     /// The version the relay named at its last health check.
     relay_version: Mutex<Option<String>>,
@@ -81,6 +83,13 @@ impl App {
             notices.clone(),
             live_changes.clone(),
         ));
+        let classifier = Arc::new(Classifier::new(
+            classify::Settings {
+                program: config.classifier.clone(),
+                model_dir: config.model_dir.clone(),
+            },
+            live_changes.clone(),
+        ));
         let motion = Motion::new(
             motion::Settings {
                 ffmpeg: config.ffmpeg.clone(),
@@ -90,6 +99,7 @@ impl App {
             clips.clone(),
             recordings.clone(),
             notices.clone(),
+            classifier.clone(),
         );
         App {
             node_name: config.node_name.clone(),
@@ -103,6 +113,7 @@ impl App {
             recordings,
             clips,
             motion,
+            classifier,
             relay_healthy: AtomicBool::new(false),
             relay_version: Mutex::new(None),
             cloud: Mutex::new(LinkState::Disabled),

@@ -32,6 +32,7 @@ use crate::error::Error;
 use crate::event::Event;
 use crate::filesystem::{self, Space};
 use crate::live::LiveChanges;
+use crate::media::area::Area;
 use crate::media::child::Child;
 use crate::notices::{Notice, Notices};
 use crate::recording::{Clip, Recordings};
@@ -100,6 +101,8 @@ pub struct Job {
     pub ended_ms: i64,
     /// The moment for the thumbnail.
     pub peak_ms: i64,
+    /// What to mark on the thumbnail: the object the event is of.
+    pub mark: Option<Area>,
     /// The ring's pin that keeps the segments; let go once the clip is cut.
     pub pin: Option<u64>,
 }
@@ -347,7 +350,13 @@ fn cut(inner: &Inner, job: &Job) {
     let length = clip.end_ms - clip.start_ms;
     let at = (job.peak_ms - clip.start_ms).clamp(0, length);
     let thumbnail_file = data_dir.join(&thumbnail_path);
-    let thumbnail = match thumbnail(&inner.settings.ffmpeg, &clip_file, at, &thumbnail_file) {
+    let thumbnail = match thumbnail(
+        &inner.settings.ffmpeg,
+        &clip_file,
+        at,
+        job.mark,
+        &thumbnail_file,
+    ) {
         Ok(bytes) => Some((thumbnail_path.as_str(), bytes)),
         Err(e) => {
             log::warn!("event {}: no thumbnail: {e}", job.event);
@@ -412,24 +421,39 @@ fn write_clip(clip: &Arc<Clip>, path: &Path) -> io::Result<()> {
     filesystem::sync_dir(folder)
 }
 
-/// A JPEG of the frame `at_ms` into `clip`, at most 640 pixels wide;
-/// returns its bytes.
-fn thumbnail(ffmpeg: &Path, clip: &Path, at_ms: i64, path: &Path) -> io::Result<u64> {
+/// ffmpeg's filter that draws `area` (shares of the frame) as a red box,
+/// its lines about 1 % of the frame's height thick.
+fn drawbox(a: Area) -> String {
+    let share = |v: f32| v.clamp(0.0, 1.0);
+    let (l, t) = (share(a.left), share(a.top));
+    let (w, h) = (share(a.right) - l, share(a.bottom) - t);
+    format!(
+        "drawbox=x=iw*{l:.4}:y=ih*{t:.4}:w=iw*{w:.4}:h=ih*{h:.4}:color=red@0.9:t=max(2\\,ih/100)"
+    )
+}
+
+/// A JPEG of the frame `at_ms` into `clip`, at most 640 pixels wide, with
+/// `mark` boxed in red; returns its bytes.
+fn thumbnail(
+    ffmpeg: &Path,
+    clip: &Path,
+    at_ms: i64,
+    mark: Option<Area>,
+    path: &Path,
+) -> io::Result<u64> {
     let part = path.with_extension("jpg.part");
+    let scale = "scale='min(640,iw)':-2";
+    let filters = match mark {
+        Some(a) => format!("{},{scale}", drawbox(a)),
+        None => scale.to_owned(),
+    };
     let mut command = Command::new(ffmpeg);
     command
         .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
         .args(["-ss", &format!("{:.3}", at_ms as f64 / 1000.0)])
         .arg("-i")
         .arg(clip)
-        .args([
-            "-frames:v",
-            "1",
-            "-vf",
-            "scale='min(640,iw)':-2",
-            "-q:v",
-            "4",
-        ])
+        .args(["-frames:v", "1", "-vf", &filters, "-q:v", "4"])
         .args(["-f", "image2", "-y"])
         .arg(&part);
     let mut child = Child::spawn(&mut command)?;

@@ -5,6 +5,7 @@
 mod api;
 mod app;
 mod camera;
+mod classify;
 mod clips;
 mod clock;
 mod cloud;

@@ -107,6 +107,7 @@ pub fn add(app: &App, peer: Option<IpAddr>, body: &[u8]) -> Result<Reply, Error>
             started_ms: event.started_at_ms,
             ended_ms: event.ended_at_ms,
             peak_ms: event.started_at_ms,
+            mark: None,
             pin: None,
         });
     }

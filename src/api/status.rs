@@ -24,6 +24,8 @@ struct Status<'a> {
     mqtt: serde_json::Value,
     cameras: Vec<CameraView<'a>>,
     storage: StorageView,
+    /// Whether motion events can be classified, and how it goes.
+    classifier: serde_json::Value,
 }
 
 /// What recordings and events' clips take of the disk.
@@ -87,8 +89,21 @@ fn build(app: &App) -> Result<Vec<u8>, Error> {
                 clips_total_bytes: clips.disk.map(|d| d.total),
             }
         },
+        classifier: classifier_view(app),
     };
     Ok(serde_json::to_vec(&status).expect("status serializes"))
+}
+
+/// `{"installed", "running", "failures"}`: the program and its model are
+/// there; its process is up with its model loaded; how often it failed
+/// since the node started.
+fn classifier_view(app: &App) -> serde_json::Value {
+    let figures = app.classifier.figures();
+    serde_json::json!({
+        "installed": app.classifier.installed(),
+        "running": figures.pid.is_some(),
+        "failures": figures.failures,
+    })
 }
 
 /// `{"state": "disabled" | "connecting" | "connected" | "error", "message"}`:

@@ -97,6 +97,7 @@ mod tests {
             started_ms,
             ended_ms,
             peak_ms: started_ms,
+            mark: None,
             pin: None,
         }
     }

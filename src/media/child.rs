@@ -6,10 +6,10 @@
 //! URL with its password there). Stopping is SIGTERM, then SIGKILL after a
 //! grace: a stalled RTSP read leaves ffmpeg deaf to SIGTERM.
 
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
-use std::process::{ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// How much of stderr is kept, from its end: enough for the last error lines.
@@ -19,6 +19,8 @@ const MAX_LINE_BYTES: usize = 4096;
 
 pub struct Child {
     process: std::process::Child,
+    /// Piped only for a child that takes input ([`Child::spawn_with_input`]).
+    stdin: Option<ChildStdin>,
     stdout: Option<ChildStdout>,
     stderr: Option<ChildStderr>,
     /// Stdout read but not yet returned.
@@ -50,9 +52,28 @@ impl Child {
     /// It must be supervised from the calling thread for its whole life: the
     /// kernel kills it when this thread ends.
     pub fn spawn(command: &mut Command) -> io::Result<Child> {
+        Child::start(command.stdin(Stdio::null()))
+    }
+
+    /// [`Child::spawn`] with stdin piped, for [`Child::write_all`].
+    pub fn spawn_with_input(command: &mut Command) -> io::Result<Child> {
+        let child = Child::start(command.stdin(Stdio::piped()))?;
+        if let Some(stdin) = &child.stdin {
+            // Non-blocking, so a child that stops reading cannot hold us past
+            // a deadline.
+            // SAFETY: fcntl on a descriptor we own, with no pointers.
+            unsafe {
+                let fd = stdin.as_raw_fd();
+                let flags = libc::fcntl(fd, libc::F_GETFL);
+                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+            }
+        }
+        Ok(child)
+    }
+
+    fn start(command: &mut Command) -> io::Result<Child> {
         let parent = std::process::id() as libc::pid_t;
         command
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
@@ -72,6 +93,7 @@ impl Child {
         };
         let mut process = command.spawn()?;
         Ok(Child {
+            stdin: process.stdin.take(),
             stdout: process.stdout.take(),
             stderr: process.stderr.take(),
             process,
@@ -150,6 +172,43 @@ impl Child {
         Some((std::mem::take(&mut self.pending), status))
     }
 
+    /// Writes all of `bytes` to stdin before `deadline`, reading stdout and
+    /// stderr meanwhile (so a child blocked on writing cannot deadlock us);
+    /// false if the time ran out, stdin is closed or the child is gone.
+    pub fn write_all(&mut self, mut bytes: &[u8], deadline: Instant) -> bool {
+        while !bytes.is_empty() {
+            let Some(stdin) = self.stdin.as_mut() else {
+                return false;
+            };
+            match stdin.write(bytes) {
+                Ok(0) => return false,
+                Ok(n) => bytes = &bytes[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return false;
+                    }
+                    self.pump_until_writable(left);
+                }
+                Err(_) => {
+                    self.stdin = None;
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Stops the child: SIGTERM, and SIGKILL if it has not exited after `grace`.
+    pub fn stop(&mut self, grace: Duration) -> ExitStatus {
+        self.terminate();
+        match self.wait_until(Instant::now() + grace) {
+            Some(status) => status,
+            None => self.kill(),
+        }
+    }
+
     /// Asks the child to finish (SIGTERM to its group); it may take a while.
     pub fn terminate(&self) {
         self.signal(libc::SIGTERM);
@@ -218,6 +277,24 @@ impl Child {
 
     /// Waits at most `wait` for either pipe to have something, and reads it.
     fn pump(&mut self, wait: Duration) {
+        self.poll(wait, false);
+    }
+
+    /// [`Child::pump`], returning early when stdin can take more.
+    fn pump_until_writable(&mut self, wait: Duration) {
+        self.poll(wait, true);
+    }
+
+    fn poll(&mut self, wait: Duration, writing: bool) {
+        let input = self
+            .stdin
+            .as_ref()
+            .filter(|_| writing)
+            .map(|p| libc::pollfd {
+                fd: p.as_raw_fd(),
+                events: libc::POLLOUT,
+                revents: 0,
+            });
         let fds: Vec<(i32, bool)> = [
             self.stdout.as_ref().map(|p| (p.as_raw_fd(), true)),
             self.stderr.as_ref().map(|p| (p.as_raw_fd(), false)),
@@ -225,7 +302,7 @@ impl Child {
         .into_iter()
         .flatten()
         .collect();
-        if fds.is_empty() {
+        if fds.is_empty() && input.is_none() {
             std::thread::sleep(wait);
             return;
         }
@@ -236,6 +313,7 @@ impl Child {
                 events: libc::POLLIN,
                 revents: 0,
             })
+            .chain(input)
             .collect();
         let millis = wait.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
         // SAFETY: `polls` is a valid array of its length for the call.
@@ -244,6 +322,7 @@ impl Child {
             return;
         }
         let mut buf = [0u8; 8192];
+        // `zip` leaves out the stdin entry, last: it needs no reading.
         for (poll, &(_, is_stdout)) in polls.iter().zip(&fds) {
             if poll.revents == 0 {
                 continue;
@@ -329,6 +408,24 @@ mod tests {
         assert_eq!(child.read_exact(&mut frame, wait), Filled::Full);
         assert_eq!(&frame, b"efgh");
         assert_eq!(child.read_exact(&mut frame, wait), Filled::Closed);
+    }
+
+    #[test]
+    fn input_larger_than_a_pipe_goes_through_and_a_deaf_child_times_out() {
+        let mut cat = Child::spawn_with_input(Command::new("wc").arg("-c")).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        assert!(cat.write_all(&vec![7u8; 300_000], deadline));
+        cat.stdin = None;
+        assert_eq!(
+            cat.next_line(Duration::from_secs(5)),
+            Output::Line("300000".into())
+        );
+        let mut deaf = Child::spawn_with_input(Command::new("sleep").arg("30")).unwrap();
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(300);
+        assert!(!deaf.write_all(&vec![7u8; 300_000], deadline));
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(!deaf.stop(Duration::from_millis(500)).success());
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Media plumbing that knows nothing of cameras, the database or HTTP:
-//! supervised ffmpeg-family processes, what their errors mean, and the boxes
-//! of the fragmented MP4 files that recordings are made of.
+//! supervised ffmpeg-family processes, what their errors mean, the boxes
+//! of the fragmented MP4 files that recordings are made of, and boxes in a
+//! picture.
 
+pub mod area;
 pub mod child;
 pub mod failure;
 pub mod fmp4;

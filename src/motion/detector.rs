@@ -15,6 +15,8 @@
 //! the reference, a difference from the running average is the ghost of
 //! something that left, not motion.
 
+use crate::media::area::Area;
+
 /// How eagerly motion is seen: the grey-level difference that counts, and
 /// the smallest region that counts, as a share of the picture.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -66,6 +68,9 @@ pub struct Motion {
     /// With a reference held: at least the minimum area still differs from
     /// it (something that came is still there, moving or not).
     pub present: bool,
+    /// The moving regions' bounding boxes, as shares (0 to 1) of the
+    /// picture's width and height: where to look for what moved.
+    pub boxes: Vec<Area>,
 }
 
 pub struct Detector {
@@ -346,17 +351,35 @@ impl Detector {
         }
         self.areas.clear();
         self.areas.resize(runs.len(), 0);
-        for (i, (_, start, end)) in runs.iter().enumerate() {
-            let root = find(&mut self.parents, i as u32);
-            self.areas[root as usize] += (end - start) as u32;
+        // Each region's extent in runs: (first x, first row, x past, row past).
+        let mut extents = vec![(usize::MAX, usize::MAX, 0, 0); runs.len()];
+        for (i, &(y, start, end)) in runs.iter().enumerate() {
+            let root = find(&mut self.parents, i as u32) as usize;
+            self.areas[root] += (end - start) as u32;
+            let e = &mut extents[root];
+            *e = (e.0.min(start), e.1.min(y), e.2.max(end), e.3.max(y + 1));
         }
         let total = (w * self.height) as f32;
         let min_area = ((self.params.min_area * total).ceil() as u32).max(1);
-        let kept = self.areas.iter().filter(|a| **a >= min_area);
-        let (regions, area) = kept.fold((0, 0u32), |(n, sum), a| (n + 1, sum + a));
+        let (width, height) = (w as f32, self.height as f32);
+        let mut boxes = Vec::new();
+        let mut area = 0;
+        for (root, &a) in self.areas.iter().enumerate() {
+            if a >= min_area {
+                area += a;
+                let (x0, y0, x1, y1) = extents[root];
+                boxes.push(Area {
+                    left: x0 as f32 / width,
+                    top: (band.start + y0) as f32 / height,
+                    right: x1 as f32 / width,
+                    bottom: (band.start + y1) as f32 / height,
+                });
+            }
+        }
         Motion {
             share: area as f32 / total,
-            regions,
+            regions: boxes.len(),
+            boxes,
             ..Motion::default()
         }
     }
@@ -457,8 +480,21 @@ pub mod tests {
             (motion.share - expected).abs() < 0.01,
             "{motion:?}, about {expected}"
         );
+        // Its box: 40 px from (100, 50), grown by a few pixels each side.
+        let b = motion.boxes[0];
+        let near = |got: f32, px: usize, size: usize| (got - px as f32 / size as f32).abs() < 0.03;
+        assert!(
+            near(b.left, 100, W)
+                && near(b.right, 140, W)
+                && near(b.top, 50, H)
+                && near(b.bottom, 90, H),
+            "{b:?}"
+        );
         let two = detector.frame(&scene(100, 6, 501, &[(10, 10, 30), (250, 120, 30)]));
         assert_eq!(two.regions, 2, "{two:?}");
+        let mut lefts: Vec<f32> = two.boxes.iter().map(|b| b.left).collect();
+        lefts.sort_by(f32::total_cmp);
+        assert!(near(lefts[0], 10, W) && near(lefts[1], 250, W), "{two:?}");
     }
 
     #[test]

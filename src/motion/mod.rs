@@ -1,11 +1,13 @@
 //! Motion detection: for each enabled camera with `detect` on, a watcher
-//! (an ffmpeg decoding small grey frames, 5 a second, and the detector)
-//! finds motion, and each motion becomes an event of kind `motion`, with a
-//! clip and a thumbnail. [`Motion`] is the handle the node holds; its
+//! (an ffmpeg decoding small frames, 5 a second, and the detector) finds
+//! motion, and each motion becomes an event, with a clip and a thumbnail:
+//! of kind `motion`, or, for a camera that classifies, of the kind of
+//! thing the classifier saw move. [`Motion`] is the handle the node holds; its
 //! supervisor keeps one watcher per camera (`workers.rs`).
 
 pub mod detector;
 pub mod episodes;
+mod frame;
 mod watcher;
 
 use std::collections::HashMap;
@@ -17,6 +19,7 @@ use std::time::Instant;
 use uuid::Uuid;
 
 use crate::camera::{Camera, Sensitivity};
+use crate::classify::Classifier;
 use crate::clips::Clips;
 use crate::db::{Db, lock};
 use crate::media::gate::Gate;
@@ -39,6 +42,7 @@ struct Shared {
     clips: Arc<Clips>,
     recordings: Arc<Recordings>,
     notices: Arc<Notices>,
+    classifier: Arc<Classifier>,
 }
 
 pub struct Motion {
@@ -55,6 +59,7 @@ impl Motion {
         clips: Arc<Clips>,
         recordings: Arc<Recordings>,
         notices: Arc<Notices>,
+        classifier: Arc<Classifier>,
     ) -> Motion {
         let (supervisor, orders) = mpsc::channel();
         Motion {
@@ -64,6 +69,7 @@ impl Motion {
                 clips,
                 recordings,
                 notices,
+                classifier,
             }),
             supervisor,
             pending: Mutex::new(Some(orders)),
@@ -75,6 +81,7 @@ impl Motion {
         let Some(orders) = lock(&self.pending).take() else {
             return;
         };
+        self.shared.classifier.start();
         let shared = self.shared.clone();
         let supervisor = thread::Builder::new()
             .name("watchers".into())
@@ -88,10 +95,11 @@ impl Motion {
         let _ = self.supervisor.send(Order::CamerasChanged);
     }
 
-    /// Stops every watcher (an event under way is stored) and waits for
-    /// them until `deadline`.
+    /// Stops every watcher (an event under way is stored) and the
+    /// classifier, and waits for them until `deadline`.
     pub fn stop(&self, deadline: Instant) {
         workers::stop_supervisor(&self.supervisor, &self.running, deadline);
+        self.shared.classifier.stop(deadline);
     }
 }
 
@@ -103,14 +111,19 @@ fn supervise(shared: &Arc<Shared>, orders: &mpsc::Receiver<Order>) {
                 let watcher = Watcher::new(shared.clone(), camera, spec, stop);
                 move || watcher.run()
             };
-            watchers.reconcile(&wanted(&cameras), start);
+            let wanted = wanted(&cameras, shared.classifier.installed());
+            shared
+                .classifier
+                .set_wanted(wanted.values().any(|spec| spec.kinds.is_some()));
+            watchers.reconcile(&wanted, start);
         }
     });
     watchers.stop_all();
 }
 
-/// What each camera that detects watches: its sub stream, or its main one.
-fn wanted(cameras: &[Camera]) -> HashMap<Uuid, Spec> {
+/// What each camera that detects watches: its sub stream, or its main one;
+/// and the kinds it classifies into, when it classifies and it can.
+fn wanted(cameras: &[Camera], classifier_installed: bool) -> HashMap<Uuid, Spec> {
     cameras
         .iter()
         .filter(|c| c.settings.enabled && c.settings.detect)
@@ -125,7 +138,10 @@ fn wanted(cameras: &[Camera]) -> HashMap<Uuid, Spec> {
                 Sensitivity::Medium => Params::MEDIUM,
                 Sensitivity::High => Params::HIGH,
             };
-            (c.id, Spec { url, params })
+            let classifies = classifier_installed && c.settings.classify;
+            let kinds =
+                (classifies && !c.settings.kinds.is_empty()).then(|| c.settings.kinds.clone());
+            (c.id, Spec { url, params, kinds })
         })
         .collect()
 }
@@ -133,6 +149,7 @@ fn wanted(cameras: &[Camera]) -> HashMap<Uuid, Spec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::Kind;
     use crate::store::test_support;
 
     #[test]
@@ -145,20 +162,38 @@ mod tests {
         not_detecting.settings.detect = false;
         let mut disabled = test_support::camera("d");
         disabled.settings.enabled = false;
-        let wanted = wanted(&[main_only.clone(), with_sub.clone(), not_detecting, disabled]);
-        assert_eq!(wanted.len(), 2);
+        let mut not_classifying = test_support::camera("e");
+        not_classifying.settings.classify = false;
+        let mut only_people = test_support::camera("f");
+        only_people.settings.kinds = vec![Kind::Person];
+        let cameras = [
+            main_only.clone(),
+            with_sub.clone(),
+            not_detecting,
+            disabled,
+            not_classifying.clone(),
+            only_people.clone(),
+        ];
+        let wanted_without_model = wanted(&cameras, false);
+        assert!(wanted_without_model.values().all(|s| s.kinds.is_none()));
+        let wanted = wanted(&cameras, true);
+        assert_eq!(wanted.len(), 4);
+        assert_eq!(wanted[&not_classifying.id].kinds, None);
+        assert_eq!(wanted[&only_people.id].kinds, Some(vec![Kind::Person]));
         assert_eq!(
             wanted[&main_only.id],
             Spec {
                 url: "rtsp://u:p@h/main".into(),
-                params: Params::HIGH
+                params: Params::HIGH,
+                kinds: Some(Kind::CLASSIFIED.to_vec()),
             }
         );
         assert_eq!(
             wanted[&with_sub.id],
             Spec {
                 url: "rtsp://h/sub".into(),
-                params: Params::MEDIUM
+                params: Params::MEDIUM,
+                kinds: Some(Kind::CLASSIFIED.to_vec()),
             }
         );
     }

@@ -1,13 +1,15 @@
 //! One camera's motion watcher: an ffmpeg decoding its sub stream (the
-//! main one when it has none) to grey frames, 5 a second and 320 pixels
-//! wide, as PGM images on stdout (each says its size); the detector and the
-//! episodes turn them into events. Supervised like a recorder: restarted
-//! after 1 s, doubling to 60 s, when it exits or sends no frame for 30 s;
-//! stopped within 2 s; killed with the node.
+//! main one when it has none) to frames, 5 a second and at most 640 pixels
+//! wide, as `pgmyuv` images on stdout (`frame.rs`); the detector and the
+//! episodes turn them into events. While an event is on, a camera that
+//! classifies sends crops of what moved to the classifier, and the event
+//! ends as the kind it saw (`classify::tally`). Supervised like a recorder:
+//! restarted after 1 s, doubling to 60 s, when it exits or sends no frame
+//! for 30 s; stopped within 2 s; killed with the node.
 
 use std::process::Command;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use uuid::Uuid;
@@ -15,10 +17,16 @@ use uuid::Uuid;
 use super::Shared;
 use super::detector::{Detector, Params};
 use super::episodes::{Change, Episode, Episodes, Moment};
+use super::frame;
+use crate::classify::crop::{self, Yuv420};
+use crate::classify::regions::{self, Square};
+use crate::classify::tally::{self, Sighting, Tally};
+use crate::classify::{INPUT_SIDE, Reply};
 use crate::clips::Job;
 use crate::clock::now_ms;
 use crate::event::CLIP_MARGIN_MS;
 use crate::event::{Event, Kind};
+use crate::media::area::Area;
 use crate::media::child::{Child, Filled, Output};
 use crate::media::restart::{self, Restartable};
 use crate::notices::Notice;
@@ -30,14 +38,22 @@ const WATCHDOG: Duration = Duration::from_secs(30);
 /// How often the thread looks at its stop flag while waiting.
 const TICK: Duration = Duration::from_millis(200);
 const STOP_GRACE: Duration = Duration::from_millis(1500);
-/// The largest frame taken: a PGM header asking for more is not ffmpeg's.
-const MAX_PIXELS: usize = 1920 * 1080;
 
 /// What a watcher watches.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Spec {
     pub url: String,
     pub params: Params,
+    /// The kinds its events may become; None: it does not classify.
+    pub kinds: Option<Vec<Kind>>,
+}
+
+/// The classification of the event under way.
+struct Classifying {
+    tally: Tally,
+    /// Crops sent and not answered yet: where each was taken, and when
+    /// (wall clock).
+    waiting: Vec<(Reply, Square, i64)>,
 }
 
 pub struct Watcher {
@@ -50,6 +66,7 @@ pub struct Watcher {
     pin: Option<u64>,
     /// The id of the event under way, told when it started.
     event: Option<Uuid>,
+    classifying: Option<Classifying>,
     /// The origin of the monotonic clock that times the episodes.
     origin: Instant,
 }
@@ -64,6 +81,7 @@ impl Watcher {
             episodes: Episodes::default(),
             pin: None,
             event: None,
+            classifying: None,
             origin: Instant::now(),
         }
     }
@@ -85,8 +103,17 @@ impl Watcher {
             .args(["-rtsp_transport", "tcp", "-timeout", &timeout_us])
             // Its own argument, never through a shell; validation made sure it is RTSP.
             .args(["-i", &self.spec.url])
-            .args(["-an", "-vf", "fps=5,scale=320:-2", "-pix_fmt", "gray"])
-            .args(["-c:v", "pgm", "-f", "image2pipe", "pipe:1"]);
+            // Even sizes, as pgmyuv needs; the source's own when it is small.
+            .args(["-an", "-vf", "fps=5,scale='trunc(min(640,iw)/2)*2':-2"])
+            .args([
+                "-pix_fmt",
+                "yuv420p",
+                "-c:v",
+                "pgmyuv",
+                "-f",
+                "image2pipe",
+                "pipe:1",
+            ]);
         command
     }
 
@@ -108,6 +135,7 @@ impl Watcher {
         };
         let mut detector: Option<Detector> = None;
         let mut frame = Vec::new();
+        let mut small = Vec::new();
         let mut last_frame = Instant::now();
         let mut saw_frames = false;
         while !self.stopped() && last_frame.elapsed() < WATCHDOG {
@@ -118,7 +146,7 @@ impl Watcher {
             else {
                 break;
             };
-            frame.resize(width * height, 0);
+            frame.resize(Yuv420::bytes(width, height), 0);
             let filled = loop {
                 match child.read_exact(&mut frame, TICK) {
                     Filled::Quiet if !self.stopped() && last_frame.elapsed() < WATCHDOG => {}
@@ -134,11 +162,12 @@ impl Watcher {
             };
             last_frame = Instant::now();
             saw_frames = true;
+            let (luma, w, h) = frame::for_detector(&frame, width, height, &mut small);
             let detector = match &mut detector {
-                Some(d) if d.size() == (width, height) => d,
-                _ => detector.insert(Detector::new(width, height, self.spec.params)),
+                Some(d) if d.size() == (w, h) => d,
+                _ => detector.insert(Detector::new(w, h, self.spec.params)),
             };
-            let motion = detector.frame(&frame);
+            let motion = detector.frame(luma);
             for change in self.episodes.frame(at, motion.share, motion.present) {
                 match change {
                     Change::Started { at_ms } => {
@@ -151,16 +180,77 @@ impl Watcher {
                     }
                 }
             }
+            let image = Yuv420 {
+                width,
+                height,
+                data: &frame,
+            };
+            self.classify(&image, &motion.boxes, at);
         }
-        child.terminate();
-        if child.wait_until(Instant::now() + STOP_GRACE).is_none() {
-            child.kill();
-        }
+        child.stop(STOP_GRACE);
         saw_frames
+    }
+
+    /// While an event is on: takes the answers that came, and sends a crop
+    /// of what moves in `image` when one is due.
+    fn classify(&mut self, image: &Yuv420, boxes: &[Area], at: Moment) {
+        let (camera, event) = (self.camera, self.event);
+        let Some(classifying) = &mut self.classifying else {
+            return;
+        };
+        let mut seen = Vec::new();
+        classifying
+            .waiting
+            .retain(|(reply, square, at_ms)| match reply.try_recv() {
+                Ok(objects) => {
+                    let sightings = objects.iter().filter_map(|o| {
+                        let kind = tally::kind_of(&o.label)?;
+                        let area = in_frame(o.area, *square, image.width, image.height);
+                        Some(Sighting {
+                            kind,
+                            score: o.score,
+                            area,
+                            at_ms: *at_ms,
+                        })
+                    });
+                    seen.extend(sightings);
+                    false
+                }
+                Err(mpsc::TryRecvError::Empty) => true,
+                // The classifier failed or stopped: that crop counts for nothing.
+                Err(mpsc::TryRecvError::Disconnected) => false,
+            });
+        if let Some(kind) = classifying.tally.answer(&seen)
+            && let Some(event) = event
+        {
+            log::info!("camera {camera}: the motion is a {}", kind.name());
+            self.shared.notices.send(Notice::KindSeen {
+                camera,
+                event,
+                kind,
+            });
+        }
+        if !classifying.tally.crop_due(at.mono_ms) {
+            return;
+        }
+        let Some(square) =
+            regions::square_to_classify(boxes, image.width, image.height, INPUT_SIDE)
+        else {
+            return;
+        };
+        let rgb = crop::rgb_crop(image, square, INPUT_SIDE);
+        if let Some(reply) = self.shared.classifier.submit(rgb) {
+            classifying.tally.cropped(at.mono_ms);
+            classifying.waiting.push((reply, square, at.wall_ms));
+        }
     }
 
     fn started(&mut self, at_ms: i64) {
         log::info!("camera {}: motion", self.camera);
+        self.classifying = self.spec.kinds.as_deref().map(|kinds| Classifying {
+            tally: Tally::new(kinds),
+            waiting: Vec::new(),
+        });
         // A camera that only keeps a ring must keep the event's segments.
         self.pin = Some(
             self.shared
@@ -175,14 +265,21 @@ impl Watcher {
         });
     }
 
-    /// Stores the event and asks for its clip.
+    /// Stores the event, of the kind it was found to be, and asks for its
+    /// clip (its thumbnail at the best sighting, the object marked).
     fn ended(&mut self, episode: Episode) {
+        let sighting = self.classifying.take().and_then(|c| c.tally.decided());
+        // The share of the picture that moved, or the classifier's score.
+        let (kind, score) = match sighting {
+            Some(s) => (s.kind, s.score),
+            None => (Kind::Motion, episode.score),
+        };
         let event = Event {
             id: self.event.take().unwrap_or_else(Uuid::new_v4),
             camera_id: self.camera,
-            kind: "motion".to_owned(),
-            // Three decimals: the share of the picture that moved.
-            score: (f64::from(episode.score) * 1000.0).round() / 1000.0,
+            kind: kind.name().to_owned(),
+            // Three decimals.
+            score: (f64::from(score) * 1000.0).round() / 1000.0,
             started_at_ms: episode.started_ms,
             ended_at_ms: episode.ended_ms,
             clip_status: "local".to_owned(),
@@ -194,13 +291,14 @@ impl Watcher {
         self.shared.notices.send(Notice::MotionEnded {
             camera: self.camera,
             event: event.id,
-            kind: Kind::Motion,
+            kind,
         });
         match added {
             Ok(true) => {
                 log::info!(
-                    "camera {}: motion event {} ({} ms, score {})",
+                    "camera {}: {} event {} ({} ms, score {})",
                     self.camera,
+                    event.kind,
                     event.id,
                     event.ended_at_ms - event.started_at_ms,
                     event.score
@@ -210,7 +308,8 @@ impl Watcher {
                     camera: self.camera,
                     started_ms: episode.started_ms,
                     ended_ms: episode.ended_ms,
-                    peak_ms: episode.peak_ms,
+                    peak_ms: sighting.map_or(episode.peak_ms, |s| s.at_ms),
+                    mark: sighting.map(|s| s.area),
                     pin,
                 });
             }
@@ -242,8 +341,8 @@ impl Restartable for Watcher {
     }
 }
 
-/// Reads a PGM header (`P5`, `width height`, `255`, one a line, as ffmpeg
-/// writes them); None when the decoder ends, sends something else, the
+/// Reads a frame's header (three lines, as ffmpeg writes them); its width
+/// and height, or None when the decoder ends, sends something else, the
 /// watcher is stopped, or `deadline` passes.
 fn read_header(child: &mut Child, stop: &AtomicBool, deadline: Instant) -> Option<(usize, usize)> {
     let mut lines = Vec::with_capacity(3);
@@ -254,14 +353,24 @@ fn read_header(child: &mut Child, stop: &AtomicBool, deadline: Instant) -> Optio
             _ => return None,
         }
     }
-    parse_header(&lines[0], &lines[1], &lines[2])
+    frame::parse_header(&lines[0], &lines[1], &lines[2])
 }
 
-fn parse_header(magic: &str, size: &str, max: &str) -> Option<(usize, usize)> {
-    let (width, height) = size.split_once(' ')?;
-    let (width, height): (usize, usize) = (width.parse().ok()?, height.parse().ok()?);
-    let fits = (2..=MAX_PIXELS).contains(&(width * height)) && width >= 2 && height >= 2;
-    (magic == "P5" && max == "255" && fits).then_some((width, height))
+/// A box in a crop (`square` of a `width` × `height` frame) as a box in the frame.
+fn in_frame(
+    [left, top, right, bottom]: [f32; 4],
+    square: Square,
+    width: usize,
+    height: usize,
+) -> Area {
+    let x = |v: f32| (square.x as f32 + v.clamp(0.0, 1.0) * square.side as f32) / width as f32;
+    let y = |v: f32| (square.y as f32 + v.clamp(0.0, 1.0) * square.side as f32) / height as f32;
+    Area {
+        left: x(left),
+        top: y(top),
+        right: x(right),
+        bottom: y(bottom),
+    }
 }
 
 #[cfg(test)]
@@ -269,17 +378,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pgm_headers() {
-        assert_eq!(parse_header("P5", "320 180", "255"), Some((320, 180)));
-        for (magic, size, max) in [
-            ("P6", "320 180", "255"),
-            ("P5", "320x180", "255"),
-            ("P5", "320 180", "65535"),
-            ("P5", "1 180", "255"),
-            ("P5", "100000 100000", "255"),
-            ("P5", "-3 4", "255"),
-        ] {
-            assert_eq!(parse_header(magic, size, max), None, "{magic} {size} {max}");
-        }
+    fn boxes_in_a_crop_are_placed_in_the_frame() {
+        let square = Square {
+            x: 170,
+            y: 30,
+            side: 300,
+        };
+        let area = in_frame([0.0, 0.5, 1.0, 1.2], square, 640, 360);
+        assert_eq!(
+            area,
+            Area {
+                left: 170.0 / 640.0,
+                top: 180.0 / 360.0,
+                right: 470.0 / 640.0,
+                bottom: 330.0 / 360.0,
+            }
+        );
     }
 }

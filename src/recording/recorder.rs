@@ -268,9 +268,7 @@ impl Recorder {
             }
         }
         let grace = stopping.map_or(STOP_GRACE, |d| d.saturating_duration_since(Instant::now()));
-        if child.wait_until(Instant::now() + grace).is_none() {
-            child.kill();
-        }
+        child.stop(grace);
         let ended = if self.stopped() {
             Ended::Stopped
         } else if stalled {
