@@ -35,6 +35,8 @@ pub struct App {
     pub relay: Relay,
     pub whep_sessions: Sessions,
     pub ui: Ui,
+    /// The classifier and its model are there: cameras classify by default.
+    pub classifier_installed: bool,
     db: Arc<Db>,
     pub recordings: Arc<Recordings>,
     pub clips: Arc<Clips>,
@@ -99,6 +101,8 @@ impl App {
             relay: Relay::new(&config.relay_url),
             whep_sessions: Sessions::default(),
             ui: Ui::new(config.www_dir.clone()),
+            classifier_installed: config.classifier.is_file()
+                && config.model_dir.join("labels.txt").is_file(),
             db,
             recordings,
             clips,

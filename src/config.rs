@@ -28,15 +28,7 @@ pub struct Config {
     /// The ffmpeg program that records cameras.
     pub ffmpeg: PathBuf,
     /// The classifier program (`nvr-classify`) and its model's folder.
-    #[expect(
-        dead_code,
-        reason = "issue 22: read by the classifier's supervisor, being written"
-    )]
     pub classifier: PathBuf,
-    #[expect(
-        dead_code,
-        reason = "issue 22: read by the classifier's supervisor, being written"
-    )]
     pub model_dir: PathBuf,
     /// Where recordings go: one folder per camera, one per hour inside it.
     pub recordings_dir: PathBuf,

@@ -22,6 +22,8 @@ struct Status<'a> {
     relay_version: Option<String>,
     /// The link to the MQTT broker for Home Assistant.
     mqtt: serde_json::Value,
+    /// The classifier of motion events (person, vehicle, …).
+    classifier: serde_json::Value,
     cameras: Vec<CameraView<'a>>,
     storage: StorageView,
 }
@@ -67,6 +69,7 @@ fn build(app: &App) -> Result<Vec<u8>, Error> {
         relay_healthy: app.relay_healthy(),
         relay_version: app.relay_version(),
         mqtt: mqtt_view(app.mqtt_state()),
+        classifier: classifier_view(app),
         cameras: cameras.iter().map(|c| CameraView::new(c, app)).collect(),
         storage: {
             let storage = app.recordings.storage();
@@ -89,6 +92,11 @@ fn build(app: &App) -> Result<Vec<u8>, Error> {
         },
     };
     Ok(serde_json::to_vec(&status).expect("status serializes"))
+}
+
+/// `{"installed": bool}`: whether the classifier and its model are there.
+fn classifier_view(app: &App) -> serde_json::Value {
+    serde_json::json!({ "installed": app.classifier_installed })
 }
 
 /// `{"state": "disabled" | "connecting" | "connected" | "error", "message"}`:
