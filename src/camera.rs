@@ -225,7 +225,7 @@ fn checked_kinds(value: &Value) -> Result<Vec<Kind>, Error> {
     }
     if kinds.is_empty() {
         return Err(Error::bad_request(
-            "kinds must name at least one kind (to classify nothing, set classify to false)",
+            "kinds must name at least one kind; to classify nothing, turn classify off",
         ));
     }
     kinds.sort();

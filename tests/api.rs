@@ -416,7 +416,7 @@ fn classify_and_kinds_are_set_checked_and_kept() {
         ),
         (
             r#""kinds":[]"#,
-            "kinds must name at least one kind (to classify nothing, set classify to false)",
+            "kinds must name at least one kind; to classify nothing, turn classify off",
         ),
     ];
     let before = settled(&node.get("/api/cameras").json());
