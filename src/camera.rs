@@ -75,8 +75,10 @@ pub struct Settings {
 const MAX_NAME_CHARS: usize = 64;
 
 impl Settings {
-    /// Parses and validates a `POST /api/cameras` body; each error message names the field.
-    pub fn from_json(body: &[u8]) -> Result<Settings, Error> {
+    /// Parses and validates a `POST /api/cameras` body; each error message
+    /// names the field. `classify_by_default`: whether the classifier is
+    /// installed, which makes `classify` default to on.
+    pub fn from_json(body: &[u8], classify_by_default: bool) -> Result<Settings, Error> {
         let given = SettingsPatch::from_json(body)?;
         let required = |field: &str| Error::bad_request(format!("{field} is required"));
         Ok(Settings {
@@ -89,8 +91,8 @@ impl Settings {
             record: given.record.unwrap_or(true),
             detect: given.detect.unwrap_or(true),
             detect_sensitivity: given.detect_sensitivity.unwrap_or_default(),
-            classify: true,
-            kinds: Kind::CLASSIFIED.to_vec(),
+            classify: given.classify.unwrap_or(classify_by_default),
+            kinds: given.kinds.unwrap_or_else(|| Kind::CLASSIFIED.to_vec()),
         })
     }
 }
@@ -110,6 +112,9 @@ pub struct SettingsPatch {
     pub record: Option<bool>,
     pub detect: Option<bool>,
     pub detect_sensitivity: Option<Sensitivity>,
+    pub classify: Option<bool>,
+    /// Distinct, in [`Kind::CLASSIFIED`]'s order, never empty.
+    pub kinds: Option<Vec<Kind>>,
 }
 
 impl SettingsPatch {
@@ -146,6 +151,8 @@ impl SettingsPatch {
                     })
                 })
                 .transpose()?,
+            classify: optional_bool(&fields, "classify")?,
+            kinds: field(&fields, "kinds").map(checked_kinds).transpose()?,
         })
     }
 
@@ -167,8 +174,8 @@ impl SettingsPatch {
             detect_sensitivity: self
                 .detect_sensitivity
                 .unwrap_or(settings.detect_sensitivity),
-            classify: settings.classify,
-            kinds: settings.kinds.clone(),
+            classify: self.classify.unwrap_or(settings.classify),
+            kinds: self.kinds.clone().unwrap_or_else(|| settings.kinds.clone()),
         }
     }
 }
@@ -188,6 +195,41 @@ fn checked_name(name: &str) -> Result<String, Error> {
         ));
     }
     Ok(name.to_owned())
+}
+
+/// `kinds`: a JSON array of distinct names from person, vehicle, animal and
+/// package, at least one (classifying into no kind is `classify: false`,
+/// one way to say it); kept in [`Kind::CLASSIFIED`]'s order.
+fn checked_kinds(value: &Value) -> Result<Vec<Kind>, Error> {
+    let names = || {
+        let names: Vec<&str> = Kind::CLASSIFIED.iter().map(|k| k.name()).collect();
+        names.join(", ")
+    };
+    let Value::Array(items) = value else {
+        return Err(Error::bad_request(format!(
+            "kinds must be an array of names from {}",
+            names()
+        )));
+    };
+    let mut kinds = Vec::with_capacity(items.len());
+    for item in items {
+        let kind = item
+            .as_str()
+            .and_then(Kind::from_name)
+            .filter(|k| *k != Kind::Motion)
+            .ok_or_else(|| Error::bad_request(format!("kinds may only name {}", names())))?;
+        if kinds.contains(&kind) {
+            return Err(Error::bad_request("kinds must not name a kind twice"));
+        }
+        kinds.push(kind);
+    }
+    if kinds.is_empty() {
+        return Err(Error::bad_request(
+            "kinds must name at least one kind; to classify nothing, turn classify off",
+        ));
+    }
+    kinds.sort();
+    Ok(kinds)
 }
 
 /// A field that may be absent; JSON null counts as absent.
@@ -235,7 +277,7 @@ mod tests {
     use crate::error::Kind;
 
     fn parse(body: &str) -> Result<Settings, Error> {
-        Settings::from_json(body.as_bytes())
+        Settings::from_json(body.as_bytes(), true)
     }
 
     #[test]
@@ -414,7 +456,8 @@ mod tests {
             assert_eq!(err.kind, Kind::BadRequest, "{body}");
             assert!(err.message.contains(message), "{body}: {}", err.message);
         }
-        let invalid_utf8 = Settings::from_json(b"{\"name\":\"\xff\",\"rtspUrl\":\"rtsp://h/\"}");
+        let invalid_utf8 =
+            Settings::from_json(b"{\"name\":\"\xff\",\"rtspUrl\":\"rtsp://h/\"}", true);
         assert_eq!(invalid_utf8.unwrap_err().kind, Kind::BadRequest);
     }
 
@@ -468,6 +511,66 @@ mod tests {
         for (body, message) in table {
             let err = patch(body).expect_err(body);
             assert!(err.message.contains(message), "{body}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn classify_and_kinds() {
+        use crate::event::Kind::{Animal, Package, Person, Vehicle};
+        let body = r#"{"name":"a","rtspUrl":"rtsp://h/"}"#;
+        let installed = Settings::from_json(body.as_bytes(), true).unwrap();
+        assert!(installed.classify, "on by default with the classifier");
+        assert_eq!(installed.kinds, [Person, Vehicle, Animal, Package]);
+        let missing = Settings::from_json(body.as_bytes(), false).unwrap();
+        assert!(!missing.classify, "off by default without it");
+        let chosen = Settings::from_json(
+            br#"{"name":"a","rtspUrl":"rtsp://h/","classify":true,"kinds":["package","person"]}"#,
+            false,
+        )
+        .unwrap();
+        assert!(chosen.classify);
+        assert_eq!(chosen.kinds, [Person, Package], "kept in one order");
+        let patch = |body: &str| SettingsPatch::from_json(body.as_bytes());
+        let changed = patch(r#"{"classify":false,"kinds":["animal"]}"#)
+            .unwrap()
+            .apply(&chosen);
+        assert_eq!(
+            (changed.classify, changed.kinds.as_slice()),
+            (false, &[Animal][..])
+        );
+        let nulls = patch(r#"{"classify":null,"kinds":null}"#)
+            .unwrap()
+            .apply(&chosen);
+        assert_eq!(nulls, chosen, "null leaves them as they are");
+        let table = [
+            (r#"{"classify":"yes"}"#, "classify must be true or false"),
+            (r#"{"classify":1}"#, "classify must be true or false"),
+            (
+                r#"{"kinds":"person"}"#,
+                "kinds must be an array of names from person, vehicle, animal, package",
+            ),
+            (r#"{"kinds":{}}"#, "kinds must be an array"),
+            (
+                r#"{"kinds":["motion"]}"#,
+                "kinds may only name person, vehicle, animal, package",
+            ),
+            (r#"{"kinds":["Person"]}"#, "kinds may only name"),
+            (r#"{"kinds":["person",1]}"#, "kinds may only name"),
+            (r#"{"kinds":[null]}"#, "kinds may only name"),
+            (r#"{"kinds":["cat"]}"#, "kinds may only name"),
+            (
+                r#"{"kinds":["person","person"]}"#,
+                "kinds must not name a kind twice",
+            ),
+            (r#"{"kinds":[]}"#, "kinds must name at least one kind"),
+        ];
+        for (body, message) in table {
+            let err = patch(body).expect_err(body);
+            assert_eq!(err.kind, Kind::BadRequest, "{body}");
+            assert!(err.message.contains(message), "{body}: {}", err.message);
+            let full = body.replacen('{', r#"{"name":"a","rtspUrl":"rtsp://h/","#, 1);
+            let err = parse(&full).expect_err(&full);
+            assert!(err.message.contains(message), "{full}: {}", err.message);
         }
     }
 

@@ -10,7 +10,7 @@
 //! path as a `PATCH`, except those the broker kept (retained), which are
 //! stale by the time it sends them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -20,6 +20,7 @@ use uuid::Uuid;
 use crate::app::App;
 use crate::camera::SettingsPatch;
 use crate::db::lock;
+use crate::event::Kind;
 use crate::mqtt::limit::{Throttle, held_back};
 use crate::mqtt::session::{self, Handler, Message, Session};
 use crate::mqtt::topics::{self, CameraState, Incoming, Names, NodeState, Retained, Switch};
@@ -99,7 +100,7 @@ struct Link {
     published: Arc<Mutex<Retained>>,
     /// What they were built from.
     built_from: Option<(NodeState, Vec<CameraState>)>,
-    moving: HashSet<Uuid>,
+    activity: Activity,
     /// Each camera's newest event with a thumbnail.
     snapshots: HashMap<Uuid, Uuid>,
     /// The recordings' storage, taken once a minute.
@@ -118,7 +119,7 @@ impl Link {
             names,
             published: Arc::default(),
             built_from: None,
-            moving: HashSet::new(),
+            activity: Activity::default(),
             snapshots,
             storage: None,
         }
@@ -138,22 +139,19 @@ impl Link {
 
     /// Follows a notice; returns the event message it calls for.
     fn take(&mut self, notice: Notice) -> Option<Message> {
+        self.activity.take(&notice);
         match notice {
             Notice::MotionStarted {
                 camera,
                 event,
                 at_ms,
             } => {
-                self.moving.insert(camera);
                 let payload = topics::event_started(event, "motion", at_ms);
                 Some(Message::event(self.names.event_topic(camera), payload))
             }
-            Notice::MotionEnded { camera, .. } => {
-                self.moving.remove(&camera);
-                None
-            }
-            // Home Assistant's per-kind sensors come with issue 22's next step.
-            Notice::KindSeen { .. } => None,
+            // The sensors follow at the next refresh; the event's message
+            // with its final kind comes once its files are done.
+            Notice::MotionEnded { .. } | Notice::KindSeen { .. } => None,
             Notice::EventPosted { event } => self.event_message(event, "start"),
             Notice::EventFinished { event } => self.event_message(event, "end"),
         }
@@ -200,6 +198,14 @@ impl Link {
             .iter()
             .map(|c| {
                 let s = &c.settings;
+                let watched = s.enabled && s.detect;
+                // No sensor that could never come on: without the classifier
+                // a camera's events all stay motion.
+                let kinds = if s.classify && self.app.classifier.installed() {
+                    s.kinds.clone()
+                } else {
+                    Vec::new()
+                };
                 CameraState {
                     id: c.id,
                     name: s.name.clone(),
@@ -208,7 +214,14 @@ impl Link {
                     record: s.record,
                     detect: s.detect,
                     online: self.app.is_online(c.id),
-                    moving: s.enabled && s.detect && self.moving.contains(&c.id),
+                    moving: watched && self.activity.moving.contains(&c.id),
+                    kinds: kinds.clone(),
+                    seen: match self.activity.seen.get(&c.id) {
+                        Some(seen) if watched => {
+                            kinds.into_iter().filter(|k| seen.contains(k)).collect()
+                        }
+                        _ => Vec::new(),
+                    },
                     snapshot: self.snapshots.get(&c.id).copied(),
                 }
             })
@@ -233,6 +246,33 @@ impl Link {
         *published = wanted;
         drop(published);
         self.built_from = Some(input);
+    }
+}
+
+/// What moves now, as the notices tell it: the cameras with motion, and the
+/// kinds their events under way were found to be. All off when the node
+/// starts; a camera's kinds go off with its motion.
+#[derive(Debug, Default)]
+struct Activity {
+    moving: HashSet<Uuid>,
+    seen: HashMap<Uuid, BTreeSet<Kind>>,
+}
+
+impl Activity {
+    fn take(&mut self, notice: &Notice) {
+        match notice {
+            Notice::MotionStarted { camera, .. } => {
+                self.moving.insert(*camera);
+            }
+            Notice::KindSeen { camera, kind, .. } => {
+                self.seen.entry(*camera).or_default().insert(*kind);
+            }
+            Notice::MotionEnded { camera, .. } => {
+                self.moving.remove(camera);
+                self.seen.remove(camera);
+            }
+            Notice::EventPosted { .. } | Notice::EventFinished { .. } => {}
+        }
     }
 }
 
@@ -330,5 +370,49 @@ impl Handler for Commands {
                 Vec::new()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_seen_stay_on_until_their_cameras_motion_ends() {
+        let (front, yard) = (Uuid::new_v4(), Uuid::new_v4());
+        let event = Uuid::new_v4();
+        let mut activity = Activity::default();
+        assert!(activity.seen.is_empty(), "all off at start");
+        for camera in [front, yard] {
+            activity.take(&Notice::MotionStarted {
+                camera,
+                event,
+                at_ms: 0,
+            });
+        }
+        let seen = |camera, kind| Notice::KindSeen {
+            camera,
+            event,
+            kind,
+        };
+        activity.take(&seen(front, Kind::Person));
+        activity.take(&seen(front, Kind::Animal));
+        activity.take(&seen(yard, Kind::Vehicle));
+        assert_eq!(
+            activity.seen[&front],
+            BTreeSet::from([Kind::Person, Kind::Animal])
+        );
+        activity.take(&Notice::MotionEnded {
+            camera: front,
+            event,
+            kind: Kind::Person,
+        });
+        assert!(!activity.seen.contains_key(&front), "all of its kinds off");
+        assert!(!activity.moving.contains(&front));
+        assert_eq!(activity.seen[&yard], BTreeSet::from([Kind::Vehicle]));
+        assert!(
+            activity.moving.contains(&yard),
+            "the other camera unchanged"
+        );
     }
 }

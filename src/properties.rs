@@ -150,6 +150,9 @@ fn check_settings(settings: &Settings) {
         assert!(url.len() <= 2048);
     }
     assert!(settings.make.chars().count() <= 64 && settings.model.chars().count() <= 64);
+    // Kinds: at least one, each once, in one order, never motion.
+    assert!(!settings.kinds.is_empty() && settings.kinds.is_sorted_by(|a, b| a < b));
+    assert!(!settings.kinds.contains(&crate::event::Kind::Motion));
 }
 
 #[test]
@@ -157,6 +160,7 @@ fn camera_bodies() {
     let base = serde_json::json!({
         "name": "Porch", "rtspUrl": "rtsp://u:p@10.0.0.2/main", "rtspSubUrl": "rtsp://10.0.0.2/sub",
         "make": "Acme", "model": "X", "enabled": true, "record": false, "detect": true,
+        "classify": true, "kinds": ["person", "animal"],
     });
     run("camera bodies", |rng| {
         let input = if rng.below(2) == 0 {
@@ -164,14 +168,16 @@ fn camera_bodies() {
         } else {
             mutated_object(rng, &base)
         };
-        match Settings::from_json(&input) {
+        match Settings::from_json(&input, true) {
             Ok(settings) => check_settings(&settings),
             Err(e) => assert_eq!(e.kind, Kind::BadRequest, "{}", e.message),
         }
         match SettingsPatch::from_json(&input) {
-            Ok(patch) => check_settings(
-                &patch.apply(&Settings::from_json(&serde_json::to_vec(&base).unwrap()).unwrap()),
-            ),
+            Ok(patch) => {
+                check_settings(&patch.apply(
+                    &Settings::from_json(&serde_json::to_vec(&base).unwrap(), true).unwrap(),
+                ))
+            }
             Err(e) => assert_eq!(e.kind, Kind::BadRequest),
         }
     });

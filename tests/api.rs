@@ -10,11 +10,15 @@ use std::time::{Duration, Instant};
 use common::{Node, TempDir, Tmpfs, closed_port};
 use serde_json::{Value, json};
 
+/// A node without the classifier (its paths named, so one built beside the
+/// node's program does not count).
 fn node(dir: &TempDir) -> Node {
+    let missing = common::classifier::missing(dir.path());
+    let env: Vec<(&str, &str)> = missing.iter().map(|(k, v)| (*k, v.as_str())).collect();
     Node::start(
         dir.path(),
         &format!("http://127.0.0.1:{}", closed_port()),
-        &[],
+        &env,
     )
 }
 
@@ -35,7 +39,7 @@ fn dead_url() -> String {
     )
 }
 
-const CAMERA_FIELDS: [&str; 12] = [
+const CAMERA_FIELDS: [&str; 14] = [
     "id",
     "name",
     "make",
@@ -44,6 +48,8 @@ const CAMERA_FIELDS: [&str; 12] = [
     "record",
     "detect",
     "detectSensitivity",
+    "classify",
+    "kinds",
     "capabilities",
     "hasSubstream",
     "online",
@@ -82,9 +88,15 @@ fn status_has_the_spec_fields() {
             "relayHealthy",
             "relayVersion",
             "mqtt",
+            "classifier",
             "cameras",
             "storage"
         ])
+    );
+    assert_eq!(
+        status["classifier"],
+        json!({ "installed": false }),
+        "no classifier where CLASSIFIER and MODEL_DIR point"
     );
     assert_eq!(
         status["mqtt"],
@@ -337,6 +349,119 @@ fn invalid_camera_bodies_get_400_and_change_nothing() {
     response.error();
 
     assert_eq!(node.get("/api/cameras").json(), json!([]));
+}
+
+const ALL_KINDS: [&str; 4] = ["person", "vehicle", "animal", "package"];
+
+#[test]
+fn classify_is_off_by_default_without_the_classifier() {
+    let dir = TempDir::new("classify-missing");
+    let node = node(&dir);
+    let plain = node.add_camera(json!({ "name": "Yard", "rtspUrl": dead_url() }));
+    assert_eq!(plain["classify"], false, "{plain}");
+    assert_eq!(plain["kinds"], json!(ALL_KINDS));
+    // Asked for, it is kept: the classifier may be installed later.
+    let asked = node.add_camera(json!({
+        "name": "Gate", "rtspUrl": dead_url(), "classify": true, "kinds": ["person"],
+    }));
+    assert_eq!(
+        (&asked["classify"], &asked["kinds"]),
+        (&json!(true), &json!(["person"]))
+    );
+}
+
+#[test]
+fn classify_and_kinds_are_set_checked_and_kept() {
+    let dir = TempDir::new("classify");
+    let tools = TempDir::new("classify-tools");
+    let installed = common::classifier::installed(tools.path());
+    let env: Vec<(&str, &str)> = installed.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    let node = Node::start(dir.path(), &relay, &env);
+    assert_eq!(
+        node.get("/api/status").json()["classifier"],
+        json!({ "installed": true })
+    );
+    let plain = node.add_camera(json!({ "name": "Yard", "rtspUrl": dead_url() }));
+    assert_eq!(
+        (&plain["classify"], &plain["kinds"]),
+        (&json!(true), &json!(ALL_KINDS)),
+        "on, into every kind, by default where the classifier is installed"
+    );
+    let chosen = node.add_camera(json!({
+        "name": "Door", "rtspUrl": dead_url(), "classify": false,
+        "kinds": ["package", "person"],
+    }));
+    assert_eq!(
+        (&chosen["classify"], &chosen["kinds"]),
+        (&json!(false), &json!(["person", "package"])),
+        "kinds in one order"
+    );
+
+    let invalid = [
+        (r#""classify":"yes""#, "classify must be true or false"),
+        (
+            r#""kinds":"person""#,
+            "kinds must be an array of names from person, vehicle, animal, package",
+        ),
+        (
+            r#""kinds":["motion"]"#,
+            "kinds may only name person, vehicle, animal, package",
+        ),
+        (r#""kinds":["dog"]"#, "kinds may only name"),
+        (r#""kinds":[1]"#, "kinds may only name"),
+        (
+            r#""kinds":["person","person"]"#,
+            "kinds must not name a kind twice",
+        ),
+        (
+            r#""kinds":[]"#,
+            "kinds must name at least one kind; to classify nothing, turn classify off",
+        ),
+    ];
+    let before = settled(&node.get("/api/cameras").json());
+    let path = format!("/api/cameras/{}", chosen["id"].as_str().unwrap());
+    for (field, message) in invalid {
+        let body = format!(r#"{{"name":"Bad","rtspUrl":"rtsp://h/",{field}}}"#);
+        let response = node.post_json("/api/cameras", &body);
+        assert_eq!(response.status, 400, "{body}: {response}");
+        assert!(response.error().contains(message), "{body}: {response}");
+        let body = format!(r#"{{"name":"Renamed",{field}}}"#);
+        let response = node.patch_json(&path, &body);
+        assert_eq!(response.status, 400, "{body}: {response}");
+        assert!(response.error().contains(message), "{body}: {response}");
+    }
+    assert_eq!(
+        settled(&node.get("/api/cameras").json()),
+        before,
+        "bad input changed nothing"
+    );
+
+    let patched = node.patch_json(&path, r#"{"classify":true,"kinds":["animal","vehicle"]}"#);
+    assert_eq!(patched.status, 200, "{patched}");
+    let patched = patched.json();
+    assert_eq!(
+        (&patched["classify"], &patched["kinds"]),
+        (&json!(true), &json!(["vehicle", "animal"]))
+    );
+    let only_classify =
+        node.patch_camera(chosen["id"].as_str().unwrap(), json!({"classify": false}));
+    assert_eq!(
+        only_classify["kinds"],
+        json!(["vehicle", "animal"]),
+        "kinds kept"
+    );
+    let listed = settled(&node.get("/api/cameras").json());
+    assert_eq!(listed, settled(&json!([plain, only_classify])));
+    assert_eq!(settled(&node.get("/api/status").json()["cameras"]), listed);
+
+    node.kill();
+    let restarted = Node::start(dir.path(), &relay, &env);
+    assert_eq!(
+        settled(&restarted.get("/api/cameras").json()),
+        listed,
+        "the same after a restart"
+    );
 }
 
 #[test]

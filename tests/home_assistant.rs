@@ -3,8 +3,9 @@
 //! `tests/home_assistant/run_ha.sh`) with its MQTT integration on the
 //! test's mosquitto. What it makes of the node's discovery (devices and
 //! entities, read back by `entities.py` through its websocket API), a switch
-//! turned from Home Assistant, motion, the event entity, and the last
-//! event's image, which Home Assistant fetches from the node by NODE_URL.
+//! turned from Home Assistant, motion, the event entity, the last event's
+//! image, which Home Assistant fetches from the node by NODE_URL, and the
+//! sensors of the kinds of event (person, …), which go with classify.
 
 mod common;
 
@@ -186,10 +187,14 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
     let relay = format!("http://127.0.0.1:{}", closed_port());
     let recordings = data.path().join("recordings").display().to_string();
     let mqtt_url = format!("mqtt://127.0.0.1:{}", broker.port);
+    let tools = TempDir::new("ha-classifier");
+    let classifier = common::classifier::installed(tools.path());
     let node = Node::start(
         data.path(),
         &relay,
         &[
+            (classifier[0].0, &classifier[0].1),
+            (classifier[1].0, &classifier[1].1),
             ("PORT", &port),
             ("NODE_URL", &node_url),
             ("RECORDINGS_DIR", &recordings),
@@ -209,12 +214,12 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
     // Discovered, then available (the node's availability topic) with their states.
     let all_there = wait_for(Duration::from_secs(60), || {
         let entities = ha.entities()["entities"].as_array().unwrap().clone();
-        entities.len() == 9 && entities.iter().all(|e| e["state"] != "unavailable")
+        entities.len() == 13 && entities.iter().all(|e| e["state"] != "unavailable")
     });
     let entities = ha.entities();
     assert!(
         all_there,
-        "not the 9 entities: {entities:#}\n{}",
+        "not the 13 entities: {entities:#}\n{}",
         ha.output()
     );
     eprintln!("Home Assistant shows: {entities:#}");
@@ -252,6 +257,27 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
             "{sensor}"
         );
     }
+    // Classifying (on by default, the classifier installed): a sensor per kind.
+    for (object, name) in [
+        ("person", "Person"),
+        ("vehicle", "Vehicle"),
+        ("animal", "Animal"),
+        ("package", "Package"),
+    ] {
+        let sensor = entity(&entities, object);
+        assert_eq!(
+            sensor["entity_id"],
+            format!("binary_sensor.front_door_{object}")
+        );
+        assert_eq!(sensor["name"], format!("Front door {name}"));
+        assert_eq!(sensor["device"], "Front door");
+        assert_eq!(sensor["device_class"], "occupancy");
+        assert_eq!(sensor["state"], "off", "{object}: off when the node starts");
+    }
+    assert_eq!(
+        entity(&entities, "event")["attributes"]["event_types"],
+        json!(["motion", "person", "vehicle", "animal", "package"])
+    );
     let relay_entity = entity(&entities, "relay");
     assert_eq!(relay_entity["state"], "off", "no relay runs in this test");
     let event_id = entity(&entities, "event")["entity_id"]
@@ -330,6 +356,45 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
         "the switch did not settle off in Home Assistant",
     );
 
+    let complaints = ha.mqtt_complaints();
+    assert!(
+        complaints.is_empty(),
+        "Home Assistant complained: {complaints:#?}"
+    );
+
+    // Fewer kinds, then classify off: their sensors go.
+    let has = |object: &str| {
+        ha.entities()["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| {
+                e["unique_id"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("_{object}"))
+            })
+    };
+    node.patch_camera(&id, json!({ "kinds": ["person", "vehicle"] }));
+    assert!(
+        wait_for(Duration::from_secs(10), || !has("animal")
+            && !has("package")),
+        "the animal and package sensors are still there: {:#}",
+        ha.entities()
+    );
+    assert!(has("person") && has("vehicle"), "{:#}", ha.entities());
+    node.patch_camera(&id, json!({ "classify": false }));
+    assert!(
+        wait_for(Duration::from_secs(10), || !has("person")
+            && !has("vehicle")),
+        "the kinds' sensors are still there with classify off: {:#}",
+        ha.entities()
+    );
+    assert!(
+        has("motion"),
+        "the motion sensor went too: {:#}",
+        ha.entities()
+    );
     let complaints = ha.mqtt_complaints();
     assert!(
         complaints.is_empty(),

@@ -1,6 +1,7 @@
 //! The browser UI, end to end: `tests/e2e/ui.mjs` drives headless Debian
 //! Chromium through every task a person does (add, probe, edit, set the
-//! motion sensitivity, watch, read events, play their clips, play and
+//! motion sensitivity and what to classify, watch, read events, filter them
+//! by kind, play their clips, play and
 //! download recordings, delete) against the real node, the test camera (which
 //! the node records) and the real go2rtc. When the script prints
 //! `need-events <cameraId>`, this test posts four events for that camera to
@@ -51,7 +52,17 @@ fn a_person_can_do_everything_in_the_browser() {
     let camera = Camera::start();
     let relay = Go2rtc::start();
     let dir = TempDir::new("ui");
-    let node = Node::start(dir.path(), &relay.url(), &[("CAMERA_CHECK_INTERVAL", "2s")]);
+    let tools = TempDir::new("ui-classifier");
+    let [classifier, model] = common::classifier::installed(tools.path());
+    let node = Node::start(
+        dir.path(),
+        &relay.url(),
+        &[
+            ("CAMERA_CHECK_INTERVAL", "2s"),
+            (classifier.0, &classifier.1),
+            (model.0, &model.1),
+        ],
+    );
     let screenshots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
     std::fs::create_dir_all(&screenshots).unwrap();
 

@@ -6,9 +6,17 @@ import { api } from './api.js';
 import { capabilitiesText } from './format.js';
 import { change, putCamera } from './store.js';
 import { highlight } from './cameras.js';
+import { KIND_NAMES, classifierInstalled, readClassify, setClassify, syncClassify, watchClassify } from './classify.js';
 
 const errors = formErrors('add');
 let busy = false;
+let installed = false; // the classifier, as the last status said
+let classifyTouched = false; // the person changed it: statuses leave it alone
+
+/** The classifier's defaults: on, into every kind, where it is installed. */
+function classifyDefaults() {
+  setClassify('add', { classify: installed, kinds: KIND_NAMES }, installed);
+}
 
 function setBusy(on) {
   busy = on;
@@ -30,6 +38,10 @@ async function submit(event) {
   if (value('rtspSubUrl')) body.rtspSubUrl = value('rtspSubUrl');
   if (value('make')) body.make = value('make');
   if (value('model')) body.model = value('model');
+  const { classify, kinds } = readClassify('add');
+  body.classify = classify;
+  // Kinds with classify on; with it off only a choice made (none is a 400).
+  if (classify || kinds.length > 0) body.kinds = kinds;
 
   setBusy(true);
   const started = Date.now();
@@ -46,6 +58,8 @@ async function submit(event) {
     const camera = await change(null, () => api('POST', '/api/cameras', body, { timeoutMs: 40000 }));
     putCamera(camera);
     form.reset();
+    classifyTouched = false;
+    classifyDefaults();
     const caps = capabilitiesText(camera.capabilities);
     setText(
       $('add-done'),
@@ -59,11 +73,13 @@ async function submit(event) {
   } catch (error) {
     clearInterval(ticker);
     setBusy(false);
+    syncClassify('add', installed);
     errors.showError(error.message, 'Could not add the camera: ');
     return;
   }
   clearInterval(ticker);
   setBusy(false);
+  syncClassify('add', installed);
   $('add-done').focus({ preventScroll: true });
 }
 
@@ -73,6 +89,16 @@ function openForm(event) {
   $('add-details').open = true;
   $('add').scrollIntoView({ block: 'start', behavior: 'smooth' });
   $('add-name').focus({ preventScroll: true });
+}
+
+/** Follows the classifier's state in the status. */
+export function renderAddForm(state) {
+  if (!state.status || busy) return;
+  const now = classifierInstalled(state.status);
+  if (now === installed && $('add-classify-hint').textContent) return;
+  installed = now;
+  if (classifyTouched) syncClassify('add', installed);
+  else classifyDefaults();
 }
 
 /** A node that has cameras shows the form folded; one with none shows it open. */
@@ -85,12 +111,16 @@ export function setUpAddForm() {
   $('add-jump').addEventListener('click', openForm);
   maskWhenLeft($('add-rtspUrl'));
   maskWhenLeft($('add-rtspSubUrl'));
+  watchClassify('add', () => installed);
+  classifyDefaults();
   // A field's error goes away as soon as it is edited.
   $('add-form').addEventListener('input', (event) => {
-    const error = $(`${event.target.id}-error`);
+    const field = event.target.closest('.kinds') || event.target;
+    if (field.closest('.classify')) classifyTouched = true;
+    const error = $(`${field.id}-error`);
     if (error && !error.hidden) {
       error.hidden = true;
-      event.target.removeAttribute('aria-invalid');
+      field.removeAttribute('aria-invalid');
     }
   });
 }

@@ -5,7 +5,7 @@
 import { subscribe, startRefreshing } from './store.js';
 import { renderHeader } from './header.js';
 import { renderCameras, setUpCameras } from './cameras.js';
-import { setUpAddForm, foldAddForm } from './addform.js';
+import { setUpAddForm, foldAddForm, renderAddForm } from './addform.js';
 import { renderEvents, setUpEvents } from './events.js';
 import { setUpLive, updateLive } from './liveview.js';
 import { setUpRecordings, updateRecordings } from './recordings.js';
@@ -17,6 +17,7 @@ let cameraCount = 0;
 subscribe((state) => {
   renderHeader(state);
   renderCameras(state);
+  renderAddForm(state);
   renderEvents(state);
   updateLive(state.cameras, state.status);
   updateRecordings(state);

@@ -7,6 +7,7 @@ import { capabilitiesText, recorderState, sentence } from './format.js';
 import { state, change, putCamera, dropCamera } from './store.js';
 import { openLive } from './liveview.js';
 import { openRecordings } from './recordings.js';
+import { classifierInstalled, readClassify, setClassify, watchClassify } from './classify.js';
 
 const TOGGLE_WORDS = { enabled: 'Enabled', record: 'Record', detect: 'Detect' };
 const cards = new Map(); // id → card
@@ -231,7 +232,7 @@ async function confirmDelete() {
   }
 }
 
-// ---- Edit: name, make, model, motion sensitivity and (optionally) the stream addresses ----
+// ---- Edit: name, make, model, motion sensitivity, classification and (optionally) the stream addresses ----
 
 let editId = null;
 let editBusy = false;
@@ -249,6 +250,7 @@ function openEdit(id) {
   $('edit-make').value = camera.make || '';
   $('edit-model').value = camera.model || '';
   $('edit-detectSensitivity').value = camera.detectSensitivity || 'medium';
+  setClassify('edit', camera, classifierInstalled(state.status));
   $('edit-urls').open = false;
   show($('edit-nosub-label'), Boolean(camera.hasSubstream));
   $('edit-rtspSubUrl').disabled = false;
@@ -273,6 +275,11 @@ async function saveEdit(event) {
   }
   const sensitivity = $('edit-detectSensitivity').value;
   if (sensitivity !== (camera.detectSensitivity || 'medium')) patch.detectSensitivity = sensitivity;
+  const { classify, kinds } = readClassify('edit');
+  if (classify !== Boolean(camera.classify)) patch.classify = classify;
+  // The kinds ticked, if they changed (none ticked with classify off keeps the node's).
+  const had = Array.isArray(camera.kinds) ? camera.kinds : [];
+  if (kinds.join() !== had.join() && (classify || kinds.length > 0)) patch.kinds = kinds;
   const url = $('edit-rtspUrl').value.trim();
   if (url) patch.rtspUrl = url;
   if ($('edit-nosub').checked) patch.rtspSubUrl = null;
@@ -311,12 +318,14 @@ export function setUpCameras() {
   $('edit-cancel').addEventListener('click', () => $('edit').close());
   $('edit-form').addEventListener('submit', saveEdit);
   $('edit-form').addEventListener('input', (event) => {
-    const error = $(`${event.target.id}-error`);
+    const field = event.target.closest('.kinds') || event.target;
+    const error = $(`${field.id}-error`);
     if (error && !error.hidden) {
       error.hidden = true;
-      event.target.removeAttribute('aria-invalid');
+      field.removeAttribute('aria-invalid');
     }
   });
+  watchClassify('edit', () => classifierInstalled(state.status));
   $('edit-nosub').addEventListener('change', () => {
     $('edit-rtspSubUrl').disabled = $('edit-nosub').checked;
   });

@@ -65,6 +65,8 @@ export const FIELD_LABELS = {
   rtspSubUrl: 'Sub stream URL',
   make: 'Make',
   model: 'Model',
+  classify: 'Classify what moves',
+  kinds: 'Kinds of event',
 };
 
 /** The field a 400 message is about ("rtspUrl must be ..." → "rtspUrl"), or null. */

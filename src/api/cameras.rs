@@ -25,6 +25,8 @@ pub struct CameraView<'a> {
     record: bool,
     detect: bool,
     detect_sensitivity: &'static str,
+    classify: bool,
+    kinds: Vec<&'static str>,
     capabilities: CapabilitiesField,
     has_substream: bool,
     online: bool,
@@ -60,6 +62,8 @@ impl<'a> CameraView<'a> {
             record: settings.record,
             detect: settings.detect,
             detect_sensitivity: settings.detect_sensitivity.name(),
+            classify: settings.classify,
+            kinds: settings.kinds.iter().map(|k| k.name()).collect(),
             capabilities,
             has_substream,
             online: app.is_online(camera.id),
@@ -117,7 +121,7 @@ pub fn list(app: &App) -> Result<Reply, Error> {
 /// Probes first (without the database lock), then stores: a failed probe
 /// still adds the camera, with empty capabilities.
 pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
-    let settings = Settings::from_json(body)?;
+    let settings = Settings::from_json(body, app.classifier.installed())?;
     let probed = app.prober.probe(&settings.rtsp_url);
     if let Err(e) = probed {
         let (name, url) = (&settings.name, redact(&settings.rtsp_url));

@@ -22,10 +22,10 @@ struct Status<'a> {
     relay_version: Option<String>,
     /// The link to the MQTT broker for Home Assistant.
     mqtt: serde_json::Value,
-    cameras: Vec<CameraView<'a>>,
-    storage: StorageView,
     /// Whether motion events can be classified, and how it goes.
     classifier: serde_json::Value,
+    cameras: Vec<CameraView<'a>>,
+    storage: StorageView,
 }
 
 /// What recordings and events' clips take of the disk.
@@ -69,6 +69,7 @@ fn build(app: &App) -> Result<Vec<u8>, Error> {
         relay_healthy: app.relay_healthy(),
         relay_version: app.relay_version(),
         mqtt: mqtt_view(app.mqtt_state()),
+        classifier: classifier_view(app),
         cameras: cameras.iter().map(|c| CameraView::new(c, app)).collect(),
         storage: {
             let storage = app.recordings.storage();
@@ -89,7 +90,6 @@ fn build(app: &App) -> Result<Vec<u8>, Error> {
                 clips_total_bytes: clips.disk.map(|d| d.total),
             }
         },
-        classifier: classifier_view(app),
     };
     Ok(serde_json::to_vec(&status).expect("status serializes"))
 }

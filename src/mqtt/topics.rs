@@ -9,10 +9,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::limit::shorten;
-use crate::event::{Event, format_timestamp};
-
-/// The event types Home Assistant's event entity offers: the kinds of event.
-pub const EVENT_KINDS: [&str; 5] = ["motion", "person", "vehicle", "animal", "package"];
+use crate::event::{Event, Kind, format_timestamp};
 
 /// Where the node publishes, and as what.
 #[derive(Clone, Debug)]
@@ -39,6 +36,11 @@ pub struct CameraState {
     pub detect: bool,
     pub online: bool,
     pub moving: bool,
+    /// The kinds the camera's events are classified into, each with its
+    /// sensor (none when it does not classify).
+    pub kinds: Vec<Kind>,
+    /// Of those, the kinds of the event under way.
+    pub seen: Vec<Kind>,
     /// The newest event with a thumbnail.
     pub snapshot: Option<Uuid>,
 }
@@ -152,6 +154,17 @@ impl Names {
     }
 }
 
+/// A kind's word in an entity's name: `Front door Person`.
+fn kind_title(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Motion => "Motion",
+        Kind::Person => "Person",
+        Kind::Vehicle => "Vehicle",
+        Kind::Animal => "Animal",
+        Kind::Package => "Package",
+    }
+}
+
 fn on_off(on: bool) -> &'static [u8] {
     if on { b"ON" } else { b"OFF" }
 }
@@ -227,6 +240,7 @@ fn camera_messages(names: &Names, camera: &CameraState) -> Retained {
             "icon": icon,
         })
     };
+    let event_types: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
     let configs = [
         (
             "binary_sensor",
@@ -264,15 +278,28 @@ fn camera_messages(names: &Names, camera: &CameraState) -> Retained {
             json!({
                 "name": "Event",
                 "state_topic": names.event_topic(id),
-                "event_types": EVENT_KINDS,
+                "event_types": event_types,
                 // Only an event's start is one in Home Assistant: its end
                 // (with the clip) renders nothing and is passed over.
                 "value_template": "{% if value_json.type == 'start' %}{{ value_json | to_json }}{% endif %}",
             }),
         ),
     ];
+    // One sensor per kind, on while an event of that kind is.
+    let kinds = camera.kinds.iter().map(|kind| {
+        (
+            "binary_sensor",
+            kind.name(),
+            json!({
+                "name": kind_title(*kind),
+                "state_topic": topic(kind.name()),
+                "device_class": "occupancy",
+            }),
+        )
+    });
     let mut out: Retained = configs
         .into_iter()
+        .chain(kinds)
         .map(|(component, object, fields)| {
             let config = names.config(Some(camera), object, fields);
             (
@@ -289,6 +316,10 @@ fn camera_messages(names: &Names, camera: &CameraState) -> Retained {
     ] {
         out.insert(topic(object), on_off(on).to_vec());
     }
+    for kind in &camera.kinds {
+        let on = camera.seen.contains(kind);
+        out.insert(topic(kind.name()), on_off(on).to_vec());
+    }
     if let Some(event) = camera.snapshot {
         out.insert(topic("snapshot"), thumbnail_url(names, event).into_bytes());
     }
@@ -299,6 +330,7 @@ fn camera_messages(names: &Names, camera: &CameraState) -> Retained {
 pub fn camera_topics(names: &Names, camera: Uuid) -> Vec<String> {
     let any = CameraState {
         id: camera,
+        kinds: Kind::CLASSIFIED.to_vec(),
         snapshot: Some(Uuid::nil()),
         ..CameraState::default()
     };
@@ -456,6 +488,7 @@ mod tests {
             id: Uuid::new_v4(),
             name: name.into(),
             record: true,
+            kinds: Kind::CLASSIFIED.to_vec(),
             snapshot: Some(Uuid::new_v4()),
             ..CameraState::default()
         }
@@ -470,7 +503,11 @@ mod tests {
     #[test]
     fn discovery_is_consistent_with_the_states() {
         let names = names();
-        let cameras = [camera("Front door"), camera("Yard")];
+        let mut yard = camera("Yard");
+        // Classifying into two kinds, a person seen.
+        yard.kinds = vec![Kind::Person, Kind::Animal];
+        yard.seen = vec![Kind::Person];
+        let cameras = [camera("Front door"), yard];
         let node = NodeState {
             relay_healthy: true,
             used_bytes: 5,
@@ -483,7 +520,7 @@ mod tests {
             .filter(|(t, _)| t.starts_with("homeassistant/"))
             .map(|(t, p)| (t, serde_json::from_slice(p).unwrap()))
             .collect();
-        assert_eq!(configs.len(), 3 + 6 * cameras.len());
+        assert_eq!(configs.len(), 3 + 6 * cameras.len() + 4 + 2);
         let mut unique_ids: Vec<&str> = configs
             .iter()
             .map(|(_, c)| c["unique_id"].as_str().unwrap())
@@ -537,6 +574,39 @@ mod tests {
                 "http://nvr.lan:8080/api/events/{}/thumbnail.jpg",
                 cameras[0].snapshot.unwrap()
             )
+        );
+        for kind in ["person", "vehicle", "animal", "package"] {
+            assert_eq!(all[&format!("nvr/n1/{front}/{kind}")], b"OFF", "{kind}");
+        }
+        let yard = cameras[1].id;
+        assert_eq!(all[&format!("nvr/n1/{yard}/person")], b"ON");
+        assert_eq!(all[&format!("nvr/n1/{yard}/animal")], b"OFF");
+        assert!(!all.contains_key(&format!("nvr/n1/{yard}/vehicle")));
+        let sensor: Value = serde_json::from_slice(
+            &all[&format!("homeassistant/binary_sensor/n1_{yard}/person/config")],
+        )
+        .unwrap();
+        assert_eq!(sensor["name"], "Person", "shown as Yard Person");
+        assert_eq!(sensor["device_class"], "occupancy");
+        assert_eq!(sensor["state_topic"], format!("nvr/n1/{yard}/person"));
+        let event: Value =
+            serde_json::from_slice(&all[&format!("homeassistant/event/n1_{yard}/event/config")])
+                .unwrap();
+        assert_eq!(
+            event["event_types"],
+            json!(["motion", "person", "vehicle", "animal", "package"])
+        );
+        // Classifying turned off, its sensors go.
+        let mut quiet = cameras[1].clone();
+        quiet.kinds.clear();
+        quiet.seen.clear();
+        let fewer = retained(&names, &node, &[quiet]);
+        assert!(
+            !fewer.keys().any(|t| ["person", "animal"]
+                .iter()
+                .any(|k| t.ends_with(&format!("/{k}")) || t.ends_with(&format!("/{k}/config")))),
+            "{:?}",
+            fewer.keys()
         );
         assert_eq!(all["nvr/n1/relay"], b"ON");
         let storage: Value = serde_json::from_slice(&all["nvr/n1/storage"]).unwrap();

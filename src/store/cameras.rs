@@ -43,8 +43,9 @@ impl Store {
         values.push(created_at_ms.into());
         self.conn.execute(
             "INSERT INTO camera (id, name, make, model, rtsp_url, rtsp_sub_url, enabled,
-                                 record, detect, capabilities, detect_sensitivity, created_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                 record, detect, capabilities, detect_sensitivity, classify,
+                                 kinds, created_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params_from_iter(values),
         )?;
         Ok(())
@@ -56,7 +57,7 @@ impl Store {
         let n = self.conn.execute(
             "UPDATE camera SET name = ?2, make = ?3, model = ?4, rtsp_url = ?5, rtsp_sub_url = ?6,
                                enabled = ?7, record = ?8, detect = ?9, capabilities = ?10,
-                               detect_sensitivity = ?11
+                               detect_sensitivity = ?11, classify = ?12, kinds = ?13
              WHERE id = ?1",
             params_from_iter(camera_values(camera)),
         )?;
@@ -97,7 +98,7 @@ impl Store {
     }
 }
 
-/// A camera's columns from `id` to `detect_sensitivity`, as parameters ?1 to ?11.
+/// A camera's columns from `id` to `kinds`, as parameters ?1 to ?13.
 fn camera_values(camera: &Camera) -> Vec<Value> {
     let s = &camera.settings;
     let text = |t: &str| Value::Text(t.to_owned());
@@ -116,11 +117,34 @@ fn camera_values(camera: &Camera) -> Vec<Value> {
             .as_ref()
             .map_or(Value::Null, |c| Value::Text(capabilities_json(c))),
         text(s.detect_sensitivity.name()),
+        Value::Integer(s.classify.into()),
+        text(&kinds_text(&s.kinds)),
     ]
 }
 
+/// `person,animal`: the kinds' names, comma separated.
+fn kinds_text(kinds: &[Kind]) -> String {
+    let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+    names.join(",")
+}
+
+/// The kinds a `kinds` column names; a name this version does not know is
+/// left out, and if none is left, all count.
+fn kinds_from_text(text: &str) -> Vec<Kind> {
+    let kinds: Vec<Kind> = text
+        .split(',')
+        .filter_map(Kind::from_name)
+        .filter(|k| *k != Kind::Motion)
+        .collect();
+    if kinds.is_empty() {
+        Kind::CLASSIFIED.to_vec()
+    } else {
+        kinds
+    }
+}
+
 const SELECT_CAMERA: &str = "SELECT id, name, make, model, rtsp_url, rtsp_sub_url, enabled, \
-                             record, detect, capabilities, detect_sensitivity FROM camera";
+                             record, detect, capabilities, detect_sensitivity, classify, kinds FROM camera";
 
 fn camera_from_row(r: &Row) -> Result<Camera> {
     let capabilities: Option<String> = r.get(9)?;
@@ -138,8 +162,8 @@ fn camera_from_row(r: &Row) -> Result<Camera> {
             // A value this version does not know counts as the default.
             detect_sensitivity: Sensitivity::from_name(&r.get::<_, String>(10)?)
                 .unwrap_or_default(),
-            classify: true,
-            kinds: Kind::CLASSIFIED.to_vec(),
+            classify: r.get(11)?,
+            kinds: kinds_from_text(&r.get::<_, String>(12)?),
         },
         // A row this version cannot read counts as not probed.
         capabilities: capabilities.and_then(|json| serde_json::from_str(&json).ok()),
@@ -161,6 +185,8 @@ mod tests {
         let a = camera("a");
         let mut b = camera("b");
         b.settings.rtsp_sub_url = Some("rtsp://h/sub".into());
+        b.settings.classify = false;
+        b.settings.kinds = vec![Kind::Person, Kind::Package];
         {
             let store = Store::open(&dir).unwrap();
             store.insert_camera(&a, 1).unwrap();
@@ -185,6 +211,8 @@ mod tests {
         let mut changed = b.clone();
         changed.settings.name = "b2".into();
         changed.settings.rtsp_sub_url = None;
+        changed.settings.classify = true;
+        changed.settings.kinds = vec![Kind::Animal];
         changed.capabilities = None;
         assert_eq!(*store.cameras().unwrap(), vec![a.clone(), b.clone()]);
         assert!(store.update_camera(&changed).unwrap());
@@ -205,5 +233,55 @@ mod tests {
         assert_eq!(store.camera(a.id).unwrap(), None);
         assert_eq!(*store.cameras().unwrap(), vec![b]);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A database of version 6, made by that version's statements, with a
+    /// camera in it: upgraded, the camera classifies into all four kinds.
+    #[test]
+    fn cameras_from_version_6_classify_into_every_kind() {
+        let dir = temp_dir("cameras-v6");
+        {
+            let mut conn = rusqlite::Connection::open(dir.join("nvr-node.db")).unwrap();
+            let tx = conn.transaction().unwrap();
+            for sql in &super::super::UPGRADES[..6] {
+                tx.execute_batch(sql).unwrap();
+            }
+            tx.pragma_update(None, "user_version", 6).unwrap();
+            tx.execute(
+                "INSERT INTO camera (id, name, make, model, rtsp_url, rtsp_sub_url, enabled,
+                                     record, detect, capabilities, created_at_ms,
+                                     detect_sensitivity)
+                 VALUES ('6b1f0e52-3a57-4d2c-9a43-0d3d8c1e2f10', 'Old', '', '', 'rtsp://h/x',
+                         NULL, 1, 1, 1, NULL, 5, 'high')",
+                [],
+            )
+            .unwrap();
+            tx.commit().unwrap();
+        }
+        let store = Store::open(&dir).unwrap();
+        let cameras = store.cameras().unwrap();
+        let settings = &cameras[0].settings;
+        assert_eq!(settings.name, "Old");
+        assert_eq!(settings.detect_sensitivity, Sensitivity::High);
+        assert!(settings.classify);
+        assert_eq!(settings.kinds, Kind::CLASSIFIED);
+        let version: usize = store
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, super::super::UPGRADES.len());
+        drop(store);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn unknown_kinds_in_a_row_are_left_out() {
+        assert_eq!(kinds_from_text("person,dragon"), [Kind::Person]);
+        assert_eq!(kinds_from_text("dragon"), Kind::CLASSIFIED);
+        assert_eq!(kinds_from_text(""), Kind::CLASSIFIED);
+        assert_eq!(
+            kinds_text(&[Kind::Vehicle, Kind::Package]),
+            "vehicle,package"
+        );
     }
 }

@@ -92,6 +92,13 @@ const UPGRADES: &[&str] = &[
     "CREATE TABLE camera_garbage (
          id TEXT PRIMARY KEY
      ) STRICT, WITHOUT ROWID;",
+    // 6 -> 7: classifying motion events, and into which kinds (names, comma
+    // separated). Cameras from before classify: the node that gains the
+    // classifier gains it with this version, and it is on by default where
+    // it is installed.
+    "ALTER TABLE camera ADD COLUMN classify INTEGER NOT NULL DEFAULT 1;
+     ALTER TABLE camera ADD COLUMN kinds TEXT NOT NULL
+         DEFAULT 'person,vehicle,animal,package';",
 ];
 
 pub struct Store {

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)] // Each test binary uses a different part of the harness.
 
+pub mod classifier;
 pub mod cloud;
 pub mod go2rtc;
 pub mod http;

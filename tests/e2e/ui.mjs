@@ -13,7 +13,9 @@
 //                in words; strict CSP on /, no inline script or style
 //   add-camera   adds the real camera through the form (URL fields masked once
 //                left, progress shown, a second submit sends nothing, motion
-//                sensitivity Medium by default and sent) → card with
+//                sensitivity Medium by default and sent; "Classify what moves" ticked
+//                by default, the node having a classifier, with vehicle and package
+//                unticked: classify true and kinds person, animal sent and kept) → card with
 //                "H.264 · 640×360 · 25 fps · sub stream", Online, and "medium" under
 //                the Detect switch; no camera address anywhere in the page
 //   bad-url      http://x → the API's 400 message next to the URL field, which is
@@ -24,8 +26,11 @@
 //                events), each checked after a refresh and in the API; rename
 //                through the edit dialog (PATCH with the name only); motion
 //                sensitivity High there (PATCH with it only; screenshots) → the API
-//                and the card say "high"; after a reload the state holds and the add
-//                form starts folded
+//                and the card say "high"; no kind ticked there → the node's 400 by the
+//                kinds, nothing changed; classify off there (the kinds then cannot be
+//                ticked; PATCH with it only), then on with vehicle ticked (PATCH with
+//                classify and kinds) → the API has them; after a reload the state
+//                holds and the add form starts folded
 //   live         opened with the keyboard: frames arrive and currentTime advances
 //                on main, then sub, then main; muted by default, sound toggle,
 //                full screen in and out; switching and closing end the WHEP session
@@ -34,20 +39,25 @@
 //                0.33 within the last 15 s, package 0.77 of 20 minutes ago), checks
 //                camera name, kind word, score %, times, duration, "Clip coming…"
 //                or "No clip" in place of a thumbnail until there is a clip, the
-//                node's order, the kind and camera filters (kept over a refresh)
+//                node's order, the kind filter (each kind shows only its events, All
+//                all of them) and the camera filter (kept over a refresh)
 //   clips        waits up to 40 s for the thumbnails of the three recent events
 //                (loaded, alt text, clip status), the old one says "No clip" and has
 //                no button; a click on the motion thumbnail opens the clip dialog,
 //                titled, which plays (readyState 4, currentTime advances) and
 //                downloads an MP4; the close button stops it (src removed); the
 //                vehicle's with the keyboard (Enter plays, Escape closes, focus
-//                back on the thumbnail); light and dark screenshots of the list and
-//                the dialog
+//                back on the thumbnail); the person's plays too; light and dark
+//                screenshots of the list and the dialog
 //   hidden-tab   no status or events request while the page is hidden; one at once
 //                when it shows again
 //   claim        GET /api/status answered by the test: unclaimed → the claim code in
 //                large type with a countdown that goes down; error → its message
 //                (as text); back to the node's own status
+//   no-classifier
+//                GET /api/status answered by the test with no classifier installed:
+//                "Classify what moves" is unticked and cannot be ticked (nor the kinds)
+//                in the add form and the edit dialog, and a hint says why
 //   xss          a camera named <img src=x onerror=alert(1)> shows as that text (card,
 //                filter, live view title), no img element but the thumbnails, no
 //                dialog; its live view (nothing listens at its address) gives a plain
@@ -344,6 +354,11 @@ async function run() {
     }));
     check(masked.every(Boolean), `the URL fields are masked once left: ${masked}`);
     check((await page.inputValue('#add-detectSensitivity')) === 'medium', 'the motion sensitivity does not start at Medium');
+    const classifyBox = page.locator('#add-classify');
+    check(await classifyBox.isChecked() && await classifyBox.isEnabled(), 'with a classifier, "Classify what moves" does not start ticked');
+    check((await page.locator('#add-kinds input:checked').count()) === 4, 'not every kind starts ticked');
+    await page.locator('#add-kinds input[value="vehicle"]').uncheck();
+    await page.locator('#add-kinds input[value="package"]').uncheck();
     const answer = responseTo('POST', (p) => p === '/api/cameras', 30000);
     await page.click('#add-submit');
     // While the node probes: progress, and no second camera from a second submit.
@@ -359,7 +374,11 @@ async function run() {
     const response = await answer;
     check(response.status() === 201, `POST /api/cameras answered ${response.status()}`);
     check(JSON.parse(response.request().postData()).detectSensitivity === 'medium', `the form sent ${response.request().postData().replace(/rtsp:[^"]*/g, 'rtsp:…')}`);
+    const sentKinds = JSON.parse(response.request().postData());
+    check(sentKinds.classify === true && JSON.stringify(sentKinds.kinds) === '["person","animal"]', `the form sent classify ${sentKinds.classify} and kinds ${JSON.stringify(sentKinds.kinds)}`);
     porch = (await response.json()).id;
+    const kept = (await apiCameras()).find((c) => c.id === porch);
+    check(kept.classify === true && JSON.stringify(kept.kinds) === '["person","animal"]', `the node has classify ${kept.classify} and kinds ${JSON.stringify(kept.kinds)}`);
     await page.waitForTimeout(300);
     check(posts.length === 1, `the form was sent ${posts.length} times`);
     await card(porch).waitFor({ timeout: within(5000) });
@@ -502,6 +521,50 @@ async function run() {
     check((await apiCameras()).find((c) => c.id === porch).detectSensitivity === 'high', 'the node does not have the sensitivity high');
     check((await cardText(porch, '.sensitivity')) === 'high', `the card says "${await cardText(porch, '.sensitivity')}", not "high"`);
     check((await card(porch).locator('input[data-field="detect"]').getAttribute('aria-label')) === 'Detect (high sensitivity): Porch camera', 'the Detect switch does not name the sensitivity');
+
+    // Classify off, then on with one more kind: the dialog sends what changed.
+    const editClassify = async (change, wanted, what) => {
+      await card(porch).locator('.edit').click();
+      await page.waitForSelector('#edit[open]');
+      await change();
+      const answer = responseTo('PATCH', (p) => p === `/api/cameras/${porch}`);
+      await page.click('#edit-save');
+      const response = await answer;
+      check(response.status() === 200, `PATCH ${what} answered ${response.status()}`);
+      check(response.request().postData() === JSON.stringify(wanted), `${what} sent ${response.request().postData()}, not ${JSON.stringify(wanted)}`);
+      await page.waitForSelector('#edit:not([open])', { state: 'attached' });
+      const stored = (await apiCameras()).find((c) => c.id === porch);
+      check(stored.classify === wanted.classify && JSON.stringify(stored.kinds) === JSON.stringify(wanted.kinds ?? ['person', 'animal']),
+        `after ${what} the node has classify ${stored.classify} and kinds ${JSON.stringify(stored.kinds)}`);
+    };
+    const ticked = async () => page.$$eval('#edit-kinds input:checked', (els) => els.map((el) => el.value));
+    // No kind ticked with classify on: the node's 400 by the kinds, nothing changed.
+    await card(porch).locator('.edit').click();
+    await page.waitForSelector('#edit[open]');
+    for (const kind of ['person', 'animal']) await page.uncheck(`#edit-kinds input[value="${kind}"]`);
+    const refused = responseTo('PATCH', (p) => p === `/api/cameras/${porch}`);
+    await page.click('#edit-save');
+    check((await refused).status() === 400, `PATCH with no kinds answered ${(await refused).status()}`);
+    const kindsError = page.locator('#edit-kinds-error');
+    await kindsError.waitFor({ state: 'visible', timeout: within(5000) });
+    check(norm(await kindsError.textContent()).startsWith('Kinds of event must name at least one kind'), `the kinds' error says "${await kindsError.textContent()}"`);
+    check((await page.getAttribute('#edit-kinds', 'aria-invalid')) === 'true', 'the kinds are not marked invalid');
+    await page.check('#edit-kinds input[value="person"]');
+    check(await kindsError.isHidden(), 'the kinds\' error stays once a kind is ticked');
+    await page.click('#edit-cancel');
+    check(JSON.stringify((await apiCameras()).find((c) => c.id === porch).kinds) === '["person","animal"]', 'a refused change changed the kinds');
+    await editClassify(async () => {
+      check(await page.isChecked('#edit-classify') && JSON.stringify(await ticked()) === '["person","animal"]',
+        `the edit dialog starts with classify ${await page.isChecked('#edit-classify')} and kinds ${await ticked()}`);
+      await page.uncheck('#edit-classify');
+      check(await page.locator('#edit-kinds input:disabled').count() === 4, 'with classify off the kinds can still be ticked');
+    }, { classify: false }, 'classify off');
+    await editClassify(async () => {
+      check(!(await page.isChecked('#edit-classify')) && await page.isEnabled('#edit-classify'), 'the edit dialog does not start with classify off (and changeable)');
+      await page.check('#edit-classify');
+      await page.check('#edit-kinds input[value="vehicle"]');
+      await shoot('edit-classify');
+    }, { classify: true, kinds: ['person', 'vehicle', 'animal'] }, 'classify on with vehicle');
 
     // A new main stream address (the same camera again): PATCH re-probes it.
     await card(porch).locator('.edit').click();
@@ -656,9 +719,16 @@ async function run() {
     check(JSON.stringify(await visibleKinds()) === '["Person"]', `kind filter person shows ${await visibleKinds()}`);
     await page.selectOption('#filter-kind', 'vehicle');
     check(JSON.stringify(await visibleKinds()) === '["Vehicle"]', `kind filter vehicle shows ${await visibleKinds()}`);
+    await page.selectOption('#filter-kind', 'package');
+    check(JSON.stringify(await visibleKinds()) === '["Package"]', `kind filter package shows ${await visibleKinds()}`);
+    await page.selectOption('#filter-kind', 'motion');
+    const motions = api.filter((e) => e.kind === 'motion').length;
+    const motionWords = await visibleKinds();
+    check(motionWords.length === motions && motionWords.every((w) => w === 'Motion'), `kind filter motion shows ${motionWords.length} rows (${[...new Set(motionWords)]}) for ${motions} motion events`);
     await page.selectOption('#filter-kind', 'animal');
     check((await visibleKinds()).length === 0 && (await page.isVisible('#events-empty')), 'kind filter animal shows no events and says so');
     await page.selectOption('#filter-kind', '');
+    check((await visibleKinds()).length === api.length, `All kinds shows ${(await visibleKinds()).length} of ${api.length} events`);
     await page.selectOption('#filter-camera', porch);
     check((await visibleKinds()).length === api.filter((e) => e.cameraId === porch).length, 'the camera filter keeps the camera\'s events');
     await nextStatus();
@@ -751,6 +821,16 @@ async function run() {
     await page.keyboard.press('Escape');
     await closed('Escape');
     check(await thumb.evaluate((el) => document.activeElement === el), 'after the clip the focus is not back on its thumbnail');
+
+    // The person's clip, with the list filtered to people.
+    await page.selectOption('#filter-kind', 'person');
+    await row('person').locator('.ev-shot').click();
+    await page.waitForSelector('#clip[open]');
+    check(norm(await page.textContent('#clip-title')).startsWith('Person at Porch camera, '), `the person's thumbnail opened "${await page.textContent('#clip-title')}"`);
+    await plays("the person's clip");
+    await page.click('#clip-close');
+    await closed("the person's clip");
+    await page.selectOption('#filter-kind', '');
   });
 
   await step('hidden-tab', async () => {
@@ -815,6 +895,31 @@ async function run() {
     screenshots.push(path.join(opts.screenshots, 'desktop-cloud-error.png'));
     await page.unroute('**/api/status');
     await page.locator('#cloud-error').waitFor({ state: 'hidden', timeout: within(10000) });
+  });
+
+  await step('no-classifier', async () => {
+    await page.route('**/api/status', async (route) => {
+      const response = await route.fetch();
+      const status = await response.json();
+      await route.fulfill({ response, json: { ...status, classifier: { installed: false } } });
+    });
+    await page.waitForFunction(() => document.getElementById('add-classify').disabled, null, { timeout: within(10000) })
+      .catch(() => { throw new Failure('a status without the classifier left "Classify what moves" enabled'); });
+    await openAddForm();
+    const box = page.locator('#add-classify');
+    check(!(await box.isChecked()) && await box.isDisabled(), 'without a classifier, "Classify what moves" is ticked or can be ticked');
+    check((await page.locator('#add-kinds input:enabled').count()) === 0, 'without a classifier, the kinds can be ticked');
+    const hint = norm(await page.textContent('#add-classify-hint'));
+    check(hint.includes('not installed'), `the add form's hint says "${hint}"`);
+    await shoot('add-no-classifier', scrollTo('#add'));
+    await card(porch).locator('.edit').click();
+    await page.waitForSelector('#edit[open]');
+    check(await page.isDisabled('#edit-classify') && norm(await page.textContent('#edit-classify-hint')).includes('not installed'),
+      'without a classifier, the edit dialog lets classify change or does not say why');
+    await page.click('#edit-cancel');
+    await page.unroute('**/api/status');
+    await page.waitForFunction(() => !document.getElementById('add-classify').disabled, null, { timeout: within(10000) });
+    check(await page.isChecked('#add-classify'), 'with the classifier back, "Classify what moves" is not ticked again');
   });
 
   await step('xss', async () => {
