@@ -30,7 +30,8 @@ Mount points (all shared: several clients share one encoder):
                                   car, cat) or a plain brown box (NAME: box)
                                   enters at the left, 160-280 px high,
                                   slides right for SECONDS (ending near the
-                                  right edge) and leaves (disappears)
+                                  right edge) and leaves (disappears); a
+                                  new slide replaces the one shown
                  each answered on stderr with "scene: <command> at <unix ms>"
                  The photographs come from pinned PyPI packages, which
                  tests/camera/get_photos.sh puts in --photos (default:
