@@ -34,11 +34,14 @@ pub fn kind_of(label: &str) -> Option<Kind> {
 
 /// The score an object must reach to count as one of `kind`.
 pub fn threshold(kind: Kind) -> f32 {
+    // Measured on real photographs slid across the test camera (300 px
+    // crops of a 640×360 frame): a person 0.59–0.65 (an astronaut's upper
+    // body) but 0.30–0.41 (a man at a tripod, who also scored Car 0.28);
+    // a car 0.83–0.86; a cat 0.87–0.89; a plain box Box ≤ 0.17. Each kind
+    // must pass in two crops, which keeps a lone weak score out.
     match kind {
-        // The model is weakest on people: measured 0.30 to 0.59 on real
-        // photographs of people, and under 0.2 on shadows and lights.
-        Kind::Person => 0.3,
-        Kind::Vehicle => 0.3,
+        Kind::Person => 0.4,
+        Kind::Vehicle => 0.5,
         Kind::Animal => 0.5,
         Kind::Package => 0.5,
         Kind::Motion => f32::INFINITY,
@@ -179,14 +182,14 @@ mod tests {
             (
                 "two crops over the threshold; the score is the best",
                 &ALL,
-                &[&[(Person, 0.35)], &[(Person, 0.1)], &[(Person, 0.5)]],
+                &[&[(Person, 0.45)], &[(Person, 0.1)], &[(Person, 0.5)]],
                 vec![Person],
                 Some((Person, 0.5, 2)),
             ),
             (
                 "the best of an object per crop: two people in one crop are one pass",
                 &ALL,
-                &[&[(Person, 0.4), (Person, 0.45)], &[]],
+                &[&[(Person, 0.42), (Person, 0.45)], &[]],
                 vec![],
                 None,
             ),
@@ -201,8 +204,8 @@ mod tests {
                 "of two kinds that passed, the better scored",
                 &ALL,
                 &[
-                    &[(Person, 0.4), (Vehicle, 0.6)],
-                    &[(Person, 0.45), (Vehicle, 0.7)],
+                    &[(Person, 0.45), (Vehicle, 0.6)],
+                    &[(Person, 0.5), (Vehicle, 0.7)],
                 ],
                 vec![Vehicle],
                 Some((Vehicle, 0.7, 1)),
@@ -211,8 +214,8 @@ mod tests {
                 "a kind that overtakes is announced too",
                 &ALL,
                 &[
-                    &[(Person, 0.4)],
-                    &[(Person, 0.4)],
+                    &[(Person, 0.45)],
+                    &[(Person, 0.45)],
                     &[(Animal, 0.8)],
                     &[(Animal, 0.9)],
                 ],
