@@ -276,12 +276,14 @@ fn answer<'a>(
     };
     let peer = request.remote_addr().map(|a| a.ip());
     let range = header(request, "Range").map(str::to_owned);
+    let accept_encoding = list_header(request, "Accept-Encoding");
     let place = InFlight::take(in_flight)?;
     let call = api::Call {
         query,
         body,
         peer,
         range,
+        accept_encoding,
     };
     let reply = api::dispatch(app, route, call).unwrap_or_else(|error| Reply::error(&error));
     Ok((reply, place))
@@ -344,6 +346,14 @@ fn has_media_type(request: &Request, wanted: &str) -> bool {
 fn header<'a>(request: &'a Request, name: &'static str) -> Option<&'a str> {
     let found = request.headers().iter().find(|h| h.field.equiv(name));
     found.map(|h| h.value.as_str())
+}
+
+/// Every line of a header whose value is a list, joined by commas (RFC 9110,
+/// section 5.3), or `None` when there is no such line.
+fn list_header(request: &Request, name: &'static str) -> Option<String> {
+    let mut lines = request.headers().iter().filter(|h| h.field.equiv(name));
+    let first = lines.next()?.value.as_str().to_owned();
+    Some(lines.fold(first, |list, h| list + "," + h.value.as_str()))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod cloud;
 mod config;
 mod data_file;
 mod db;
+mod encoding;
 mod error;
 mod event;
 mod filesystem;

@@ -91,6 +91,16 @@ impl Reply {
         self
     }
 
+    /// The value of header `name` added by `with_header`.
+    #[cfg(test)]
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let found = self
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name));
+        found.map(|(_, value)| value.as_str())
+    }
+
     pub fn into_response(self) -> Response<Box<dyn Read + Send>> {
         let (body, len): (Box<dyn Read + Send>, u64) = match self.body {
             Body::Bytes(bytes) => {

@@ -1,12 +1,16 @@
-//! The browser UI: the files of `www/`, embedded in the binary, or read from
-//! `WWW_DIR` while developing, with headers that keep them fresh and confined.
+//! The browser UI: the files of `www/`, embedded gzip-compressed in the
+//! binary, or read as they are from `WWW_DIR` while developing, with headers
+//! that keep them fresh and confined.
 
 use std::path::PathBuf;
 
-use crate::error::Error;
+use crate::encoding;
+use crate::error::{Error, Kind};
 use crate::reply::Reply;
 
-/// (URL path, contents) of every file under `www/`, written by `build.rs`.
+/// (URL path, gzip-compressed contents) of every file under `www/`, written
+/// by `build.rs`. Compressed, the UI takes a third of the space in the binary,
+/// which must fit the boards' 3 MiB.
 const EMBEDDED: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/www.rs"));
 
 /// Scripts, styles, media and connections from the node itself only; no frames.
@@ -24,21 +28,37 @@ impl Ui {
         Ui { dir }
     }
 
-    pub fn get(&self, path: &str) -> Result<Reply, Error> {
+    /// The file at `path`, for a client that sent `accept_encoding`.
+    pub fn get(&self, path: &str, accept_encoding: Option<&str>) -> Result<Reply, Error> {
         let not_found = || Error::not_found("no such page");
         let path = if path == "/" { "/index.html" } else { path };
-        let body = match &self.dir {
+        let reply = match &self.dir {
             Some(dir) if is_plain(path) => {
-                std::fs::read(dir.join(&path[1..])).map_err(|_| not_found())?
+                let body = std::fs::read(dir.join(&path[1..])).map_err(|_| not_found())?;
+                Reply::bytes(200, content_type(path), body)
             }
             Some(_) => return Err(not_found()),
-            None => EMBEDDED
-                .iter()
-                .find(|(p, _)| *p == path)
-                .map(|(_, body)| body.to_vec())
-                .ok_or_else(not_found)?,
+            None => {
+                let (_, body) = EMBEDDED
+                    .iter()
+                    .find(|(p, _)| *p == path)
+                    .ok_or_else(not_found)?;
+                // Every browser takes gzip; decompressing here for the rest
+                // would cost the binary an inflater.
+                let reply = if encoding::allows_gzip(accept_encoding) {
+                    Reply::bytes(200, content_type(path), body.to_vec())
+                        .with_header("Content-Encoding", "gzip")
+                } else {
+                    Reply::error(&Error::new(
+                        Kind::NotAcceptable,
+                        "the UI is only sent gzip-compressed: use a browser, or curl --compressed",
+                    ))
+                };
+                // Caches must not give one client's answer to another.
+                reply.with_header("Vary", "Accept-Encoding")
+            }
         };
-        let reply = Reply::bytes(200, content_type(path), body)
+        let reply = reply
             // Revalidate every time, so a new release shows up at once.
             .with_header("Cache-Control", "no-cache")
             .with_header("X-Content-Type-Options", "nosniff")
@@ -78,12 +98,18 @@ mod tests {
     #[test]
     fn embedded_files_are_served_with_their_types() {
         let ui = Ui::new(None);
-        assert!(ui.get("/").is_ok());
-        assert!(ui.get("/whep.js").is_ok());
-        assert_eq!(
-            ui.get("/nope.js").unwrap_err().kind,
-            crate::error::Kind::NotFound
-        );
+        let gzip = Some("gzip");
+        for path in ["/", "/whep.js"] {
+            let reply = ui.get(path, gzip).unwrap();
+            assert_eq!(reply.status, 200);
+            assert_eq!(reply.header("Content-Encoding"), Some("gzip"));
+            assert_eq!(reply.header("Vary"), Some("Accept-Encoding"));
+        }
+        let refused = ui.get("/", Some("identity")).unwrap();
+        assert_eq!(refused.status, 406);
+        assert_eq!(refused.header("Content-Encoding"), None);
+        assert_eq!(refused.header("Vary"), Some("Accept-Encoding"));
+        assert_eq!(ui.get("/nope.js", gzip).unwrap_err().kind, Kind::NotFound);
         assert_eq!(content_type("/app.js"), "text/javascript; charset=utf-8");
         assert_eq!(content_type("/a/b.css"), "text/css; charset=utf-8");
         assert_eq!(content_type("/x"), "application/octet-stream");
@@ -97,8 +123,13 @@ mod tests {
         std::fs::write(dir.join("css/a.css"), "a{}").unwrap();
         std::fs::write(dir.join(".secret"), "s").unwrap();
         let ui = Ui::new(Some(dir.join("css").parent().unwrap().to_owned()));
-        assert!(ui.get("/").is_ok());
-        assert!(ui.get("/css/a.css").is_ok());
+        // From a folder, files go as they are, whatever the client takes.
+        for accept_encoding in [None, Some("gzip"), Some("identity")] {
+            let reply = ui.get("/", accept_encoding).unwrap();
+            assert_eq!(reply.status, 200);
+            assert_eq!(reply.header("Content-Encoding"), None);
+        }
+        assert!(ui.get("/css/a.css", None).is_ok());
         for path in [
             "/../etc/passwd",
             "/css/../index.html",
@@ -106,7 +137,7 @@ mod tests {
             "/css//a.css",
             "/a\\b",
         ] {
-            assert!(ui.get(path).is_err(), "{path}");
+            assert!(ui.get(path, None).is_err(), "{path}");
         }
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -4,6 +4,7 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -608,20 +609,39 @@ fn a_camera_acknowledged_survives_a_crash() {
 fn the_ui_is_served_from_the_binary() {
     let dir = TempDir::new("ui");
     let node = node(&dir);
-    for path in ["/", "/index.html"] {
-        let page = node.get(path);
+    let www = Path::new(env!("CARGO_MANIFEST_DIR")).join("www");
+    let index = std::fs::read(www.join("index.html")).unwrap();
+    // Chromium's header; no header at all means any coding will do (RFC 9110).
+    let chromium = [("Accept-Encoding", "gzip, deflate, br, zstd")];
+    for (path, headers) in [
+        ("/", &chromium[..]),
+        ("/index.html", &chromium[..]),
+        ("/", &[][..]),
+    ] {
+        let page = node.request("GET", path, headers, b"");
         assert_eq!(page.status, 200, "{page}");
         assert_eq!(
             page.header("Content-Type"),
             Some("text/html; charset=utf-8")
         );
-        assert!(
-            page.text().contains("<title>") && page.text().contains("type=\"module\""),
-            "{page}"
-        );
+        assert_eq!(page.header("Vary"), Some("Accept-Encoding"), "{page}");
+        assert_eq!(page.header("Cache-Control"), Some("no-cache"), "{page}");
+        assert!(page.gunzipped() == index, "{path} is not www/index.html");
     }
-    let head = node.request("HEAD", "/", &[], b"");
+    let script = node.request("GET", "/app.js", &chromium, b"");
+    assert!(
+        script.gunzipped() == std::fs::read(www.join("app.js")).unwrap(),
+        "/app.js is not www/app.js"
+    );
+    for refusing in ["identity", "gzip;q=0", "br, *;q=0", ""] {
+        let page = node.request("GET", "/", &[("Accept-Encoding", refusing)], b"");
+        assert_eq!(page.status, 406, "{refusing:?}: {page}");
+        assert_eq!(page.header("Content-Encoding"), None, "{page}");
+        assert!(page.error().contains("curl --compressed"), "{page}");
+    }
+    let head = node.request("HEAD", "/", &chromium, b"");
     assert_eq!(head.status, 200, "{head}");
+    assert_eq!(head.header("Content-Encoding"), Some("gzip"), "{head}");
     assert_eq!(node.get("/missing.js").status, 404);
 }
 

@@ -97,9 +97,14 @@ fn each_board_binary_serves_status_and_cameras_under_emulation() {
         );
         assert_eq!(cameras[0]["name"], "Porch");
 
-        let ui = node.get("/");
+        let ui = node.request("GET", "/", &[("Accept-Encoding", "gzip")], b"");
         assert_eq!(ui.status, 200, "{}: the embedded UI", board.triple);
-        assert!(ui.text().contains("<html"), "{}", board.triple);
+        let index = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/www/index.html")).unwrap();
+        assert!(
+            ui.gunzipped() == index,
+            "{}: / is not www/index.html",
+            board.triple
+        );
 
         node.terminate();
         assert_eq!(node.wait(), Some(0), "{}: exit after SIGTERM", board.triple);

@@ -23,6 +23,8 @@ pub struct Call<'a> {
     pub peer: Option<IpAddr>,
     /// The `Range` header, if any.
     pub range: Option<String>,
+    /// The `Accept-Encoding` header's lines joined by commas, if any.
+    pub accept_encoding: Option<String>,
 }
 
 /// Runs the handler for `route`.
@@ -32,6 +34,7 @@ pub fn dispatch(app: &App, route: Route, call: Call) -> Result<Reply, Error> {
         body,
         peer,
         range,
+        accept_encoding,
     } = call;
     match route {
         Route::Status => status::get(app),
@@ -49,7 +52,7 @@ pub fn dispatch(app: &App, route: Route, call: Call) -> Result<Reply, Error> {
         Route::Whep(id) => whep::offer(app, id, query, body),
         Route::WhepOptions(_) => whep::options(),
         Route::EndWhepSession(camera, session) => whep::end(app, camera, session),
-        Route::Ui(path) => app.ui.get(&path),
+        Route::Ui(path) => app.ui.get(&path, accept_encoding.as_deref()),
     }
 }
 

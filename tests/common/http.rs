@@ -3,6 +3,7 @@
 use std::fmt;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 pub struct Response {
@@ -25,6 +26,31 @@ impl Response {
 
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {self}"))
+    }
+
+    /// The body of a gzip-encoded answer, decompressed by the system's
+    /// `gzip -dc`, after checking the answer says it is gzip.
+    pub fn gunzipped(&self) -> Vec<u8> {
+        assert_eq!(self.header("Content-Encoding"), Some("gzip"), "{self}");
+        let mut gzip = Command::new("gzip")
+            .arg("-dc")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("run gzip -dc (install gzip): {e}"));
+        let mut stdin = gzip.stdin.take().unwrap();
+        let body = self.body.clone();
+        let writer = std::thread::spawn(move || stdin.write_all(&body));
+        let output = gzip.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        assert!(
+            output.status.success(),
+            "gzip -dc of the body: {}: {}\n{self}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output.stdout
     }
 
     /// The message of an error response, after checking its shape.
