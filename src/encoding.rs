@@ -17,7 +17,7 @@ pub fn allows_gzip(header: Option<&str>) -> bool {
         if coding.is_empty() {
             continue;
         }
-        let Some(weight) = weight(parts) else {
+        let Some(allowed) = allowed(parts) else {
             continue; // a malformed weight: as if the element were not there
         };
         // "x-gzip" is gzip's old name, which recipients should accept.
@@ -28,16 +28,17 @@ pub fn allows_gzip(header: Option<&str>) -> bool {
         } else {
             continue;
         };
-        slot.get_or_insert(weight);
+        slot.get_or_insert(allowed);
     }
     // gzip named outright wins over `*`, whichever comes first.
-    gzip.or(any).is_some_and(|weight| weight > 0.0)
+    gzip.or(any).unwrap_or(false)
 }
 
-/// The element's `q` (1 without one), or `None` when it is not a qvalue:
-/// "0" to "1" with at most three decimals.
-fn weight<'a>(parameters: impl Iterator<Item = &'a str>) -> Option<f32> {
-    let mut weight = 1.0;
+/// Whether the element's `q` is above 0 (no `q` is 1), or `None` when it is
+/// not a qvalue: "0" to "1" with at most three decimals. Read as digits, so
+/// "above 0" is exact: a nonzero digit.
+fn allowed<'a>(parameters: impl Iterator<Item = &'a str>) -> Option<bool> {
+    let mut allowed = true;
     for parameter in parameters {
         let (name, value) = parameter.split_once('=')?;
         if !name.trim().eq_ignore_ascii_case("q") {
@@ -52,9 +53,9 @@ fn weight<'a>(parameters: impl Iterator<Item = &'a str>) -> Option<f32> {
         if !well_formed {
             return None;
         }
-        weight = value.parse().ok()?;
+        allowed = whole == "1" || decimals.bytes().any(|b| b != b'0');
     }
-    Some(weight)
+    Some(allowed)
 }
 
 #[cfg(test)]
