@@ -4,10 +4,10 @@
 Usage: python3 benches/bench.py [PART ...] [--smoke] [--binary PATH] [--json PATH]
                                 [--classifier PATH] [--model PATH]
 
-PART is http, recording, motion or mqtt; without one, all
+PART is http, recording, motion, mqtt or classification; without one, all
 run, in that order. Each part is also a program of its own
 (benches/bench_http.py, bench_recording.py, bench_motion.py, bench_mqtt.py,
-with the same options), all over benches/harness.py.
+bench_classify.py, with the same options), all over benches/harness.py.
 
 Starts everything it needs on 127.0.0.1 (the node, go2rtc stand-ins, a camera
 that never answers, nginx, mosquitto, and the GStreamer test camera for the
@@ -23,6 +23,7 @@ broke or is missing, 2 if the node binary is missing.
 
 import sys
 
+import bench_classify
 import bench_http
 import bench_motion
 import bench_mqtt
@@ -30,7 +31,7 @@ import bench_recording
 import harness
 
 # The parts, in the order a full run takes them.
-PARTS = (bench_http, bench_recording, bench_motion, bench_mqtt)
+PARTS = (bench_http, bench_recording, bench_motion, bench_mqtt, bench_classify)
 
 
 if __name__ == "__main__":
