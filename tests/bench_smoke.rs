@@ -1,50 +1,92 @@
-//! The benchmark script `benches/bench.py` in its short smoke mode, against
-//! this build's binary: it must finish, exit 0 and write every figure as JSON.
-//! Its targets are not enforced here. It needs Debian's `wrk` and `nginx`
-//! (`nginx-light`); when one is missing the script's error names the package.
+//! The benchmark's parts (`benches/bench_*.py`, over `benches/harness.py`)
+//! in their short smoke mode, each run alone, against this build's binary:
+//! each must finish, exit 0 and write exactly its own figures as JSON. Their
+//! targets are not enforced here. They need Debian's `wrk`, `nginx`
+//! (`nginx-light`), `mosquitto` and `mosquitto-clients`; when one is missing
+//! the script's error names the package. The classification part also needs
+//! nvr-classify (target/release/nvr-classify), its model (target/model) and
+//! the test camera's photographs (target/photos): without them it fails and
+//! says which is missing.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::Instant;
 
-/// The figures the script reports, as named in its JSON.
-const FIGURES: [&str; 24] = [
-    "status_vs_nginx",
-    "status_p99",
-    "events_large_vs_small",
-    "whep_overhead",
-    "idle_rss",
-    "peak_rss",
-    "hung_probes_p99_ratio",
-    "startup",
-    "idle_disk_writes",
-    "recording_start",
-    "recording_cpu",
-    "recording_write_ratio",
-    "recording_rss",
-    "detector_frame",
-    "detection_cpu",
-    "detection_four_cameras",
-    "motion_event_latency",
-    "motion_clip_latency",
-    "mqtt_cpu",
-    "mqtt_rss",
-    "reconcile_first_recorder",
-    "reconcile_done",
-    "dead_cameras_status_p99",
-    "dead_cameras_rss",
+/// Each part's program and the figures it reports, as named in its JSON.
+const PARTS: [(&str, &str, &[&str]); 5] = [
+    (
+        "http",
+        "benches/bench_http.py",
+        &[
+            "status_vs_nginx",
+            "status_p99",
+            "events_large_vs_small",
+            "whep_overhead",
+            "idle_rss",
+            "peak_rss",
+            "hung_probes_p99_ratio",
+            "startup",
+            "idle_disk_writes",
+        ],
+    ),
+    (
+        "recording",
+        "benches/bench_recording.py",
+        &[
+            "recording_start",
+            "recording_cpu",
+            "recording_write_ratio",
+            "recording_rss",
+            "reconcile_first_recorder",
+            "reconcile_done",
+            "dead_cameras_status_p99",
+            "dead_cameras_rss",
+        ],
+    ),
+    (
+        "motion",
+        "benches/bench_motion.py",
+        &[
+            "detector_frame",
+            "detection_cpu",
+            "detection_four_cameras",
+            "motion_event_latency",
+            "motion_clip_latency",
+        ],
+    ),
+    ("mqtt", "benches/bench_mqtt.py", &["mqtt_cpu", "mqtt_rss"]),
+    (
+        "classification",
+        "benches/bench_classify.py",
+        &[
+            "classify_crop",
+            "classifier_rss",
+            "classify_idle_cpu",
+            "classify_kind_latency",
+        ],
+    ),
 ];
 
-#[test]
-fn smoke_run_reports_every_figure() {
+/// One benchmark at a time: they measure, and share two cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Runs `program` (a part's own file, or bench.py with `args` naming parts)
+/// in smoke mode; checks that it reports exactly the figures of `parts`.
+fn smoke_run(program: &str, args: &[&str], parts: &[&str]) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Not target/bench.json: that is where a real run's figures go.
-    let json =
-        std::env::temp_dir().join(format!("nvr-node-bench-smoke-{}.json", std::process::id()));
+    let json: PathBuf = std::env::temp_dir().join(format!(
+        "nvr-node-bench-smoke-{}-{}.json",
+        std::process::id(),
+        parts.join("-")
+    ));
     let _ = std::fs::remove_file(&json);
     let mut command = Command::new("/usr/bin/python3");
     command
-        .arg(root.join("benches/bench.py"))
+        .arg(root.join(program))
+        .args(args)
         .arg("--smoke")
         .arg("--binary")
         .arg(env!("CARGO_BIN_EXE_nvr-node"))
@@ -56,13 +98,14 @@ fn smoke_run_reports_every_figure() {
         .output()
         .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
     eprintln!(
-        "bench.py --smoke took {:.1} s\n{}",
+        "{program} {args:?} --smoke took {:.1} s\n{}",
         started.elapsed().as_secs_f64(),
         String::from_utf8_lossy(&output.stdout)
     );
     assert!(
         output.status.success(),
-        "bench.py failed (a missing tool is named with its apt package: wrk, nginx-light)\n\
+        "{program} failed (a missing tool is named with its apt package: wrk, nginx-light, \
+         mosquitto, mosquitto-clients; a missing classifier, model or photograph by its path)\n\
          command: {command:?}\nstatus: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
         output.status,
         String::from_utf8_lossy(&output.stdout),
@@ -70,18 +113,54 @@ fn smoke_run_reports_every_figure() {
     );
 
     let text = std::fs::read_to_string(&json)
-        .unwrap_or_else(|e| panic!("bench.py wrote no {}: {e}", json.display()));
+        .unwrap_or_else(|e| panic!("{program} wrote no {}: {e}", json.display()));
     let _ = std::fs::remove_file(&json);
     let report: serde_json::Value =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(report["smoke"], true, "{text}");
+    assert_eq!(report["parts"], serde_json::json!(parts), "{text}");
     assert!(report["machine"]["cpus"].is_u64(), "{text}");
     assert!(report["machine"]["kernel"].is_string(), "{text}");
-    for name in FIGURES {
+    let mut wanted: Vec<&str> = PARTS
+        .iter()
+        .filter(|(name, _, _)| parts.contains(name))
+        .flat_map(|(_, _, figures)| figures.iter().copied())
+        .collect();
+    // serde_json's map is sorted by name: compare as sets.
+    wanted.sort_unstable();
+    let reported: Vec<&str> = report["figures"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no figures: {text}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(reported, wanted, "{text}");
+    for name in wanted {
         let figure = &report["figures"][name];
         assert!(figure["value"].is_number(), "figure {name}: {figure}");
         assert!(figure["met"].is_boolean(), "figure {name}: {figure}");
         assert!(figure["unit"].is_string(), "figure {name}: {figure}");
         assert!(figure["target"].is_string(), "figure {name}: {figure}");
     }
+}
+
+#[test]
+fn each_part_run_alone_reports_its_own_figures() {
+    for (name, program, _) in &PARTS[..4] {
+        smoke_run(program, &[], &[name]);
+    }
+}
+
+/// Through bench.py, naming the part: the classifier's figures, measured
+/// with the real nvr-classify and model, or a failure that names what is
+/// missing. The classifier is this build's when the crate has it
+/// (`option_env!`: not every branch does yet), else the bench's default,
+/// target/release/nvr-classify.
+#[test]
+fn classification_part_reports_its_figures() {
+    let mut args = vec!["classification"];
+    if let Some(classifier) = option_env!("CARGO_BIN_EXE_nvr-classify") {
+        args.extend(["--classifier", classifier]);
+    }
+    smoke_run("benches/bench.py", &args, &["classification"]);
 }
