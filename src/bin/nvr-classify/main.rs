@@ -282,7 +282,7 @@ mod tests {
         let mut input = &b"1 300 300\n"[..];
         assert_eq!(read_line(&mut input), Ok(Some(b"1 300 300".to_vec())));
         assert_eq!(read_line(&mut input), Ok(None));
-        let long = vec![b'1'; 200];
+        let long = [b'1'; 200];
         assert!(
             read_line(&mut &long[..])
                 .unwrap_err()
