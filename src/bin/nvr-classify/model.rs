@@ -1,0 +1,71 @@
+//! The detector's network, run by tract: loads `model.tflite` for a fixed
+//! 1x300x300x3 input, optimises it once, and turns a 300x300 RGB crop into
+//! the raw boxes and scores that `ssd` decodes.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tract_tflite::internal::*;
+
+use crate::ssd::{ANCHORS, CLASSES, INPUT_SIZE};
+
+type Plan = Arc<TypedRunnableModel>;
+
+pub struct Model {
+    plan: Plan,
+}
+
+/// The raw outputs of one run: ANCHORS x 4 box offsets and ANCHORS x CLASSES
+/// score logits.
+pub struct Raw {
+    pub boxes: Vec<f32>,
+    pub scores: Vec<f32>,
+}
+
+impl Model {
+    /// Loads and optimises the model; errors name what did not fit.
+    pub fn load(path: &Path) -> TractResult<Model> {
+        let model = tract_tflite::tflite()
+            .model_for_path(path)
+            .with_context(|| format!("cannot load {}", path.display()))?;
+        let input = model.input_fact(0)?;
+        let expected = [1, INPUT_SIZE, INPUT_SIZE, 3];
+        ensure!(
+            input.datum_type == f32::datum_type()
+                && input.shape.as_concrete() == Some(&expected[..]),
+            "{}: input is {input:?}, expected 1x300x300x3 f32",
+            path.display()
+        );
+        let plan = model.into_optimized()?.into_runnable()?;
+        Ok(Model { plan })
+    }
+
+    /// Runs the network on `rgb` (300x300 pixels, 3 bytes each, row by row),
+    /// scaled to [-1, 1] as MediaPipe's converter does.
+    pub fn run(&self, rgb: &[u8]) -> TractResult<Raw> {
+        ensure!(
+            rgb.len() == INPUT_SIZE * INPUT_SIZE * 3,
+            "crop of {} bytes",
+            rgb.len()
+        );
+        let pixels: Vec<f32> = rgb.iter().map(|&v| v as f32 / 127.5 - 1.0).collect();
+        let input = Tensor::from_shape(&[1, INPUT_SIZE, INPUT_SIZE, 3], &pixels)?;
+        let outputs = self.plan.run(tvec!(input.into()))?;
+        ensure!(
+            outputs.len() == 2,
+            "the model gave {} outputs, expected 2",
+            outputs.len()
+        );
+        let boxes = outputs[0].try_as_plain_ram()?.as_slice::<f32>()?.to_vec();
+        let scores = outputs[1].try_as_plain_ram()?.as_slice::<f32>()?.to_vec();
+        ensure!(
+            boxes.len() == ANCHORS * 4 && scores.len() == ANCHORS * CLASSES,
+            "outputs of {} and {} values, expected {} boxes and {} scores",
+            boxes.len(),
+            scores.len(),
+            ANCHORS * 4,
+            ANCHORS * CLASSES
+        );
+        Ok(Raw { boxes, scores })
+    }
+}
