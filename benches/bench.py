@@ -16,7 +16,7 @@ temporary folder, and stops all of it on exit. Prints a markdown table and
 writes the same figures as JSON (default target/bench.json). Needs wrk,
 nginx and mosquitto (Debian: apt-get install wrk nginx-light mosquitto
 mosquitto-clients); the classification part needs nvr-classify
-(target/release/nvr-classify), its model (target/model) and the test
+(target/classify/nvr-classify), its model (target/model) and the test
 camera's photographs (target/photos). Exits 0 after printing, 1 if something
 broke or is missing, 2 if the node binary is missing.
 """

@@ -5,7 +5,7 @@ while nothing moves, classification on against off; and the time from the
 first moving frame of a photograph of a person to the kind known (the
 person sensor on in Home Assistant's MQTT).
 
-It needs nvr-classify (--classifier, default target/release/nvr-classify),
+It needs nvr-classify (--classifier, default target/classify/nvr-classify),
 its model folder (--model, default target/model, made by
 deploy/model/install-model.sh target/model) and the test camera's
 photographs (target/photos, made by tests/camera/get_photos.sh

@@ -900,8 +900,8 @@ def parse_args(parts, description):
     parser.add_argument(
         "--classifier",
         type=Path,
-        default=ROOT / "target/release/nvr-classify",
-        help="the nvr-classify binary (default target/release/nvr-classify)",
+        default=ROOT / "target/classify/nvr-classify",
+        help="the nvr-classify binary (default target/classify/nvr-classify)",
     )
     parser.add_argument(
         "--model",

@@ -52,9 +52,15 @@ impl Board {
         self.program("nvr-node")
     }
 
-    /// One of the crate's release binaries for this board.
+    /// One of the crate's binaries for this board: the node of the release
+    /// profile, the classifier of the `classify` profile.
     fn program(&self, name: &str) -> PathBuf {
-        let binary = target_dir().join(self.triple).join("release").join(name);
+        let profile = if name == "nvr-classify" {
+            "classify"
+        } else {
+            "release"
+        };
+        let binary = target_dir().join(self.triple).join(profile).join(name);
         assert!(
             binary.is_file(),
             "{} is missing: build it first with `bash tests/run.sh` or as README \

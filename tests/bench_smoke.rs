@@ -4,7 +4,7 @@
 //! targets are not enforced here. They need Debian's `wrk`, `nginx`
 //! (`nginx-light`), `mosquitto` and `mosquitto-clients`; when one is missing
 //! the script's error names the package. The classification part also needs
-//! nvr-classify (target/release/nvr-classify), its model (target/model) and
+//! nvr-classify (target/classify/nvr-classify), its model (target/model) and
 //! the test camera's photographs (target/photos): without them it fails and
 //! says which is missing.
 
@@ -153,14 +153,13 @@ fn each_part_run_alone_reports_its_own_figures() {
 
 /// Through bench.py, naming the part: the classifier's figures, measured
 /// with the real nvr-classify and model, or a failure that names what is
-/// missing. The classifier is this build's when the crate has it
-/// (`option_env!`: not every branch does yet), else the bench's default,
-/// target/release/nvr-classify.
+/// missing. The classifier is this build's.
 #[test]
 fn classification_part_reports_its_figures() {
-    let mut args = vec!["classification"];
-    if let Some(classifier) = option_env!("CARGO_BIN_EXE_nvr-classify") {
-        args.extend(["--classifier", classifier]);
-    }
+    let args = [
+        "classification",
+        "--classifier",
+        env!("CARGO_BIN_EXE_nvr-classify"),
+    ];
     smoke_run("benches/bench.py", &args, &["classification"]);
 }

@@ -53,30 +53,16 @@ fn start_node(data: &Path, env: &[(&str, &str)]) -> Node {
     Node::start_recording(data, &data.join("recordings"), env)
 }
 
-/// The node's events of `camera`, oldest first.
-fn events(node: &Node, camera: &str) -> Vec<Value> {
-    let listed = node.get("/api/events").json();
-    let mut events: Vec<Value> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["cameraId"] == camera)
-        .cloned()
-        .collect();
-    events.reverse();
-    events
-}
-
 /// Waits for the camera's `count`-th event to have its clip and thumbnail.
 fn wait_for_clips(node: &Node, camera: &str, count: usize, timeout: Duration) -> Vec<Value> {
     let done = wait_for(timeout, || {
-        let events = events(node, camera);
+        let events = node.events_of(camera);
         events.len() >= count
             && events
                 .iter()
                 .all(|e| e["clipUrl"].is_string() && e["thumbnailUrl"].is_string())
     });
-    let events = events(node, camera);
+    let events = node.events_of(camera);
     assert!(
         done,
         "not {count} events with clips within {timeout:?}: {events:#?}"
@@ -160,7 +146,7 @@ fn a_box_is_one_event_the_lights_none_and_two_motions_two() {
     assert_eq!(created["detectSensitivity"], "medium");
     node.settle(&id);
     assert!(
-        events(&node, &id).is_empty(),
+        node.events_of(&id).is_empty(),
         "an event before anything moved"
     );
 
@@ -186,10 +172,10 @@ fn a_box_is_one_event_the_lights_none_and_two_motions_two() {
     camera.scene("lights off");
     thread::sleep(Duration::from_secs(14));
     assert_eq!(
-        events(&node, &id).len(),
+        node.events_of(&id).len(),
         1,
         "the lights made an event: {:#?}",
-        events(&node, &id)
+        node.events_of(&id)
     );
 
     // Two motions 30 s apart: two events.
@@ -236,7 +222,7 @@ fn someone_who_stops_and_stays_is_one_event_until_they_leave() {
     let left = started + 43_000;
     let events = wait_for_clips(&node, &id, 1, Duration::from_secs(90));
     thread::sleep(Duration::from_secs(12));
-    let events_now = self::events(&node, &id);
+    let events_now = node.events_of(&id);
     assert_eq!(events_now.len(), 1, "{events_now:#?}");
     let event = &events[0];
     let (from_start, from_end) = assert_times(event, started, left, 2 * WITHIN_MS);
@@ -256,9 +242,9 @@ fn a_still_scene_for_two_minutes_gives_no_event() {
     let watching = Instant::now();
     while watching.elapsed() < Duration::from_secs(125) {
         assert!(
-            events(&node, &id).is_empty(),
+            node.events_of(&id).is_empty(),
             "an event in a still scene: {:#?}",
-            events(&node, &id)
+            node.events_of(&id)
         );
         thread::sleep(Duration::from_secs(1));
     }
@@ -321,7 +307,7 @@ fn a_motion_clip_goes_up_to_the_cloud() {
     let event_id = events[0]["id"].as_str().unwrap().to_owned();
     let mut seen = Vec::new();
     let uploaded = wait_for(Duration::from_secs(30), || {
-        let status = self::events(&node, &id)[0]["clipStatus"]
+        let status = node.events_of(&id)[0]["clipStatus"]
             .as_str()
             .unwrap()
             .to_owned();

@@ -90,8 +90,11 @@ sh deploy/model/install-model.sh target/model
 # and the unit tests run on aarch64 under qemu.
 arm_started=$(date +%s)
 rustup target add aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf
-cargo build --locked --release --target aarch64-unknown-linux-musl
-PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --release --target armv7-unknown-linux-gnueabihf.2.17
+# The node built for size, the classifier for speed (Cargo.toml's profiles).
+cargo build --locked --release --target aarch64-unknown-linux-musl --bin nvr-node
+cargo build --locked --profile classify --target aarch64-unknown-linux-musl --bin nvr-classify
+PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --release --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-node
+PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --profile classify --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-classify
 cargo test --locked --target aarch64-unknown-linux-musl --bins
 echo "board builds and aarch64 unit tests: $(( $(date +%s) - arm_started )) s"
 

@@ -36,6 +36,23 @@ pub fn installed(dir: &Path) -> [(&'static str, String); 2] {
     ]
 }
 
+/// The real `nvr-classify` and the model `tests/run.sh` installs into
+/// `target/model`; fails the test, saying how to install it, when it is
+/// not there.
+pub fn real() -> [(&'static str, String); 2] {
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/model");
+    assert!(
+        model.join("labels.txt").is_file(),
+        "the classifier's model is not installed in {}: run \
+         `sh deploy/model/install-model.sh target/model` (tests/run.sh does)",
+        model.display()
+    );
+    [
+        ("CLASSIFIER", env!("CARGO_BIN_EXE_nvr-classify").to_owned()),
+        ("MODEL_DIR", model.display().to_string()),
+    ]
+}
+
 /// `CLASSIFIER` and `MODEL_DIR` naming nothing: no classifier installed.
 pub fn missing(dir: &Path) -> [(&'static str, String); 2] {
     [

@@ -244,6 +244,20 @@ impl Node {
     }
 
     /// Everything the node printed so far.
+    /// The node's events of `camera`, oldest first.
+    pub fn events_of(&self, camera: &str) -> Vec<serde_json::Value> {
+        let listed = self.get("/api/events").json();
+        let mut events: Vec<serde_json::Value> = listed
+            .as_array()
+            .expect("a list of events")
+            .iter()
+            .filter(|e| e["cameraId"] == camera)
+            .cloned()
+            .collect();
+        events.reverse();
+        events
+    }
+
     pub fn logs(&self) -> String {
         self.logs.lock().unwrap().clone()
     }
