@@ -315,6 +315,12 @@ impl Restartable for Runner<'_> {
         let mut worked = false;
         while !classifier.halted() {
             let Some(request) = classifier.next_request() else {
+                // Idle: a child that died meanwhile is started again now,
+                // not when the next crop finds it gone.
+                if child.next_line(Duration::from_millis(1)) == Output::Closed {
+                    classifier.failed(&format!("it exited: {}", last_line(&child)));
+                    break;
+                }
                 continue;
             };
             let started = Instant::now();
