@@ -187,8 +187,7 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
     let relay = format!("http://127.0.0.1:{}", closed_port());
     let recordings = data.path().join("recordings").display().to_string();
     let mqtt_url = format!("mqtt://127.0.0.1:{}", broker.port);
-    let tools = TempDir::new("ha-classifier");
-    let classifier = common::classifier::installed(tools.path());
+    let classifier = common::classifier::real();
     let node = Node::start(
         data.path(),
         &relay,

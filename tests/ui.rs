@@ -52,8 +52,7 @@ fn a_person_can_do_everything_in_the_browser() {
     let camera = Camera::start();
     let relay = Go2rtc::start();
     let dir = TempDir::new("ui");
-    let tools = TempDir::new("ui-classifier");
-    let [classifier, model] = common::classifier::installed(tools.path());
+    let [classifier, model] = common::classifier::real();
     let node = Node::start(
         dir.path(),
         &relay.url(),
