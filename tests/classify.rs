@@ -12,7 +12,7 @@ use std::process::Command;
 use std::thread;
 use std::time::Duration;
 
-use common::{Camera, Node, TempDir, children_of, is_running, wait_for};
+use common::{Camera, Node, TempDir, children_of, cpu_ticks, is_running, wait_for};
 use serde_json::{Value, json};
 
 /// Waits for the camera's `count`-th event with its clip and thumbnail.
@@ -46,14 +46,6 @@ fn classifier_pid(node: &Node) -> Option<u32> {
         std::fs::read(format!("/proc/{pid}/cmdline"))
             .is_ok_and(|c| String::from_utf8_lossy(&c).contains("nvr-classify"))
     })
-}
-
-/// User and system CPU time of `pid`, in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // After the command's closing parenthesis: fields 3 on; utime and stime are 14 and 15.
-    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
 /// The red box drawn on a thumbnail: the bounding box of its pure red

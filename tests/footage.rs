@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Camera, Node, TempDir, segment_rows, wait_for};
+use common::{Camera, Node, TempDir, cpu_ticks, segment_rows, wait_for};
 use serde_json::{Value, json};
 
 /// Every file under `dir` with its bytes' hash, relative paths as keys.
@@ -480,19 +480,6 @@ impl Drop for Ext4 {
         let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
         let _ = &self.image;
     }
-}
-
-/// CPU time (user + system) of a process so far, in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .unwrap()
-        .1
-        .split_whitespace()
-        .collect();
-    // utime and stime: fields 14 and 15 of stat, 12 and 13 after the comm.
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
 #[test]

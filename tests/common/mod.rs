@@ -457,6 +457,19 @@ fn kill_and_reap(node: &mut Child) {
     }
 }
 
+/// User and system CPU time of `pid`, in clock ticks.
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    // utime and stime: fields 14 and 15 of stat, 12 and 13 after the comm.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
 /// Whether `pid` is running (a zombie is not).
 pub fn is_running(pid: u32) -> bool {
     state_and_parent(pid).is_some_and(|(state, _)| state != "Z" && state != "X")
