@@ -25,7 +25,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import harness
 from harness import (
@@ -37,6 +36,7 @@ from harness import (
     MQTT_USER,
     Node,
     add_cameras,
+    children_named,
     cpu_of,
     proc_fields,
     progress,
@@ -213,22 +213,6 @@ def measure_crops(bench):
         ("<", 48),
         rss_mib=memory["VmRSS"] / 1024,
     )
-
-
-def children_named(node, name):
-    """The node's child processes whose name (comm) is `name`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        comm = stat[stat.find("(") + 1 : stat.rfind(")")]
-        if comm == name[:15] and int(stat.rpartition(")")[2].split()[1]) == node.pid:
-            found.append(int(entry.name))
-    return sorted(found)
 
 
 def classifier_env(bench):

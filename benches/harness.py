@@ -219,9 +219,8 @@ def wait_for_process(find, count, timeout, what):
     return found
 
 
-def recorders_of(node, role="-f segment"):
-    """The ffmpeg processes the node runs as `role` says (its recorders, by
-    default; "image2pipe" for its motion decoders)."""
+def children_named(node, name):
+    """The node's child processes whose name (comm) is `name`."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -230,12 +229,24 @@ def recorders_of(node, role="-f segment"):
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        name = stat[stat.find("(") + 1 : stat.rfind(")")]
-        if name == "ffmpeg" and int(stat.rpartition(")")[2].split()[1]) == node.pid:
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            if role in command:
-                found.append(int(entry.name))
+        comm = stat[stat.find("(") + 1 : stat.rfind(")")]
+        if comm == name[:15] and int(stat.rpartition(")")[2].split()[1]) == node.pid:
+            found.append(int(entry.name))
     return sorted(found)
+
+
+def recorders_of(node, role="-f segment"):
+    """The ffmpeg processes the node runs as `role` says (its recorders, by
+    default; "image2pipe" for its motion decoders)."""
+    found = []
+    for pid in children_named(node, "ffmpeg"):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if role in command:
+            found.append(pid)
+    return found
 
 
 def private_mib(pid):
