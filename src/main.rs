@@ -28,6 +28,7 @@ mod monitor;
 mod motion;
 mod mqtt;
 mod notices;
+mod onvif;
 mod prober;
 #[cfg(test)]
 mod properties;
