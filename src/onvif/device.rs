@@ -1,0 +1,167 @@
+//! Asking an ONVIF device for its video streams: who made it (Device
+//! service), where its Media service is, its profiles and each one's RTSP
+//! address (Media service, ONVIF Media 1).
+
+use std::time::Duration;
+
+use super::OnvifError;
+use super::soap;
+use super::xml::Element;
+use crate::rtsp_url::without_userinfo;
+
+const TDS: &str = "http://www.onvif.org/ver10/device/wsdl";
+const TRT: &str = "http://www.onvif.org/ver10/media/wsdl";
+const TT: &str = "http://www.onvif.org/ver10/schema";
+/// The most profiles asked for their address: each is a call of up to `timeout`.
+const MAX_PROFILES: usize = 16;
+
+pub struct Credentials {
+    pub username: String,
+    pub password: String,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct Profile {
+    pub token: String,
+    pub name: String,
+    /// Its RTSP address, user info removed.
+    pub uri: String,
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+    /// Lower case: h264, h265, jpeg, mpeg4.
+    pub codec: Option<String>,
+    pub fps: Option<u32>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct Streams {
+    pub make: String,
+    pub model: String,
+    pub profiles: Vec<Profile>,
+}
+
+/// The device at `address` (its device service URL): make, model and each
+/// video profile with its RTSP address. Each call is bounded by `timeout`.
+pub fn streams(
+    address: &str,
+    credentials: Option<&Credentials>,
+    timeout: Duration,
+) -> Result<Streams, OnvifError> {
+    let agent = soap::agent(timeout);
+    let call = |url: &str, body: &str| soap::call(&agent, url, body, credentials, timeout);
+    let (make, model) = device_information(&call(address, "<tds:GetDeviceInformation/>")?)?;
+    let capabilities = call(
+        address,
+        "<tds:GetCapabilities><tds:Category>Media</tds:Category></tds:GetCapabilities>",
+    );
+    let media = match capabilities {
+        Ok(answer) => media_address(&answer)?.unwrap_or_else(|| address.to_owned()),
+        // A device that cannot say where its Media service is may serve it here.
+        Err(OnvifError::Fault(_)) => address.to_owned(),
+        Err(error) => return Err(error),
+    };
+    let mut profiles = profiles(&call(&media, "<trt:GetProfiles/>")?)?;
+    profiles.truncate(MAX_PROFILES);
+    for profile in &mut profiles {
+        let body = format!(
+            concat!(
+                "<trt:GetStreamUri><trt:StreamSetup><tt:Stream>RTP-Unicast</tt:Stream>",
+                "<tt:Transport><tt:Protocol>RTSP</tt:Protocol></tt:Transport></trt:StreamSetup>",
+                "<trt:ProfileToken>{}</trt:ProfileToken></trt:GetStreamUri>"
+            ),
+            super::auth::escape(&profile.token)
+        );
+        match call(&media, &body) {
+            Ok(answer) => profile.uri = stream_uri(&answer)?,
+            // One profile the device will not stream (a fault) leaves the rest.
+            Err(OnvifError::Fault(_)) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    profiles.retain(|p| !p.uri.is_empty());
+    Ok(Streams {
+        make,
+        model,
+        profiles,
+    })
+}
+
+/// `answer` is a `name`, or the error saying it is not.
+fn expect<'a>(answer: &'a Element, namespace: &str, name: &str) -> Result<&'a Element, OnvifError> {
+    match answer.is(namespace, name) {
+        true => Ok(answer),
+        false => Err(OnvifError::NotOnvif(format!(
+            "{} where {name} was expected",
+            answer.name
+        ))),
+    }
+}
+
+/// (manufacturer, model) from a GetDeviceInformationResponse.
+fn device_information(answer: &Element) -> Result<(String, String), OnvifError> {
+    let answer = expect(answer, TDS, "GetDeviceInformationResponse")?;
+    let text = |name| answer.child(TDS, name).map_or("", Element::text).to_owned();
+    Ok((text("Manufacturer"), text("Model")))
+}
+
+/// The Media service's address from a GetCapabilitiesResponse, if it has one.
+fn media_address(answer: &Element) -> Result<Option<String>, OnvifError> {
+    let answer = expect(answer, TDS, "GetCapabilitiesResponse")?;
+    Ok(answer
+        .path(&[(TDS, "Capabilities"), (TT, "Media"), (TT, "XAddr")])
+        .map(Element::text)
+        .filter(|a| !a.is_empty())
+        .map(str::to_owned))
+}
+
+/// The video profiles in a GetProfilesResponse, their `uri` still empty.
+fn profiles(answer: &Element) -> Result<Vec<Profile>, OnvifError> {
+    let answer = expect(answer, TRT, "GetProfilesResponse")?;
+    let number = |element: Option<&Element>| {
+        // Some devices write 25.000000 where the schema says an int.
+        let value: f64 = element?.text().parse().ok()?;
+        (value >= 1.0 && value < u32::MAX as f64).then(|| value.round() as u32)
+    };
+    Ok(answer
+        .children_named(TRT, "Profiles")
+        .filter_map(|profile| {
+            let token = profile.attribute("token").filter(|t| !t.is_empty())?;
+            let encoder = profile.child(TT, "VideoEncoderConfiguration");
+            // Audio- or metadata-only profiles have no video to stream.
+            encoder.or(profile.child(TT, "VideoSourceConfiguration"))?;
+            let field = |path: &[(&str, &str)]| encoder.and_then(|e| e.path(path));
+            Some(Profile {
+                token: token.to_owned(),
+                name: profile
+                    .child(TT, "Name")
+                    .map_or("", Element::text)
+                    .to_owned(),
+                uri: String::new(),
+                width: number(field(&[(TT, "Resolution"), (TT, "Width")])),
+                height: number(field(&[(TT, "Resolution"), (TT, "Height")])),
+                codec: field(&[(TT, "Encoding")])
+                    .map(|e| e.text().to_ascii_lowercase().replace('.', ""))
+                    .filter(|c| !c.is_empty()),
+                fps: number(field(&[(TT, "RateControl"), (TT, "FrameRateLimit")])),
+            })
+        })
+        .collect())
+}
+
+/// The RTSP address in a GetStreamUriResponse, without user info.
+fn stream_uri(answer: &Element) -> Result<String, OnvifError> {
+    let answer = expect(answer, TRT, "GetStreamUriResponse")?;
+    match answer
+        .path(&[(TRT, "MediaUri"), (TT, "Uri")])
+        .map(Element::text)
+    {
+        Some(uri) if !uri.is_empty() => Ok(without_userinfo(uri)),
+        _ => Err(OnvifError::NotOnvif(
+            "no MediaUri/Uri in the GetStreamUriResponse".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+#[path = "device_tests.rs"]
+mod tests;
