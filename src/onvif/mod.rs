@@ -8,6 +8,7 @@
 
 mod auth;
 mod device;
+mod discovery;
 mod error;
 mod md5;
 mod soap;
@@ -15,4 +16,6 @@ mod xml;
 
 #[allow(unused_imports)]
 pub use device::{Credentials, Profile, Streams, streams};
+#[allow(unused_imports)]
+pub use discovery::{Discovery, Found, Interface, discover, interfaces};
 pub use error::OnvifError;

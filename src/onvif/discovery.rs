@@ -1,0 +1,334 @@
+//! Finding ONVIF cameras on the LAN: a WS-Discovery Probe multicast from each
+//! chosen interface, and the ProbeMatches that answer it.
+
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use super::auth::{escape, random};
+use super::soap::SOAP_ENVELOPE;
+use super::xml::{self, Element};
+
+const WSA: &str = "http://schemas.xmlsoap.org/ws/2004/08/addressing";
+const WSD: &str = "http://schemas.xmlsoap.org/ws/2005/04/discovery";
+const DN: &str = "http://www.onvif.org/ver10/network/wsdl";
+const MULTICAST: (Ipv4Addr, u16) = (Ipv4Addr::new(239, 255, 255, 250), 3702);
+/// The most devices kept from one probe.
+const MAX_DEVICES: usize = 256;
+/// The largest answer read; a bigger one is skipped.
+const MAX_DATAGRAM: usize = 64 * 1024;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interface {
+    pub name: String,
+    pub address: Ipv4Addr,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct Found {
+    /// Its WS-Addressing EndpointReference Address (stays when it moves).
+    pub endpoint: String,
+    /// Where the answer came from.
+    pub address: Ipv4Addr,
+    /// Its XAddrs: device service URLs.
+    pub services: Vec<String>,
+    pub name: Option<String>,
+    pub make: Option<String>,
+    pub model: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct Discovery {
+    pub devices: Vec<Found>,
+    /// Answers dropped: not XML, not a ProbeMatch for this probe, too big, no XAddrs.
+    pub skipped: u32,
+    /// More than 256 devices answered.
+    pub truncated: bool,
+    /// Where the probe went.
+    pub interfaces: Vec<Interface>,
+}
+
+/// The IPv4 interfaces that are up and not loopback, in name order; only
+/// those named in `only` when it is not empty.
+pub fn interfaces(only: &[String]) -> Vec<Interface> {
+    let mut found = Vec::new();
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a linked list freed below; each
+    // entry's name is a C string, and its address, when not null, a sockaddr
+    // whose family says its type.
+    unsafe {
+        if libc::getifaddrs(&mut list) != 0 {
+            return found;
+        }
+        let mut entry = list;
+        while let Some(e) = entry.as_ref() {
+            entry = e.ifa_next;
+            let flags = e.ifa_flags as libc::c_int;
+            if e.ifa_addr.is_null()
+                || (*e.ifa_addr).sa_family as libc::c_int != libc::AF_INET
+                || flags & libc::IFF_UP == 0
+                || flags & libc::IFF_LOOPBACK != 0
+            {
+                continue;
+            }
+            let sin = &*(e.ifa_addr as *const libc::sockaddr_in);
+            let name = std::ffi::CStr::from_ptr(e.ifa_name)
+                .to_string_lossy()
+                .into_owned();
+            if only.is_empty() || only.contains(&name) {
+                let address = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+                found.push(Interface { name, address });
+            }
+        }
+        libc::freeifaddrs(list);
+    }
+    found.sort_by(|a, b| (&a.name, a.address).cmp(&(&b.name, b.address)));
+    found
+}
+
+/// The Probe for NetworkVideoTransmitters, with this MessageID.
+fn probe(message_id: &str) -> String {
+    format!(
+        concat!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
+            "<s:Envelope xmlns:s=\"{}\" xmlns:a=\"{}\" xmlns:d=\"{}\">",
+            "<s:Header><a:Action s:mustUnderstand=\"1\">http://schemas.xmlsoap.org/ws/2005/04/discovery/Probe</a:Action>",
+            "<a:MessageID>{}</a:MessageID>",
+            "<a:To s:mustUnderstand=\"1\">urn:schemas-xmlsoap-org:ws:2005:04:discovery</a:To></s:Header>",
+            "<s:Body><d:Probe><d:Types xmlns:dn=\"{}\">dn:NetworkVideoTransmitter</d:Types></d:Probe></s:Body>",
+            "</s:Envelope>"
+        ),
+        SOAP_ENVELOPE,
+        WSA,
+        WSD,
+        escape(message_id),
+        DN
+    )
+}
+
+/// A fresh urn:uuid MessageID.
+fn message_id() -> String {
+    format!(
+        "urn:uuid:{}",
+        uuid::Builder::from_random_bytes(random::<16>()).into_uuid()
+    )
+}
+
+/// Probes from each of `interfaces` and gathers the answers for `listen`.
+pub fn discover(interfaces: &[Interface], listen: Duration) -> Discovery {
+    let id = message_id();
+    let message = probe(&id);
+    let mut discovery = Discovery {
+        devices: Vec::new(),
+        skipped: 0,
+        truncated: false,
+        interfaces: Vec::new(),
+    };
+    let mut sockets = Vec::new();
+    for interface in interfaces {
+        match probe_from(interface.address, &message) {
+            Ok(socket) => {
+                sockets.push(socket);
+                discovery.interfaces.push(interface.clone());
+            }
+            Err(e) => log::warn!("discovery: cannot probe from {}: {e}", interface.name),
+        }
+    }
+    gather(&sockets, &id, listen, &mut discovery);
+    discovery
+        .devices
+        .sort_by(|a, b| (a.address, &a.endpoint).cmp(&(b.address, &b.endpoint)));
+    discovery
+}
+
+/// Reads the answers arriving on `sockets` for `listen` into `discovery`.
+fn gather(sockets: &[UdpSocket], id: &str, listen: Duration, discovery: &mut Discovery) {
+    let deadline = Instant::now() + listen;
+    let mut buffer = vec![0; MAX_DATAGRAM + 1];
+    let mut polled: Vec<libc::pollfd> = sockets
+        .iter()
+        .map(|s| libc::pollfd {
+            fd: s.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    while !sockets.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+        // SAFETY: `polled` is a live array of pollfd of the length given.
+        if unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, ms) } < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            break;
+        }
+        for (socket, p) in sockets.iter().zip(polled.iter_mut()) {
+            if p.revents == 0 {
+                continue;
+            }
+            p.revents = 0;
+            let Ok((length, SocketAddr::V4(from))) = socket.recv_from(&mut buffer) else {
+                continue;
+            };
+            let answer = std::str::from_utf8(&buffer[..length]).ok();
+            match answer.filter(|_| length <= MAX_DATAGRAM) {
+                Some(text) => add(discovery, text, id, *from.ip()),
+                None => discovery.skipped += 1,
+            }
+        }
+    }
+}
+
+/// A socket bound to `address` that has sent `message` to the WS-Discovery
+/// group through that interface only.
+fn probe_from(address: Ipv4Addr, message: &str) -> std::io::Result<UdpSocket> {
+    let socket = UdpSocket::bind((address, 0))?;
+    let interface = libc::in_addr {
+        s_addr: u32::from(address).to_be(),
+    };
+    // SAFETY: setsockopt reads an in_addr of the size given.
+    let set = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_MULTICAST_IF,
+            &interface as *const libc::in_addr as *const libc::c_void,
+            std::mem::size_of::<libc::in_addr>() as libc::socklen_t,
+        )
+    };
+    if set != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // The probe stays on the link, and this node hears no echo of it.
+    socket.set_multicast_ttl_v4(1)?;
+    socket.set_multicast_loop_v4(false)?;
+    socket.send_to(message.as_bytes(), MULTICAST)?;
+    // poll() says when to read; a read never waits.
+    socket.set_nonblocking(true)?;
+    Ok(socket)
+}
+
+/// Adds the devices in one answer from `from` to `discovery`, or counts it skipped.
+fn add(discovery: &mut Discovery, answer: &str, message_id: &str, from: Ipv4Addr) {
+    let Some(found) = probe_matches(answer, message_id, from) else {
+        discovery.skipped += 1;
+        return;
+    };
+    for device in found {
+        let known = discovery
+            .devices
+            .iter()
+            .position(|d| d.endpoint == device.endpoint);
+        match known {
+            Some(at) => {
+                let known = &mut discovery.devices[at];
+                for service in device.services {
+                    if !known.services.contains(&service) {
+                        known.services.push(service);
+                    }
+                }
+            }
+            None if discovery.devices.len() >= MAX_DEVICES => discovery.truncated = true,
+            None => discovery.devices.push(device),
+        }
+    }
+}
+
+/// The devices in a ProbeMatches answering `message_id`, received from
+/// `from`; None when it is not one or names no device with an address.
+fn probe_matches(answer: &str, message_id: &str, from: Ipv4Addr) -> Option<Vec<Found>> {
+    let root = xml::parse(answer).ok()?;
+    if !root.is(SOAP_ENVELOPE, "Envelope") {
+        return None;
+    }
+    let relates = root.path(&[(SOAP_ENVELOPE, "Header"), (WSA, "RelatesTo")])?;
+    if relates.text() != message_id {
+        return None;
+    }
+    let matches = root.path(&[(SOAP_ENVELOPE, "Body"), (WSD, "ProbeMatches")])?;
+    let found: Vec<Found> = matches
+        .children_named(WSD, "ProbeMatch")
+        .filter_map(|m| found(m, from))
+        .collect();
+    (!found.is_empty()).then_some(found)
+}
+
+fn found(probe_match: &Element, from: Ipv4Addr) -> Option<Found> {
+    let endpoint = probe_match
+        .path(&[(WSA, "EndpointReference"), (WSA, "Address")])?
+        .text();
+    let services: Vec<String> = probe_match
+        .child(WSD, "XAddrs")?
+        .text()
+        .split_whitespace()
+        .map(|service| {
+            // Some cameras announce 0.0.0.0; they mean the address they answer from.
+            match service.strip_prefix("http://0.0.0.0") {
+                Some(rest) => format!("http://{from}{rest}"),
+                None => service.to_owned(),
+            }
+        })
+        .collect();
+    if endpoint.is_empty() || services.is_empty() {
+        return None;
+    }
+    let scopes = probe_match.child(WSD, "Scopes").map_or("", Element::text);
+    let scope = |kinds: &[&str]| {
+        scopes.split_whitespace().find_map(|scope| {
+            let rest = strip_prefix_ignore_case(scope, "onvif://www.onvif.org/")?;
+            let (kind, value) = rest.split_once('/')?;
+            kinds
+                .iter()
+                .any(|k| kind.eq_ignore_ascii_case(k))
+                .then(|| percent_decoded(value))
+                .filter(|v| !v.is_empty())
+        })
+    };
+    Some(Found {
+        endpoint: endpoint.to_owned(),
+        address: from,
+        services,
+        name: scope(&["name"]),
+        make: scope(&["mfr", "manufacturer"]),
+        model: scope(&["hardware"]),
+    })
+}
+
+fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
+/// `text` with %XX sequences decoded ('_' and '+' kept as they are).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+#[path = "discovery_tests.rs"]
+mod tests;
