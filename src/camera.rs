@@ -70,6 +70,17 @@ pub struct Settings {
     pub classify: bool,
     /// The kinds an event may become; one of another kind stays `motion`.
     pub kinds: Vec<Kind>,
+    /// The ONVIF device the camera is, when known: followed when it moves.
+    pub onvif: Option<OnvifLink>,
+}
+
+/// A camera's ONVIF device: its stable id and where its service last answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OnvifLink {
+    /// The WS-Discovery endpoint reference (`urn:uuid:…`).
+    pub endpoint: String,
+    /// The device service's address (`http://host[:port]/…`).
+    pub address: String,
 }
 
 const MAX_NAME_CHARS: usize = 64;
@@ -79,21 +90,62 @@ impl Settings {
     /// names the field. `classify_by_default`: whether the classifier is
     /// installed, which makes `classify` default to on.
     pub fn from_json(body: &[u8], classify_by_default: bool) -> Result<Settings, Error> {
-        let given = SettingsPatch::from_json(body)?;
+        let fields = json_object(body)?;
+        let given = SettingsPatch::from_fields(&fields)?;
         let required = |field: &str| Error::bad_request(format!("{field} is required"));
+        let mut rtsp_url = given.rtsp_url.ok_or_else(|| required("rtspUrl"))?;
+        let mut rtsp_sub_url = given.rtsp_sub_url.flatten();
+        // Discovery gives URLs without user info: the credentials come apart.
+        if let Some((user, password)) = credentials(&fields)? {
+            let with = |field: &str, url: &str| {
+                rtsp_url::checked(field, &rtsp_url::with_userinfo(url, &user, &password))
+            };
+            rtsp_url = with("rtspUrl", &rtsp_url)?;
+            rtsp_sub_url = rtsp_sub_url
+                .map(|url| with("rtspSubUrl", &url))
+                .transpose()?;
+        }
         Ok(Settings {
             name: given.name.ok_or_else(|| required("name"))?,
-            rtsp_url: given.rtsp_url.ok_or_else(|| required("rtspUrl"))?,
+            rtsp_url,
             make: given.make.unwrap_or_default(),
             model: given.model.unwrap_or_default(),
-            rtsp_sub_url: given.rtsp_sub_url.flatten(),
+            rtsp_sub_url,
             enabled: given.enabled.unwrap_or(true),
             record: given.record.unwrap_or(true),
             detect: given.detect.unwrap_or(true),
             detect_sensitivity: given.detect_sensitivity.unwrap_or_default(),
             classify: given.classify.unwrap_or(classify_by_default),
             kinds: given.kinds.unwrap_or_else(|| Kind::CLASSIFIED.to_vec()),
+            onvif: given.onvif.flatten(),
         })
+    }
+}
+
+const MAX_CREDENTIAL_CHARS: usize = 128;
+
+/// `username` and `password` of a `POST /api/cameras` body, if given: the
+/// user info the node puts in the camera's URLs.
+fn credentials(fields: &Map<String, Value>) -> Result<Option<(String, String)>, Error> {
+    let text = |name: &str| -> Result<Option<String>, Error> {
+        let Some(text) = optional_str(fields, name)? else {
+            return Ok(None);
+        };
+        if text.chars().count() > MAX_CREDENTIAL_CHARS || text.chars().any(char::is_control) {
+            return Err(Error::bad_request(format!(
+                "{name} must be at most {MAX_CREDENTIAL_CHARS} characters, none of them control characters"
+            )));
+        }
+        Ok(Some(text.to_owned()))
+    };
+    match (text("username")?, text("password")?) {
+        (Some(user), password) if !user.is_empty() => {
+            Ok(Some((user, password.unwrap_or_default())))
+        }
+        (_, Some(password)) if !password.is_empty() => {
+            Err(Error::bad_request("password needs a username"))
+        }
+        _ => Ok(None),
     }
 }
 
@@ -115,17 +167,28 @@ pub struct SettingsPatch {
     pub classify: Option<bool>,
     /// Distinct, in [`Kind::CLASSIFIED`]'s order, never empty.
     pub kinds: Option<Vec<Kind>>,
+    /// `Some(None)`: unlink the camera from its ONVIF device.
+    pub onvif: Option<Option<OnvifLink>>,
+}
+
+/// The body's JSON object.
+fn json_object(body: &[u8]) -> Result<Map<String, Value>, Error> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| Error::bad_request(format!("body is not valid JSON: {e}")))?;
+    match value {
+        Value::Object(fields) => Ok(fields),
+        _ => Err(Error::bad_request("body must be a JSON object")),
+    }
 }
 
 impl SettingsPatch {
     pub fn from_json(body: &[u8]) -> Result<SettingsPatch, Error> {
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|e| Error::bad_request(format!("body is not valid JSON: {e}")))?;
-        let Value::Object(fields) = value else {
-            return Err(Error::bad_request("body must be a JSON object"));
-        };
+        SettingsPatch::from_fields(&json_object(body)?)
+    }
+
+    fn from_fields(fields: &Map<String, Value>) -> Result<SettingsPatch, Error> {
         let url = |field: &str| -> Result<Option<String>, Error> {
-            optional_str(&fields, field)?
+            optional_str(fields, field)?
                 .map(|url| rtsp_url::checked(field, url))
                 .transpose()
         };
@@ -134,25 +197,30 @@ impl SettingsPatch {
             _ => url("rtspSubUrl")?.map(Some),
         };
         Ok(SettingsPatch {
-            name: optional_str(&fields, "name")?
+            name: optional_str(fields, "name")?
                 .map(checked_name)
                 .transpose()?,
-            make: short_text(&fields, "make")?,
-            model: short_text(&fields, "model")?,
+            make: short_text(fields, "make")?,
+            model: short_text(fields, "model")?,
             rtsp_url: url("rtspUrl")?,
             rtsp_sub_url,
-            enabled: optional_bool(&fields, "enabled")?,
-            record: optional_bool(&fields, "record")?,
-            detect: optional_bool(&fields, "detect")?,
-            detect_sensitivity: optional_str(&fields, "detectSensitivity")?
+            enabled: optional_bool(fields, "enabled")?,
+            record: optional_bool(fields, "record")?,
+            detect: optional_bool(fields, "detect")?,
+            detect_sensitivity: optional_str(fields, "detectSensitivity")?
                 .map(|name| {
                     Sensitivity::from_name(name).ok_or_else(|| {
                         Error::bad_request("detectSensitivity must be low, medium or high")
                     })
                 })
                 .transpose()?,
-            classify: optional_bool(&fields, "classify")?,
-            kinds: field(&fields, "kinds").map(checked_kinds).transpose()?,
+            classify: optional_bool(fields, "classify")?,
+            kinds: field(fields, "kinds").map(checked_kinds).transpose()?,
+            onvif: match fields.get("onvif") {
+                None => None,
+                Some(Value::Null) => Some(None),
+                Some(link) => Some(Some(checked_onvif(link)?)),
+            },
         })
     }
 
@@ -176,8 +244,55 @@ impl SettingsPatch {
                 .unwrap_or(settings.detect_sensitivity),
             classify: self.classify.unwrap_or(settings.classify),
             kinds: self.kinds.clone().unwrap_or_else(|| settings.kinds.clone()),
+            onvif: self.onvif.clone().unwrap_or_else(|| settings.onvif.clone()),
         }
     }
+}
+
+/// `onvif`: `{"endpoint": "urn:…", "address": "http://…"}`, as discovery
+/// lists a device.
+fn checked_onvif(value: &Value) -> Result<OnvifLink, Error> {
+    let shape = || Error::bad_request("onvif must be {\"endpoint\": …, \"address\": …} or null");
+    let Value::Object(fields) = value else {
+        return Err(shape());
+    };
+    let endpoint = optional_str(fields, "endpoint")?.ok_or_else(shape)?;
+    if endpoint.is_empty() || endpoint.len() > 256 || endpoint.chars().any(char::is_control) {
+        return Err(Error::bad_request(
+            "onvif.endpoint must be 1 to 256 bytes, no control characters",
+        ));
+    }
+    let address = optional_str(fields, "address")?.ok_or_else(shape)?;
+    Ok(OnvifLink {
+        endpoint: endpoint.to_owned(),
+        address: service_address("onvif.address", address)?,
+    })
+}
+
+/// An ONVIF service address: http or https, at most 2048 bytes, no user
+/// info (it would be a password in the database and the logs).
+pub fn service_address(field: &str, address: &str) -> Result<String, Error> {
+    let bad = |why: &str| Err(Error::bad_request(format!("{field} {why}")));
+    if address.len() > 2048 {
+        return bad("must be at most 2048 bytes");
+    }
+    if address.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("must not contain spaces or control characters");
+    }
+    let Some(rest) = address
+        .strip_prefix("http://")
+        .or_else(|| address.strip_prefix("https://"))
+    else {
+        return bad("must be an http:// or https:// URL");
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return bad("must not contain a user name or password");
+    }
+    if authority.is_empty() || authority.starts_with(':') {
+        return bad("must name a host");
+    }
+    Ok(address.to_owned())
 }
 
 /// A name: trimmed, 1 to 64 characters, no control characters.
@@ -301,6 +416,7 @@ mod tests {
                 detect_sensitivity: Sensitivity::Medium,
                 classify: true,
                 kinds: crate::event::Kind::CLASSIFIED.to_vec(),
+                onvif: None,
             }
         );
         let minimal =
@@ -320,6 +436,37 @@ mod tests {
             "a".repeat(2048 - 9)
         );
         assert!(parse(&long_url).is_ok());
+    }
+
+    #[test]
+    fn credentials_go_into_both_urls_and_the_onvif_link_is_kept() {
+        let settings = parse(
+            r#"{"name":"a","rtspUrl":"rtsp://old:x@10.0.0.5/main","rtspSubUrl":"rtsp://10.0.0.5/sub",
+               "username":"admin","password":"p@ss word",
+               "onvif":{"endpoint":"urn:uuid:1","address":"http://10.0.0.5/onvif/device_service"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            settings.rtsp_url,
+            "rtsp://admin:p%40ss%20word@10.0.0.5/main"
+        );
+        assert_eq!(
+            settings.rtsp_sub_url.as_deref(),
+            Some("rtsp://admin:p%40ss%20word@10.0.0.5/sub")
+        );
+        assert_eq!(
+            settings.onvif,
+            Some(OnvifLink {
+                endpoint: "urn:uuid:1".into(),
+                address: "http://10.0.0.5/onvif/device_service".into()
+            })
+        );
+        let unlink = SettingsPatch::from_json(br#"{"onvif":null}"#).unwrap();
+        assert_eq!(unlink.apply(&settings).onvif, None);
+        let untouched = SettingsPatch::from_json(br#"{"name":"b"}"#).unwrap();
+        assert_eq!(untouched.apply(&settings).onvif, settings.onvif);
+        let user_only = parse(r#"{"name":"a","rtspUrl":"rtsp://h/","username":"u"}"#).unwrap();
+        assert_eq!(user_only.rtsp_url, "rtsp://u@h/");
     }
 
     #[test]
@@ -433,6 +580,30 @@ mod tests {
             (
                 r#"{"name":"a","rtspUrl":"rtsp://h/","enabled":"yes"}"#,
                 "enabled must be true or false",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","password":"x"}"#,
+                "password needs a username",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","username":"a\u0000"}"#,
+                "username must be at most 128 characters, none of them control",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","onvif":"urn:uuid:1"}"#,
+                "onvif must be",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","onvif":{"endpoint":"","address":"http://h/"}}"#,
+                "onvif.endpoint must be 1 to 256 bytes",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","onvif":{"endpoint":"e","address":"ftp://h/"}}"#,
+                "onvif.address must be an http:// or https:// URL",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","onvif":{"endpoint":"e","address":"http://u:pw@h/"}}"#,
+                "onvif.address must not contain a user name or password",
             ),
             (
                 r#"{"name":"a","rtspUrl":"rtsp://h/","record":1}"#,

@@ -244,6 +244,7 @@ mod tests {
                 detect_sensitivity: Default::default(),
                 classify: true,
                 kinds: crate::event::Kind::CLASSIFIED.to_vec(),
+                onvif: None,
             },
             capabilities: None,
         };

@@ -212,6 +212,49 @@ pub fn without_userinfo(url: &str) -> String {
     }
 }
 
+/// `url` with `user` and `password` as its user info, replacing any it had;
+/// each byte but letters, digits and `-._~` percent-encoded (as ffmpeg and
+/// go2rtc decode it).
+pub fn with_userinfo(url: &str, user: &str, password: &str) -> String {
+    let bare = without_userinfo(url);
+    let Some((scheme, rest)) = bare.split_once("://") else {
+        return bare;
+    };
+    let encode = |text: &str| {
+        let mut out = String::with_capacity(text.len());
+        for b in text.bytes() {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                out.push(b as char);
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+        out
+    };
+    let password = if password.is_empty() {
+        String::new()
+    } else {
+        format!(":{}", encode(password))
+    };
+    format!("{scheme}://{}{password}@{rest}", encode(user))
+}
+
+/// `url` with its host `old` replaced by `new` (user info, port, path and
+/// query kept); None when its host is not `old`.
+pub fn with_host(url: &str, old: &str, new: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = authority(rest);
+    if !host(authority).eq_ignore_ascii_case(old) || old.contains(':') {
+        return None;
+    }
+    let userinfo_len = authority.rsplit_once('@').map_or(0, |(u, _)| u.len() + 1);
+    let after_host = &rest[userinfo_len + old.len()..];
+    Some(format!(
+        "{scheme}://{}{new}{after_host}",
+        &rest[..userinfo_len]
+    ))
+}
+
 /// Parameter names whose values are secrets, compared ignoring case: what
 /// cameras put in a path (`/user=admin&password=...&channel=1`) or a query
 /// (`?usr=admin&pwd=...`).
@@ -279,6 +322,42 @@ fn redact_parameters(path_and_query: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_and_hosts_are_put_in() {
+        let cases = [
+            (
+                "rtsp://10.0.0.5:554/main",
+                "admin",
+                "p@ss:w/rd",
+                "rtsp://admin:p%40ss%3Aw%2Frd@10.0.0.5:554/main",
+            ),
+            ("rtsp://old:pw@cam/x?a=1", "u", "", "rtsp://u@cam/x?a=1"),
+            ("rtsps://h", "é", "ü", "rtsps://%C3%A9:%C3%BC@h"),
+        ];
+        for (url, user, password, want) in cases {
+            assert_eq!(with_userinfo(url, user, password), want, "{url}");
+            assert!(checked("f", want).is_ok(), "{want}");
+        }
+        let moves = [
+            (
+                "rtsp://a:b@10.0.0.5:554/main",
+                "10.0.0.5",
+                Some("rtsp://a:b@10.0.0.9:554/main"),
+            ),
+            (
+                "rtsp://10.0.0.5/sub?x=10.0.0.5",
+                "10.0.0.5",
+                Some("rtsp://10.0.0.9/sub?x=10.0.0.5"),
+            ),
+            ("rtsp://10.0.0.50/main", "10.0.0.5", None),
+            ("rtsp://u:10.0.0.5@10.0.0.6/", "10.0.0.5", None),
+            ("rtsp://[::1]:554/", "::1", None),
+        ];
+        for (url, old, want) in moves {
+            assert_eq!(with_host(url, old, "10.0.0.9").as_deref(), want, "{url}");
+        }
+    }
 
     #[test]
     fn what_go_accepts_is_accepted_with_a_lowercase_scheme() {

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::events::tombstone_events_where;
 use super::segments::tombstone_where;
 use super::{Result, Store, uuid_column};
-use crate::camera::{Camera, Capabilities, Sensitivity, Settings};
+use crate::camera::{Camera, Capabilities, OnvifLink, Sensitivity, Settings};
 use crate::event::Kind;
 
 impl Store {
@@ -44,8 +44,8 @@ impl Store {
         self.conn.execute(
             "INSERT INTO camera (id, name, make, model, rtsp_url, rtsp_sub_url, enabled,
                                  record, detect, capabilities, detect_sensitivity, classify,
-                                 kinds, created_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                                 kinds, onvif_endpoint, onvif_address, created_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             params_from_iter(values),
         )?;
         Ok(())
@@ -57,7 +57,8 @@ impl Store {
         let n = self.conn.execute(
             "UPDATE camera SET name = ?2, make = ?3, model = ?4, rtsp_url = ?5, rtsp_sub_url = ?6,
                                enabled = ?7, record = ?8, detect = ?9, capabilities = ?10,
-                               detect_sensitivity = ?11, classify = ?12, kinds = ?13
+                               detect_sensitivity = ?11, classify = ?12, kinds = ?13,
+                               onvif_endpoint = ?14, onvif_address = ?15
              WHERE id = ?1",
             params_from_iter(camera_values(camera)),
         )?;
@@ -98,7 +99,7 @@ impl Store {
     }
 }
 
-/// A camera's columns from `id` to `kinds`, as parameters ?1 to ?13.
+/// A camera's columns from `id` to `onvif_address`, as parameters ?1 to ?15.
 fn camera_values(camera: &Camera) -> Vec<Value> {
     let s = &camera.settings;
     let text = |t: &str| Value::Text(t.to_owned());
@@ -119,6 +120,8 @@ fn camera_values(camera: &Camera) -> Vec<Value> {
         text(s.detect_sensitivity.name()),
         Value::Integer(s.classify.into()),
         text(&kinds_text(&s.kinds)),
+        s.onvif.as_ref().map_or(Value::Null, |o| text(&o.endpoint)),
+        s.onvif.as_ref().map_or(Value::Null, |o| text(&o.address)),
     ]
 }
 
@@ -144,7 +147,8 @@ fn kinds_from_text(text: &str) -> Vec<Kind> {
 }
 
 const SELECT_CAMERA: &str = "SELECT id, name, make, model, rtsp_url, rtsp_sub_url, enabled, \
-                             record, detect, capabilities, detect_sensitivity, classify, kinds FROM camera";
+                             record, detect, capabilities, detect_sensitivity, classify, kinds, \
+                             onvif_endpoint, onvif_address FROM camera";
 
 fn camera_from_row(r: &Row) -> Result<Camera> {
     let capabilities: Option<String> = r.get(9)?;
@@ -164,6 +168,10 @@ fn camera_from_row(r: &Row) -> Result<Camera> {
                 .unwrap_or_default(),
             classify: r.get(11)?,
             kinds: kinds_from_text(&r.get::<_, String>(12)?),
+            onvif: match (r.get(13)?, r.get(14)?) {
+                (Some(endpoint), Some(address)) => Some(OnvifLink { endpoint, address }),
+                _ => None,
+            },
         },
         // A row this version cannot read counts as not probed.
         capabilities: capabilities.and_then(|json| serde_json::from_str(&json).ok()),
@@ -187,6 +195,10 @@ mod tests {
         b.settings.rtsp_sub_url = Some("rtsp://h/sub".into());
         b.settings.classify = false;
         b.settings.kinds = vec![Kind::Person, Kind::Package];
+        b.settings.onvif = Some(OnvifLink {
+            endpoint: "urn:uuid:1".into(),
+            address: "http://10.0.0.5/onvif/device_service".into(),
+        });
         {
             let store = Store::open(&dir).unwrap();
             store.insert_camera(&a, 1).unwrap();

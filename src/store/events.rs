@@ -583,7 +583,9 @@ mod tests {
             "UPDATE event SET clip_bytes = NULL, thumbnail_bytes = NULL;
              DROP TABLE clip_garbage; DROP TABLE camera_garbage; PRAGMA user_version = 4;
              ALTER TABLE event DROP COLUMN clip_bytes; ALTER TABLE event DROP COLUMN thumbnail_bytes;
-             ALTER TABLE camera DROP COLUMN classify; ALTER TABLE camera DROP COLUMN kinds;",
+             ALTER TABLE camera DROP COLUMN classify; ALTER TABLE camera DROP COLUMN kinds;
+             ALTER TABLE camera DROP COLUMN onvif_endpoint;
+             ALTER TABLE camera DROP COLUMN onvif_address;",
         )
         .unwrap();
         drop(conn);

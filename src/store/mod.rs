@@ -99,6 +99,10 @@ const UPGRADES: &[&str] = &[
     "ALTER TABLE camera ADD COLUMN classify INTEGER NOT NULL DEFAULT 1;
      ALTER TABLE camera ADD COLUMN kinds TEXT NOT NULL
          DEFAULT 'person,vehicle,animal,package';",
+    // 7 -> 8: the ONVIF device a camera is (endpoint reference, service
+    // address), both null for a camera not linked to one.
+    "ALTER TABLE camera ADD COLUMN onvif_endpoint TEXT;
+     ALTER TABLE camera ADD COLUMN onvif_address TEXT;",
 ];
 
 pub struct Store {
@@ -212,6 +216,7 @@ pub(crate) mod test_support {
                 detect_sensitivity: Default::default(),
                 classify: true,
                 kinds: crate::event::Kind::CLASSIFIED.to_vec(),
+                onvif: None,
             },
             capabilities: None,
         }
