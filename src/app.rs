@@ -14,6 +14,7 @@ use crate::classify::{self, Classifier};
 use crate::clips::{self, Clips};
 use crate::config::Config;
 use crate::db::{Db, lock};
+use crate::discover::Finder;
 use crate::error::Error;
 use crate::link_state::LinkState;
 use crate::live::LiveChanges;
@@ -41,6 +42,8 @@ pub struct App {
     pub clips: Arc<Clips>,
     pub motion: Motion,
     pub classifier: Arc<Classifier>,
+    /// ONVIF discovery, and what following moved cameras did.
+    pub finder: Finder,
     relay_healthy: AtomicBool,
     /// The version the relay named at its last health check.
     relay_version: Mutex<Option<String>>,
@@ -114,6 +117,7 @@ impl App {
             clips,
             motion,
             classifier,
+            finder: Finder::new(config.discovery_interfaces.clone()),
             relay_healthy: AtomicBool::new(false),
             relay_version: Mutex::new(None),
             cloud: Mutex::new(LinkState::Disabled),

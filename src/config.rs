@@ -25,6 +25,9 @@ pub struct Config {
     pub host_name: String,
     /// More host names browsers may use (`ALLOWED_HOSTS`, comma-separated).
     pub allowed_hosts: Vec<String>,
+    /// The interfaces ONVIF discovery probes (`DISCOVERY_INTERFACES`,
+    /// comma-separated); empty: every IPv4 interface up and not loopback.
+    pub discovery_interfaces: Vec<String>,
     /// The ffmpeg program that records cameras.
     pub ffmpeg: PathBuf,
     /// The classifier program (`nvr-classify`) and its model's folder.
@@ -98,6 +101,9 @@ Environment:
   ALLOWED_HOSTS
               host names, comma-separated, that browsers may use besides IP
               addresses, localhost, .local names and the host name
+  DISCOVERY_INTERFACES
+              network interfaces, comma-separated, that camera discovery
+              searches (default: every IPv4 interface up and not loopback)
   LOG_LEVEL   error, warn, info or debug (default info)
 
 Home Assistant (MQTT discovery; off unless MQTT_URL is set):
@@ -188,15 +194,21 @@ impl Config {
                 }
             })
             .transpose()?;
-        let mut allowed_hosts: Vec<String> = var("ALLOWED_HOSTS")
-            .map(|hosts| {
-                hosts
-                    .split(',')
-                    .map(|h| h.trim().to_ascii_lowercase())
-                    .filter(|h| !h.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let list = |name: &str| -> Vec<String> {
+            var(name)
+                .map(|items| {
+                    items
+                        .split(',')
+                        .map(|i| i.trim().to_owned())
+                        .filter(|i| !i.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let mut allowed_hosts: Vec<String> = list("ALLOWED_HOSTS")
+            .into_iter()
+            .map(|h| h.to_ascii_lowercase())
+            .collect();
         // Home Assistant fetches thumbnails by NODE_URL: its host must pass
         // the browser protections.
         if let Some(host) = node_url.as_deref().and_then(url_host) {
@@ -224,6 +236,7 @@ impl Config {
             node_name: var("NODE_NAME").unwrap_or_else(|| machine_name.clone()),
             host_name: machine_name,
             allowed_hosts,
+            discovery_interfaces: list("DISCOVERY_INTERFACES"),
             mqtt: mqtt::config::from_vars(var)?,
             node_url,
             relay_url,
@@ -426,10 +439,12 @@ mod tests {
         let c = config(&[
             ("NODE_URL", "http://NVR.lan:8080/"),
             ("ALLOWED_HOSTS", "a.lan"),
+            ("DISCOVERY_INTERFACES", "eth0, wlan0,"),
         ])
         .unwrap();
         assert_eq!(c.node_url.as_deref(), Some("http://NVR.lan:8080"));
         assert_eq!(c.allowed_hosts, ["a.lan", "nvr.lan"]);
+        assert_eq!(c.discovery_interfaces, ["eth0", "wlan0"]);
         assert_eq!(url_host("https://[fd00::1]:8080/x"), Some("[fd00::1]"));
         assert_eq!(config(&[]).unwrap().node_url, None);
     }

@@ -13,10 +13,12 @@ mod cloud;
 mod config;
 mod data_file;
 mod db;
+mod discover;
 mod encoding;
 mod error;
 mod event;
 mod filesystem;
+mod follow;
 mod guard;
 mod home_assistant;
 
@@ -125,6 +127,7 @@ fn run() -> Result<(), String> {
     app.start();
     relay_sync::spawn(app.clone(), nudged);
     monitor::spawn(app.clone(), config.camera_check_interval);
+    follow::spawn(app.clone());
     if let Some(cloud_url) = &config.cloud_url {
         cloud::spawn(app.clone(), cloud_url);
         uploader::spawn(app.clone(), cloud_url);

@@ -26,6 +26,9 @@ pub enum Route {
     WhepOptions(Uuid),
     /// Ends the WHEP session (camera, session) named in a 201's `Location`.
     EndWhepSession(Uuid, Uuid),
+    /// The ONVIF devices on the LAN, and the streams of one.
+    Discover,
+    DiscoverStreams,
     /// A file of the browser UI; the path is the URL path.
     Ui(String),
 }
@@ -49,7 +52,10 @@ impl BodyKind {
 impl Route {
     pub fn body_kind(&self) -> Option<BodyKind> {
         match self {
-            Route::AddCamera | Route::UpdateCamera(_) | Route::AddEvent => Some(BodyKind::Json),
+            Route::AddCamera
+            | Route::UpdateCamera(_)
+            | Route::AddEvent
+            | Route::DiscoverStreams => Some(BodyKind::Json),
             Route::Whep(_) => Some(BodyKind::Sdp),
             _ => None,
         }
@@ -107,6 +113,8 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
                 matches!(method, "GET" | "HEAD").then_some(route),
             )
         }
+        ["discover"] => ("POST", on(method, "POST", Route::Discover)),
+        ["discover", "streams"] => ("POST", on(method, "POST", Route::DiscoverStreams)),
         ["whep", id] => {
             let id = camera(id)?;
             let route = match method {
@@ -170,6 +178,12 @@ mod tests {
             ),
             ("GET", "/api/cameras".to_owned(), Route::ListCameras),
             ("POST", "/api/cameras".to_owned(), Route::AddCamera),
+            ("POST", "/api/discover".to_owned(), Route::Discover),
+            (
+                "POST",
+                "/api/discover/streams".to_owned(),
+                Route::DiscoverStreams,
+            ),
             (
                 "DELETE",
                 format!("/api/cameras/{ID}"),
@@ -238,6 +252,13 @@ mod tests {
             ("GET", "/api/nope".to_owned(), Kind::NotFound, None),
             ("GET", "/api/status/".to_owned(), Kind::NotFound, None),
             ("GET", "/api/cameras/".to_owned(), Kind::NotFound, None),
+            (
+                "GET",
+                "/api/discover".to_owned(),
+                Kind::MethodNotAllowed,
+                Some("POST"),
+            ),
+            ("POST", "/api/discover/x".to_owned(), Kind::NotFound, None),
             (
                 "DELETE",
                 "/api/cameras/not-a-uuid".to_owned(),
@@ -375,5 +396,7 @@ mod tests {
         assert_eq!(Route::Whep(id()).body_kind(), Some(BodyKind::Sdp));
         assert_eq!(Route::ProbeCamera(id()).body_kind(), None);
         assert_eq!(Route::Status.body_kind(), None);
+        assert_eq!(Route::Discover.body_kind(), None);
+        assert_eq!(Route::DiscoverStreams.body_kind(), Some(BodyKind::Json));
     }
 }

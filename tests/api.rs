@@ -40,7 +40,7 @@ fn dead_url() -> String {
     )
 }
 
-const CAMERA_FIELDS: [&str; 14] = [
+const CAMERA_FIELDS: [&str; 15] = [
     "id",
     "name",
     "make",
@@ -55,6 +55,7 @@ const CAMERA_FIELDS: [&str; 14] = [
     "hasSubstream",
     "online",
     "recording",
+    "onvif",
 ];
 
 /// Cameras (one or a list) without their `recording` state, which moves on

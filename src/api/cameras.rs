@@ -31,6 +31,15 @@ pub struct CameraView<'a> {
     has_substream: bool,
     online: bool,
     recording: RecordingView,
+    onvif: Option<OnvifView<'a>>,
+}
+
+/// The ONVIF device a camera is, and what following it did.
+#[derive(Serialize)]
+struct OnvifView<'a> {
+    endpoint: &'a str,
+    address: &'a str,
+    message: Option<String>,
 }
 
 /// What the camera's recorder is doing.
@@ -75,6 +84,11 @@ impl<'a> CameraView<'a> {
                     message: recorder.message,
                 }
             },
+            onvif: settings.onvif.as_ref().map(|link| OnvifView {
+                endpoint: &link.endpoint,
+                address: &link.address,
+                message: app.finder.moved(camera.id),
+            }),
         }
     }
 }
@@ -165,6 +179,7 @@ pub fn delete(app: &App, id: Uuid) -> Result<Reply, Error> {
     app.clips.remove_files(&clips);
     log::info!("deleted camera {id} {:?}", camera.settings.name);
     app.forget_online(id);
+    app.finder.forget(id);
     app.cameras_changed();
     Ok(Reply::no_content())
 }

@@ -2,6 +2,7 @@
 //! route and body carry and returns a reply or an error.
 
 mod cameras;
+mod discover;
 mod events;
 mod media;
 mod recordings;
@@ -52,6 +53,8 @@ pub fn dispatch(app: &App, route: Route, call: Call) -> Result<Reply, Error> {
         Route::Whep(id) => whep::offer(app, id, query, body),
         Route::WhepOptions(_) => whep::options(),
         Route::EndWhepSession(camera, session) => whep::end(app, camera, session),
+        Route::Discover => discover::devices(app),
+        Route::DiscoverStreams => discover::streams(app, &body),
         Route::Ui(path) => app.ui.get(&path, accept_encoding.as_deref()),
     }
 }

@@ -2,9 +2,7 @@
 //! profiles with their RTSP addresses. Synchronous and bounded: each network
 //! step has a deadline and each answer a size limit.
 
-// Until the node's handlers call it (issue 23's wiring); so is the
 // `unused_imports` allowance on the re-exports below.
-#![allow(dead_code)]
 
 mod auth;
 mod device;

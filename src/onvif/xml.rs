@@ -53,6 +53,7 @@ impl Element {
             .try_fold(self, |element, (ns, name)| element.child(ns, name))
     }
 
+    #[cfg(test)]
     /// The first descendant `namespace`:`name`, depth first.
     pub fn find(&self, namespace: &str, name: &str) -> Option<&Element> {
         self.children

@@ -1,0 +1,210 @@
+//! Finding cameras: the ONVIF search that the API and the follower of moved
+//! cameras share (one at a time: each takes a few seconds of the LAN's
+//! multicast), and a device's streams confirmed by probing them, since
+//! devices report sizes they do not stream.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::thread;
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use crate::camera::Capabilities;
+use crate::db::lock;
+use crate::onvif::{self, Credentials, Discovery, OnvifError, Profile};
+use crate::prober::Prober;
+use crate::rtsp_url;
+
+/// How long a search listens for answers.
+const LISTEN: Duration = Duration::from_secs(3);
+/// The bound on each ONVIF call.
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// Profiles probed at once: a device with more rarely streams them all.
+const MAX_PROBED: usize = 8;
+
+pub struct Finder {
+    interfaces: Vec<String>,
+    searching: Mutex<()>,
+    /// What the follower last did to each camera it moved, in plain words.
+    moves: Mutex<HashMap<Uuid, String>>,
+}
+
+/// A device's profile with what the node measured of its stream.
+pub struct Stream {
+    pub profile: Profile,
+    /// What the probe found, or why it found nothing.
+    pub measured: Result<Capabilities, String>,
+    pub role: Option<Role>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Main,
+    Sub,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Main => "main",
+            Role::Sub => "sub",
+        }
+    }
+}
+
+impl Finder {
+    /// `interfaces`: the names to search on; empty, every one up.
+    pub fn new(interfaces: Vec<String>) -> Finder {
+        Finder {
+            interfaces,
+            searching: Mutex::new(()),
+            moves: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Probes the LAN for ONVIF devices, waiting for a search under way to
+    /// finish first.
+    pub fn search(&self) -> Discovery {
+        let _one = lock(&self.searching);
+        onvif::discover(&onvif::interfaces(&self.interfaces), LISTEN)
+    }
+
+    pub fn moved(&self, camera: Uuid) -> Option<String> {
+        lock(&self.moves).get(&camera).cloned()
+    }
+
+    pub fn set_moved(&self, camera: Uuid, what: String) {
+        lock(&self.moves).insert(camera, what);
+    }
+
+    pub fn forget(&self, camera: Uuid) {
+        lock(&self.moves).remove(&camera);
+    }
+}
+
+/// The device's make, model and streams: each of the first profiles probed
+/// (all at once, so within one probe's bound), main and sub chosen from what
+/// was measured.
+pub fn streams(
+    prober: &Prober,
+    address: &str,
+    credentials: Option<&Credentials>,
+) -> Result<(onvif::Streams, Vec<Stream>), OnvifError> {
+    let mut device = onvif::streams(address, credentials, CALL_TIMEOUT)?;
+    let profiles = std::mem::take(&mut device.profiles);
+    let measured: Vec<Result<Capabilities, String>> = thread::scope(|scope| {
+        let probes: Vec<_> = profiles
+            .iter()
+            .enumerate()
+            .map(|(i, profile)| {
+                scope.spawn(move || {
+                    if i >= MAX_PROBED {
+                        return Err(format!(
+                            "not measured: only {MAX_PROBED} profiles are probed"
+                        ));
+                    }
+                    measure(prober, &profile.uri, credentials)
+                })
+            })
+            .collect();
+        probes
+            .into_iter()
+            .map(|p| p.join().unwrap_or_else(|_| Err("the probe failed".into())))
+            .collect()
+    });
+    let sizes: Vec<Option<(u32, u32)>> = measured
+        .iter()
+        .map(|m| m.as_ref().ok().map(|c| (c.width, c.height)))
+        .collect();
+    let (main, sub) = if sizes.iter().any(Option::is_some) {
+        roles(&sizes)
+    } else {
+        // Nothing streamed: the device's word is all there is.
+        let reported: Vec<Option<(u32, u32)>> =
+            profiles.iter().map(|p| p.width.zip(p.height)).collect();
+        roles(&reported)
+    };
+    let streams = profiles
+        .into_iter()
+        .zip(measured)
+        .enumerate()
+        .map(|(i, (profile, measured))| Stream {
+            profile,
+            measured,
+            role: if Some(i) == main {
+                Some(Role::Main)
+            } else if Some(i) == sub {
+                Some(Role::Sub)
+            } else {
+                None
+            },
+        })
+        .collect();
+    Ok((device, streams))
+}
+
+/// Probes a profile's stream, with the credentials the device took.
+fn measure(
+    prober: &Prober,
+    uri: &str,
+    credentials: Option<&Credentials>,
+) -> Result<Capabilities, String> {
+    let url = match credentials {
+        Some(c) => rtsp_url::with_userinfo(uri, &c.username, &c.password),
+        None => uri.to_owned(),
+    };
+    // What the node would refuse as a camera's address, it does not probe.
+    let url = rtsp_url::checked("the stream's address", &url).map_err(|e| e.message)?;
+    prober.probe(&url).map_err(|e| e.message().to_owned())
+}
+
+/// Which sizes are the main stream (the most pixels; the first of equals)
+/// and the sub stream (the fewest, if fewer than main's).
+fn roles(sizes: &[Option<(u32, u32)>]) -> (Option<usize>, Option<usize>) {
+    let pixels = |i: usize| sizes[i].map(|(w, h)| u64::from(w) * u64::from(h));
+    let known: Vec<usize> = (0..sizes.len()).filter(|&i| pixels(i).is_some()).collect();
+    let main = known
+        .iter()
+        .copied()
+        .fold(None, |best: Option<usize>, i| match best {
+            Some(b) if pixels(b) >= pixels(i) => Some(b),
+            _ => Some(i),
+        });
+    let sub = known
+        .iter()
+        .copied()
+        .filter(|&i| pixels(i) < main.and_then(pixels))
+        .fold(None, |best: Option<usize>, i| match best {
+            Some(b) if pixels(b) <= pixels(i) => Some(b),
+            _ => Some(i),
+        });
+    (main, sub)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn main_has_the_most_pixels_and_sub_the_fewest() {
+        let hd = Some((1920, 1080));
+        let sd = Some((640, 360));
+        let mid = Some((1280, 720));
+        type Size = Option<(u32, u32)>;
+        type Roles = (Option<usize>, Option<usize>);
+        let cases: [(&[Size], Roles); 7] = [
+            (&[], (None, None)),
+            (&[None, None], (None, None)),
+            (&[hd], (Some(0), None)),
+            (&[sd, hd], (Some(1), Some(0))),
+            (&[mid, None, sd, hd], (Some(3), Some(2))),
+            // Equals: the first is main, and there is no smaller sub.
+            (&[hd, hd], (Some(0), None)),
+            (&[sd, hd, sd], (Some(1), Some(0))),
+        ];
+        for (sizes, want) in cases {
+            assert_eq!(roles(sizes), want, "{sizes:?}");
+        }
+    }
+}
