@@ -6,6 +6,7 @@ import { api } from './api.js';
 import { capabilitiesText } from './format.js';
 import { change, putCamera } from './store.js';
 import { highlight } from './cameras.js';
+import { discovered, forget } from './discover.js';
 import { KIND_NAMES, classifierInstalled, readClassify, setClassify, syncClassify, watchClassify } from './classify.js';
 
 const errors = formErrors('add');
@@ -42,6 +43,8 @@ async function submit(event) {
   body.classify = classify;
   // Kinds with classify on; with it off only a choice made (none is a 400).
   if (classify || kinds.length > 0) body.kinds = kinds;
+  // From "Find cameras": the device's user name, password and link.
+  Object.assign(body, discovered());
 
   setBusy(true);
   const started = Date.now();
@@ -58,6 +61,7 @@ async function submit(event) {
     const camera = await change(null, () => api('POST', '/api/cameras', body, { timeoutMs: 40000 }));
     putCamera(camera);
     form.reset();
+    forget(true);
     classifyTouched = false;
     classifyDefaults();
     const caps = capabilitiesText(camera.capabilities);

@@ -6,6 +6,7 @@ import { subscribe, startRefreshing } from './store.js';
 import { renderHeader } from './header.js';
 import { renderCameras, setUpCameras } from './cameras.js';
 import { setUpAddForm, foldAddForm, renderAddForm } from './addform.js';
+import { setUpDiscover } from './discover.js';
 import { renderEvents, setUpEvents } from './events.js';
 import { setUpLive, updateLive } from './liveview.js';
 import { setUpRecordings, updateRecordings } from './recordings.js';
@@ -36,6 +37,7 @@ subscribe((state) => {
 
 setUpCameras();
 setUpAddForm();
+setUpDiscover();
 setUpEvents();
 setUpLive();
 setUpRecordings();

@@ -36,6 +36,7 @@ function makeCard(id) {
     name: q('.cam-name'),
     model: q('.cam-model'),
     caps: q('.cam-caps'),
+    onvif: q('.cam-onvif'),
     recorder: q('.rec-state'),
     recorderWord: q('.rec-word'),
     state: q('.state'),
@@ -91,6 +92,10 @@ function renderCard(card) {
   const caps = capabilitiesText(camera.capabilities);
   setText(card.caps, caps || 'not probed yet');
   toggleClass(card.caps, 'muted', !caps);
+  // Set by the node when a linked ONVIF camera moved to another address.
+  const moved = camera.onvif?.message;
+  setText(card.onvif, moved);
+  show(card.onvif, Boolean(moved));
 
   const recorder = recorderState(camera.recording);
   setText(card.recorderWord, recorder.text);
@@ -252,6 +257,7 @@ function openEdit(id) {
   $('edit-detectSensitivity').value = camera.detectSensitivity || 'medium';
   setClassify('edit', camera, classifierInstalled(state.status));
   $('edit-urls').open = false;
+  showLink(camera);
   show($('edit-nosub-label'), Boolean(camera.hasSubstream));
   $('edit-rtspSubUrl').disabled = false;
   $('edit').showModal();
@@ -312,7 +318,31 @@ async function saveEdit(event) {
   return undefined;
 }
 
+/** The camera's ONVIF link in the edit dialog, if it has one. */
+function showLink(camera) {
+  const link = camera.onvif;
+  setText($('edit-onvif').firstElementChild, link ? `Linked to ONVIF device ${link.endpoint}. ${link.message || ''}` : '');
+  show($('edit-onvif'), Boolean(link));
+}
+
+/** Unlink: the node stops following the device (PATCH {onvif: null}) at once, apart from Save. */
+async function unlink() {
+  const id = editId;
+  if (editBusy || !id) return;
+  editErrors.clear();
+  $('edit-unlink').disabled = true;
+  try {
+    const updated = await change(id, () => api('PATCH', `/api/cameras/${id}`, { onvif: null }));
+    putCamera(updated);
+    if (editId === id) showLink(updated);
+  } catch (error) {
+    editErrors.showError(error.message, 'Could not unlink: ');
+  }
+  $('edit-unlink').disabled = false;
+}
+
 export function setUpCameras() {
+  $('edit-unlink').addEventListener('click', unlink);
   $('confirm-cancel').addEventListener('click', () => $('confirm').close());
   $('confirm-ok').addEventListener('click', confirmDelete);
   $('edit-cancel').addEventListener('click', () => $('edit').close());
