@@ -290,6 +290,8 @@ async function saveEdit(event) {
   if (url) patch.rtspUrl = url;
   if ($('edit-nosub').checked) patch.rtspSubUrl = null;
   else if ($('edit-rtspSubUrl').value.trim()) patch.rtspSubUrl = $('edit-rtspSubUrl').value.trim();
+  const device = linkable[$('edit-device').value];
+  if (device) patch.onvif = { endpoint: device.endpoint, address: device.services[0] };
   if (Object.keys(patch).length === 0) return $('edit').close();
 
   editBusy = true;
@@ -318,11 +320,36 @@ async function saveEdit(event) {
   return undefined;
 }
 
-/** The camera's ONVIF link in the edit dialog, if it has one. */
+let linkable = []; // devices not added yet, from the edit dialog's "Link"
+
+/** The camera's ONVIF link in the edit dialog, or the button to look for a device to link. */
 function showLink(camera) {
   const link = camera.onvif;
   setText($('edit-onvif').firstElementChild, link ? `Linked to ONVIF device ${link.endpoint}. ${link.message || ''}` : '');
   show($('edit-onvif'), Boolean(link));
+  show($('edit-linking'), !link);
+  show($('edit-link'), true);
+  show($('edit-device'), false);
+  linkable = [];
+}
+
+/** Lists the ONVIF devices not added yet; the one chosen is linked on Save. */
+async function findLink() {
+  const button = $('edit-link');
+  button.disabled = true;
+  setText(button, 'Looking for devices (3 s)…');
+  try {
+    const r = await api('POST', '/api/discover', undefined, { timeoutMs: 20000 });
+    linkable = r.devices.filter((d) => !d.cameraId);
+    const first = linkable.length ? 'Choose a device to link' : 'No device that is not added yet answered';
+    $('edit-device').replaceChildren(new Option(first, ''), ...linkable.map((d, i) => new Option(`${d.name || d.model || d.address} · ${d.address}`, i)));
+    show(button, false);
+    show($('edit-device'), true);
+  } catch (error) {
+    editErrors.showError(error.message, 'Could not look for devices: ');
+  }
+  button.disabled = false;
+  setText(button, 'Link to an ONVIF device');
 }
 
 /** Unlink: the node stops following the device (PATCH {onvif: null}) at once, apart from Save. */
@@ -343,6 +370,7 @@ async function unlink() {
 
 export function setUpCameras() {
   $('edit-unlink').addEventListener('click', unlink);
+  $('edit-link').addEventListener('click', findLink);
   $('confirm-cancel').addEventListener('click', () => $('confirm').close());
   $('confirm-ok').addEventListener('click', confirmDelete);
   $('edit-cancel').addEventListener('click', () => $('edit').close());
