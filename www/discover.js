@@ -23,7 +23,8 @@ const el = (tag, text, cls) => {
 
 const label = (d) => d.name || d.model || d.address;
 
-function fail(id, text) {
+/** Shows `text` in element `id`, or hides it when empty. */
+function note(id, text) {
   setText($(id), text);
   show($(id), Boolean(text));
 }
@@ -45,7 +46,11 @@ function busy(button, progress, words, secs) {
 
 /** Forgets the chosen device and what "Use these" kept, and with `all` the list. */
 export function forget(all) {
-  if (all) $('find-list').replaceChildren();
+  if (all) {
+    $('find-list').replaceChildren();
+    note('find-none', '');
+    note('find-skipped', '');
+  }
   device = null;
   found = null;
   $('find-login').reset();
@@ -55,18 +60,17 @@ export function forget(all) {
 
 async function find() {
   forget(true);
-  fail('find-error', '');
+  note('find-error', '');
   const done = busy($('find-go'), 'find-progress', 'Asking the network for cameras', 3);
   try {
     const r = await api('POST', '/api/discover', undefined, { timeoutMs: 20000 });
     $('find-list').replaceChildren(...r.devices.map(item));
     const where = r.interfaces.map((i) => `${i.name} (${i.address})`).join(', ') || 'none';
-    setText($('find-none'), `No camera answered. Networks searched: ${where}.`);
-    show($('find-none'), r.devices.length === 0);
+    note('find-none', r.devices.length ? '' : `No camera answered. Networks searched: ${where}.`);
     const skipped = r.skipped > 0 ? `${r.skipped} answer${r.skipped > 1 ? 's' : ''} could not be read.` : '';
-    fail('find-skipped', `${skipped}${r.truncated ? ' Only the first 256 devices are listed.' : ''}`.trim());
+    note('find-skipped', `${skipped}${r.truncated ? ' Only the first 256 devices are listed.' : ''}`.trim());
   } catch (error) {
-    fail('find-error', `Could not look for cameras: ${error.message}`);
+    note('find-error', `Could not look for cameras: ${error.message}`);
   }
   done();
 }
@@ -85,7 +89,7 @@ function item(d) {
     device = d;
     b.setAttribute('aria-pressed', 'true');
     setText($('find-chosen'), `Sign in to “${label(d)}” with its user name and password:`);
-    fail('find-login-error', '');
+    note('find-login-error', '');
     show($('find-login'), true);
     $('find-user').focus();
   });
@@ -99,7 +103,7 @@ async function streams(event) {
   if (!device) return;
   const d = device;
   show($('find-streams'), false);
-  fail('find-login-error', '');
+  note('find-login-error', '');
   const done = busy($('find-show'), 'find-login-progress', 'Asking the camera for its streams', 15);
   try {
     const body = { address: d.services[0], username: $('find-user').value, password: $('find-pass').value };
@@ -113,7 +117,7 @@ async function streams(event) {
     $('find-nosub').checked = !profiles.some((p) => p.role === 'sub');
     show($('find-streams'), true);
   } catch (error) {
-    fail('find-login-error', `Could not get the streams: ${error.message}`);
+    note('find-login-error', `Could not get the streams: ${error.message}`);
   } finally {
     done();
   }
