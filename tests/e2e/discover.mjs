@@ -12,10 +12,10 @@
 // link; the new card appears; Watch live shows frames (the video gets a size,
 // currentTime advances 1 s, WebRTC decoded frames). No password on the page.
 // It prints one JSON line and exits 0:
-//   {"cameraId":"…","device":{…as the API listed it},"main":{"width":…,"height":…},
+//   {"ok":true,"cameraId":"…","device":{…as the API listed it},"main":{"width":…,"height":…},
 //    "sub":{…},"played":true,"framesDecoded":N}
-// or prints "discover: <step>: <why>" on stderr and exits 1, within 120 s, and
-// always closes the browser.
+// or {"ok":false,"step":"…","error":"…"} (and "discover: <step>: <why>" on stderr)
+// and exits 1, within 120 s, and always closes the browser.
 //
 // The browser's resolver rules (browser.mjs) also stop IP literals: the node's
 // own host is excluded from them here, so a node in a network namespace
@@ -151,17 +151,19 @@ async function run(browser) {
 
 const browser = prepareBrowser('discover');
 const hardStop = setTimeout(() => {
+  process.stdout.write(`${JSON.stringify({ ok: false, step: stepName, error: `timed out after ${TIMEOUT_MS} ms` })}\n`);
   process.stderr.write(`discover: ${stepName}: timed out after ${TIMEOUT_MS} ms\n`);
   process.exit(1);
 }, TIMEOUT_MS);
 let code = 1;
 try {
   const result = await run(browser);
-  process.stdout.write(`${JSON.stringify(result)}\n`);
+  process.stdout.write(`${JSON.stringify({ ok: true, ...result })}\n`);
   code = 0;
 } catch (error) {
   const why = String(error.message || error).split('\n')[0];
   const seen = errors.length ? ` (page errors: ${errors.slice(0, 3).join(' | ')})` : '';
+  process.stdout.write(`${JSON.stringify({ ok: false, step: stepName, error: `${why}${seen}` })}\n`);
   process.stderr.write(`discover: ${stepName}: ${why}${seen}\n`);
 }
 await closeBrowser(browser, CLOSE_RESERVE_MS - 300);
