@@ -11,6 +11,7 @@ pub mod go2rtc;
 pub mod http;
 pub mod mosquitto;
 pub mod relay;
+pub mod xml;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{TcpListener, TcpStream};
