@@ -12,6 +12,7 @@ pub mod http;
 pub mod mosquitto;
 pub mod netns;
 pub mod relay;
+pub mod wsd;
 pub mod xml;
 
 use std::io::{BufRead, BufReader, Read};
