@@ -11,6 +11,7 @@ pub mod go2rtc;
 pub mod http;
 pub mod mosquitto;
 pub mod netns;
+pub mod onvif_device;
 pub mod relay;
 pub mod wsd;
 pub mod xml;
