@@ -12,10 +12,8 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::Ipv4Addr;
 use std::path::Path;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use common::go2rtc::Go2rtc;
@@ -169,34 +167,6 @@ fn recording(node: &Node, id: &str) -> bool {
     node.camera(id)["recording"]["state"] == "recording"
 }
 
-/// Passes `127.0.0.1:PORT` through to `to`: the browser is held to
-/// loopback (`tests/e2e/browser.mjs`) and the node is in the namespace.
-fn forward(to: (&'static str, u16)) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    thread::spawn(move || {
-        for client in listener.incoming().map_while(Result::ok) {
-            let Ok(server) = TcpStream::connect(to) else {
-                continue;
-            };
-            let pipe = |mut from: TcpStream, mut into: TcpStream| {
-                thread::spawn(move || {
-                    let mut buffer = [0u8; 16384];
-                    while let Ok(n @ 1..) = from.read(&mut buffer) {
-                        if into.write_all(&buffer[..n]).is_err() {
-                            break;
-                        }
-                    }
-                    let _ = into.shutdown(std::net::Shutdown::Write);
-                });
-            };
-            pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
-            pipe(server, client);
-        }
-    });
-    port
-}
-
 #[test]
 fn discovery_finds_the_device_and_a_camera_made_from_its_streams_records_and_plays_live() {
     let net = TestNet::new();
@@ -248,8 +218,7 @@ fn discovery_finds_the_device_and_a_camera_made_from_its_streams_records_and_pla
         "{} is missing: the browser's Find cameras flow is not tested",
         script.display()
     );
-    let base = format!("http://127.0.0.1:{}", forward((netns::NODE, node.port)));
-    let verdict = common::browser_script("discover.mjs", &[&base, "admin", &password]);
+    let verdict = common::browser_script("discover.mjs", &[&node.url(), "admin", &password]);
     let output = verdict["output"].as_str().unwrap_or_default().to_owned();
     assert!(
         verdict["played"] == true && output.contains("status: exit status: 0"),
