@@ -340,6 +340,7 @@ fn a_camera_whose_address_changes_is_followed_within_two_minutes_and_records_aga
 
     // The camera gets a new address (DHCP) and keeps its ports.
     let port = device.rtsp_port();
+    let probes_before = responder.probes().len();
     device.stop();
     let moved_at = Instant::now();
     let moved_ms = now_ms();
@@ -363,6 +364,25 @@ fn a_camera_whose_address_changes_is_followed_within_two_minutes_and_records_aga
         "followed in {:.1} s: {}",
         moved_at.elapsed().as_secs_f64(),
         camera_now["onvif"]["message"]
+    );
+    // At most a probe a minute for the camera while it is away (one more
+    // for a probe that may straddle the move).
+    let looked = responder.probes().len() - probes_before;
+    let allowed = 2 + moved_at.elapsed().as_secs() as usize / 60;
+    assert!(
+        looked <= allowed,
+        "{looked} probes in {:?}",
+        moved_at.elapsed()
+    );
+    // The relay was told too, as a PATCH of the camera's URL tells it.
+    let relayed = || relay.streams().get(&id).cloned().unwrap_or_default();
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            let sources = relayed();
+            !sources.is_empty() && sources.iter().all(|s| s.contains(MOVED))
+        }),
+        "the relay still has {:?}",
+        relayed()
     );
     assert_eq!(
         camera_now["onvif"]["address"],
