@@ -60,11 +60,9 @@ fn discover(node: &Node) -> Value {
     let response = node.post("/api/discover");
     assert_eq!(response.status, 200, "{response}");
     let found = response.json();
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "discovery took {:?}",
-        started.elapsed()
-    );
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "discovery took {took:?}");
+    eprintln!("POST /api/discover answered in {:.2} s", took.as_secs_f64());
     assert_eq!(found["truncated"], false, "{found}");
     let interfaces = found["interfaces"].as_array().expect("interfaces");
     assert_eq!(interfaces.len(), 1, "{found}");
@@ -238,10 +236,15 @@ fn discovery_finds_the_device_and_a_camera_made_from_its_streams_records_and_pla
     assert_eq!(made["onvif"]["message"], Value::Null, "{made}");
     let again = discover(&node);
     assert_eq!(listed_id(&again, &responder), Some(id.clone()), "{again}");
+    let added = Instant::now();
     assert!(
         wait_for(Duration::from_secs(40), || !spans(&node, &id, 5).is_empty()),
         "no recording within 40 s; camera: {}",
         node.camera(&id)
+    );
+    eprintln!(
+        "first recorded span {:.1} s after the browser's add",
+        added.elapsed().as_secs_f64()
     );
     assert!(recording(&node, &id), "{}", node.camera(&id));
 }
