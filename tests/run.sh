@@ -34,6 +34,7 @@ packages=(
   mosquitto-clients
   openssl
   e2fsprogs
+  iproute2
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -75,7 +76,7 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo not found: install Rust 1.85 or newer with rustup (https://rustup.rs), then run this again" >&2
   exit 1
 fi
-for tool in ffprobe /usr/bin/python3 /usr/bin/chromium node mosquitto mosquitto_sub mosquitto_pub openssl; do
+for tool in ffprobe /usr/bin/python3 /usr/bin/chromium node mosquitto mosquitto_sub mosquitto_pub openssl ip; do
   command -v "$tool" >/dev/null 2>&1 || { echo "missing $tool after install" >&2; exit 1; }
 done
 /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer" \

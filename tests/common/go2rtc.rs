@@ -5,7 +5,9 @@
 //! (`exec`/`echo` `allow_paths: []`). Its trace log, JSON lines on stdout,
 //! tells what it received: every API request and every WHEP offer.
 //! It is killed on drop, and its log printed if the test failed; nothing it
-//! starts outlives the test.
+//! starts outlives the test. [`Go2rtc::start_at`] puts its API (and so its
+//! ONVIF device service, `/onvif/device_service`) and RTSP server on another
+//! address, the test network's (`netns.rs`), WebRTC staying on loopback.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -103,6 +105,9 @@ struct Ports {
 
 pub struct Go2rtc {
     config: Config,
+    /// Where its API and its RTSP server listen (WebRTC stays on 127.0.0.1).
+    api_host: String,
+    rtsp_host: String,
     /// Streams in the configuration at start (foreign ones, say), in order.
     streams: Vec<(String, String)>,
     dir: TempDir,
@@ -122,14 +127,43 @@ impl Go2rtc {
 
     /// go2rtc with `streams` in its configuration, as someone might have set up.
     pub fn start_with(config: Config, streams: &[(&str, &str)]) -> Go2rtc {
+        Go2rtc::start_full(config, "127.0.0.1", "127.0.0.1", None, streams)
+    }
+
+    /// go2rtc with its API on `api_host` and its RTSP server on `rtsp_host`
+    /// (on `rtsp_port` if given, as a camera that comes back elsewhere keeps
+    /// its port), `streams` in its configuration file.
+    pub fn start_at(
+        api_host: &str,
+        rtsp_host: &str,
+        rtsp_port: Option<u16>,
+        streams: &[(&str, &str)],
+    ) -> Go2rtc {
+        Go2rtc::start_full(Config::File, api_host, rtsp_host, rtsp_port, streams)
+    }
+
+    fn start_full(
+        config: Config,
+        api_host: &str,
+        rtsp_host: &str,
+        rtsp_port: Option<u16>,
+        streams: &[(&str, &str)],
+    ) -> Go2rtc {
+        let pick = || {
+            let mut ports = free_ports();
+            ports.rtsp = rtsp_port.unwrap_or(ports.rtsp);
+            ports
+        };
         let mut go2rtc = Go2rtc {
             config,
+            api_host: api_host.to_owned(),
+            rtsp_host: rtsp_host.to_owned(),
             streams: streams
                 .iter()
                 .map(|(n, s)| (n.to_string(), s.to_string()))
                 .collect(),
             dir: TempDir::new("go2rtc"),
-            ports: free_ports(),
+            ports: pick(),
             child: None,
             log: Arc::default(),
             run_start: 0,
@@ -141,16 +175,30 @@ impl Go2rtc {
                 return go2rtc;
             }
             go2rtc.stop();
-            go2rtc.ports = free_ports();
+            go2rtc.ports = pick();
         }
         panic!(
-            "go2rtc did not come up on 127.0.0.1 in 5 tries:\n{}",
+            "go2rtc did not come up on {api_host} and {rtsp_host} in 5 tries:\n{}",
             go2rtc.log()
         );
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.ports.api)
+        format!("http://{}:{}", self.api_host, self.ports.api)
+    }
+
+    /// Its ONVIF device service.
+    pub fn onvif_address(&self) -> String {
+        format!("{}/onvif/device_service", self.url())
+    }
+
+    pub fn rtsp_port(&self) -> u16 {
+        self.ports.rtsp
+    }
+
+    /// `rtsp://HOST:PORT/name`, its stream `name`.
+    pub fn rtsp_url(&self, name: &str) -> String {
+        format!("rtsp://{}:{}/{name}", self.rtsp_host, self.ports.rtsp)
     }
 
     pub fn pid(&self) -> u32 {
@@ -172,8 +220,8 @@ impl Go2rtc {
         let Ports { api, rtsp, webrtc } = self.ports;
         json!({
             "log": { "format": "json", "level": "info", "api": "trace", "webrtc": "trace" },
-            "api": { "listen": format!("127.0.0.1:{api}") },
-            "rtsp": { "listen": format!("127.0.0.1:{rtsp}") },
+            "api": { "listen": format!("{}:{api}", self.api_host) },
+            "rtsp": { "listen": format!("{}:{rtsp}", self.rtsp_host) },
             "webrtc": {
                 "listen": format!("127.0.0.1:{webrtc}"),
                 "candidates": [format!("127.0.0.1:{webrtc}")],
@@ -238,7 +286,7 @@ impl Go2rtc {
             });
         }
         self.child = Some(child);
-        let rtsp = format!("127.0.0.1:{}", self.ports.rtsp);
+        let rtsp = format!("{}:{}", self.rtsp_host, self.ports.rtsp);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             let messages = self.messages();

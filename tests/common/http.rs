@@ -90,13 +90,25 @@ pub fn request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Response {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the node");
+    request_at("127.0.0.1", port, method, path, headers, body)
+}
+
+/// Sends one request to `host` (a node in a test network) on a new connection.
+pub fn request_at(
+    host: &str,
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Response {
+    let mut stream = TcpStream::connect((host, port)).expect("connect to the node");
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
     let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("Host")) {
-        head.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+        head.push_str(&format!("Host: {host}:{port}\r\n"));
     }
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));

@@ -10,7 +10,11 @@ pub mod cloud;
 pub mod go2rtc;
 pub mod http;
 pub mod mosquitto;
+pub mod netns;
+pub mod onvif_device;
 pub mod relay;
+pub mod wsd;
+pub mod xml;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{TcpListener, TcpStream};
@@ -127,6 +131,8 @@ pub fn closed_port() -> u16 {
 /// The node binary, running with its own data folder and a free port.
 pub struct Node {
     child: Child,
+    /// Where it listens: 127.0.0.1, or its address in a test network.
+    pub host: String,
     pub port: u16,
     command: String,
     logs: Arc<Mutex<String>>,
@@ -148,6 +154,26 @@ impl Node {
         let mut program = wrapper.to_vec();
         program.push(env!("CARGO_BIN_EXE_nvr-node"));
         Node::start_program(&program, data, relay_url, extra)
+    }
+
+    /// Starts the node inside the test network `net`'s namespace, listening
+    /// on its address there (the tests reach it over the veth pair).
+    pub fn start_in(
+        net: &netns::TestNet,
+        data: &Path,
+        relay_url: &str,
+        extra: &[(&str, &str)],
+    ) -> Node {
+        let mut vars = vec![("LISTEN_ADDRESS", netns::NODE)];
+        vars.extend_from_slice(extra);
+        let mut node = Node::start_wrapped(&net.wrapper(), data, relay_url, &vars);
+        node.host = netns::NODE.to_owned();
+        node
+    }
+
+    /// `http://HOST:PORT`, for a browser.
+    pub fn url(&self) -> String {
+        format!("http://{}:{}", self.host, self.port)
     }
 
     /// Starts `program` (a node binary, after any wrapper and its arguments).
@@ -201,6 +227,7 @@ impl Node {
         let port = port_rx.recv_timeout(Duration::from_secs(20)).ok().flatten();
         let mut node = Node {
             child,
+            host: "127.0.0.1".to_owned(),
             port: 0,
             command: description,
             logs,
@@ -282,7 +309,7 @@ impl Node {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Response {
-        let response = http::request(self.port, method, path, headers, body);
+        let response = http::request_at(&self.host, self.port, method, path, headers, body);
         assert_no_secret(
             &response.to_string(),
             &format!("the answer to {method} {path}"),

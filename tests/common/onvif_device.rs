@@ -1,0 +1,367 @@
+//! An ONVIF device service standing in for a camera that wants a password:
+//! HTTP/1.1 on a std TcpListener (one thread, one request per connection)
+//! answering GetDeviceInformation, GetCapabilities, GetProfiles,
+//! GetStreamUri (and GetSystemDateAndTime, without a password, as cameras
+//! do) in the shapes go2rtc's server.go writes, each profile saying
+//! 1920x1080 H264 as go2rtc's do whatever the stream is.
+//!
+//! [`Auth::UsernameToken`]: every other call must carry a WS-Security
+//! UsernameToken PasswordDigest, checked against a digest computed here with
+//! the `base64` and `sha1sum` programs (coreutils), apart from the node's
+//! code: base64(SHA-1(nonce ++ created ++ password)). A wrong or missing one
+//! gets HTTP 401 with the SOAP fault ter:NotAuthorized and no
+//! WWW-Authenticate. [`Auth::HttpDigest`]: each call must carry an HTTP
+//! Digest Authorization (MD5, qop=auth) checked with `md5sum`; else 401 with
+//! `WWW-Authenticate: Digest realm=…, nonce=…, qop="auth"`. [`Auth::Garbage`]:
+//! HTTP 200 with a body that is not XML.
+//!
+//! It records each call (operation, whether it was let in) so tests can tell
+//! what the node sent.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use super::xml;
+
+const SOAP: &str = "http://www.w3.org/2003/05/soap-envelope";
+const WSSE: &str =
+    "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd";
+const WSU: &str =
+    "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd";
+const DIGEST_TYPE: &str = "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0#PasswordDigest";
+const REALM: &str = "IP Camera(nvr-test)";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Auth {
+    UsernameToken,
+    HttpDigest,
+    Garbage,
+}
+
+/// A call the device got: its operation (the Body's first element's local
+/// name, "" if unreadable) and whether it was let in.
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub operation: String,
+    pub allowed: bool,
+}
+
+pub struct Device {
+    pub port: u16,
+    host: String,
+    calls: Arc<Mutex<Vec<Call>>>,
+    stop: Arc<AtomicBool>,
+}
+
+struct Setup {
+    auth: Auth,
+    username: String,
+    password: String,
+    /// (token, stream URI) of each profile.
+    profiles: Vec<(String, String)>,
+    nonce: String,
+}
+
+impl Device {
+    /// Serves on `host`:free port; `profiles` are (token, RTSP URI).
+    pub fn start(
+        host: &str,
+        auth: Auth,
+        username: &str,
+        password: &str,
+        profiles: &[(&str, &str)],
+    ) -> Device {
+        let listener = TcpListener::bind((host, 0)).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let setup = Arc::new(Setup {
+            auth,
+            username: username.to_owned(),
+            password: password.to_owned(),
+            profiles: (profiles.iter())
+                .map(|(t, u)| (t.to_string(), u.to_string()))
+                .collect(),
+            nonce: uuid::Uuid::new_v4().simple().to_string(),
+        });
+        let device = Device {
+            port: listener.local_addr().unwrap().port(),
+            host: host.to_owned(),
+            calls: Arc::default(),
+            stop: Arc::default(),
+        };
+        let (calls, stop) = (device.calls.clone(), device.stop.clone());
+        thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => serve(stream, &setup, &calls),
+                    Err(_) => thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        device
+    }
+
+    /// The device service's address, as discovery gives it.
+    pub fn address(&self) -> String {
+        format!("http://{}:{}/onvif/device_service", self.host, self.port)
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Reads one request, answers it and closes the connection.
+fn serve(stream: TcpStream, setup: &Setup, calls: &Mutex<Vec<Call>>) {
+    stream.set_nonblocking(false).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+        }
+    }
+    let header = |name: &str| {
+        (headers.iter())
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let length = header("content-length").and_then(|n| n.parse().ok());
+    let mut body = vec![0u8; length.unwrap_or(0)];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let body = String::from_utf8_lossy(&body).into_owned();
+    let mut parts = request_line.split_whitespace();
+    let (method, uri) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let host = header("host").unwrap_or_default();
+
+    let envelope = xml::parse(&body).ok();
+    let operation = (envelope.as_ref())
+        .and_then(|e| e.child(SOAP, "Body"))
+        .and_then(|b| b.children.first())
+        .map(|o| o.name.clone())
+        .unwrap_or_default();
+    let open = operation == "GetSystemDateAndTime";
+    let allowed = open
+        || match setup.auth {
+            Auth::UsernameToken => envelope.as_ref().is_some_and(|e| token_is_right(e, setup)),
+            Auth::HttpDigest => (header("authorization"))
+                .is_some_and(|a| http_digest_is_right(&a, method, uri, setup)),
+            Auth::Garbage => true,
+        };
+    calls.lock().unwrap().push(Call {
+        operation: operation.clone(),
+        allowed,
+    });
+    let (status, extra, content) = if setup.auth == Auth::Garbage {
+        (
+            "200 OK",
+            String::new(),
+            "<html><body>Welcome to the camera".to_owned(),
+        )
+    } else if !allowed {
+        let challenge = match setup.auth {
+            Auth::HttpDigest => format!(
+                "WWW-Authenticate: Digest realm=\"{REALM}\", nonce=\"{}\", qop=\"auth\", algorithm=MD5\r\n",
+                setup.nonce
+            ),
+            _ => String::new(),
+        };
+        ("401 Unauthorized", challenge, not_authorized())
+    } else {
+        match answer(&operation, envelope.as_ref(), &host, setup) {
+            Some(content) => ("200 OK", String::new(), content),
+            None => ("400 Bad Request", String::new(), String::new()),
+        }
+    };
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/soap+xml; charset=utf-8\r\n{extra}\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{content}",
+        content.len()
+    );
+    let _ = reader.get_mut().write_all(response.as_bytes());
+}
+
+/// Whether the envelope's UsernameToken is the user's with the right digest.
+fn token_is_right(envelope: &xml::Element, setup: &Setup) -> bool {
+    let Some(token) = (envelope.child(SOAP, "Header"))
+        .and_then(|h| h.child(WSSE, "Security"))
+        .and_then(|s| s.child(WSSE, "UsernameToken"))
+    else {
+        return false;
+    };
+    let text = |ns: &str, name: &str| token.child(ns, name).map(|e| e.text.trim().to_owned());
+    let (Some(username), Some(digest), Some(nonce), Some(created)) = (
+        text(WSSE, "Username"),
+        text(WSSE, "Password"),
+        text(WSSE, "Nonce"),
+        text(WSU, "Created"),
+    ) else {
+        return false;
+    };
+    let password = token.child(WSSE, "Password").unwrap();
+    if password.attribute("Type") != Some(DIGEST_TYPE) || username != setup.username {
+        return false;
+    }
+    let mut input = run("base64", &["-d"], nonce.as_bytes());
+    input.extend_from_slice(created.as_bytes());
+    input.extend_from_slice(setup.password.as_bytes());
+    let sha1 = hex_bytes(&run("sha1sum", &[], &input));
+    let expected = run("base64", &["-w0"], &sha1);
+    digest.as_bytes() == expected.as_slice()
+}
+
+/// Whether an `Authorization: Digest …` header answers this device's
+/// challenge with the user's password (RFC 2617, qop=auth).
+fn http_digest_is_right(authorization: &str, method: &str, uri: &str, setup: &Setup) -> bool {
+    let Some(fields) = authorization.strip_prefix("Digest ") else {
+        return false;
+    };
+    let mut field = std::collections::HashMap::new();
+    for part in split_fields(fields) {
+        if let Some((k, v)) = part.split_once('=') {
+            field.insert(k.trim().to_owned(), v.trim().trim_matches('"').to_owned());
+        }
+    }
+    let get = |k: &str| field.get(k).cloned().unwrap_or_default();
+    if get("username") != setup.username
+        || get("realm") != REALM
+        || get("nonce") != setup.nonce
+        || get("qop") != "auth"
+        || get("uri") != uri
+    {
+        return false;
+    }
+    let md5 = |text: String| {
+        String::from_utf8(run("md5sum", &[], text.as_bytes())).unwrap()[..32].to_owned()
+    };
+    let ha1 = md5(format!("{}:{REALM}:{}", setup.username, setup.password));
+    let ha2 = md5(format!("{method}:{uri}"));
+    let expected = md5(format!(
+        "{ha1}:{}:{}:{}:auth:{ha2}",
+        setup.nonce,
+        get("nc"),
+        get("cnonce")
+    ));
+    get("response") == expected
+}
+
+/// Splits `a="x, y", b=z` at the commas outside quotes.
+fn split_fields(text: &str) -> Vec<String> {
+    let (mut parts, mut current, mut quoted) = (Vec::new(), String::new(), false);
+    for c in text.chars() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                current.push(c);
+            }
+            ',' if !quoted => parts.push(std::mem::take(&mut current)),
+            _ => current.push(c),
+        }
+    }
+    parts.push(current);
+    parts
+}
+
+/// Runs a coreutils program on `input`; its stdout.
+fn run(program: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {program} (coreutils) for the ONVIF stand-in: {e}"));
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{program} {args:?}: {}",
+        output.status
+    );
+    output.stdout
+}
+
+/// The bytes of `sha1sum`'s hex digest.
+fn hex_bytes(line: &[u8]) -> Vec<u8> {
+    let hex = String::from_utf8_lossy(line);
+    let hex = hex.split_whitespace().next().unwrap_or_default();
+    (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+const PREFIX: &str = r#"<?xml version="1.0" encoding="utf-8"?><s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:tt="http://www.onvif.org/ver10/schema" xmlns:tds="http://www.onvif.org/ver10/device/wsdl" xmlns:trt="http://www.onvif.org/ver10/media/wsdl"><s:Body>"#;
+const SUFFIX: &str = "</s:Body></s:Envelope>";
+
+fn not_authorized() -> String {
+    format!(
+        r#"<?xml version="1.0" encoding="utf-8"?><s:Envelope xmlns:s="{SOAP}" xmlns:ter="http://www.onvif.org/ver10/error"><s:Body><s:Fault><s:Code><s:Value>s:Sender</s:Value><s:Subcode><s:Value>ter:NotAuthorized</s:Value></s:Subcode></s:Code><s:Reason><s:Text xml:lang="en">Sender not Authorized</s:Text></s:Reason></s:Fault></s:Body></s:Envelope>"#
+    )
+}
+
+/// go2rtc's answer to `operation`, or None for one it does not know.
+fn answer(
+    operation: &str,
+    envelope: Option<&xml::Element>,
+    host: &str,
+    setup: &Setup,
+) -> Option<String> {
+    let body = match operation {
+        "GetSystemDateAndTime" => "<tds:GetSystemDateAndTimeResponse><tds:SystemDateAndTime><tt:DateTimeType>NTP</tt:DateTimeType></tds:SystemDateAndTime></tds:GetSystemDateAndTimeResponse>".to_owned(),
+        "GetDeviceInformation" => format!(
+            "<tds:GetDeviceInformationResponse><tds:Manufacturer>Acme</tds:Manufacturer>\
+             <tds:Model>X1</tds:Model><tds:FirmwareVersion>1.2.3</tds:FirmwareVersion>\
+             <tds:SerialNumber>{host}</tds:SerialNumber><tds:HardwareId>1.00</tds:HardwareId>\
+             </tds:GetDeviceInformationResponse>"
+        ),
+        "GetCapabilities" => format!(
+            "<tds:GetCapabilitiesResponse><tds:Capabilities>\
+             <tt:Device><tt:XAddr>http://{host}/onvif/device_service</tt:XAddr></tt:Device>\
+             <tt:Media><tt:XAddr>http://{host}/onvif/media_service</tt:XAddr>\
+             <tt:StreamingCapabilities><tt:RTPMulticast>false</tt:RTPMulticast><tt:RTP_TCP>false</tt:RTP_TCP>\
+             <tt:RTP_RTSP_TCP>true</tt:RTP_RTSP_TCP></tt:StreamingCapabilities></tt:Media>\
+             </tds:Capabilities></tds:GetCapabilitiesResponse>"
+        ),
+        "GetProfiles" => {
+            let mut profiles = String::from("<trt:GetProfilesResponse>");
+            for (token, _) in &setup.profiles {
+                profiles.push_str(&format!(
+                    r#"<trt:Profiles token="{token}" fixed="true"><tt:Name>{token}</tt:Name><tt:VideoSourceConfiguration token="{token}" fixed="true"><tt:Name>VSC</tt:Name><tt:SourceToken>{token}</tt:SourceToken><tt:Bounds x="0" y="0" width="1920" height="1080"></tt:Bounds></tt:VideoSourceConfiguration><tt:VideoEncoderConfiguration token="vec"><tt:Name>VEC</tt:Name><tt:UseCount>1</tt:UseCount><tt:Encoding>H264</tt:Encoding><tt:Resolution><tt:Width>1920</tt:Width><tt:Height>1080</tt:Height></tt:Resolution><tt:Quality>0</tt:Quality><tt:RateControl><tt:FrameRateLimit>30</tt:FrameRateLimit><tt:EncodingInterval>1</tt:EncodingInterval><tt:BitrateLimit>8192</tt:BitrateLimit></tt:RateControl><tt:H264><tt:GovLength>10</tt:GovLength><tt:H264Profile>Main</tt:H264Profile></tt:H264><tt:SessionTimeout>PT10S</tt:SessionTimeout></tt:VideoEncoderConfiguration></trt:Profiles>"#
+                ));
+            }
+            profiles + "</trt:GetProfilesResponse>"
+        }
+        "GetStreamUri" => {
+            let token = envelope?.find("http://www.onvif.org/ver10/media/wsdl", "ProfileToken")?;
+            let (_, uri) = setup.profiles.iter().find(|(t, _)| *t == token.text.trim())?;
+            format!(
+                "<trt:GetStreamUriResponse><trt:MediaUri><tt:Uri>{}</tt:Uri></trt:MediaUri></trt:GetStreamUriResponse>",
+                xml::escape(uri)
+            )
+        }
+        _ => return None,
+    };
+    Some(format!("{PREFIX}{body}{SUFFIX}"))
+}

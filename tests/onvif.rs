@@ -1,0 +1,451 @@
+//! ONVIF: finding cameras with WS-Discovery, reading their streams with the
+//! device service, and following a camera whose address changes, against the
+//! real node, real go2rtc (as the ONVIF device and as the relay), the
+//! GStreamer test camera behind it, and two stand-ins for what go2rtc cannot
+//! show: a WS-Discovery responder (`common/wsd.rs`) and a device that wants a
+//! password (`common/onvif_device.rs`).
+//!
+//! Multicast stays inside a network namespace of the test's own
+//! (`common/netns.rs`): the node runs there, on 10.213.77.2, and reaches the
+//! stand-ins and go2rtc on the host end of a veth pair (10.213.77.1). These
+//! tests need root (`ip netns`, `ip link`) and say so otherwise.
+
+mod common;
+
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::go2rtc::Go2rtc;
+use common::netns::{self, TestNet};
+use common::onvif_device::{Auth, Device};
+use common::wsd::Responder;
+use common::{Camera, Node, TempDir, wait_for};
+use serde_json::{Value, json};
+
+const HOST: Ipv4Addr = Ipv4Addr::new(10, 213, 77, 1);
+const MOVED: &str = "10.213.77.3";
+const REFUSED: &str = "the camera refused the user name or password";
+
+/// A node in `net`, recording into `data/recordings`, its relay `relay`,
+/// looking at its cameras every 5 s.
+fn node_in(net: &TestNet, data: &TempDir, relay: &Go2rtc) -> Node {
+    let recordings = data.path().join("recordings").display().to_string();
+    let env = [
+        ("RECORDINGS_DIR", recordings.as_str()),
+        ("RECORDINGS_KEEP_FREE", "0"),
+        ("CAMERA_CHECK_INTERVAL", "5s"),
+    ];
+    Node::start_in(net, data.path(), &relay.url(), &env)
+}
+
+/// The test camera behind go2rtc as the ONVIF device: `main` its 1280x720
+/// mount, `sub` its 320x180 one, served on `host` (the RTSP port `rtsp_port`
+/// if given).
+fn device_go2rtc(camera: &Camera, host: &str, rtsp_port: Option<u16>) -> Go2rtc {
+    let (main, sub) = (camera.url("", "/hd"), camera.url("", "/sub"));
+    Go2rtc::start_at(host, host, rtsp_port, &[("main", &main), ("sub", &sub)])
+}
+
+/// The relay: its API on the test network (the node calls it from the
+/// namespace), its WebRTC on loopback (the browser is in the root namespace).
+fn relay_go2rtc() -> Go2rtc {
+    Go2rtc::start_at(netns::HOST, "127.0.0.1", None, &[])
+}
+
+/// POST /api/discover; checks the answer's shape and that the probe went out
+/// of the namespace's interface only.
+fn discover(node: &Node) -> Value {
+    let started = Instant::now();
+    let response = node.post("/api/discover");
+    assert_eq!(response.status, 200, "{response}");
+    let found = response.json();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "discovery took {took:?}");
+    eprintln!("POST /api/discover answered in {:.2} s", took.as_secs_f64());
+    assert_eq!(found["truncated"], false, "{found}");
+    let interfaces = found["interfaces"].as_array().expect("interfaces");
+    assert_eq!(interfaces.len(), 1, "{found}");
+    assert_eq!(interfaces[0]["address"], netns::NODE, "{found}");
+    found
+}
+
+/// The device `responder` answered for, as discovery lists it.
+fn listed<'a>(found: &'a Value, responder: &Responder) -> &'a Value {
+    let devices = found["devices"].as_array().expect("devices");
+    (devices.iter())
+        .find(|d| d["endpoint"] == responder.endpoint.as_str())
+        .unwrap_or_else(|| panic!("{} is not among {found}", responder.endpoint))
+}
+
+/// POST /api/discover/streams.
+fn streams(node: &Node, address: &str, username: &str, password: &str) -> common::Response {
+    let mut body = json!({ "address": address });
+    if !username.is_empty() {
+        body["username"] = username.into();
+        body["password"] = password.into();
+    }
+    node.post_json("/api/discover/streams", &body.to_string())
+}
+
+/// The profile whose token is `token`.
+fn profile<'a>(answer: &'a Value, token: &str) -> &'a Value {
+    let profiles = answer["profiles"].as_array().expect("profiles");
+    (profiles.iter())
+        .find(|p| p["token"] == token)
+        .unwrap_or_else(|| panic!("no profile {token}: {answer}"))
+}
+
+/// Checks a streams answer for the test camera's 1280x720 25 fps mount as
+/// profile `main` at `main_url` and its 320x180 10 fps one as `sub` at
+/// `sub_url`, measured, not the 1920x1080 the device claims.
+fn check_profiles(answer: &Value, main_url: &str, sub_url: &str) {
+    assert_eq!(answer["profiles"].as_array().unwrap().len(), 2, "{answer}");
+    for (token, url, width, height, fps) in [
+        ("main", main_url, 1280, 720, 25),
+        ("sub", sub_url, 320, 180, 10),
+    ] {
+        let (p, role) = (profile(answer, token), token);
+        assert_eq!(p["url"], url, "{answer}");
+        assert_eq!(p["measured"], true, "{answer}");
+        assert_eq!(p["problem"], Value::Null, "{answer}");
+        assert_eq!(
+            (p["width"].as_u64(), p["height"].as_u64()),
+            (Some(width), Some(height)),
+            "{answer}"
+        );
+        assert_eq!(p["codec"], "h264", "{answer}");
+        let measured_fps = p["fps"].as_f64().unwrap_or(0.0);
+        assert!((measured_fps - fps as f64).abs() <= 1.0, "{answer}");
+        assert_eq!(p["role"], role, "{answer}");
+        assert!(
+            !p["url"].as_str().unwrap().contains('@'),
+            "user info in {answer}"
+        );
+    }
+}
+
+/// A camera made from a device's streams, through the API as the UI does:
+/// URLs without user info, the credentials beside them, linked to the device.
+fn add_camera(
+    node: &Node,
+    answer: &Value,
+    device: &Value,
+    username: &str,
+    password: &str,
+) -> String {
+    let created = node.add_camera(json!({
+        "name": device["name"],
+        "rtspUrl": profile(answer, "main")["url"],
+        "rtspSubUrl": profile(answer, "sub")["url"],
+        "username": username,
+        "password": password,
+        "detect": false,
+        "onvif": { "endpoint": device["endpoint"], "address": device["services"][0] },
+    }));
+    created["id"].as_str().expect("an id").to_owned()
+}
+
+/// The camera's recorded spans over the last `minutes` minutes and the next.
+fn spans(node: &Node, id: &str, minutes: u64) -> Vec<Value> {
+    let now = std::time::SystemTime::now();
+    let at = |t| humantime::format_rfc3339_millis(t).to_string();
+    let path = format!(
+        "/api/cameras/{id}/recordings?start={}&end={}",
+        at(now - Duration::from_secs(60 * minutes)),
+        at(now + Duration::from_secs(60))
+    );
+    let response = node.get(&path);
+    assert_eq!(response.status, 200, "{response}");
+    response.json().as_array().cloned().unwrap_or_default()
+}
+
+/// Whether camera `id` is recording now.
+fn recording(node: &Node, id: &str) -> bool {
+    node.camera(id)["recording"]["state"] == "recording"
+}
+
+#[test]
+fn discovery_finds_the_device_and_a_camera_made_from_its_streams_records_and_plays_live() {
+    let net = TestNet::new();
+    let camera = Camera::start();
+    let device = device_go2rtc(&camera, netns::HOST, None);
+    let relay = relay_go2rtc();
+    let responder = Responder::start(HOST, "Front%20Porch", &device.onvif_address());
+    // A datagram that is not XML before each answer, as from a broken device.
+    responder.send_garbage(true);
+    let data = TempDir::new("onvif-discover");
+    let node = node_in(&net, &data, &relay);
+
+    let found = discover(&node);
+    let listed = listed(&found, &responder);
+    assert_eq!(listed["address"], netns::HOST, "{found}");
+    assert_eq!(
+        listed["services"],
+        json!([device.onvif_address()]),
+        "{found}"
+    );
+    assert_eq!(listed["name"], "Front Porch", "{found}");
+    assert_eq!(listed["make"], "Acme", "{found}");
+    assert_eq!(listed["model"], "X1", "{found}");
+    assert_eq!(listed["cameraId"], Value::Null, "{found}");
+    assert_eq!(found["devices"].as_array().unwrap().len(), 1, "{found}");
+    assert!(
+        found["skipped"].as_u64() >= Some(1),
+        "the garbage not counted: {found}"
+    );
+    let probes = responder.probes();
+    assert!(!probes.is_empty(), "no probe reached the responder");
+    assert!(
+        probes.iter().all(|p| p.ip().to_string() == netns::NODE),
+        "probes from elsewhere than the node: {probes:?}"
+    );
+
+    let password = common::password("porch");
+    let response = streams(&node, &device.onvif_address(), "admin", &password);
+    assert_eq!(response.status, 200, "{response}");
+    let answer = response.json();
+    assert_eq!(answer["model"], "go2rtc", "{answer}");
+    check_profiles(&answer, &device.rtsp_url("main"), &device.rtsp_url("sub"));
+
+    // The person's part, in Chromium: Find cameras, the credentials, Show
+    // streams, Use these, Add, then live view.
+    let (verdict, output) = discover_in_browser(&node.url(), "admin", &password);
+    assert!(
+        verdict["ok"] == true && verdict["played"] == true,
+        "the browser did not add and play the camera: {verdict}\n{output}"
+    );
+    eprintln!("discover.mjs: {verdict}");
+    let id = verdict["cameraId"].as_str().expect("a cameraId").to_owned();
+    assert_eq!(
+        (
+            verdict["main"]["width"].as_u64(),
+            verdict["sub"]["width"].as_u64()
+        ),
+        (Some(1280), Some(320)),
+        "{output}"
+    );
+
+    let made = node.camera(&id);
+    assert_eq!(
+        made["onvif"]["endpoint"],
+        responder.endpoint.as_str(),
+        "{made}"
+    );
+    assert_eq!(made["onvif"]["address"], device.onvif_address(), "{made}");
+    assert_eq!(made["onvif"]["message"], Value::Null, "{made}");
+    let again = discover(&node);
+    assert_eq!(listed_id(&again, &responder), Some(id.clone()), "{again}");
+    let added = Instant::now();
+    assert!(
+        wait_for(Duration::from_secs(40), || !spans(&node, &id, 5).is_empty()),
+        "no recording within 40 s; camera: {}",
+        node.camera(&id)
+    );
+    eprintln!(
+        "first recorded span {:.1} s after the browser's add",
+        added.elapsed().as_secs_f64()
+    );
+    assert!(recording(&node, &id), "{}", node.camera(&id));
+}
+
+/// Runs `tests/e2e/discover.mjs` (Chromium through Find cameras, Add and
+/// live view); returns its JSON verdict and a report of the run. Unlike
+/// `common::browser_script` it keeps the password out of the report: it is
+/// on the script's command line, and only the script's output is checked
+/// for it.
+fn discover_in_browser(node_url: &str, username: &str, password: &str) -> (Value, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/discover.mjs");
+    assert!(script.is_file(), "{} is missing", script.display());
+    let output = std::process::Command::new("node")
+        .arg(&script)
+        .args([node_url, username, password])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run node (Node.js, for playwright-core): {e}"));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    common::assert_no_secret(&format!("{stdout}\n{stderr}"), "discover.mjs's output");
+    let verdict = (stdout.lines().rev())
+        .find_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|_| output.status.success())
+        .unwrap_or_else(|| json!({ "ok": false }));
+    let report = format!(
+        "command: node {} {node_url} {username} <password>\nstatus: {}\nstdout: {stdout}\nstderr: {stderr}",
+        script.display(),
+        output.status
+    );
+    (verdict, report)
+}
+
+/// The cameraId discovery gives the responder's device.
+fn listed_id(found: &Value, responder: &Responder) -> Option<String> {
+    listed(found, responder)["cameraId"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+#[test]
+fn a_device_that_wants_a_password_gets_the_digest_and_a_wrong_one_is_refused_in_plain_words() {
+    // Loopback only: no discovery here, so no namespace.
+    let camera = Camera::start();
+    let data = TempDir::new("onvif-password");
+    let node = Node::start(
+        data.path(),
+        &format!("http://127.0.0.1:{}", common::closed_port()),
+        &[],
+    );
+    let password = common::password("door");
+    let wrong = common::password("wrong");
+    let (main, sub) = (camera.url("", "/hd"), camera.url("", "/sub"));
+    let profiles = [("main", main.as_str()), ("sub", sub.as_str())];
+
+    for auth in [Auth::UsernameToken, Auth::HttpDigest] {
+        let device = Device::start("127.0.0.1", auth, "admin", &password, &profiles);
+        let right = streams(&node, &device.address(), "admin", &password);
+        assert_eq!(right.status, 200, "{auth:?}: {right}");
+        let answer = right.json();
+        assert_eq!(
+            (answer["make"].as_str(), answer["model"].as_str()),
+            (Some("Acme"), Some("X1")),
+            "{answer}"
+        );
+        check_profiles(&answer, &main, &sub);
+        let calls = device.calls();
+        assert!(
+            calls
+                .iter()
+                .any(|c| c.operation == "GetStreamUri" && c.allowed),
+            "{auth:?}: {calls:?}"
+        );
+        for (user, word) in [
+            ("admin", wrong.as_str()),
+            ("intruder", password.as_str()),
+            ("", ""),
+        ] {
+            let refused = streams(&node, &device.address(), user, word);
+            assert_eq!(refused.status, 502, "{auth:?} as {user:?}: {refused}");
+            assert_eq!(refused.error(), REFUSED, "{auth:?} as {user:?}");
+        }
+    }
+
+    let garbage = Device::start("127.0.0.1", Auth::Garbage, "admin", &password, &profiles);
+    let answer = streams(&node, &garbage.address(), "admin", &password);
+    assert_eq!(answer.status, 502, "{answer}");
+    let error = answer.error();
+    assert!(error.contains("not ONVIF"), "{error}");
+
+    let logs = node.logs();
+    assert!(
+        !logs.contains(&password) && !logs.contains(&wrong),
+        "{logs}"
+    );
+}
+
+#[test]
+fn a_camera_whose_address_changes_is_followed_within_two_minutes_and_records_again() {
+    let net = TestNet::new();
+    let camera = Camera::start();
+    let mut device = device_go2rtc(&camera, netns::HOST, None);
+    let relay = relay_go2rtc();
+    let responder = Responder::start(HOST, "Garage", &device.onvif_address());
+    let data = TempDir::new("onvif-move");
+    let node = node_in(&net, &data, &relay);
+
+    let found = discover(&node);
+    let listed = listed(&found, &responder).clone();
+    let password = common::password("garage");
+    let response = streams(&node, &device.onvif_address(), "admin", &password);
+    assert_eq!(response.status, 200, "{response}");
+    let id = add_camera(&node, &response.json(), &listed, "admin", &password);
+    assert!(
+        wait_for(Duration::from_secs(40), || recording(&node, &id)),
+        "never recorded: {}",
+        node.camera(&id)
+    );
+
+    // The camera gets a new address (DHCP) and keeps its ports.
+    let port = device.rtsp_port();
+    let probes_before = responder.probes().len();
+    device.stop();
+    let moved_at = Instant::now();
+    let moved_ms = now_ms();
+    net.add_host_address(MOVED);
+    let moved = device_go2rtc(&camera, MOVED, Some(port));
+    responder.move_to(MOVED.parse().unwrap(), &moved.onvif_address());
+
+    let followed = wait_for(Duration::from_secs(120), || {
+        let camera = node.camera(&id);
+        let message = camera["onvif"]["message"].as_str().unwrap_or_default();
+        message.starts_with(&format!("moved from {} to {MOVED}", netns::HOST))
+            && camera["recording"]["state"] == "recording"
+    });
+    let camera_now = node.camera(&id);
+    assert!(
+        followed,
+        "not followed within 120 s: {camera_now}\nprobes: {:?}",
+        responder.probes()
+    );
+    eprintln!(
+        "followed in {:.1} s: {}",
+        moved_at.elapsed().as_secs_f64(),
+        camera_now["onvif"]["message"]
+    );
+    // At most a probe a minute for the camera while it is away (one more
+    // for a probe that may straddle the move).
+    let looked = responder.probes().len() - probes_before;
+    let allowed = 2 + moved_at.elapsed().as_secs() as usize / 60;
+    assert!(
+        looked <= allowed,
+        "{looked} probes in {:?}",
+        moved_at.elapsed()
+    );
+    // The relay was told too, as a PATCH of the camera's URL tells it.
+    let relayed = || relay.streams().get(&id).cloned().unwrap_or_default();
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            let sources = relayed();
+            !sources.is_empty() && sources.iter().all(|s| s.contains(MOVED))
+        }),
+        "the relay still has {:?}",
+        relayed()
+    );
+    assert_eq!(
+        camera_now["onvif"]["address"],
+        moved.onvif_address(),
+        "{camera_now}"
+    );
+    assert_eq!(
+        camera_now["onvif"]["endpoint"],
+        responder.endpoint.as_str(),
+        "{camera_now}"
+    );
+    assert!(
+        wait_for(Duration::from_secs(40), || {
+            (common::segment_rows(data.path()).iter())
+                .any(|s| s.camera == id && s.start_ms > moved_ms)
+        }),
+        "no segment after the move: {:?}",
+        common::segment_rows(data.path())
+    );
+    let probes = responder.probes();
+    assert!(
+        probes.iter().all(|p| p.ip().to_string() == netns::NODE),
+        "probes from elsewhere than the node: {probes:?}"
+    );
+    let logs = node.logs();
+    assert!(
+        logs.lines()
+            .any(|l| l.contains("moved") && l.contains(MOVED)),
+        "the log does not say the camera moved:\n{logs}"
+    );
+    common::assert_no_secret(&logs, "the node's log");
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
