@@ -19,6 +19,7 @@ use crate::app::App;
 use crate::clock::now_ms;
 use crate::link_state::LinkState;
 use crate::store::Identity;
+use crate::tls;
 
 /// The wait after the cloud rejects the node, before registering afresh.
 const ERROR_PAUSE: Duration = Duration::from_secs(10);
@@ -86,6 +87,7 @@ impl Client {
     pub fn new(base: &str) -> Client {
         let agent = |total| {
             ureq::AgentBuilder::new()
+                .tls_connector(tls::Connector::system())
                 .timeout_connect(Duration::from_secs(5))
                 .timeout(total)
                 .build()

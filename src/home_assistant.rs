@@ -21,12 +21,13 @@ use crate::app::App;
 use crate::camera::SettingsPatch;
 use crate::db::lock;
 use crate::event::Kind;
+use crate::mqtt;
 use crate::mqtt::limit::{Throttle, held_back};
 use crate::mqtt::session::{self, Handler, Message, Session};
 use crate::mqtt::topics::{self, CameraState, Incoming, Names, NodeState, Retained, Switch};
-use crate::mqtt::{self, tls};
 use crate::notices::Notice;
 use crate::recording::Storage;
+use crate::tls;
 
 /// How often the node's state is compared with what was published.
 const TICK: Duration = Duration::from_millis(250);

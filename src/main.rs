@@ -47,6 +47,7 @@ mod rtsp_url;
 mod sessions;
 mod static_files;
 mod store;
+mod tls;
 mod uploader;
 mod workers;
 

@@ -7,7 +7,6 @@ pub mod codec;
 pub mod config;
 pub mod limit;
 pub mod session;
-pub mod tls;
 pub mod topics;
 
 pub use session::State;

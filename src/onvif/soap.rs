@@ -18,6 +18,7 @@ const MAX_ANSWER_BYTES: usize = 1 << 20;
 /// An HTTP client for calls bounded by `timeout`, connecting included.
 pub fn agent(timeout: Duration) -> ureq::Agent {
     ureq::AgentBuilder::new()
+        .tls_connector(crate::tls::Connector::system())
         // A camera's session is a handful of calls; a kept connection would
         // outlive the request that made it.
         .max_idle_connections(0)
