@@ -77,12 +77,14 @@ pub fn interfaces(only: &[String]) -> Vec<Interface> {
                 .into_owned();
             if only.is_empty() || only.contains(&name) {
                 let address = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
-                found.push(Interface { name, address });
+                // Inserted in order: no sort code for a handful of entries.
+                let at =
+                    found.partition_point(|i: &Interface| (&i.name, i.address) < (&name, address));
+                found.insert(at, Interface { name, address });
             }
         }
         libc::freeifaddrs(list);
     }
-    found.sort_by(|a, b| (&a.name, a.address).cmp(&(&b.name, b.address)));
     found
 }
 
@@ -114,7 +116,8 @@ fn message_id() -> String {
     )
 }
 
-/// Probes from each of `interfaces` and gathers the answers for `listen`.
+/// Probes from each of `interfaces` and gathers the answers for `listen`;
+/// the devices in address order.
 pub fn discover(interfaces: &[Interface], listen: Duration) -> Discovery {
     let id = message_id();
     let message = probe(&id);
@@ -135,9 +138,6 @@ pub fn discover(interfaces: &[Interface], listen: Duration) -> Discovery {
         }
     }
     gather(&sockets, &id, listen, &mut discovery);
-    discovery
-        .devices
-        .sort_by(|a, b| (a.address, &a.endpoint).cmp(&(b.address, &b.endpoint)));
     discovery
 }
 
@@ -233,7 +233,13 @@ fn add(discovery: &mut Discovery, answer: &str, message_id: &str, from: Ipv4Addr
                 }
             }
             None if discovery.devices.len() >= MAX_DEVICES => discovery.truncated = true,
-            None => discovery.devices.push(device),
+            None => {
+                // Kept in address order as they come: no sort code.
+                let key = (device.address, &device.endpoint);
+                let devices = &discovery.devices;
+                let at = devices.partition_point(|d| (d.address, &d.endpoint) < key);
+                discovery.devices.insert(at, device);
+            }
         }
     }
 }

@@ -33,7 +33,7 @@ pub fn agent(timeout: Duration) -> ureq::Agent {
 pub fn envelope(body: &str, credentials: Option<&Credentials>) -> String {
     let header = match credentials {
         Some(credentials) => {
-            let created = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+            let created = format!("{}", humantime::format_rfc3339_seconds(SystemTime::now()));
             auth::security_header(credentials, &auth::random::<16>(), &created)
         }
         None => String::new(),
@@ -136,22 +136,21 @@ fn post(
 fn transport_error(transport: &ureq::Transport, timeout: Duration) -> OnvifError {
     use ureq::ErrorKind::*;
     let io = std::error::Error::source(transport).and_then(|s| s.downcast_ref::<std::io::Error>());
-    match (transport.kind(), io) {
-        (Io | ConnectionFailed, Some(io)) => io_error(io, timeout),
-        (Dns, _) => OnvifError::Connect("its host name does not resolve".into()),
-        (InvalidUrl | UnknownScheme, _) => {
-            OnvifError::Connect("its address is not an http or https URL".into())
-        }
-        (BadStatus | BadHeader, _) => OnvifError::NotOnvif("not an HTTP answer".into()),
-        (kind, _) => OnvifError::Connect(kind.to_string().to_lowercase()),
-    }
+    let why = match (transport.kind(), io) {
+        (_, Some(io)) => return io_error(io, timeout),
+        (BadStatus | BadHeader, _) => return OnvifError::NotOnvif("not an HTTP answer".into()),
+        (Dns, _) => "its host name does not resolve",
+        _ => "its address is not an http or https URL",
+    };
+    OnvifError::Connect(why.into())
 }
 
 fn io_error(error: &std::io::Error, timeout: Duration) -> OnvifError {
     use std::io::ErrorKind::*;
     match error.kind() {
         TimedOut | WouldBlock => OnvifError::Timeout(timeout),
-        kind => OnvifError::Connect(kind.to_string()),
+        // Display of an io::ErrorKind is plain words ("connection refused").
+        kind => OnvifError::Connect(format!("{kind}")),
     }
 }
 
@@ -159,7 +158,7 @@ fn io_error(error: &std::io::Error, timeout: Duration) -> OnvifError {
 pub fn parse(body: &[u8]) -> Result<Element, OnvifError> {
     let not_onvif = |what: &str| OnvifError::NotOnvif(what.into());
     let text = std::str::from_utf8(body).map_err(|_| not_onvif("not UTF-8 text"))?;
-    let root = xml::parse(text).map_err(OnvifError::NotOnvif)?;
+    let root = xml::parse(text).map_err(|what| OnvifError::NotOnvif(what.into()))?;
     let soap = [SOAP_ENVELOPE, SOAP11_ENVELOPE]
         .into_iter()
         .find(|ns| root.is(ns, "Envelope"))

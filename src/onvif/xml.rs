@@ -6,10 +6,10 @@
 
 use xmlparser::{ElementEnd, Token, Tokenizer};
 
-/// The deepest nesting accepted.
+/// The deepest nesting accepted; its error message says the number.
 const MAX_DEPTH: usize = 64;
 /// The most elements accepted in one document (a GetProfiles answer with
-/// 32 profiles holds about 2,000).
+/// 32 profiles holds about 2,000); its error message says the number.
 const MAX_ELEMENTS: usize = 20_000;
 
 const XML_NAMESPACE: &str = "http://www.w3.org/XML/1998/namespace";
@@ -95,7 +95,7 @@ struct Open<'a> {
 }
 
 /// The root element of `text`, or why it is not a document this reads.
-pub fn parse(text: &str) -> Result<Element, String> {
+pub fn parse(text: &str) -> Result<Element, &'static str> {
     let text = text.trim_start_matches('\u{feff}').trim_start();
     // Each element on the stack; the scopes' namespace declarations, in order.
     let mut stack: Vec<Element> = Vec::new();
@@ -104,18 +104,18 @@ pub fn parse(text: &str) -> Result<Element, String> {
     let mut root: Option<Element> = None;
     let mut count = 0;
     for token in Tokenizer::from(text) {
-        let token = token.map_err(|e| format!("not XML ({e})"))?;
+        let token = token.map_err(|_| "not XML")?;
         match token {
             Token::DtdStart { .. } | Token::EmptyDtd { .. } | Token::EntityDeclaration { .. } => {
-                return Err("it has a DTD".into());
+                return Err("it has a DTD");
             }
             Token::ElementStart { prefix, local, .. } => {
                 count += 1;
                 if count > MAX_ELEMENTS {
-                    return Err(format!("over {MAX_ELEMENTS} elements"));
+                    return Err("over 20,000 elements");
                 }
                 if stack.len() >= MAX_DEPTH {
-                    return Err(format!("nested deeper than {MAX_DEPTH}"));
+                    return Err("nested deeper than 64");
                 }
                 open = Some(Open {
                     prefix: prefix.as_str(),
@@ -130,7 +130,7 @@ pub fn parse(text: &str) -> Result<Element, String> {
                 ..
             } => {
                 let Some(open) = open.as_mut() else {
-                    return Err("not XML (an attribute outside a tag)".into());
+                    return Err("not XML");
                 };
                 let value = decode(value.as_str())?;
                 open.attributes
@@ -144,7 +144,7 @@ pub fn parse(text: &str) -> Result<Element, String> {
                         attributes,
                     }) = open.take()
                     else {
-                        return Err("not XML (a tag end without a start)".into());
+                        return Err("not XML");
                     };
                     let mut element = Element {
                         name: local.to_owned(),
@@ -171,12 +171,12 @@ pub fn parse(text: &str) -> Result<Element, String> {
                 }
                 ElementEnd::Close(prefix, local) => {
                     let Some(element) = stack.pop() else {
-                        return Err("not XML (an end tag without a start)".into());
+                        return Err("not XML");
                     };
                     // The tokenizer does not pair tags: a mismatch is caught here.
                     let namespace = resolve(&scopes, prefix.as_str())?;
                     if element.name != local.as_str() || element.namespace != namespace {
-                        return Err(format!("not XML (</{}> closes <{}>)", local, element.name));
+                        return Err("not XML (an end tag closes another element)");
                     }
                     scopes.truncate(scopes.len() - element.declared.len());
                     close(&mut stack, &mut root, element);
@@ -190,7 +190,7 @@ pub fn parse(text: &str) -> Result<Element, String> {
                 match stack.last_mut() {
                     Some(element) => element.text.push_str(&decoded),
                     None if decoded.trim().is_empty() => {}
-                    None => return Err("not XML (text outside the root element)".into()),
+                    None => return Err("not XML (text outside the root element)"),
                 }
             }
             Token::Declaration { .. }
@@ -201,8 +201,8 @@ pub fn parse(text: &str) -> Result<Element, String> {
     }
     match root {
         Some(root) if stack.is_empty() => Ok(root),
-        _ if count == 0 => Err("not XML (no element)".into()),
-        _ => Err("not XML (it ends before its last element closes)".into()),
+        _ if count == 0 => Err("not XML (no element)"),
+        _ => Err("not XML (it ends before its last element closes)"),
     }
 }
 
@@ -215,25 +215,25 @@ fn close(stack: &mut [Element], root: &mut Option<Element>, element: Element) {
 }
 
 /// The namespace URI `prefix` is bound to in `scopes` (innermost last).
-fn resolve(scopes: &[(String, String)], prefix: &str) -> Result<String, String> {
+fn resolve(scopes: &[(String, String)], prefix: &str) -> Result<String, &'static str> {
     if prefix == "xml" {
         return Ok(XML_NAMESPACE.into());
     }
     match scopes.iter().rev().find(|(p, _)| p == prefix) {
         Some((_, uri)) => Ok(uri.clone()),
         None if prefix.is_empty() => Ok(String::new()),
-        None => Err(format!("the prefix {prefix:?} is not declared")),
+        None => Err("a namespace prefix is not declared"),
     }
 }
 
 /// `raw` with its entity and character references replaced.
-fn decode(raw: &str) -> Result<String, String> {
+fn decode(raw: &str) -> Result<String, &'static str> {
     let mut out = String::with_capacity(raw.len());
     let mut rest = raw;
     while let Some(at) = rest.find('&') {
         out.push_str(&rest[..at]);
         let Some(end) = rest[at..].find(';') else {
-            return Err("not XML (an & without ;)".into());
+            return Err("not XML");
         };
         let name = &rest[at + 1..at + end];
         let c = match name {
@@ -250,7 +250,7 @@ fn decode(raw: &str) -> Result<String, String> {
             .and_then(char::from_u32),
         };
         let Some(c) = c else {
-            return Err(format!("not XML (unknown reference &{name};)"));
+            return Err("not XML (an unknown reference)");
         };
         out.push(c);
         rest = &rest[at + end + 1..];
@@ -310,7 +310,7 @@ mod tests {
             ("garbage", "not XML"),
             ("HTTP/1.1 200 OK", "not XML"),
             ("{\"json\": true}", "not XML"),
-            ("<a><b></a></b>", "closes"),
+            ("<a><b></a></b>", "closes another"),
             ("<a><b>", "ends before"),
             ("<s:Envelope xmlns:s=\"urn:s\"><s:Body>", "ends before"),
             ("<a>", "ends before"),
