@@ -40,9 +40,9 @@ struct InterfaceView {
 }
 
 pub fn devices(app: &App) -> Result<Reply, Error> {
-    let mut found = app.finder.search();
+    // In address order.
+    let found = app.finder.search();
     let cameras = app.db(|s| s.cameras())?;
-    found.devices.sort_by_key(|d| d.address);
     let devices = found
         .devices
         .iter()
