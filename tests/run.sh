@@ -34,7 +34,6 @@ packages=(
   mosquitto-clients
   openssl
   e2fsprogs
-  iproute2
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
