@@ -194,8 +194,8 @@ impl Config {
                 }
             })
             .transpose()?;
-        let list = |name: &str| -> Vec<String> {
-            var(name)
+        let list = |value: Option<String>| -> Vec<String> {
+            value
                 .map(|items| {
                     items
                         .split(',')
@@ -205,7 +205,7 @@ impl Config {
                 })
                 .unwrap_or_default()
         };
-        let mut allowed_hosts: Vec<String> = list("ALLOWED_HOSTS")
+        let mut allowed_hosts: Vec<String> = list(var("ALLOWED_HOSTS"))
             .into_iter()
             .map(|h| h.to_ascii_lowercase())
             .collect();
@@ -236,7 +236,7 @@ impl Config {
             node_name: var("NODE_NAME").unwrap_or_else(|| machine_name.clone()),
             host_name: machine_name,
             allowed_hosts,
-            discovery_interfaces: list("DISCOVERY_INTERFACES"),
+            discovery_interfaces: list(var("DISCOVERY_INTERFACES")),
             mqtt: mqtt::config::from_vars(var)?,
             node_url,
             relay_url,

@@ -85,7 +85,14 @@ fn streams(node: &Node, address: &str, username: &str, password: &str) -> common
         body["username"] = username.into();
         body["password"] = password.into();
     }
-    node.post_json("/api/discover/streams", &body.to_string())
+    let started = Instant::now();
+    let response = node.post_json("/api/discover/streams", &body.to_string());
+    eprintln!(
+        "POST /api/discover/streams answered {} in {:.2} s",
+        response.status,
+        started.elapsed().as_secs_f64()
+    );
+    response
 }
 
 /// The profile whose token is `token`.
