@@ -48,7 +48,22 @@ pub fn streams(
     timeout: Duration,
 ) -> Result<Streams, OnvifError> {
     let agent = soap::agent(timeout);
-    let call = |url: &str, body: &str| soap::call(&agent, url, body, credentials, timeout);
+    // A camera whose clock is off refuses a digest signed with ours.
+    let skew = match credentials {
+        Some(_) => soap::call(
+            &agent,
+            address,
+            "<tds:GetSystemDateAndTime/>",
+            None,
+            0,
+            timeout,
+        )
+        .ok()
+        .and_then(|answer| clock_skew(&answer, unix_now()))
+        .unwrap_or(0),
+        None => 0,
+    };
+    let call = |url: &str, body: &str| soap::call(&agent, url, body, credentials, skew, timeout);
     let (make, model) = device_information(&call(address, "<tds:GetDeviceInformation/>")?)?;
     let capabilities = call(
         address,
@@ -84,6 +99,44 @@ pub fn streams(
         model,
         profiles,
     })
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// How many seconds the device's UTC clock, in a GetSystemDateAndTimeResponse,
+/// is ahead of `now` (seconds since the epoch); None if it does not say.
+fn clock_skew(answer: &Element, now: i64) -> Option<i64> {
+    let utc = expect(answer, TDS, "GetSystemDateAndTimeResponse")
+        .ok()?
+        .path(&[(TDS, "SystemDateAndTime"), (TT, "UTCDateTime")])?;
+    let field = |part: &str, name: &str| -> Option<i64> {
+        utc.path(&[(TT, part), (TT, name)])?
+            .text()
+            .trim()
+            .parse()
+            .ok()
+    };
+    let (year, month, day) = (
+        field("Date", "Year")?,
+        field("Date", "Month")?,
+        field("Date", "Day")?,
+    );
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    // Days from 1970-01-01 to the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+    let seconds =
+        field("Time", "Hour")? * 3600 + field("Time", "Minute")? * 60 + field("Time", "Second")?;
+    Some(days * 86_400 + seconds - now)
 }
 
 /// `answer` is a `name`, or the error saying it is not.

@@ -222,6 +222,95 @@ fn other_prefixes_parse() {
 }
 
 /// What a test server saw: each request's head and body.
+/// go2rtc's GetSystemDateAndTimeResponse for a UTC time.
+fn go2rtc_date_and_time(
+    year: u32,
+    month: u32,
+    day: u32,
+    hour: u32,
+    minute: u32,
+    second: u32,
+) -> String {
+    go2rtc(&format!(
+        r#"<tds:GetSystemDateAndTimeResponse>
+	<tds:SystemDateAndTime>
+		<tt:DateTimeType>NTP</tt:DateTimeType>
+		<tt:DaylightSavings>true</tt:DaylightSavings>
+		<tt:TimeZone>
+			<tt:TZ>GMT0</tt:TZ>
+		</tt:TimeZone>
+		<tt:UTCDateTime>
+			<tt:Time><tt:Hour>{hour}</tt:Hour><tt:Minute>{minute}</tt:Minute><tt:Second>{second}</tt:Second></tt:Time>
+			<tt:Date><tt:Year>{year}</tt:Year><tt:Month>{month}</tt:Month><tt:Day>{day}</tt:Day></tt:Date>
+		</tt:UTCDateTime>
+	</tds:SystemDateAndTime>
+</tds:GetSystemDateAndTimeResponse>"#
+    ))
+}
+
+#[test]
+fn the_device_clock_is_read_against_ours() {
+    // 2026-11-25T02:00:00Z is 1795572000 s after the epoch (`date -ud @1795572000`).
+    let now = 1_795_572_000;
+    let cases = [
+        (go2rtc_date_and_time(2026, 11, 25, 2, 0, 0), Some(0)),
+        (go2rtc_date_and_time(2026, 11, 25, 3, 0, 30), Some(3630)),
+        // A camera that never had NTP: its factory date.
+        (go2rtc_date_and_time(1970, 1, 1, 0, 0, 0), Some(-now)),
+        (
+            go2rtc_date_and_time(2000, 2, 29, 12, 0, 0),
+            Some(951_825_600 - now),
+        ),
+        (go2rtc_date_and_time(2026, 13, 1, 0, 0, 0), None),
+        (go2rtc_device_information(), None),
+    ];
+    for (answer, want) in cases {
+        assert_eq!(clock_skew(&body(&answer), now), want, "{answer}");
+    }
+}
+
+#[test]
+fn the_digest_is_signed_with_the_device_clock() {
+    // A device an hour ahead of us, that checks the UsernameToken's Created.
+    let (base, seen) = serve(move |request| {
+        if request.contains("GetSystemDateAndTime") {
+            let ahead = std::time::SystemTime::now() + Duration::from_secs(3600);
+            let text = humantime::format_rfc3339_seconds(ahead).to_string();
+            let number = |range: std::ops::Range<usize>| text[range].parse::<u32>().unwrap();
+            let answer = go2rtc_date_and_time(
+                number(0..4),
+                number(5..7),
+                number(8..10),
+                number(11..13),
+                number(14..16),
+                number(17..19),
+            );
+            return http("200 OK", "", &answer);
+        }
+        http("200 OK", "", &go2rtc_device_information())
+    });
+    let credentials = Credentials {
+        username: "admin".into(),
+        password: "s3cret".into(),
+    };
+    let _ = streams(
+        &format!("{base}/onvif/device_service"),
+        Some(&credentials),
+        Duration::from_secs(5),
+    );
+    let seen = seen.lock().unwrap();
+    assert!(!seen[0].contains("Security"), "asked unsigned: {}", seen[0]);
+    let created = seen[1]
+        .split_once("Created>")
+        .and_then(|(_, rest)| rest.split('<').next())
+        .unwrap_or_else(|| panic!("no Created in {}", seen[1]));
+    let created = humantime::parse_rfc3339(created).unwrap();
+    let ahead = created
+        .duration_since(std::time::SystemTime::now())
+        .unwrap_or_else(|_| panic!("{created:?} is not ahead of us"));
+    assert!((3590..=3600).contains(&ahead.as_secs()), "{ahead:?} ahead");
+}
+
 type Seen = Arc<Mutex<Vec<String>>>;
 
 /// An HTTP server on 127.0.0.1 answering each request with `answer(request)`
@@ -291,6 +380,7 @@ fn go2rtc_service(host: &str, request: &str) -> String {
                 host.split(':').next().unwrap()
             ))
         }
+        "GetSystemDateAndTime" => go2rtc_date_and_time(2026, 11, 25, 2, 0, 0),
         other => panic!("unexpected action {other:?} in {request}"),
     };
     http("200 OK", "", &body)
@@ -368,8 +458,9 @@ fn streams_with_digest_after_401() {
     let streams = streams(&address, Some(&credentials), Duration::from_secs(5)).unwrap();
     assert_eq!(streams.profiles.len(), 2);
     let seen = seen.lock().unwrap();
-    assert_eq!(seen.len(), 10, "each call retried once");
-    let retried = &seen[1];
+    // The clock asked first, unsigned (refused here), then each call retried once.
+    assert_eq!(seen.len(), 11, "each call retried once");
+    let retried = &seen[2];
     assert!(
         retried.contains(
             "username=\"admin\", realm=\"cam\", nonce=\"abc123\", uri=\"/onvif/device_service\""

@@ -29,11 +29,17 @@ pub fn agent(timeout: Duration) -> ureq::Agent {
         .build()
 }
 
-/// The envelope around `body` (which may use the tds:, trt: and tt: prefixes).
-pub fn envelope(body: &str, credentials: Option<&Credentials>) -> String {
+/// The envelope around `body` (which may use the tds:, trt: and tt: prefixes),
+/// signed with the device's time: ours plus `skew` seconds.
+pub fn envelope(body: &str, credentials: Option<&Credentials>, skew: i64) -> String {
     let header = match credentials {
         Some(credentials) => {
-            let created = format!("{}", humantime::format_rfc3339_seconds(SystemTime::now()));
+            let now = SystemTime::now();
+            let device_now = match skew {
+                0.. => now + Duration::from_secs(skew.unsigned_abs()),
+                _ => now - Duration::from_secs(skew.unsigned_abs()),
+            };
+            let created = format!("{}", humantime::format_rfc3339_seconds(device_now));
             auth::security_header(credentials, &auth::random::<16>(), &created)
         }
         None => String::new(),
@@ -56,15 +62,23 @@ struct Answer {
     body: Vec<u8>,
 }
 
-/// Calls `url` with `body` and returns the answer's Body element's first child.
+/// Calls `url` with `body` and returns the answer's Body element's first child;
+/// signed, with the device's clock `skew` seconds ahead of ours.
 pub fn call(
     agent: &ureq::Agent,
     url: &str,
     body: &str,
     credentials: Option<&Credentials>,
+    skew: i64,
     timeout: Duration,
 ) -> Result<Element, OnvifError> {
-    let mut answer = post(agent, url, &envelope(body, credentials), None, timeout)?;
+    let mut answer = post(
+        agent,
+        url,
+        &envelope(body, credentials, skew),
+        None,
+        timeout,
+    )?;
     if let (401, Some(credentials), Some(challenge)) =
         (answer.status, credentials, answer.challenge.as_ref())
     {
@@ -74,7 +88,7 @@ pub fn call(
             .collect();
         let authorization =
             auth::authorization(challenge, credentials, "POST", request_target(url), &cnonce);
-        let envelope = envelope(body, Some(credentials));
+        let envelope = envelope(body, Some(credentials), skew);
         answer = post(agent, url, &envelope, Some(&authorization), timeout)?;
     }
     match answer.status {
@@ -292,7 +306,7 @@ mod tests {
 
     #[test]
     fn envelope_signed_or_not() {
-        let plain = envelope("<tds:GetDeviceInformation/>", None);
+        let plain = envelope("<tds:GetDeviceInformation/>", None, 0);
         let root = xml::parse(&plain).unwrap();
         let body = root.child(SOAP_ENVELOPE, "Body").unwrap();
         assert!(
@@ -307,7 +321,7 @@ mod tests {
             username: "admin".into(),
             password: "secret".into(),
         };
-        let signed = envelope("<tds:GetDeviceInformation/>", Some(&credentials));
+        let signed = envelope("<tds:GetDeviceInformation/>", Some(&credentials), 0);
         assert!(!signed.contains("secret"));
         let root = xml::parse(&signed).unwrap();
         let created = root
