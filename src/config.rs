@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::mqtt;
+use crate::rtsp_url::http_host;
 
 pub struct Config {
     pub listen_address: IpAddr,
@@ -186,7 +187,7 @@ impl Config {
         let node_url = var("NODE_URL")
             .map(|url| {
                 let url = url.trim().trim_end_matches('/').to_owned();
-                match url_host(&url) {
+                match http_host(&url) {
                     Some(_) if url.is_ascii() => Ok(url),
                     _ => Err(format!(
                         "NODE_URL must be an http:// or https:// address with an ASCII host, like http://nvr.lan:8080, not {url:?}"
@@ -211,7 +212,7 @@ impl Config {
             .collect();
         // Home Assistant fetches thumbnails by NODE_URL: its host must pass
         // the browser protections.
-        if let Some(host) = node_url.as_deref().and_then(url_host) {
+        if let Some(host) = node_url.as_deref().and_then(http_host) {
             allowed_hosts.push(host.to_ascii_lowercase());
         }
         Ok(Config {
@@ -290,22 +291,6 @@ fn host_name() -> String {
         name if rc == 0 && !name.is_empty() => name.to_owned(),
         _ => "nvr-node".to_owned(),
     }
-}
-
-/// The host of an `http://` or `https://` URL (brackets kept for IPv6).
-fn url_host(url: &str) -> Option<&str> {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    if authority.contains('@') {
-        return None;
-    }
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => &authority[..v6.find(']')? + 2],
-        None => authority.split(':').next()?,
-    };
-    (!host.is_empty()).then_some(host)
 }
 
 /// The HTTP client is built without Unicode host names (idna_adapter 1.0:
@@ -445,7 +430,6 @@ mod tests {
         assert_eq!(c.node_url.as_deref(), Some("http://NVR.lan:8080"));
         assert_eq!(c.allowed_hosts, ["a.lan", "nvr.lan"]);
         assert_eq!(c.discovery_interfaces, ["eth0", "wlan0"]);
-        assert_eq!(url_host("https://[fd00::1]:8080/x"), Some("[fd00::1]"));
         assert_eq!(config(&[]).unwrap().node_url, None);
     }
 

@@ -17,7 +17,7 @@ use crate::camera::{Camera, OnvifLink, SettingsPatch};
 use crate::clock::now_ms;
 use crate::event::format_timestamp;
 use crate::onvif::Found;
-use crate::rtsp_url::with_host;
+use crate::rtsp_url::{http_host, with_host};
 
 /// How often offline cameras are looked at.
 const TICK: Duration = Duration::from_secs(5);
@@ -75,11 +75,12 @@ fn round(app: &App, searches: &mut HashMap<Uuid, Search>, now: Instant) {
             searches.remove(&camera.id);
         } else if let Some(search) = searches.get_mut(&camera.id) {
             search.misses += 1;
-            search.next = now + retry_after(search.misses);
+            let wait = retry_after(search.misses);
+            search.next = now + wait;
             log::debug!(
                 "camera {}: offline, its ONVIF device not found elsewhere; searching again in {} s",
                 camera.id,
-                retry_after(search.misses).as_secs()
+                wait.as_secs()
             );
         }
     }
@@ -100,7 +101,7 @@ fn follow(app: &App, camera: &Camera, link: &OnvifLink, device: &Found) -> bool 
         .first()
         .cloned()
         .unwrap_or_else(|| format!("http://{}/onvif/device_service", device.address));
-    let (Some(old), Some(new)) = (host_of(&link.address), host_of(&new_address)) else {
+    let (Some(old), Some(new)) = (http_host(&link.address), http_host(&new_address)) else {
         return false;
     };
     let (old, new) = (old.to_owned(), new.to_owned());
@@ -158,19 +159,6 @@ fn follow(app: &App, camera: &Camera, link: &OnvifLink, device: &Found) -> bool 
     }
 }
 
-/// The host of an `http://host[:port]/…` address.
-fn host_of(address: &str) -> Option<&str> {
-    let rest = address
-        .strip_prefix("http://")
-        .or_else(|| address.strip_prefix("https://"))?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next()?,
-        None => authority.split(':').next()?,
-    };
-    (!host.is_empty()).then_some(host)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,20 +168,5 @@ mod tests {
         let minutes: Vec<u64> = (1..=7).map(|m| retry_after(m).as_secs() / 60).collect();
         assert_eq!(minutes, [1, 2, 4, 8, 15, 15, 15]);
         assert_eq!(retry_after(u32::MAX), LONGEST_RETRY);
-    }
-
-    #[test]
-    fn hosts_of_service_addresses() {
-        let cases = [
-            ("http://10.0.0.5/onvif/device_service", Some("10.0.0.5")),
-            ("http://10.0.0.5:8080/onvif", Some("10.0.0.5")),
-            ("https://cam.lan", Some("cam.lan")),
-            ("http://[fe80::1]:80/", Some("fe80::1")),
-            ("http:///x", None),
-            ("ftp://h/", None),
-        ];
-        for (address, want) in cases {
-            assert_eq!(host_of(address), want, "{address}");
-        }
     }
 }

@@ -1,5 +1,6 @@
 //! Camera addresses: which ones the node accepts, their endpoint, and their
-//! redaction for logs.
+//! redaction for logs; and the host of an http address (a camera's ONVIF
+//! service, `NODE_URL`).
 //!
 //! Only plain RTSP addresses reach ffprobe and the relay: go2rtc runs commands
 //! for `exec:`-like sources and reads `#` fragments as options, and ffprobe
@@ -200,6 +201,23 @@ pub fn rtsp_endpoint(url: &str) -> Option<(String, u16, bool)> {
     (!host.is_empty()).then(|| (host.to_owned(), port, tls))
 }
 
+/// The host of an `http://` or `https://` URL without user info (brackets
+/// kept for IPv6).
+pub fn http_host(url: &str) -> Option<&str> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    if authority.contains('@') {
+        return None;
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => &authority[..v6.find(']')? + 2],
+        None => authority.split(':').next()?,
+    };
+    (!host.is_empty()).then_some(host)
+}
+
 /// The URL without its user name and password, its path and query as they
 /// are (what the camera itself is sent).
 pub fn without_userinfo(url: &str) -> String {
@@ -322,6 +340,22 @@ fn redact_parameters(path_and_query: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_of_http_addresses() {
+        let cases = [
+            ("http://10.0.0.5/onvif/device_service", Some("10.0.0.5")),
+            ("http://10.0.0.5:8080/onvif", Some("10.0.0.5")),
+            ("https://cam.lan", Some("cam.lan")),
+            ("https://[fd00::1]:8080/x", Some("[fd00::1]")),
+            ("http://u:p@10.0.0.5/", None),
+            ("http:///x", None),
+            ("ftp://h/", None),
+        ];
+        for (address, want) in cases {
+            assert_eq!(http_host(address), want, "{address}");
+        }
+    }
 
     #[test]
     fn credentials_and_hosts_are_put_in() {
