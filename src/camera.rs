@@ -269,6 +269,16 @@ fn checked_onvif(value: &Value) -> Result<OnvifLink, Error> {
     })
 }
 
+/// A `POST /api/discover/streams` body: a device's service address and the
+/// account (user name, password), if the device needs one: checked as at
+/// camera creation.
+pub fn device_login(body: &[u8]) -> Result<(String, Option<(String, String)>), Error> {
+    let fields = json_object(body)?;
+    let address = optional_str(&fields, "address")?
+        .ok_or_else(|| Error::bad_request("address is required"))?;
+    Ok((service_address("address", address)?, credentials(&fields)?))
+}
+
 /// An ONVIF service address: http or https, at most 2048 bytes, no user
 /// info (it would be a password in the database and the logs).
 pub fn service_address(field: &str, address: &str) -> Result<String, Error> {

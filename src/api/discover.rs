@@ -3,10 +3,9 @@
 //! device and nowhere else: not in an answer, not in a log line.
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::app::App;
-use crate::camera::{Camera, service_address};
+use crate::camera::{Camera, device_login};
 use crate::discover::{self, Stream};
 use crate::error::{Error, Kind};
 use crate::onvif::{Credentials, Found};
@@ -163,33 +162,8 @@ pub fn streams(app: &App, body: &[u8]) -> Result<Reply, Error> {
 /// `{"address", "username", "password"}`: the device service's address and
 /// the account, if the device needs one.
 fn parse(body: &[u8]) -> Result<(String, Option<Credentials>), Error> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| Error::bad_request(format!("body is not valid JSON: {e}")))?;
-    let text = |name: &str| match value.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.chars().count() <= 128 || name == "address" => {
-            Ok(Some(s.as_str()))
-        }
-        Some(Value::String(_)) => Err(Error::bad_request(format!(
-            "{name} must be at most 128 characters"
-        ))),
-        Some(_) => Err(Error::bad_request(format!("{name} must be a string"))),
-    };
-    if !value.is_object() {
-        return Err(Error::bad_request("body must be a JSON object"));
-    }
-    let address = text("address")?.ok_or_else(|| Error::bad_request("address is required"))?;
-    let address = service_address("address", address)?;
-    let credentials = match (text("username")?, text("password")?) {
-        (Some(user), password) if !user.is_empty() => Some(Credentials {
-            username: user.to_owned(),
-            password: password.unwrap_or_default().to_owned(),
-        }),
-        (_, Some(password)) if !password.is_empty() => {
-            return Err(Error::bad_request("password needs a username"));
-        }
-        _ => None,
-    };
+    let (address, account) = device_login(body)?;
+    let credentials = account.map(|(username, password)| Credentials { username, password });
     Ok((address, credentials))
 }
 
