@@ -299,7 +299,7 @@ pub fn service_address(field: &str, address: &str) -> Result<String, Error> {
     if authority.contains('@') {
         return bad("must not contain a user name or password");
     }
-    if authority.is_empty() || authority.starts_with(':') {
+    if rtsp_url::http_host(address).is_none() {
         return bad("must name a host");
     }
     Ok(address.to_owned())
@@ -610,6 +610,14 @@ mod tests {
             (
                 r#"{"name":"a","rtspUrl":"rtsp://h/","onvif":{"endpoint":"e","address":"ftp://h/"}}"#,
                 "onvif.address must be an http:// or https:// URL",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","onvif":{"endpoint":"e","address":"http://:80/x"}}"#,
+                "onvif.address must name a host",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","onvif":{"endpoint":"e","address":"http:///x"}}"#,
+                "onvif.address must name a host",
             ),
             (
                 r#"{"name":"a","rtspUrl":"rtsp://h/","onvif":{"endpoint":"e","address":"http://u:pw@h/"}}"#,
