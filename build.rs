@@ -11,7 +11,9 @@ use std::process::Command;
 use std::{env, fs};
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("www");
+    // Read when the script runs, not baked in when it is compiled: a target
+    // folder shared with another checkout reuses this script.
+    let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("www");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     println!("cargo:rerun-if-changed=www");
     let mut files = Vec::new();
