@@ -166,6 +166,21 @@ fn oversized_request_lines_and_heads_get_414_and_431() {
         ),
         ("102 headers", head(&many), 431),
         ("a 35 KiB head", head(&big_line.repeat(5)), 431),
+        // LIMITS.max_line_bytes is 8,224: a header line of that length, CRLF
+        // not counted, is read; one byte more is not.
+        (
+            "a header line of 8,224 bytes",
+            head(&format!(
+                "Connection: close\r\nX-Big: {}\r\n",
+                "a".repeat(8224 - 7)
+            )),
+            200,
+        ),
+        (
+            "a header line of 8,225 bytes",
+            head(&format!("X-Big: {}\r\n", "a".repeat(8225 - 7))),
+            431,
+        ),
         (
             "a 21 KiB head",
             head(&format!("Connection: close\r\n{}", big_line.repeat(3))),
