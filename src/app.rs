@@ -59,7 +59,16 @@ pub struct App {
     mqtt: Mutex<Option<mqtt::State>>,
     /// The last status body, with the (`live_changes`, store generation) it
     /// was built at: status is asked for far more often than it changes.
-    status_body: Mutex<Option<(Versions, Arc<[u8]>)>>,
+    status_body: Mutex<Option<(Versions, StatusBody)>>,
+}
+
+/// A status body as built, with its entity tag: kept, and shared by the
+/// answers, until what status shows changes.
+#[derive(Clone)]
+pub struct StatusBody {
+    pub json: Arc<[u8]>,
+    /// A hash of `json`, for `ETag`.
+    pub tag: u64,
 }
 
 /// (`live_changes`, the store's generation).
@@ -165,8 +174,8 @@ impl App {
     /// something status shows has changed since it was last built.
     pub fn status_body(
         &self,
-        build: impl FnOnce(&App) -> Result<Vec<u8>, Error>,
-    ) -> Result<Arc<[u8]>, Error> {
+        build: impl FnOnce(&App) -> Result<StatusBody, Error>,
+    ) -> Result<StatusBody, Error> {
         // Versions first, state after: a change racing the build leaves a
         // newer body under an older key, which the next call rebuilds.
         let live = self.live_changes.get();
@@ -176,7 +185,7 @@ impl App {
         {
             return Ok(body.clone());
         }
-        let body: Arc<[u8]> = build(self)?.into();
+        let body = build(self)?;
         *lock(&self.status_body) = Some((key, body.clone()));
         Ok(body)
     }

@@ -277,6 +277,7 @@ fn answer<'a>(
     let peer = request.remote_addr().map(|a| a.ip());
     let range = header(request, "Range").map(str::to_owned);
     let accept_encoding = list_header(request, "Accept-Encoding");
+    let if_none_match = list_header(request, "If-None-Match");
     let place = InFlight::take(in_flight)?;
     let call = api::Call {
         query,
@@ -284,6 +285,7 @@ fn answer<'a>(
         peer,
         range,
         accept_encoding,
+        if_none_match,
     };
     let reply = api::dispatch(app, route, call).unwrap_or_else(|error| Reply::error(&error));
     Ok((reply, place))

@@ -3,6 +3,7 @@
 //! files), and how one becomes tiny_http's response.
 
 use std::io::{Cursor, Read};
+use std::sync::Arc;
 
 use serde::Serialize;
 use tiny_http::{Header, Response};
@@ -12,6 +13,9 @@ use crate::error::{Error, Kind};
 /// What a response carries.
 pub enum Body {
     Bytes(Vec<u8>),
+    /// Bytes kept for other responses too (the cached status), sent without
+    /// a copy of their own.
+    Shared(Arc<[u8]>),
     /// `len` bytes, read as they are sent.
     Stream(Box<dyn Read + Send>, u64),
 }
@@ -20,6 +24,7 @@ impl std::fmt::Debug for Body {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Body::Bytes(bytes) => write!(f, "{} bytes", bytes.len()),
+            Body::Shared(bytes) => write!(f, "{} shared bytes", bytes.len()),
             Body::Stream(_, len) => write!(f, "a stream of {len} bytes"),
         }
     }
@@ -40,6 +45,15 @@ impl Reply {
             status,
             content_type: Some(content_type),
             body: Body::Bytes(body),
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn shared(status: u16, content_type: &'static str, body: Arc<[u8]>) -> Reply {
+        Reply {
+            status,
+            content_type: Some(content_type),
+            body: Body::Shared(body),
             headers: Vec::new(),
         }
     }
@@ -65,8 +79,13 @@ impl Reply {
     }
 
     pub fn no_content() -> Reply {
+        Reply::empty(204)
+    }
+
+    /// `status` without a body (204, 304).
+    pub fn empty(status: u16) -> Reply {
         Reply {
-            status: 204,
+            status,
             content_type: None,
             body: Body::Bytes(Vec::new()),
             headers: Vec::new(),
@@ -104,6 +123,10 @@ impl Reply {
     pub fn into_response(self) -> Response<Box<dyn Read + Send>> {
         let (body, len): (Box<dyn Read + Send>, u64) = match self.body {
             Body::Bytes(bytes) => {
+                let len = bytes.len() as u64;
+                (Box::new(Cursor::new(bytes)), len)
+            }
+            Body::Shared(bytes) => {
                 let len = bytes.len() as u64;
                 (Box::new(Cursor::new(bytes)), len)
             }

@@ -830,6 +830,48 @@ fn foreign_host_names_and_other_sites_are_refused() {
 }
 
 #[test]
+fn status_answers_304_to_its_etag_until_it_changes() {
+    let dir = TempDir::new("etag");
+    let node = node(&dir);
+    let asked = |tags: &str| node.request("GET", "/api/status", &[("If-None-Match", tags)], b"");
+    let tag_of = |response: &common::http::Response| {
+        response
+            .header("ETag")
+            .expect("status has an ETag")
+            .to_owned()
+    };
+    // The node's first seconds change its status (the storage's first
+    // count): a tag is asked for again until three askings in a row match it.
+    let mut etag = String::new();
+    let mut last = None;
+    let unchanged = common::wait_for(Duration::from_secs(20), || {
+        etag = tag_of(&node.get("/api/status"));
+        [etag.clone(), format!("W/{etag}"), format!("\"0\", {etag}")]
+            .iter()
+            .all(|tags| {
+                let answer = asked(tags);
+                let kept = answer.status == 304
+                    && answer.body.is_empty()
+                    && answer.header("Content-Length").is_none()
+                    && tag_of(&answer) == etag;
+                last = Some(format!("If-None-Match: {tags}\n{answer}"));
+                kept
+            })
+    });
+    assert!(
+        unchanged,
+        "no 304 to status's own tag within 20 s; last: {last:?}"
+    );
+    assert_eq!(asked("\"0\"").status, 200, "another tag gets the body");
+
+    let camera = node.add_camera(json!({ "name": "Porch", "rtspUrl": dead_url() }));
+    let changed = asked(&etag);
+    assert_eq!(changed.status, 200, "status changed: {changed}");
+    assert_ne!(changed.header("ETag"), Some(etag.as_str()));
+    assert_eq!(changed.json()["cameras"][0]["id"], camera["id"]);
+}
+
+#[test]
 fn overlong_urls_get_414() {
     let dir = TempDir::new("uri");
     let node = node(&dir);

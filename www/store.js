@@ -79,7 +79,7 @@ async function refresh() {
   running = (async () => {
     const askedAt = state.epoch;
     const [status, events] = await Promise.allSettled([
-      api('GET', '/api/status', undefined, { timeoutMs: 8000 }),
+      api('GET', '/api/status', undefined, { timeoutMs: 8000, revalidate: true }),
       api('GET', '/api/events', undefined, { timeoutMs: 8000 }),
     ]);
     if (status.status === 'fulfilled' && status.value) {

@@ -26,6 +26,8 @@ pub struct Call<'a> {
     pub range: Option<String>,
     /// The `Accept-Encoding` header's lines joined by commas, if any.
     pub accept_encoding: Option<String>,
+    /// The `If-None-Match` header's lines joined by commas, if any.
+    pub if_none_match: Option<String>,
 }
 
 /// Runs the handler for `route`.
@@ -36,9 +38,10 @@ pub fn dispatch(app: &App, route: Route, call: Call) -> Result<Reply, Error> {
         peer,
         range,
         accept_encoding,
+        if_none_match,
     } = call;
     match route {
-        Route::Status => status::get(app),
+        Route::Status => status::get(app, if_none_match.as_deref()),
         Route::Events => events::list(app),
         Route::AddEvent => events::add(app, peer, &body),
         Route::EventClip(id) => events::clip(app, id, range.as_deref()),

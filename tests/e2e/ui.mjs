@@ -51,6 +51,8 @@
 //                screenshots of the list and the dialog
 //   hidden-tab   no status or events request while the page is hidden; one at once
 //                when it shows again
+//   revalidate   every status poll names the status the page has (If-None-Match): an
+//                unchanged one is answered 304 without a body (the answers printed)
 //   claim        GET /api/status answered by the test: unclaimed → the claim code in
 //                large type with a countdown that goes down; error → its message
 //                (as text); back to the node's own status
@@ -209,6 +211,21 @@ async function nextStatus(since = Date.now()) {
     { timeout: within(10000) },
   );
   await page.waitForTimeout(100); // rendered
+}
+
+/**
+ * Answers the page's GET /api/status with the node's status as `change` makes
+ * it: asked for without the page's If-None-Match (the node would answer 304)
+ * and given without the node's ETag (the page would keep the changed body
+ * under the node's tag, and be told later that it is unchanged).
+ */
+async function answerStatus(change) {
+  await page.route('**/api/status', async (route) => {
+    const headers = { ...route.request().headers() };
+    delete headers['if-none-match'];
+    const response = await route.fetch({ headers });
+    await route.fulfill({ status: 200, json: change(await response.json()) });
+  });
 }
 
 /** Every element that sticks out past the right edge at the current size. */
@@ -860,13 +877,25 @@ async function run() {
     check(asked.length > 0, 'the page did not refresh when it showed again');
   });
 
+  await step('revalidate', async () => {
+    // The page names the status it has (If-None-Match), so an unchanged one comes back 304, bodiless.
+    const polls = [];
+    const onResponse = async (response) => {
+      if (!response.url().endsWith('/api/status')) return;
+      polls.push({ tag: await response.request().headerValue('if-none-match'), status: response.status() });
+    };
+    page.on('response', onResponse);
+    await page.waitForTimeout(7000); // the page polls every 3 s
+    page.off('response', onResponse);
+    check(polls.length >= 2, `${polls.length} status polls in 7 s`);
+    check(polls.every((p) => p.tag), `a status poll without If-None-Match: ${JSON.stringify(polls)}`);
+    note(`status polls in 7 s answered ${polls.map((p) => p.status).join(', ')}`);
+    check(!(await page.isVisible('#offline')), `a poll's answer shows as a problem: "${norm(await page.textContent('#offline'))}"`);
+  });
+
   await step('claim', async () => {
     let cloud = { state: 'unclaimed', claimCode: CLAIM_CODE, claimCodeExpiresAt: new Date(Date.now() + 5 * 60000).toISOString() };
-    await page.route('**/api/status', async (route) => {
-      const response = await route.fetch();
-      const status = await response.json();
-      await route.fulfill({ response, json: { ...status, cloud } });
-    });
+    await answerStatus((status) => ({ ...status, cloud }));
     const code = page.locator('#claim-code');
     await code.waitFor({ state: 'visible', timeout: within(10000) });
     check(norm(await code.textContent()) === CLAIM_CODE, `the claim code shows as "${await code.textContent()}"`);
@@ -898,11 +927,7 @@ async function run() {
   });
 
   await step('no-classifier', async () => {
-    await page.route('**/api/status', async (route) => {
-      const response = await route.fetch();
-      const status = await response.json();
-      await route.fulfill({ response, json: { ...status, classifier: { installed: false } } });
-    });
+    await answerStatus((status) => ({ ...status, classifier: { installed: false } }));
     await page.waitForFunction(() => document.getElementById('add-classify').disabled, null, { timeout: within(10000) })
       .catch(() => { throw new Failure('a status without the classifier left "Classify what moves" enabled'); });
     await openAddForm();
