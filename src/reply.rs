@@ -13,8 +13,8 @@ use crate::error::{Error, Kind};
 /// What a response carries.
 pub enum Body {
     Bytes(Vec<u8>),
-    /// Bytes kept for other responses too (the cached status), sent without
-    /// a copy of their own.
+    /// Bytes kept for other responses too (the cached status), sent with
+    /// the head in one `writev`, never copied.
     Shared(Arc<[u8]>),
     /// `len` bytes, read as they are sent.
     Stream(Box<dyn Read + Send>, u64),
@@ -121,26 +121,31 @@ impl Reply {
     }
 
     pub fn into_response(self) -> Response<Box<dyn Read + Send>> {
-        let (body, len): (Box<dyn Read + Send>, u64) = match self.body {
-            Body::Bytes(bytes) => {
-                let len = bytes.len() as u64;
-                (Box::new(Cursor::new(bytes)), len)
-            }
-            Body::Shared(bytes) => {
-                let len = bytes.len() as u64;
-                (Box::new(Cursor::new(bytes)), len)
-            }
-            Body::Stream(reader, len) => (reader, len),
-        };
         let content_type = self.content_type.map(|t| ("Content-Type", t.to_owned()));
         let headers = content_type
             .into_iter()
             .chain(self.headers)
             .filter_map(|(name, value)| Header::from_bytes(name, value).ok())
             .collect();
+        let status = self.status.into();
+        let response = match self.body {
+            Body::Bytes(bytes) => {
+                let len = bytes.len();
+                Response::new(
+                    status,
+                    headers,
+                    Box::new(Cursor::new(bytes)) as _,
+                    Some(len),
+                    None,
+                )
+            }
+            Body::Shared(bytes) => Response::from_shared(status, headers, bytes).boxed(),
+            Body::Stream(reader, len) => {
+                Response::new(status, headers, reader, Some(len as usize), None)
+            }
+        };
         // With a known length, always Content-Length rather than chunks:
         // media players need it to ask for ranges.
-        Response::new(self.status.into(), headers, body, Some(len as usize), None)
-            .with_chunked_threshold(usize::MAX)
+        response.with_chunked_threshold(usize::MAX)
     }
 }

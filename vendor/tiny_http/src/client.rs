@@ -2,13 +2,13 @@ use ascii::AsciiString;
 
 use std::io::Error as IoError;
 use std::io::Result as IoResult;
-use std::io::{BufRead, BufReader, BufWriter, ErrorKind};
+use std::io::{BufRead, BufReader, ErrorKind};
 
 use std::net::SocketAddr;
 use std::str::FromStr;
 
 use crate::common::{HTTPVersion, Method};
-use crate::util::RefinedTcpStream;
+use crate::util::{RefinedTcpStream, WriteBuffer};
 use crate::util::{SequentialReader, SequentialReaderBuilder, SequentialWriterBuilder};
 use crate::{Limits, Request};
 
@@ -24,7 +24,7 @@ pub struct ClientConnection {
 
     // sequence of Writers to the stream, to avoid writing response #2 before
     //  response #1
-    sink: SequentialWriterBuilder<BufWriter<RefinedTcpStream>>,
+    sink: SequentialWriterBuilder<WriteBuffer<RefinedTcpStream>>,
 
     // Reader to read the next header from
     next_header_source: SequentialReader<BufReader<RefinedTcpStream>>,
@@ -84,7 +84,7 @@ impl ClientConnection {
             source,
             // Room for a typical response whole, so it leaves in one send
             // rather than three (an nvr-node patch; upstream: 1024).
-            sink: SequentialWriterBuilder::new(BufWriter::with_capacity(
+            sink: SequentialWriterBuilder::new(WriteBuffer::with_capacity(
                 RESPONSE_BUFFER_BYTES,
                 write_socket,
             )),

@@ -4,7 +4,8 @@ use std::cmp::Ordering;
 use std::sync::mpsc::Receiver;
 
 use std::io::Result as IoResult;
-use std::io::{self, Cursor, Read, Write};
+use std::io::{self, Cursor, IoSlice, Read, Write};
+use std::sync::Arc;
 
 use std::fs::File;
 
@@ -44,6 +45,9 @@ pub struct Response<R> {
     headers: Vec<Header>,
     data_length: Option<usize>,
     chunked_threshold: Option<usize>,
+    /// A body in memory, shared with other responses, used instead of
+    /// `reader` (an nvr-node patch: see `from_shared`).
+    shared: Option<Arc<[u8]>>,
 }
 
 /// A `Response` without a template parameter.
@@ -69,6 +73,20 @@ impl FromStr for TransferEncoding {
             Err(())
         }
     }
+}
+
+/// Writes all of `bufs`, in as few `writev` as the writer takes.
+fn write_all_vectored<W: Write>(writer: &mut W, mut bufs: &mut [IoSlice<'_>]) -> IoResult<()> {
+    IoSlice::advance_slices(&mut bufs, 0);
+    while !bufs.is_empty() {
+        match writer.write_vectored(bufs) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "failed to write the response")),
+            Ok(n) => IoSlice::advance_slices(&mut bufs, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// The largest body sent in one write with its head: a copy in memory of
@@ -226,6 +244,7 @@ where
             headers: Vec::with_capacity(16),
             data_length,
             chunked_threshold: None,
+            shared: None,
         };
 
         for h in headers {
@@ -339,6 +358,7 @@ where
             status_code: self.status_code,
             data_length,
             chunked_threshold: self.chunked_threshold,
+            shared: None,
         }
     }
 
@@ -384,8 +404,10 @@ where
         // if the transfer encoding is identity, the content length must be known ; therefore if
         // we don't know it, we buffer the entire response first here
         // while this is an expensive operation, it is only ever needed for clients using HTTP 1.0
+        let shared = self.shared.take();
         let (mut reader, data_length): (Box<dyn Read>, _) =
             match (self.data_length, transfer_encoding) {
+                (Some(l), _) if shared.is_some() => (Box::new(Cursor::new(shared.clone().unwrap())), Some(l)),
                 (Some(l), _) => (Box::new(self.reader), Some(l)),
                 (None, Some(TransferEncoding::Identity)) => {
                     let mut buf = Vec::new();
@@ -434,6 +456,10 @@ where
         let mut head = Vec::with_capacity(256);
         write_message_header(&mut head, &http_version, &self.status_code, &self.headers);
         let send_body = !do_not_send_body && transfer_encoding.is_some();
+        let identity = matches!(transfer_encoding, Some(TransferEncoding::Identity));
+        if let Some(bytes) = shared.filter(|_| send_body && identity) {
+            return write_all_vectored(&mut writer, &mut [IoSlice::new(&head), IoSlice::new(&bytes)]);
+        }
         if send_body
             && matches!(transfer_encoding, Some(TransferEncoding::Identity))
             && data_length.is_some_and(|l| l <= INLINE_BODY_BYTES)
@@ -496,6 +522,7 @@ where
             headers: self.headers,
             data_length: self.data_length,
             chunked_threshold: self.chunked_threshold,
+            shared: self.shared,
         }
     }
 }
@@ -570,6 +597,20 @@ impl Response<io::Empty> {
         )
     }
 
+    /// A response whose body is `bytes`, kept in memory and shared with
+    /// other responses: sent with the head in one `writev`, without being
+    /// copied (an nvr-node patch, for the status body).
+    pub fn from_shared(
+        status_code: StatusCode,
+        headers: Vec<Header>,
+        bytes: Arc<[u8]>,
+    ) -> Response<io::Empty> {
+        let length = bytes.len();
+        let mut response = Response::new(status_code, headers, io::empty(), Some(length), None);
+        response.shared = Some(bytes);
+        response
+    }
+
     /// DEPRECATED. Use `empty` instead.
     pub fn new_empty(status_code: StatusCode) -> Response<io::Empty> {
         Response::empty(status_code)
@@ -584,6 +625,7 @@ impl Clone for Response<io::Empty> {
             headers: self.headers.clone(),
             data_length: self.data_length,
             chunked_threshold: self.chunked_threshold,
+            shared: self.shared.clone(),
         }
     }
 }

@@ -6,6 +6,7 @@ pub use self::refined_tcp_stream::RefinedTcpStream;
 pub use self::sequential::{SequentialReader, SequentialReaderBuilder};
 pub use self::sequential::SequentialWriterBuilder;
 pub use self::task_pool::TaskPool;
+pub use self::write_buffer::WriteBuffer;
 
 use std::str::FromStr;
 
@@ -16,6 +17,7 @@ mod messages_queue;
 pub(crate) mod refined_tcp_stream;
 mod sequential;
 mod task_pool;
+mod write_buffer;
 
 /// Parses a the value of a header.
 /// Suitable for `Accept-*`, `TE`, etc.

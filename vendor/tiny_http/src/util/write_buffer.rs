@@ -1,0 +1,101 @@
+//! A connection's write buffer (an nvr-node patch, in place of `BufWriter`).
+//!
+//! Small writes (a head, a chunk) gather in the buffer, as in `BufWriter`;
+//! a vectored write (a head and a body held in memory) follows what is
+//! buffered and goes to the socket as one `writev`. `BufWriter` cannot know
+//! on stable Rust that the socket takes vectored writes, and wrote the head
+//! and the body in two sends.
+
+use std::io::{IoSlice, Result as IoResult, Write};
+
+pub struct WriteBuffer<W: Write> {
+    inner: W,
+    buffer: Vec<u8>,
+}
+
+impl<W: Write> WriteBuffer<W> {
+    pub fn with_capacity(capacity: usize, inner: W) -> WriteBuffer<W> {
+        WriteBuffer {
+            inner,
+            buffer: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Sends what is buffered.
+    fn send_buffered(&mut self) -> IoResult<()> {
+        let result = self.inner.write_all(&self.buffer);
+        self.buffer.clear();
+        result
+    }
+}
+
+impl<W: Write> Write for WriteBuffer<W> {
+    fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
+        if self.buffer.len() + buf.len() > self.buffer.capacity() {
+            self.send_buffered()?;
+        }
+        if buf.len() >= self.buffer.capacity() {
+            return self.inner.write(buf);
+        }
+        self.buffer.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> IoResult<usize> {
+        self.send_buffered()?;
+        self.inner.write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> IoResult<()> {
+        self.send_buffered()?;
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records each write it is given.
+    #[derive(Default)]
+    struct Writes(Vec<Vec<u8>>);
+
+    impl Write for Writes {
+        fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
+            self.0.push(buf.to_vec());
+            Ok(buf.len())
+        }
+
+        fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> IoResult<usize> {
+            self.0.push(bufs.iter().flat_map(|b| b.iter().copied()).collect());
+            Ok(bufs.iter().map(|b| b.len()).sum())
+        }
+
+        fn flush(&mut self) -> IoResult<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn small_writes_gather_and_a_vectored_write_follows_them_whole() {
+        let mut buffer = WriteBuffer::with_capacity(8, Writes::default());
+        buffer.write_all(b"ab").unwrap();
+        buffer.write_all(b"cd").unwrap();
+        assert!(buffer.inner.0.is_empty(), "small writes are held");
+        let body = [b'x'; 20];
+        let written = buffer
+            .write_vectored(&[IoSlice::new(b"head"), IoSlice::new(&body)])
+            .unwrap();
+        assert_eq!(written, 24);
+        buffer.write_all(b"0123456789").unwrap();
+        buffer.write_all(b"e").unwrap();
+        buffer.flush().unwrap();
+        let expected: Vec<Vec<u8>> = vec![
+            b"abcd".to_vec(),
+            [&b"head"[..], &body].concat(),
+            b"0123456789".to_vec(),
+            b"e".to_vec(),
+        ];
+        assert_eq!(buffer.inner.0, expected);
+    }
+}
