@@ -41,6 +41,8 @@ ANSWER_SDP = (
 FIGURES = (
     "status_vs_nginx",
     "status_p99",
+    "status_vs_nginx_8",
+    "status_vs_nginx_256",
     "events_large_vs_small",
     "whep_overhead",
     "idle_rss",
@@ -96,6 +98,8 @@ class Settings:
     def __init__(self, smoke):
         self.smoke = smoke
         self.wrk_seconds = 2 if smoke else 10
+        # Status is measured in turns with nginx, the median reported.
+        self.status_runs = 1 if smoke else 3
         self.isolation_wrk_seconds = 2 if smoke else 5
         self.large_events = 10_000 if smoke else 1_000_000
         self.whep_requests = 200 if smoke else 2000
@@ -666,8 +670,12 @@ class Bench:
         )
 
     def temp_dir(self, name):
-        """A new folder of its own under the run's temporary folder."""
-        folder = self.root / name
+        """A new folder of its own under the run's temporary folder (`name`,
+        or `name-2`, `name-3`… when one is asked for again)."""
+        folder, n = self.root / name, 1
+        while folder.exists():
+            n += 1
+            folder = self.root / f"{name}-{n}"
         folder.mkdir()
         return folder
 

@@ -57,8 +57,8 @@ pub const LIMITS: Limits = Limits {
 };
 
 /// Binds `address`:`port` with options that Linux passes on to every accepted
-/// socket, since tiny_http gives no access to those: TCP_NODELAY (tiny_http
-/// writes a response in several pieces, and with Nagle's algorithm each answer
+/// socket, since tiny_http gives no access to those: TCP_NODELAY (a streamed
+/// body, a recording, leaves in pieces, and with Nagle's algorithm its last
 /// would wait ~40 ms for a delayed ACK), and a send timeout, so a client that
 /// stops reading frees its thread after 30 s. (Reads are bounded by
 /// [`LIMITS`] instead: a receive timeout on the listener would also end

@@ -21,6 +21,8 @@ const PARTS: [(&str, &str, &[&str]); 5] = [
         &[
             "status_vs_nginx",
             "status_p99",
+            "status_vs_nginx_8",
+            "status_vs_nginx_256",
             "events_large_vs_small",
             "whep_overhead",
             "idle_rss",
