@@ -40,22 +40,21 @@ pub struct Reply {
 }
 
 impl Reply {
-    pub fn bytes(status: u16, content_type: &'static str, body: Vec<u8>) -> Reply {
+    fn new(status: u16, content_type: Option<&'static str>, body: Body) -> Reply {
         Reply {
             status,
-            content_type: Some(content_type),
-            body: Body::Bytes(body),
+            content_type,
+            body,
             headers: Vec::new(),
         }
     }
 
+    pub fn bytes(status: u16, content_type: &'static str, body: Vec<u8>) -> Reply {
+        Reply::new(status, Some(content_type), Body::Bytes(body))
+    }
+
     pub fn shared(status: u16, content_type: &'static str, body: Arc<[u8]>) -> Reply {
-        Reply {
-            status,
-            content_type: Some(content_type),
-            body: Body::Shared(body),
-            headers: Vec::new(),
-        }
+        Reply::new(status, Some(content_type), Body::Shared(body))
     }
 
     /// `len` bytes of `content_type` read from `body` while they are sent.
@@ -65,12 +64,7 @@ impl Reply {
         body: Box<dyn Read + Send>,
         len: u64,
     ) -> Reply {
-        Reply {
-            status,
-            content_type: Some(content_type),
-            body: Body::Stream(body, len),
-            headers: Vec::new(),
-        }
+        Reply::new(status, Some(content_type), Body::Stream(body, len))
     }
 
     pub fn json(status: u16, value: &impl Serialize) -> Reply {
@@ -84,12 +78,7 @@ impl Reply {
 
     /// `status` without a body (204, 304).
     pub fn empty(status: u16) -> Reply {
-        Reply {
-            status,
-            content_type: None,
-            body: Body::Bytes(Vec::new()),
-            headers: Vec::new(),
-        }
+        Reply::new(status, None, Body::Bytes(Vec::new()))
     }
 
     /// `{"error": "<message>"}`, with `Allow` for 405 and `Retry-After` for 503.

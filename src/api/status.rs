@@ -1,6 +1,6 @@
 //! `GET /api/status`: the node, its cloud link, the relay's health and version, the
 //! cameras and the recordings' and events' clips' use of storage. With an
-//! `ETag`, so a client polling it (the UI, every 2 s) is answered
+//! `ETag`, so a client polling it (the UI, every 3 s) is answered
 //! `304 Not Modified`, without the body, while nothing in it has changed.
 
 use serde::Serialize;
