@@ -17,6 +17,13 @@ const STDERR_TAIL_BYTES: usize = 4096;
 /// The longest stdout line kept whole; a longer one is cut.
 const MAX_LINE_BYTES: usize = 4096;
 
+/// For an ffmpeg child's environment: glibc's malloc then gives back freed
+/// memory at the top of its heap past 128 KiB. Left to itself it raises that
+/// bound to twice the largest block freed (up to 64 MiB), and what ffmpeg
+/// freed after probing the stream stays resident. Measured: 0.7 MiB less
+/// private memory in a recorder, 0.9 MiB in a motion decoder, same CPU.
+pub const MALLOC_TRIM: (&str, &str) = ("MALLOC_TRIM_THRESHOLD_", "131072");
+
 pub struct Child {
     process: std::process::Child,
     /// Piped only for a child that takes input ([`Child::spawn_with_input`]).
