@@ -4,14 +4,14 @@
 Usage: python3 benches/bench.py [PART ...] [--smoke] [--binary PATH] [--json PATH]
                                 [--classifier PATH] [--model PATH]
 
-PART is http, recording, motion, mqtt or classification; without one, all
+PART is http, recording, motion, mqtt, memory or classification; without one, all
 run, in that order. Each part is also a program of its own
 (benches/bench_http.py, bench_recording.py, bench_motion.py, bench_mqtt.py,
-bench_classify.py, with the same options), all over benches/harness.py.
+bench_memory.py, bench_classify.py, with the same options), all over benches/harness.py.
 
 Starts everything it needs on 127.0.0.1 (the node, go2rtc stand-ins, a camera
 that never answers, nginx, mosquitto, and the GStreamer test camera for the
-recording, motion, MQTT and classification figures), each in its own
+recording, motion, MQTT, memory and classification figures), each in its own
 temporary folder, and stops all of it on exit. Prints a markdown table and
 writes the same figures as JSON (default target/bench.json). Needs wrk,
 nginx and mosquitto (Debian: apt-get install wrk nginx-light mosquitto
@@ -25,13 +25,14 @@ import sys
 
 import bench_classify
 import bench_http
+import bench_memory
 import bench_motion
 import bench_mqtt
 import bench_recording
 import harness
 
 # The parts, in the order a full run takes them.
-PARTS = (bench_http, bench_recording, bench_motion, bench_mqtt, bench_classify)
+PARTS = (bench_http, bench_recording, bench_motion, bench_mqtt, bench_memory, bench_classify)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ stand-ins, a camera that never answers, nginx, the GStreamer test camera,
 mosquitto), its measuring helpers (/proc, wrk, medians), the figures and
 their report (a markdown table and JSON), and the command line every part
 shares. The parts (bench_http.py, bench_recording.py, bench_motion.py,
-bench_mqtt.py, bench_classify.py) each measure one subject through it;
-bench.py runs them all or those named.
+bench_mqtt.py, bench_memory.py, bench_classify.py) each measure one subject
+through it; bench.py runs them all or those named.
 """
 
 import argparse
@@ -61,6 +61,8 @@ FIGURES = (
     "motion_clip_latency",
     "mqtt_cpu",
     "mqtt_rss",
+    "memory_children_per_camera",
+    "memory_node_per_camera",
     "reconcile_first_recorder",
     "reconcile_done",
     "dead_cameras_status_p99",
@@ -112,6 +114,12 @@ class Settings:
         self.dead_cameras_seconds = 15 if smoke else 60
         self.classify_crops = 30 if smoke else 300
         self.classify_idle_seconds = 20 if smoke else 60
+        # The memory part: nodes measured (the median taken), the cameras
+        # each grows to, and the seconds let settle and of CPU read at the most.
+        self.memory_runs = 1 if smoke else 3
+        self.memory_counts = (1, 2, 4) if smoke else (1, 8, 32)
+        self.memory_settle_seconds = 3 if smoke else 10
+        self.memory_cpu_seconds = 3 if smoke else 10
 
 
 class Cleanup:

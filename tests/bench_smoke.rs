@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 /// Each part's program and the figures it reports, as named in its JSON.
-const PARTS: [(&str, &str, &[&str]); 5] = [
+const PARTS: [(&str, &str, &[&str]); 6] = [
     (
         "http",
         "benches/bench_http.py",
@@ -58,6 +58,11 @@ const PARTS: [(&str, &str, &[&str]); 5] = [
         ],
     ),
     ("mqtt", "benches/bench_mqtt.py", &["mqtt_cpu", "mqtt_rss"]),
+    (
+        "memory",
+        "benches/bench_memory.py",
+        &["memory_children_per_camera", "memory_node_per_camera"],
+    ),
     (
         "classification",
         "benches/bench_classify.py",
@@ -148,7 +153,7 @@ fn smoke_run(program: &str, args: &[&str], parts: &[&str]) {
 
 #[test]
 fn each_part_run_alone_reports_its_own_figures() {
-    for (name, program, _) in &PARTS[..4] {
+    for (name, program, _) in &PARTS[..5] {
         smoke_run(program, &[], &[name]);
     }
 }

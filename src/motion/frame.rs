@@ -1,7 +1,8 @@
 //! The motion decoder's frames: ffmpeg writes each as a `pgmyuv` image (a
 //! PGM header whose height counts the chroma rows too, then YUV 4:2:0) at
-//! most 640 pixels wide, so that the classifier can crop in colour from the
-//! same frame the detector looks at. The detector takes the luma plane at
+//! most 640 pixels wide for a camera that classifies, so that the classifier
+//! can crop in colour from the same frame the detector looks at (320 for
+//! one that does not). The detector takes the luma plane at
 //! about 320 pixels wide, the size its parameters were measured at: a wider
 //! frame's luma is halved first.
 

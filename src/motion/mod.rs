@@ -85,6 +85,8 @@ impl Motion {
         let shared = self.shared.clone();
         let supervisor = thread::Builder::new()
             .name("watchers".into())
+            // Reads the cameras (SQLite) and starts threads; measured 8 KiB.
+            .stack_size(256 * 1024)
             .spawn(move || supervise(&shared, &orders))
             .expect("spawn the motion watchers' supervisor");
         *lock(&self.running) = Some(supervisor);

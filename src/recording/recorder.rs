@@ -17,7 +17,7 @@ use super::files::{self, INCOMING_PATTERN};
 use super::filing::{self, By, Filed};
 use super::{Clean, Shared, State};
 use crate::clock::now_ms;
-use crate::media::child::{Child, Output};
+use crate::media::child::{Child, MALLOC_TRIM, Output};
 use crate::media::failure::Failure;
 use crate::media::restart::{self, Restartable};
 use crate::store::Segment;
@@ -157,6 +157,7 @@ impl Recorder {
         command
             // ffmpeg names files by the local time: make that UTC.
             .env("TZ", "UTC")
+            .env(MALLOC_TRIM.0, MALLOC_TRIM.1)
             .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
             .args(["-rtsp_transport", "tcp", "-timeout", &timeout_us])
             // Its own argument, never through a shell; validation made sure it is RTSP.
