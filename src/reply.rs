@@ -14,7 +14,7 @@ use crate::error::{Error, Kind};
 pub enum Body {
     Bytes(Vec<u8>),
     /// Bytes kept for other responses too (the cached status), sent with
-    /// the head in one `writev`, never copied.
+    /// the head in one vectored write (`sendmsg`), never copied.
     Shared(Arc<[u8]>),
     /// `len` bytes, read as they are sent.
     Stream(Box<dyn Read + Send>, u64),

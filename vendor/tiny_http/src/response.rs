@@ -75,7 +75,7 @@ impl FromStr for TransferEncoding {
     }
 }
 
-/// Writes all of `bufs`, in as few `writev` as the writer takes.
+/// Writes all of `bufs`, in as few vectored writes as the writer takes.
 fn write_all_vectored<W: Write>(writer: &mut W, mut bufs: &mut [IoSlice<'_>]) -> IoResult<()> {
     IoSlice::advance_slices(&mut bufs, 0);
     while !bufs.is_empty() {
@@ -598,7 +598,7 @@ impl Response<io::Empty> {
     }
 
     /// A response whose body is `bytes`, kept in memory and shared with
-    /// other responses: sent with the head in one `writev`, without being
+    /// other responses: sent with the head in one vectored write, without being
     /// copied (an nvr-node patch, for the status body).
     pub fn from_shared(
         status_code: StatusCode,

@@ -252,7 +252,7 @@ impl Write for RefinedTcpStream {
         Ok(written)
     }
 
-    /// One `writev` (an nvr-node patch: upstream's default wrote the first
+    /// One vectored write (an nvr-node patch: upstream's default wrote the first
     /// slice only).
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> IoResult<usize> {
         let written = self.stream.write_vectored(bufs)?;

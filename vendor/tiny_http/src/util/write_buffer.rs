@@ -2,7 +2,7 @@
 //!
 //! Small writes (a head, a chunk) gather in the buffer, as in `BufWriter`;
 //! a vectored write (a head and a body held in memory) follows what is
-//! buffered and goes to the socket as one `writev`. `BufWriter` cannot know
+//! buffered and goes to the socket as one vectored write. `BufWriter` cannot know
 //! on stable Rust that the socket takes vectored writes, and wrote the head
 //! and the body in two sends.
 
