@@ -114,4 +114,7 @@ if [ ! -x target/go2rtc/go2rtc ] || [ "$(cat target/go2rtc/stamp 2>/dev/null)" !
 fi
 export GO2RTC="$PWD/target/go2rtc/go2rtc"
 
+# The patched tiny_http's own unit tests (the write buffer, the handoff
+# between a connection's requests), then the node's.
+cargo test --locked -p tiny_http --lib
 cargo test --locked

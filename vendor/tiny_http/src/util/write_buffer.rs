@@ -29,6 +29,17 @@ impl<W: Write> WriteBuffer<W> {
     }
 }
 
+/// What is still buffered is sent when the buffer goes, as `BufWriter` does:
+/// the answers that end a connection (400, 408, 414, 431, 417) are written
+/// and never flushed.
+impl<W: Write> Drop for WriteBuffer<W> {
+    fn drop(&mut self) {
+        if !self.buffer.is_empty() {
+            let _ = self.send_buffered();
+        }
+    }
+}
+
 impl<W: Write> Write for WriteBuffer<W> {
     fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
         if self.buffer.len() + buf.len() > self.buffer.capacity() {
@@ -60,6 +71,35 @@ mod tests {
     #[derive(Default)]
     struct Writes(Vec<Vec<u8>>);
 
+    /// Records each write it is given into a list shared with the test.
+    struct SharedWrites(std::rc::Rc<std::cell::RefCell<Vec<Vec<u8>>>>);
+
+    impl Write for SharedWrites {
+        fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
+            self.0.borrow_mut().push(buf.to_vec());
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> IoResult<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn what_is_buffered_is_sent_when_the_buffer_goes() {
+        let writes = std::rc::Rc::default();
+        let mut buffer = WriteBuffer::with_capacity(64, SharedWrites(std::rc::Rc::clone(&writes)));
+        buffer
+            .write_all(b"HTTP/1.1 408 Request Timeout\r\n\r\n")
+            .unwrap();
+        assert!(writes.borrow().is_empty(), "a small write is held");
+        drop(buffer);
+        assert_eq!(
+            *writes.borrow(),
+            vec![b"HTTP/1.1 408 Request Timeout\r\n\r\n".to_vec()]
+        );
+    }
+
     impl Write for Writes {
         fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
             self.0.push(buf.to_vec());
@@ -67,7 +107,8 @@ mod tests {
         }
 
         fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> IoResult<usize> {
-            self.0.push(bufs.iter().flat_map(|b| b.iter().copied()).collect());
+            self.0
+                .push(bufs.iter().flat_map(|b| b.iter().copied()).collect());
             Ok(bufs.iter().map(|b| b.len()).sum())
         }
 
