@@ -668,13 +668,15 @@ class Bench:
             self.test_camera = TestCamera(self)
         return self.test_camera
 
-    def unexpected_exits(self):
-        """What every node that exited without being stopped printed last, for error messages."""
+    def unstopped_nodes_output(self):
+        """What every node not stopped by the run printed last, for error messages: one
+        that exited, and one still running (a failed request's reason is in its log)."""
         return "".join(
-            f"\n--- node {node.pid} exited with status {node.proc.returncode}; its last output ---\n"
-            f"{node.tail()}"
+            f"\n--- node {node.pid} {state}; its last output ---\n{node.tail()}"
             for node in self.nodes
-            if not node.stopped and node.proc.poll() is not None
+            if not node.stopped
+            for code in [node.proc.poll()]
+            for state in ["is running" if code is None else f"exited with status {code}"]
         )
 
     def temp_dir(self, name):
@@ -979,8 +981,12 @@ def main(parts, description):
         for part in args.chosen:
             part.run(bench)
     except (BenchError, OSError, subprocess.TimeoutExpired) as e:
-        exits = bench.unexpected_exits() if bench else ""
+        exits = bench.unstopped_nodes_output() if bench else ""
         print(f"bench: failed: {e}{exits}", file=sys.stderr)
+        if bench and bench.figures:
+            # Kept for reading, not as a result: the run as a whole failed.
+            print("figures measured before the failure:")
+            print(table(bench))
         return 1
     except KeyboardInterrupt:
         print("bench: interrupted", file=sys.stderr)
