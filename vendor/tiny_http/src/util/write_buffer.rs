@@ -66,50 +66,24 @@ impl<W: Write> Write for WriteBuffer<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
 
-    /// Records each write it is given.
-    #[derive(Default)]
-    struct Writes(Vec<Vec<u8>>);
+    /// Records each write it is given, in a list its clones share.
+    #[derive(Clone, Default)]
+    struct Writes(Rc<RefCell<Vec<Vec<u8>>>>);
 
-    /// Records each write it is given into a list shared with the test.
-    struct SharedWrites(std::rc::Rc<std::cell::RefCell<Vec<Vec<u8>>>>);
-
-    impl Write for SharedWrites {
+    impl Write for Writes {
         fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
             self.0.borrow_mut().push(buf.to_vec());
             Ok(buf.len())
         }
 
-        fn flush(&mut self) -> IoResult<()> {
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn what_is_buffered_is_sent_when_the_buffer_goes() {
-        let writes = std::rc::Rc::default();
-        let mut buffer = WriteBuffer::with_capacity(64, SharedWrites(std::rc::Rc::clone(&writes)));
-        buffer
-            .write_all(b"HTTP/1.1 408 Request Timeout\r\n\r\n")
-            .unwrap();
-        assert!(writes.borrow().is_empty(), "a small write is held");
-        drop(buffer);
-        assert_eq!(
-            *writes.borrow(),
-            vec![b"HTTP/1.1 408 Request Timeout\r\n\r\n".to_vec()]
-        );
-    }
-
-    impl Write for Writes {
-        fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
-            self.0.push(buf.to_vec());
-            Ok(buf.len())
-        }
-
         fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> IoResult<usize> {
-            self.0
-                .push(bufs.iter().flat_map(|b| b.iter().copied()).collect());
-            Ok(bufs.iter().map(|b| b.len()).sum())
+            let all: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+            let written = all.len();
+            self.0.borrow_mut().push(all);
+            Ok(written)
         }
 
         fn flush(&mut self) -> IoResult<()> {
@@ -119,10 +93,11 @@ mod tests {
 
     #[test]
     fn small_writes_gather_and_a_vectored_write_follows_them_whole() {
-        let mut buffer = WriteBuffer::with_capacity(8, Writes::default());
+        let writes = Writes::default();
+        let mut buffer = WriteBuffer::with_capacity(8, writes.clone());
         buffer.write_all(b"ab").unwrap();
         buffer.write_all(b"cd").unwrap();
-        assert!(buffer.inner.0.is_empty(), "small writes are held");
+        assert!(writes.0.borrow().is_empty(), "small writes are held");
         let body = [b'x'; 20];
         let written = buffer
             .write_vectored(&[IoSlice::new(b"head"), IoSlice::new(&body)])
@@ -137,6 +112,17 @@ mod tests {
             b"0123456789".to_vec(),
             b"e".to_vec(),
         ];
-        assert_eq!(buffer.inner.0, expected);
+        assert_eq!(*writes.0.borrow(), expected);
+    }
+
+    #[test]
+    fn what_is_buffered_is_sent_when_the_buffer_goes() {
+        let writes = Writes::default();
+        let mut buffer = WriteBuffer::with_capacity(64, writes.clone());
+        let answer = b"HTTP/1.1 408 Request Timeout\r\n\r\n";
+        buffer.write_all(answer).unwrap();
+        assert!(writes.0.borrow().is_empty(), "a small write is held");
+        drop(buffer);
+        assert_eq!(*writes.0.borrow(), vec![answer.to_vec()]);
     }
 }
