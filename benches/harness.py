@@ -671,13 +671,14 @@ class Bench:
     def unstopped_nodes_output(self):
         """What every node not stopped by the run printed last, for error messages: one
         that exited, and one still running (a failed request's reason is in its log)."""
-        return "".join(
-            f"\n--- node {node.pid} {state}; its last output ---\n{node.tail()}"
-            for node in self.nodes
-            if not node.stopped
-            for code in [node.proc.poll()]
-            for state in ["is running" if code is None else f"exited with status {code}"]
-        )
+        output = ""
+        for node in self.nodes:
+            if node.stopped:
+                continue
+            code = node.proc.poll()
+            state = "is running" if code is None else f"exited with status {code}"
+            output += f"\n--- node {node.pid} {state}; its last output ---\n{node.tail()}"
+        return output
 
     def temp_dir(self, name):
         """A new folder of its own under the run's temporary folder (`name`,
@@ -981,8 +982,8 @@ def main(parts, description):
         for part in args.chosen:
             part.run(bench)
     except (BenchError, OSError, subprocess.TimeoutExpired) as e:
-        exits = bench.unstopped_nodes_output() if bench else ""
-        print(f"bench: failed: {e}{exits}", file=sys.stderr)
+        output = bench.unstopped_nodes_output() if bench else ""
+        print(f"bench: failed: {e}{output}", file=sys.stderr)
         if bench and bench.figures:
             # Kept for reading, not as a result: the run as a whole failed.
             print("figures measured before the failure:")
