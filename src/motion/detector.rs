@@ -1,7 +1,7 @@
 //! Motion in a camera's picture, found the way Frigate finds it, in integer
-//! arithmetic with no I/O and no clock: grey frames (about 320 pixels wide)
-//! are halved (each 2×2 block averaged, as Frigate works on frames about 100
-//! pixels tall), blurred and compared with a running-average background; pixels that
+//! arithmetic with no I/O and no clock: grey pictures about 160 pixels wide
+//! (`frame.rs` makes them, as Frigate works on frames about 100 pixels tall)
+//! are blurred and compared with a running-average background; pixels that
 //! differ by more than a threshold are dilated and cut into connected
 //! regions, and regions under a minimum area are dropped. The share of the
 //! picture in the regions left is the frame's motion. A change over most of
@@ -14,6 +14,12 @@
 //! while they are there (Frigate #7602); and where the picture is back to
 //! the reference, a difference from the running average is the ghost of
 //! something that left, not motion.
+//!
+//! It keeps two planes of the picture's size, the background and the mask of
+//! what moved (and the reference during an event): the blur and the
+//! dilation work a few rows at a time, as a node holds this for every camera.
+
+use std::ops::Range;
 
 use crate::media::area::Area;
 
@@ -74,9 +80,6 @@ pub struct Motion {
 }
 
 pub struct Detector {
-    /// The frames' size.
-    input: (usize, usize),
-    /// The size worked at: half the frames'.
     width: usize,
     height: usize,
     params: Params,
@@ -85,46 +88,45 @@ pub struct Detector {
     /// The background when the event under way started (see the module's doc).
     reference: Option<Vec<u8>>,
     frames: u32,
-    // Buffers kept between frames, so a frame allocates nothing.
-    quarters: Vec<u16>,
-    sums: Vec<u16>,
-    blurred: Vec<u8>,
+    /// The pixels that moved in the last frame (1) and those that did not (0).
     mask: Vec<u8>,
+    /// The rows in which the frame moved, None when none did.
+    band: Option<Range<usize>>,
+    // Buffers kept between frames, so a frame allocates little.
+    /// Three rows of the blur's horizontal sums, row `y` in the `y % 3`th.
+    sums: Vec<u16>,
+    /// A blurred row.
+    blurred: Vec<u8>,
+    /// A row of the mask grown vertically, then that row grown sideways.
     grown: Vec<u8>,
     parents: Vec<u32>,
     areas: Vec<u32>,
-    /// The rows in which the frame changed (None when none did), grown by
-    /// one each side once dilated.
-    band: Option<std::ops::Range<usize>>,
 }
 
 impl Detector {
-    /// A detector of frames `width` × `height` (each at least 2).
+    /// A detector of grey pictures `width` × `height` (each at least 1).
     pub fn new(width: usize, height: usize, params: Params) -> Detector {
-        let (half_width, half_height) = ((width / 2).max(1), (height / 2).max(1));
-        let n = half_width * half_height;
+        let (width, height) = (width.max(1), height.max(1));
         Detector {
-            input: (width, height),
-            width: half_width,
-            height: half_height,
+            width,
+            height,
             params,
-            background: vec![0; n],
+            background: vec![0; width * height],
             reference: None,
             frames: 0,
-            quarters: vec![0; n],
-            sums: vec![0; n],
-            blurred: vec![0; n],
-            mask: vec![0; n],
-            grown: vec![0; n],
+            mask: vec![0; width * height],
+            band: None,
+            sums: vec![0; 3 * width],
+            blurred: vec![0; width],
+            grown: vec![0; 2 * width],
             parents: Vec::new(),
             areas: Vec::new(),
-            band: None,
         }
     }
 
-    /// The size of the frames it takes.
+    /// The size of the pictures it takes.
     pub fn size(&self) -> (usize, usize) {
-        self.input
+        (self.width, self.height)
     }
 
     /// An event started: hold the background as it is now as the reference.
@@ -137,19 +139,16 @@ impl Detector {
         self.reference = None;
     }
 
-    /// Looks at one frame (`width * height` grey bytes, row by row).
+    /// Looks at one picture (`width * height` grey bytes, row by row).
     pub fn frame(&mut self, pixels: &[u8]) -> Motion {
         assert_eq!(
             pixels.len(),
-            self.input.0 * self.input.1,
-            "a frame of another size"
+            self.width * self.height,
+            "a picture of another size"
         );
         self.frames = self.frames.saturating_add(1);
         if self.frames == 1 {
-            self.blur(pixels);
-            for (b, p) in self.background.iter_mut().zip(&self.blurred) {
-                *b = u16::from(*p) << 8;
-            }
+            self.seed(pixels);
             return Motion::default();
         }
         let calibrating = self.frames <= CALIBRATION_FRAMES;
@@ -158,166 +157,113 @@ impl Detector {
         } else {
             LEARNING_SHIFT
         };
-        let (changed, differing) = self.blur_compare_learn(pixels, shift);
+        let (changed, differing) = self.compare_learn(pixels, shift);
         if calibrating {
             return Motion::default();
         }
-        if changed as f32 > LIGHTS_SHARE * self.blurred.len() as f32 {
-            for (b, p) in self.background.iter_mut().zip(&self.blurred) {
-                *b = u16::from(*p) << 8;
-            }
+        let pixel_count = self.mask.len() as f32;
+        if changed as f32 > LIGHTS_SHARE * pixel_count {
+            self.seed(pixels);
             // What differed from the reference was the light.
             if self.reference.is_some() {
-                self.reference = Some(self.blurred.clone());
+                self.hold_reference();
             }
             return Motion {
                 reseeded: true,
                 ..Motion::default()
             };
         }
-        let present = self.reference.is_some()
-            && differing as f32 >= self.params.min_area * self.blurred.len() as f32;
+        let present =
+            self.reference.is_some() && differing as f32 >= self.params.min_area * pixel_count;
         if changed == 0 {
             return Motion {
                 present,
                 ..Motion::default()
             };
         }
-        self.dilate();
         Motion {
             present,
             ..self.regions()
         }
     }
 
-    /// A 3×3 box blur into `blurred` (edges repeat), which smooths sensor
-    /// grain and rain. Rows as slices, so the loops run without bounds checks.
-    fn blur(&mut self, pixels: &[u8]) {
-        self.blur_compare_learn(pixels, 16);
+    /// The background starts again from the picture, blurred.
+    fn seed(&mut self, pixels: &[u8]) {
+        let (w, background) = (self.width, &mut self.background);
+        blur(pixels, w, &mut self.sums, &mut self.blurred, |y, row| {
+            for (b, &v) in background[y * w..(y + 1) * w].iter_mut().zip(row) {
+                *b = u16::from(v) << 8;
+            }
+        });
     }
 
-    /// In one pass: blurs the frame into `blurred`, marks in `mask` the
-    /// pixels that differ from the background by more than the threshold,
-    /// and moves the background `1 / 2^shift` of the way to the frame (not
-    /// at all for a shift of 16). With a reference held, a pixel back to the
-    /// reference is not marked. Returns how many pixels are marked, and how
-    /// many differ from the reference.
-    fn blur_compare_learn(&mut self, pixels: &[u8], shift: u32) -> (usize, usize) {
-        self.band = None;
-        let (w, input_width) = (self.width, self.input.0);
-        // Each 2×2 block summed (an odd last row or column is left out).
-        for y in 0..self.height {
-            let top = &pixels[2 * y * input_width..][..2 * w];
-            let bottom = &pixels[(2 * y + 1) * input_width..][..2 * w];
-            let quarters = &mut self.quarters[y * w..(y + 1) * w];
-            for x in 0..w {
-                quarters[x] = u16::from(top[2 * x])
-                    + u16::from(top[2 * x + 1])
-                    + u16::from(bottom[2 * x])
-                    + u16::from(bottom[2 * x + 1]);
-            }
-        }
-        for y in 0..self.height {
-            let row = &self.quarters[y * w..(y + 1) * w];
-            let sums = &mut self.sums[y * w..(y + 1) * w];
-            sum3(row, sums, |a, b, c| a + b + c);
-        }
-        let threshold = self.params.threshold;
-        let mut changed = 0;
-        let mut differing = 0;
-        for y in 0..self.height {
-            let before = changed;
-            let (up, here, down) = rows3(&self.sums, w, y);
-            let line = y * w..(y + 1) * w;
-            let reference = self.reference.as_ref().map(|r| &r[line.clone()]);
-            let blurred = &mut self.blurred[line.clone()];
-            let mask = &mut self.mask[line.clone()];
-            let background = &mut self.background[line];
-            // Equal lengths, told to the compiler: the loop needs no bounds checks.
-            let (up, here, down) = (&up[..w], &here[..w], &down[..w]);
-            let (mask, background) = (&mut mask[..w], &mut background[..w]);
-            for x in 0..w {
-                // The mean of 9 blocks of 4 pixels: (a + h + d) / 36, without a division.
-                let sum = u32::from(up[x]) + u32::from(here[x]) + u32::from(down[x]);
-                let v = ((sum * 7282) >> 18) as u8;
-                blurred[x] = v;
-                let b = background[x];
-                let away = reference.is_none_or(|r| r[x].abs_diff(v) > threshold);
-                differing += usize::from(reference.is_some() && away);
-                let off_background = ((b >> 8) as u8).abs_diff(v) > threshold;
-                let moved = away && off_background;
-                mask[x] = u8::from(moved);
-                changed += usize::from(moved);
-                // A ghost (back to the reference, not to the background) is
-                // learnt away fast, so a reference held later is clean.
-                let shift = if off_background && !away {
-                    shift.min(CALIBRATING_SHIFT)
-                } else {
-                    shift
-                };
-                if shift < 16 {
+    /// In one pass over the blurred picture: marks in `mask` the pixels that
+    /// differ from the background by more than the threshold, and moves the
+    /// background `1 / 2^shift` of the way to the picture. With a reference
+    /// held, a pixel back to the reference is not marked. Returns how many
+    /// pixels are marked, and how many differ from the reference.
+    fn compare_learn(&mut self, pixels: &[u8], shift: u32) -> (usize, usize) {
+        let (w, threshold) = (self.width, self.params.threshold);
+        let (background, mask) = (&mut self.background, &mut self.mask);
+        let reference = self.reference.as_deref();
+        let (mut changed, mut differing) = (0, 0);
+        let mut band: Option<Range<usize>> = None;
+        blur(
+            pixels,
+            w,
+            &mut self.sums,
+            &mut self.blurred,
+            |y, blurred| {
+                let before = changed;
+                let line = y * w..(y + 1) * w;
+                let reference = reference.map(|r| &r[line.clone()]);
+                // Equal lengths, told to the compiler: the loop needs no bounds checks.
+                let (mask, background) = (&mut mask[line.clone()], &mut background[line]);
+                let (blurred, mask, background) =
+                    (&blurred[..w], &mut mask[..w], &mut background[..w]);
+                for x in 0..w {
+                    let (v, b) = (blurred[x], background[x]);
+                    let away = reference.is_none_or(|r| r[x].abs_diff(v) > threshold);
+                    differing += usize::from(reference.is_some() && away);
+                    let off_background = ((b >> 8) as u8).abs_diff(v) > threshold;
+                    let moved = away && off_background;
+                    mask[x] = u8::from(moved);
+                    changed += usize::from(moved);
+                    // A ghost (back to the reference, not to the background) is
+                    // learnt away fast, so a reference held later is clean.
+                    let shift = if off_background && !away {
+                        shift.min(CALIBRATING_SHIFT)
+                    } else {
+                        shift
+                    };
                     background[x] = b - (b >> shift) + (u16::from(v) << (8 - shift));
                 }
-            }
-            if changed > before {
-                let first = self.band.as_ref().map_or(y, |band| band.start);
-                self.band = Some(first..y + 1);
-            }
-        }
+                if changed > before {
+                    band = Some(band.as_ref().map_or(y, |band| band.start)..y + 1);
+                }
+            },
+        );
+        self.band = band;
         (changed, differing)
     }
 
-    /// Grows `mask` by a pixel in every direction into `grown`, so the
-    /// pieces of one moving thing join into one region.
-    fn dilate(&mut self) {
-        let w = self.width;
-        // Only the rows that changed, and one more each side, can be set.
-        let changed = self
-            .band
-            .clone()
-            .expect("called only when something changed");
-        let band = changed.start.saturating_sub(1)..(changed.end + 1).min(self.height);
-        let rows = band.start * w..band.end * w;
-        for (row, out) in self.mask[rows.clone()]
-            .chunks_exact(w)
-            .zip(self.sums[rows].chunks_exact_mut(w))
-        {
-            sum3(row, out, |a, b, c| u16::from(a | b | c));
-        }
-        for y in band.clone() {
-            let out = &mut self.grown[y * w..(y + 1) * w];
-            // Rows outside the band hold no mark (their sums are stale).
-            let row = |r: usize| band.contains(&r).then(|| &self.sums[r * w..(r + 1) * w]);
-            let (up, down) = (y.checked_sub(1).and_then(row), row(y + 1));
-            let here = row(y).expect("in the band");
-            for (x, o) in out.iter_mut().enumerate() {
-                let mut v = here[x];
-                if let Some(up) = up {
-                    v |= up[x];
-                }
-                if let Some(down) = down {
-                    v |= down[x];
-                }
-                *o = v as u8;
-            }
-        }
-        self.band = Some(band);
-    }
-
-    /// Cuts `grown` into 8-connected regions and keeps those of the minimum
-    /// area. Works on runs of moving pixels, not pixels: a union-find of the
-    /// runs of each row with the touching runs of the row above.
+    /// Cuts the mask, grown by a pixel in every direction (so the pieces of
+    /// one moving thing join), into 8-connected regions and keeps those of
+    /// the minimum area. Works on runs of moving pixels, not pixels: a
+    /// union-find of the runs of each row with the touching runs of the row
+    /// above.
     fn regions(&mut self) -> Motion {
         let w = self.width;
-        // Runs: (row, first x, x past the end); `labels` holds each run's parent.
+        // Only the rows that moved, and one more each side, hold grown marks.
+        let moved = self.band.clone().expect("called only when something moved");
+        let band = moved.start.saturating_sub(1)..(moved.end + 1).min(self.height);
+        // Runs: (row in the band, first x, x past the end); `parents` holds each run's parent.
         let mut runs: Vec<(usize, usize, usize)> = Vec::new();
         self.parents.clear();
         let mut previous_row = 0..0; // the previous row's runs, as indexes into `runs`
-        let band = self.band.clone().expect("dilated first");
-        for (y, row) in self.grown[band.start * w..band.end * w]
-            .chunks_exact(w)
-            .enumerate()
-        {
+        let (column, row) = self.grown.split_at_mut(w);
+        for (y, picture_y) in band.clone().enumerate() {
+            grow(&self.mask, w, picture_y, column, row);
             let first = runs.len();
             let mut x = 0;
             while x < w {
@@ -385,9 +331,63 @@ impl Detector {
     }
 }
 
+/// Blurs a picture (`w` wide) with a 3×3 box (the edges repeated), which
+/// smooths sensor grain and rain, a row at a time: calls `row(y, blurred)`
+/// for each. `sums` holds three rows of horizontal sums, `blurred` a row.
+fn blur(
+    pixels: &[u8],
+    w: usize,
+    sums: &mut [u16],
+    blurred: &mut [u8],
+    mut row: impl FnMut(usize, &[u8]),
+) {
+    let h = pixels.len() / w;
+    let slot = |y: usize| (y % 3) * w..(y % 3 + 1) * w;
+    let sum_row = |sums: &mut [u16], y: usize| {
+        let out = &mut sums[slot(y)];
+        sum3(&pixels[y * w..(y + 1) * w], out, |a, b, c| {
+            u16::from(a) + u16::from(b) + u16::from(c)
+        });
+    };
+    sum_row(sums, 0);
+    if h > 1 {
+        sum_row(sums, 1);
+    }
+    for y in 0..h {
+        // Row y + 1 takes the slot of row y - 2, no longer needed.
+        if y >= 1 && y + 1 < h {
+            sum_row(sums, y + 1);
+        }
+        let (up, here, down) = (
+            &sums[slot(y.saturating_sub(1))],
+            &sums[slot(y)],
+            &sums[slot((y + 1).min(h - 1))],
+        );
+        // Equal lengths, told to the compiler: the loop needs no bounds checks.
+        let (up, here, down, out) = (&up[..w], &here[..w], &down[..w], &mut blurred[..w]);
+        for x in 0..w {
+            let sum = u32::from(up[x]) + u32::from(here[x]) + u32::from(down[x]);
+            out[x] = (sum / 9) as u8;
+        }
+        row(y, out);
+    }
+}
+
+/// Row `y` of `mask` (`w` wide) grown by a pixel in every direction into
+/// `out`: grown vertically into `column` first, then sideways.
+fn grow(mask: &[u8], w: usize, y: usize, column: &mut [u8], out: &mut [u8]) {
+    let h = mask.len() / w;
+    let row = |r: usize| &mask[r * w..(r + 1) * w];
+    let (up, here, down) = (row(y.saturating_sub(1)), row(y), row((y + 1).min(h - 1)));
+    for (x, c) in column.iter_mut().enumerate() {
+        *c = up[x] | here[x] | down[x];
+    }
+    sum3(column, out, |a, b, c| a | b | c);
+}
+
 /// `out[x] = f(row[x - 1], row[x], row[x + 1])`, the edges repeated.
 #[inline(always)]
-fn sum3<T: Copy>(row: &[T], out: &mut [u16], f: impl Fn(T, T, T) -> u16) {
+fn sum3<T: Copy, U>(row: &[T], out: &mut [U], f: impl Fn(T, T, T) -> U) {
     let w = row.len();
     let out = &mut out[..w];
     if w == 1 {
@@ -401,13 +401,6 @@ fn sum3<T: Copy>(row: &[T], out: &mut [u16], f: impl Fn(T, T, T) -> u16) {
     out[w - 1] = f(row[w - 2], row[w - 1], row[w - 1]);
 }
 
-/// Rows `y - 1`, `y` and `y + 1` of `values` (`w` a row), the edges repeated.
-fn rows3(values: &[u16], w: usize, y: usize) -> (&[u16], &[u16], &[u16]) {
-    let rows = values.len() / w;
-    let row = |r: usize| &values[r * w..(r + 1) * w];
-    (row(y.saturating_sub(1)), row(y), row((y + 1).min(rows - 1)))
-}
-
 /// The root of `label`'s set, halving the path on the way.
 fn find(parents: &mut [u32], mut label: u32) -> u32 {
     while parents[label as usize] != label {
@@ -419,15 +412,17 @@ fn find(parents: &mut [u32], mut label: u32) -> u32 {
 }
 
 #[cfg(test)]
-pub mod tests {
+mod tests {
     use super::*;
+    use crate::motion::frame::for_detector;
 
-    pub const W: usize = 320;
-    pub const H: usize = 180;
+    /// The test frames' size: the detector sees them halved (`frame.rs`), 160×90.
+    const W: usize = 320;
+    const H: usize = 180;
 
-    /// A scene: grey `level` with grain of ±`grain` (a fixed pattern that
-    /// changes with `seed`), and white boxes (x, y, size).
-    pub fn scene(level: u8, grain: u8, seed: u32, boxes: &[(usize, usize, usize)]) -> Vec<u8> {
+    /// A frame of a scene: grey `level` with grain of ±`grain` (a fixed
+    /// pattern that changes with `seed`), and white boxes (x, y, size).
+    fn frame(level: u8, grain: u8, seed: u32, boxes: &[(usize, usize, usize)]) -> Vec<u8> {
         let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
         let mut frame: Vec<u8> = (0..W * H)
             .map(|_| {
@@ -448,9 +443,22 @@ pub mod tests {
         frame
     }
 
+    /// The detector's picture of a frame, as the watcher makes it.
+    fn picture(frame: &[u8]) -> Vec<u8> {
+        let mut small = Vec::new();
+        let (picture, width, height) = for_detector(frame, W, H, &mut small);
+        assert_eq!((width, height), (W / 2, H / 2));
+        picture.to_vec()
+    }
+
+    /// The detector's picture of a scene (`frame`'s arguments).
+    fn scene(level: u8, grain: u8, seed: u32, boxes: &[(usize, usize, usize)]) -> Vec<u8> {
+        picture(&frame(level, grain, seed, boxes))
+    }
+
     /// A detector that has learnt a still, grainy scene.
     fn calibrated(params: Params) -> Detector {
-        let mut detector = Detector::new(W, H, params);
+        let mut detector = Detector::new(W / 2, H / 2, params);
         for seed in 0..CALIBRATION_FRAMES + 5 {
             let motion = detector.frame(&scene(100, 6, seed, &[]));
             assert_eq!(motion, Motion::default(), "a still scene, frame {seed}");
@@ -511,13 +519,13 @@ pub mod tests {
         assert_eq!(seen(Params::HIGH), 1);
         // A faint box (20 levels over the grey): seen only by high.
         let faint = |params| {
-            let mut frame = scene(100, 2, 901, &[]);
+            let mut frame = frame(100, 2, 901, &[]);
             for y in 60..100 {
                 for x in 60..100 {
                     frame[y * W + x] = 120;
                 }
             }
-            calibrated(params).frame(&frame).regions
+            calibrated(params).frame(&picture(&frame)).regions
         };
         assert_eq!(
             (

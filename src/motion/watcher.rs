@@ -1,7 +1,7 @@
 //! One camera's motion watcher: an ffmpeg decoding its sub stream (the
-//! main one when it has none) to frames, 5 a second and at most 640 pixels
-//! wide (320 for a camera that does not classify), as `pgmyuv` images on
-//! stdout (`frame.rs`); the detector and the episodes turn them into events. While an event is on, a camera that
+//! main one when it has none) to frames on stdout, 5 a second: in colour
+//! and at most 640 pixels wide for a camera that classifies, grey and 160
+//! wide for one that does not (`frame.rs`); the detector and the episodes turn them into events. While an event is on, a camera that
 //! classifies sends crops of what moved to the classifier, and the event
 //! ends as the kind it saw (`classify::tally`). Supervised like a recorder:
 //! restarted after 1 s, doubling to 60 s, when it exits or sends no frame
@@ -17,7 +17,7 @@ use uuid::Uuid;
 use super::Shared;
 use super::detector::{Detector, Params};
 use super::episodes::{Change, Episode, Episodes, Moment};
-use super::frame;
+use super::frame::{self, Format};
 use crate::classify::crop::{self, Yuv420};
 use crate::classify::regions::{self, Square};
 use crate::classify::tally::{self, Sighting, Tally};
@@ -110,29 +110,41 @@ impl Watcher {
             .args(["-filter_threads", "1"])
             // Its own argument, never through a shell; validation made sure it is RTSP.
             .args(["-i", &self.spec.url])
-            // Even sizes, as pgmyuv needs; the source's own when it is small.
-            // A camera that classifies needs frames up to 640 wide for its
-            // crops; one that does not gets the detector's size, each 2x2
-            // block averaged (`area`) as frame.rs would halve it: a quarter
-            // of the bytes to hold (0.3 MiB less per camera in the node) and
-            // less CPU in the decoder (1.1 against 1.4 %) for the same memory.
-            .args(["-an", "-vf", self.filter()])
-            .args([
-                "-pix_fmt",
-                "yuv420p",
-                "-c:v",
-                "pgmyuv",
-                "-f",
-                "image2pipe",
-                "pipe:1",
-            ]);
+            .args(["-an"])
+            .args(match self.format() {
+                // Up to 640 wide for the classifier's crops; even sizes, as
+                // pgmyuv needs; the source's own when it is small.
+                Format::Yuv420 => &[
+                    "-vf",
+                    "fps=5,scale='trunc(min(640,iw)/2)*2':-2",
+                    "-pix_fmt",
+                    "yuv420p",
+                    "-c:v",
+                    "pgmyuv",
+                ][..],
+                // The detector's own size, each block averaged (`area`) as
+                // frame.rs would reduce it, and the luma plane alone: taken
+                // as it is (`extractplanes`), where `-pix_fmt gray` would
+                // stretch its range and so the detector's thresholds. A
+                // sixth of the bytes of a 320-wide colour frame to hold, 72
+                // KiB less per camera in the node.
+                Format::Grey => &[
+                    "-vf",
+                    "fps=5,scale='trunc(min(160,iw)/2)*2':-2:flags=area,\
+                     format=yuv420p,extractplanes=y",
+                    "-c:v",
+                    "pgm",
+                ][..],
+            })
+            .args(["-f", "image2pipe", "pipe:1"]);
         command
     }
 
-    fn filter(&self) -> &'static str {
+    /// Colour frames for a camera that classifies, grey ones for the detector alone.
+    fn format(&self) -> Format {
         match self.spec.kinds {
-            Some(_) => "fps=5,scale='trunc(min(640,iw)/2)*2':-2",
-            None => "fps=5,scale='trunc(min(320,iw)/2)*2':-2:flags=area",
+            Some(_) => Format::Yuv420,
+            None => Format::Grey,
         }
     }
 
@@ -152,6 +164,7 @@ impl Watcher {
                 return false;
             }
         };
+        let format = self.format();
         let mut detector: Option<Detector> = None;
         let mut frame = Vec::new();
         let mut small = Vec::new();
@@ -161,11 +174,12 @@ impl Watcher {
             if saw_frames || place.as_ref().is_some_and(|p| p.expired()) {
                 place = None;
             }
-            let Some((width, height)) = read_header(&mut child, &self.stop, last_frame + WATCHDOG)
+            let deadline = last_frame + WATCHDOG;
+            let Some((width, height)) = read_header(&mut child, format, &self.stop, deadline)
             else {
                 break;
             };
-            frame.resize(Yuv420::bytes(width, height), 0);
+            frame.resize(format.bytes(width, height), 0);
             let filled = loop {
                 match child.read_exact(&mut frame, TICK) {
                     Filled::Quiet if !self.stopped() && last_frame.elapsed() < WATCHDOG => {}
@@ -199,12 +213,14 @@ impl Watcher {
                     }
                 }
             }
-            let image = Yuv420 {
-                width,
-                height,
-                data: &frame,
-            };
-            self.classify(&image, &motion.boxes, at);
+            if format == Format::Yuv420 {
+                let image = Yuv420 {
+                    width,
+                    height,
+                    data: &frame,
+                };
+                self.classify(&image, &motion.boxes, at);
+            }
         }
         child.stop(STOP_GRACE);
         saw_frames
@@ -363,7 +379,12 @@ impl Restartable for Watcher {
 /// Reads a frame's header (three lines, as ffmpeg writes them); its width
 /// and height, or None when the decoder ends, sends something else, the
 /// watcher is stopped, or `deadline` passes.
-fn read_header(child: &mut Child, stop: &AtomicBool, deadline: Instant) -> Option<(usize, usize)> {
+fn read_header(
+    child: &mut Child,
+    format: Format,
+    stop: &AtomicBool,
+    deadline: Instant,
+) -> Option<(usize, usize)> {
     let mut lines = Vec::with_capacity(3);
     while lines.len() < 3 {
         match child.next_line(TICK) {
@@ -372,7 +393,7 @@ fn read_header(child: &mut Child, stop: &AtomicBool, deadline: Instant) -> Optio
             _ => return None,
         }
     }
-    frame::parse_header(&lines[0], &lines[1], &lines[2])
+    frame::parse_header(format, &lines[0], &lines[1], &lines[2])
 }
 
 /// A box in a crop (`square` of a `width` × `height` frame) as a box in the frame.
