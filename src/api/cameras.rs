@@ -141,14 +141,21 @@ pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
         let (name, url) = (&settings.name, redact(&settings.rtsp_url));
         log::info!("new camera {name:?} ({url}): {}", e.message());
     }
-    // After a lost database, the camera finds its old recordings again.
-    let earlier = app.recordings.footage_of(&settings.rtsp_url);
-    let camera = Camera {
-        id: earlier.unwrap_or_else(Uuid::new_v4),
-        settings,
-        capabilities: probed.ok(),
-    };
-    app.db(|s| s.insert_camera(&camera, now_ms()))?;
+    // After a lost database, the camera finds its old recordings again. The
+    // folders are read first, without the lock; whose they are is decided
+    // under it, with the insert: a camera of the same address added
+    // meanwhile, whose recorder may have made its folder since, keeps it.
+    let folders = app.recordings.folders_recording(&settings.rtsp_url);
+    let (camera, earlier) = app.db(|s| {
+        let earlier = s.first_unknown_camera(&folders)?;
+        let camera = Camera {
+            id: earlier.unwrap_or_else(Uuid::new_v4),
+            settings,
+            capabilities: probed.ok(),
+        };
+        s.insert_camera(&camera, now_ms())?;
+        Ok((camera, earlier))
+    })?;
     log::info!("added camera {} {:?}", camera.id, camera.settings.name);
     if earlier.is_some() {
         log::info!(

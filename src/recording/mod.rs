@@ -347,20 +347,15 @@ impl Recordings {
         storage
     }
 
-    /// An earlier camera's footage that a new camera with the main URL
-    /// `url` takes over: a folder of no known camera whose recorder last
-    /// recorded that address (its user name and password aside). Only
-    /// while the recordings folder is this node's.
-    pub fn footage_of(&self, url: &str) -> Option<Uuid> {
+    /// The cameras whose folders hold recordings of `url` (none while the
+    /// disk is not ready). A camera added with that address again after a
+    /// lost database takes over the first that is no camera's in the
+    /// database (`Store::first_unknown_camera`).
+    pub fn folders_recording(&self, url: &str) -> Vec<Uuid> {
         if !self.shared.disk_ready() {
-            return None;
+            return Vec::new();
         }
-        let cameras = self.shared.db.run(|s| s.cameras()).ok()?;
-        let deleted = self.shared.db.run(|s| s.deleted_cameras()).ok()?;
-        let known = |id: &Uuid| cameras.iter().any(|c| c.id == *id) || deleted.contains(id);
         files::folders_recording(&self.shared.settings.dir, url)
-            .into_iter()
-            .find(|id| !known(id))
     }
 
     /// The recorded spans of `camera` within `[from_ms, to_ms)`.

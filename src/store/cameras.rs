@@ -30,6 +30,20 @@ impl Store {
         Ok(cameras)
     }
 
+    /// The first of `ids` that is neither a camera nor a deleted camera's.
+    pub fn first_unknown_camera(&self, ids: &[Uuid]) -> Result<Option<Uuid>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM camera WHERE id = ?1)
+                 OR EXISTS (SELECT 1 FROM camera_garbage WHERE id = ?1)",
+        )?;
+        for id in ids {
+            if !stmt.query_row([id.to_string()], |r| r.get::<_, bool>(0))? {
+                return Ok(Some(*id));
+            }
+        }
+        Ok(None)
+    }
+
     pub fn camera(&self, id: Uuid) -> Result<Option<Camera>> {
         let mut stmt = self
             .conn
@@ -282,6 +296,31 @@ mod tests {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(version, super::super::UPGRADES.len());
+        drop(store);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_folder_is_unknown_when_no_camera_living_or_deleted_is_its() {
+        let dir = temp_dir("unknown-cameras");
+        let mut store = Store::open(&dir).unwrap();
+        let (living, deleted, unknown) = (camera("a"), camera("b"), Uuid::new_v4());
+        store.insert_camera(&living, 1).unwrap();
+        store.insert_camera(&deleted, 2).unwrap();
+        store.delete_camera(deleted.id).unwrap();
+        for (ids, expected) in [
+            (vec![], None),
+            (vec![living.id], None),
+            (vec![living.id, deleted.id], None),
+            (vec![living.id, unknown, deleted.id], Some(unknown)),
+            (vec![unknown, living.id], Some(unknown)),
+        ] {
+            assert_eq!(
+                store.first_unknown_camera(&ids).unwrap(),
+                expected,
+                "{ids:?}"
+            );
+        }
         drop(store);
         std::fs::remove_dir_all(dir).unwrap();
     }
