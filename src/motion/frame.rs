@@ -5,11 +5,11 @@
 //! for one that does not, `pgm` images of the luma alone at the detector's
 //! own size, 160 pixels wide. The detector takes the luma at most 200
 //! pixels wide, about the size its parameters were measured at: a wider
-//! frame's is reduced first (each 2×2 or 4×4 block averaged).
+//! frame's is halved first, twice for 640 (each 2×2 block averaged).
 
 /// The largest frame taken: a PGM header asking for more is not ffmpeg's.
 const MAX_PIXELS: usize = 1920 * 1080;
-/// Frames wider than this are reduced for the detector.
+/// Frames wider than this are halved for the detector.
 const DETECTOR_MAX_WIDTH: usize = 200;
 
 /// How the frames come.
@@ -50,8 +50,8 @@ pub fn parse_header(format: Format, magic: &str, size: &str, max: &str) -> Optio
 }
 
 /// The detector's picture of a frame: its luma plane (the first `width *
-/// height` bytes), reduced into `small` when wide (each block of 2×2, 4×4,
-/// ... averaged, the fewest that bring it to the detector's width); returns
+/// height` bytes), halved into `small` as many times as it takes to bring
+/// it to the detector's width when wide (each 2×2 block averaged); returns
 /// it with its size.
 pub fn for_detector<'a>(
     frame: &'a [u8],
@@ -60,30 +60,36 @@ pub fn for_detector<'a>(
     small: &'a mut Vec<u8>,
 ) -> (&'a [u8], usize, usize) {
     let luma = &frame[..width * height];
-    let mut block = 1;
-    while width / block > DETECTOR_MAX_WIDTH {
-        block *= 2;
-    }
-    if block == 1 {
+    if width <= DETECTOR_MAX_WIDTH {
         return (luma, width, height);
     }
-    // A last partial column of blocks is left out; a frame shorter than a
-    // block is one row of blocks, of the rows it has.
-    let (w, h) = (width / block, (height / block).max(1));
-    small.clear();
-    for y in 0..h {
-        let rows = y * block..((y + 1) * block).min(height);
-        let count = (rows.len() * block) as u32;
-        small.extend((0..w).map(|x| {
-            let sum: u32 = rows
-                .clone()
-                .flat_map(|r| &luma[r * width + x * block..][..block])
-                .map(|&v| u32::from(v))
-                .sum();
-            ((sum + count / 2) / count) as u8
-        }));
+    let (mut w, mut h) = halve(luma, width, height, small);
+    while w > DETECTOR_MAX_WIDTH {
+        let larger = std::mem::take(small);
+        (w, h) = halve(&larger, w, h, small);
     }
     (small.as_slice(), w, h)
+}
+
+/// `pixels` (`width` × `height`) halved into `out`, each 2×2 block averaged:
+/// a last odd row or column is left out, a single row halved sideways only.
+/// Rows as slices, so the loop runs without bounds checks.
+fn halve(pixels: &[u8], width: usize, height: usize, out: &mut Vec<u8>) -> (usize, usize) {
+    let (w, h) = (width / 2, (height / 2).max(1));
+    out.clear();
+    out.reserve(w * h);
+    for y in 0..h {
+        let top = &pixels[2 * y * width..][..2 * w];
+        let bottom = &pixels[(2 * y + 1).min(height - 1) * width..][..2 * w];
+        out.extend((0..w).map(|x| {
+            let sum = u16::from(top[2 * x])
+                + u16::from(top[2 * x + 1])
+                + u16::from(bottom[2 * x])
+                + u16::from(bottom[2 * x + 1]);
+            ((sum + 2) / 4) as u8
+        }));
+    }
+    (w, h)
 }
 
 #[cfg(test)]
@@ -145,7 +151,7 @@ mod tests {
         assert!(luma[..80].iter().all(|&v| v == 20), "{:?}", &luma[..4]);
         assert!(luma[80..].iter().all(|&v| v == 200));
 
-        // 640×360: 4×4 blocks, each the mean of its 16 pixels (rounded).
+        // 640×360, halved twice: each 4×4 block about the mean of its 16 pixels.
         let (w, h) = (640, 360);
         let frame: Vec<u8> = (0..w * h * 3 / 2)
             .map(|i| ((i % w) / 4 * 3 + (i / w) % 4) as u8)
@@ -155,7 +161,7 @@ mod tests {
         // Block x holds 3x + 0, 1, 2, 3 by row: a mean of 3x + 1.5, rounded up.
         assert_eq!((luma[0], luma[1], luma[160 + 2]), (2, 5, 8));
 
-        // Too short for a block: one row of blocks, of the rows there are.
+        // Too short to halve three times: its one row is halved sideways.
         let frame = vec![90u8; 1280 * 2];
         let (luma, sw, sh) = for_detector(&frame, 1280, 2, &mut small);
         assert_eq!((sw, sh), (160, 1));
