@@ -43,7 +43,8 @@ DETECTING_CAMERAS = 4
 
 
 def measure_detector(bench):
-    """The detector's time per 320x180 frame (benches/detector.rs, release build)."""
+    """The detector's time per 320x180 frame, halved and looked at (benches/detector.rs,
+    release build)."""
     command = ["cargo", "bench", "--locked", "--quiet", "--bench", "detector"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]

@@ -1,9 +1,10 @@
 //! One camera's motion watcher: an ffmpeg decoding its sub stream (the
 //! main one when it has none) to frames on stdout, 5 a second: in colour
 //! and at most 640 pixels wide for a camera that classifies, grey and 160
-//! wide for one that does not (`frame.rs`); the detector and the episodes turn them into events. While an event is on, a camera that
-//! classifies sends crops of what moved to the classifier, and the event
-//! ends as the kind it saw (`classify::tally`). Supervised like a recorder:
+//! wide for one that does not (`frame.rs`); the detector and the episodes
+//! turn them into events. While an event is on, a camera that classifies
+//! sends crops of what moved to the classifier, and the event ends as the
+//! kind it saw (`classify::tally`). Supervised like a recorder:
 //! restarted after 1 s, doubling to 60 s, when it exits or sends no frame
 //! for 30 s; stopped within 2 s; killed with the node.
 
@@ -123,7 +124,7 @@ impl Watcher {
                     "pgmyuv",
                 ][..],
                 // The detector's own size, each block averaged (`area`) as
-                // frame.rs would reduce it, and the luma plane alone: taken
+                // frame.rs would halve it, and the luma plane alone: taken
                 // as it is (`extractplanes`), where `-pix_fmt gray` would
                 // stretch its range and so the detector's thresholds. A
                 // sixth of the bytes of a 320-wide colour frame to hold, 72
