@@ -1,11 +1,12 @@
 //! Media plumbing that knows nothing of cameras, the database or HTTP:
 //! supervised ffmpeg-family processes, what their errors mean, the boxes
-//! of the fragmented MP4 files that recordings are made of, and boxes in a
-//! picture.
+//! of the fragmented MP4 files that recordings are made of, and boxes and
+//! polygons in a picture.
 
 pub mod area;
 pub mod child;
 pub mod failure;
 pub mod fmp4;
 pub mod gate;
+pub mod polygon;
 pub mod restart;
