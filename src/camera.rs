@@ -1,11 +1,15 @@
 //! Cameras as the node knows them, and the validation of what clients send.
 
+mod areas;
+
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::error::Error;
 use crate::event::Kind;
+use crate::media::polygon::Polygon;
 use crate::rtsp_url;
+pub use areas::{Zone, checked_masks, checked_zones};
 
 /// A stored camera, with its stream addresses. Never serialized as is: the
 /// URLs carry credentials.
@@ -72,6 +76,12 @@ pub struct Settings {
     pub kinds: Vec<Kind>,
     /// The ONVIF device the camera is, when known: followed when it moves.
     pub onvif: Option<OnvifLink>,
+    /// Polygons whose motion the detector never sees.
+    pub motion_masks: Vec<Polygon>,
+    /// Where what moved must go for an event to be made; none: anywhere.
+    pub zones: Vec<Zone>,
+    /// The areas the node learns are always moving are left out of detection.
+    pub auto_mask: bool,
 }
 
 /// A camera's ONVIF device: its stable id and where its service last answered.
@@ -118,6 +128,9 @@ impl Settings {
             classify: given.classify.unwrap_or(classify_by_default),
             kinds: given.kinds.unwrap_or_else(|| Kind::CLASSIFIED.to_vec()),
             onvif: given.onvif.flatten(),
+            motion_masks: given.motion_masks.unwrap_or_default(),
+            zones: given.zones.unwrap_or_default(),
+            auto_mask: given.auto_mask.unwrap_or(true),
         })
     }
 }
@@ -169,6 +182,9 @@ pub struct SettingsPatch {
     pub kinds: Option<Vec<Kind>>,
     /// `Some(None)`: unlink the camera from its ONVIF device.
     pub onvif: Option<Option<OnvifLink>>,
+    pub motion_masks: Option<Vec<Polygon>>,
+    pub zones: Option<Vec<Zone>>,
+    pub auto_mask: Option<bool>,
 }
 
 /// The body's JSON object.
@@ -221,6 +237,11 @@ impl SettingsPatch {
                 Some(Value::Null) => Some(None),
                 Some(link) => Some(Some(checked_onvif(link)?)),
             },
+            motion_masks: field(fields, "motionMasks")
+                .map(checked_masks)
+                .transpose()?,
+            zones: field(fields, "zones").map(checked_zones).transpose()?,
+            auto_mask: optional_bool(fields, "autoMask")?,
         })
     }
 
@@ -245,6 +266,12 @@ impl SettingsPatch {
             classify: self.classify.unwrap_or(settings.classify),
             kinds: self.kinds.clone().unwrap_or_else(|| settings.kinds.clone()),
             onvif: self.onvif.clone().unwrap_or_else(|| settings.onvif.clone()),
+            motion_masks: self
+                .motion_masks
+                .clone()
+                .unwrap_or_else(|| settings.motion_masks.clone()),
+            zones: self.zones.clone().unwrap_or_else(|| settings.zones.clone()),
+            auto_mask: self.auto_mask.unwrap_or(settings.auto_mask),
         }
     }
 }
@@ -326,13 +353,25 @@ fn checked_name(name: &str) -> Result<String, Error> {
 /// package, at least one (classifying into no kind is `classify: false`,
 /// one way to say it); kept in [`Kind::CLASSIFIED`]'s order.
 fn checked_kinds(value: &Value) -> Result<Vec<Kind>, Error> {
+    let kinds = kind_names("kinds", value, &Kind::CLASSIFIED)?;
+    if kinds.is_empty() {
+        return Err(Error::bad_request(
+            "kinds must name at least one kind; to classify nothing, turn classify off",
+        ));
+    }
+    Ok(kinds)
+}
+
+/// `field`: a JSON array of distinct names of kinds from `allowed`, in
+/// [`Kind::ALL`]'s order; maybe none.
+fn kind_names(field: &str, value: &Value, allowed: &[Kind]) -> Result<Vec<Kind>, Error> {
     let names = || {
-        let names: Vec<&str> = Kind::CLASSIFIED.iter().map(|k| k.name()).collect();
+        let names: Vec<&str> = allowed.iter().map(|k| k.name()).collect();
         names.join(", ")
     };
     let Value::Array(items) = value else {
         return Err(Error::bad_request(format!(
-            "kinds must be an array of names from {}",
+            "{field} must be an array of names from {}",
             names()
         )));
     };
@@ -341,17 +380,14 @@ fn checked_kinds(value: &Value) -> Result<Vec<Kind>, Error> {
         let kind = item
             .as_str()
             .and_then(Kind::from_name)
-            .filter(|k| *k != Kind::Motion)
-            .ok_or_else(|| Error::bad_request(format!("kinds may only name {}", names())))?;
+            .filter(|k| allowed.contains(k))
+            .ok_or_else(|| Error::bad_request(format!("{field} may only name {}", names())))?;
         if kinds.contains(&kind) {
-            return Err(Error::bad_request("kinds must not name a kind twice"));
+            return Err(Error::bad_request(format!(
+                "{field} must not name a kind twice"
+            )));
         }
         kinds.push(kind);
-    }
-    if kinds.is_empty() {
-        return Err(Error::bad_request(
-            "kinds must name at least one kind; to classify nothing, turn classify off",
-        ));
     }
     kinds.sort();
     Ok(kinds)
@@ -427,6 +463,9 @@ mod tests {
                 classify: true,
                 kinds: crate::event::Kind::CLASSIFIED.to_vec(),
                 onvif: None,
+                motion_masks: Vec::new(),
+                zones: Vec::new(),
+                auto_mask: true,
             }
         );
         let minimal =
@@ -756,6 +795,56 @@ mod tests {
         for (body, message) in table {
             let err = patch(body).expect_err(body);
             assert_eq!(err.kind, Kind::BadRequest, "{body}");
+            assert!(err.message.contains(message), "{body}: {}", err.message);
+            let full = body.replacen('{', r#"{"name":"a","rtspUrl":"rtsp://h/","#, 1);
+            let err = parse(&full).expect_err(&full);
+            assert!(err.message.contains(message), "{full}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn masks_zones_and_auto_mask() {
+        let plain = parse(r#"{"name":"a","rtspUrl":"rtsp://h/"}"#).unwrap();
+        assert!(plain.motion_masks.is_empty() && plain.zones.is_empty());
+        assert!(plain.auto_mask, "on by default");
+        let triangle = "[[0.1,0.1],[0.4,0.1],[0.4,0.4]]";
+        let given = parse(&format!(
+            r#"{{"name":"a","rtspUrl":"rtsp://h/","motionMasks":[{triangle}],
+                "zones":[{{"name":"Door","polygon":{triangle},"kinds":["person"]}}],"autoMask":false}}"#
+        ))
+        .unwrap();
+        assert_eq!(given.motion_masks[0].points()[2], [0.4, 0.4]);
+        assert_eq!(
+            (
+                given.zones[0].name.as_str(),
+                given.zones[0].kinds.as_slice()
+            ),
+            ("Door", &[crate::event::Kind::Person][..])
+        );
+        assert!(!given.auto_mask);
+        let patch = |body: &str| SettingsPatch::from_json(body.as_bytes());
+        let cleared = patch(r#"{"motionMasks":[],"zones":[]}"#)
+            .unwrap()
+            .apply(&given);
+        assert!(cleared.motion_masks.is_empty() && cleared.zones.is_empty());
+        assert!(!cleared.auto_mask, "autoMask kept");
+        let nulls = patch(r#"{"motionMasks":null,"zones":null,"autoMask":null}"#)
+            .unwrap()
+            .apply(&given);
+        assert_eq!(nulls, given, "null leaves them as they are");
+        let table = [
+            (r#"{"autoMask":"yes"}"#, "autoMask must be true or false"),
+            (
+                r#"{"motionMasks":[[[0,0],[1,1]]]}"#,
+                "motionMasks[0] must have 3 to 32 points",
+            ),
+            (
+                r#"{"zones":[{"name":"a","polygon":[[0,0],[1,0],[1,1]]},{"name":"A","polygon":[[0,0],[1,0],[1,1]]}]}"#,
+                "zones[1].name must be unique on the camera",
+            ),
+        ];
+        for (body, message) in table {
+            let err = patch(body).expect_err(body);
             assert!(err.message.contains(message), "{body}: {}", err.message);
             let full = body.replacen('{', r#"{"name":"a","rtspUrl":"rtsp://h/","#, 1);
             let err = parse(&full).expect_err(&full);

@@ -224,6 +224,13 @@ impl Kind {
     }
 }
 
+/// A kind is shown by its name.
+impl serde::Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
 /// A validated `POST /api/events` body.
 #[derive(Debug, PartialEq)]
 pub struct NewEvent {

@@ -245,6 +245,9 @@ mod tests {
                 classify: true,
                 kinds: crate::event::Kind::CLASSIFIED.to_vec(),
                 onvif: None,
+                motion_masks: Vec::new(),
+                zones: Vec::new(),
+                auto_mask: true,
             },
             capabilities: None,
         };

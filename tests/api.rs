@@ -40,7 +40,7 @@ fn dead_url() -> String {
     )
 }
 
-const CAMERA_FIELDS: [&str; 15] = [
+const CAMERA_FIELDS: [&str; 19] = [
     "id",
     "name",
     "make",
@@ -51,6 +51,10 @@ const CAMERA_FIELDS: [&str; 15] = [
     "detectSensitivity",
     "classify",
     "kinds",
+    "motionMasks",
+    "zones",
+    "autoMask",
+    "suggestedMasks",
     "capabilities",
     "hasSubstream",
     "online",
@@ -458,6 +462,207 @@ fn classify_and_kinds_are_set_checked_and_kept() {
 
     node.kill();
     let restarted = Node::start(dir.path(), &relay, &env);
+    assert_eq!(
+        settled(&restarted.get("/api/cameras").json()),
+        listed,
+        "the same after a restart"
+    );
+}
+
+/// Masks and zones at creation and by PATCH, each refusal (POST and PATCH
+/// alike) naming the field and the element, and changing nothing.
+#[test]
+fn masks_and_zones_are_set_checked_and_kept() {
+    let dir = TempDir::new("areas");
+    let node = node(&dir);
+    let plain = node.add_camera(json!({ "name": "Yard", "rtspUrl": dead_url() }));
+    assert_eq!(
+        [
+            &plain["motionMasks"],
+            &plain["zones"],
+            &plain["autoMask"],
+            &plain["suggestedMasks"]
+        ],
+        [&json!([]), &json!([]), &json!(true), &json!([])],
+        "none, and autoMask on, by default"
+    );
+    let triangle = json!([[0.1, 0.1], [0.9, 0.1], [0.5, 0.75]]);
+    let stamp = json!([[0.0, 0.0], [0.3, 0.0], [0.3, 0.08], [0.0, 0.08]]);
+    let created = node.add_camera(json!({
+        "name": "Drive", "rtspUrl": dead_url(), "motionMasks": [stamp, triangle],
+        "zones": [
+            {"name": " Driveway ", "polygon": triangle, "kinds": ["vehicle", "person"]},
+            {"name": "Door", "polygon": stamp},
+        ],
+        "autoMask": false,
+    }));
+    assert_eq!(created["motionMasks"], json!([stamp, triangle]));
+    assert_eq!(
+        created["zones"],
+        json!([
+            {"name": "Driveway", "polygon": triangle, "kinds": ["person", "vehicle"]},
+            {"name": "Door", "polygon": stamp,
+             "kinds": ["motion", "person", "vehicle", "animal", "package"]},
+        ]),
+        "names trimmed, kinds in one order, all of them by default"
+    );
+    assert_eq!(created["autoMask"], false);
+
+    let zone = |fields: Value| {
+        let mut zone = json!({"name": "Gate", "polygon": triangle});
+        for (k, v) in fields.as_object().unwrap() {
+            zone[k] = v.clone();
+        }
+        json!([{"name": "Yard", "polygon": triangle}, zone])
+    };
+    let many_points: Vec<[f64; 2]> = (0..33).map(|i| [f64::from(i) / 33.0, 0.5]).collect();
+    let invalid = [
+        (
+            json!({"motionMasks": "all"}),
+            "motionMasks must be an array of at most 16 polygons",
+        ),
+        (
+            json!({"motionMasks": vec![triangle.clone(); 17]}),
+            "motionMasks must be an array of at most 16 polygons",
+        ),
+        (
+            json!({"motionMasks": [triangle, {"x": 1}]}),
+            "motionMasks[1] must have 3 to 32 points [x, y]",
+        ),
+        (
+            json!({"motionMasks": [[[0, 0], [1, 1]]]}),
+            "motionMasks[0] must have 3 to 32 points [x, y]",
+        ),
+        (
+            json!({"motionMasks": [many_points]}),
+            "motionMasks[0] must have 3 to 32 points [x, y]",
+        ),
+        (
+            json!({"motionMasks": [triangle, [[0, 0], [1, 0], [0.5, 1.2]]]}),
+            "motionMasks[1][2] must be [x, y] with x and y from 0 to 1",
+        ),
+        (
+            json!({"motionMasks": [[[0, 0], [-0.5, 0], [0.5, 1]]]}),
+            "motionMasks[0][1] must be [x, y] with x and y from 0 to 1",
+        ),
+        (
+            json!({"motionMasks": [[[0, 0], [0.5], [0.5, 1]]]}),
+            "motionMasks[0][1] must be [x, y]",
+        ),
+        (
+            json!({"motionMasks": [[[0, 0], ["0.5", 0], [0.5, 1]]]}),
+            "motionMasks[0][1] must be [x, y]",
+        ),
+        (
+            json!({"zones": {"name": "Gate"}}),
+            "zones must be an array of at most 8 zones",
+        ),
+        (
+            json!({"zones": (0..9).map(|i| json!({"name": format!("z{i}"), "polygon": triangle})).collect::<Vec<_>>()}),
+            "zones must be an array of at most 8 zones",
+        ),
+        (
+            json!({"zones": [triangle]}),
+            "zones[0] must be {\"name\", \"polygon\", \"kinds\"}",
+        ),
+        (
+            json!({"zones": zone(json!({"name": null}))}),
+            "zones[1].name is required",
+        ),
+        (
+            json!({"zones": zone(json!({"name": 7}))}),
+            "zones[1].name must be a string",
+        ),
+        (
+            json!({"zones": zone(json!({"name": " "}))}),
+            "zones[1].name must be 1 to 32 characters",
+        ),
+        (
+            json!({"zones": zone(json!({"name": "g".repeat(33)}))}),
+            "zones[1].name must be 1 to 32 characters",
+        ),
+        (
+            json!({"zones": zone(json!({"name": "Ga\nte"}))}),
+            "zones[1].name must not contain control characters",
+        ),
+        (
+            json!({"zones": zone(json!({"name": "yard"}))}),
+            "zones[1].name must be unique on the camera",
+        ),
+        (
+            json!({"zones": zone(json!({"polygon": null}))}),
+            "zones[1].polygon is required",
+        ),
+        (
+            json!({"zones": zone(json!({"polygon": [[0, 0], [1, 1]]}))}),
+            "zones[1].polygon must have 3 to 32 points [x, y]",
+        ),
+        (
+            json!({"zones": zone(json!({"polygon": [[0, 0], [1, 1], [1, 2]]}))}),
+            "zones[1].polygon[2] must be [x, y] with x and y from 0 to 1",
+        ),
+        (
+            json!({"zones": zone(json!({"kinds": "person"}))}),
+            "zones[1].kinds must be an array of names from motion, person, vehicle, animal, package",
+        ),
+        (
+            json!({"zones": zone(json!({"kinds": ["person", "dog"]}))}),
+            "zones[1].kinds may only name motion, person, vehicle, animal, package",
+        ),
+        (
+            json!({"zones": zone(json!({"kinds": ["person", "person"]}))}),
+            "zones[1].kinds must not name a kind twice",
+        ),
+        (
+            json!({"zones": zone(json!({"kinds": []}))}),
+            "zones[1].kinds must name at least one kind",
+        ),
+        (json!({"autoMask": "no"}), "autoMask must be true or false"),
+    ];
+    let before = settled(&node.get("/api/cameras").json());
+    let path = format!("/api/cameras/{}", created["id"].as_str().unwrap());
+    for (fields, message) in invalid {
+        let mut body = fields.clone();
+        body["name"] = json!("Bad");
+        body["rtspUrl"] = json!(dead_url());
+        let response = node.post_json("/api/cameras", &body.to_string());
+        assert_eq!(response.status, 400, "{fields}: {response}");
+        assert!(response.error().contains(message), "{fields}: {response}");
+        // With a change that is fine: the whole body is refused.
+        let mut body = fields.clone();
+        body["name"] = json!("Renamed");
+        let response = node.patch_json(&path, &body.to_string());
+        assert_eq!(response.status, 400, "{fields}: {response}");
+        assert!(response.error().contains(message), "{fields}: {response}");
+    }
+    assert_eq!(
+        settled(&node.get("/api/cameras").json()),
+        before,
+        "bad input changed nothing"
+    );
+
+    let patched = node.patch_camera(
+        created["id"].as_str().unwrap(),
+        json!({"motionMasks": [], "zones": [{"name": "Gate", "polygon": stamp, "kinds": ["animal"]}],
+               "autoMask": true}),
+    );
+    assert_eq!(patched["motionMasks"], json!([]), "[] removes them");
+    assert_eq!(
+        patched["zones"],
+        json!([{"name": "Gate", "polygon": stamp, "kinds": ["animal"]}])
+    );
+    assert_eq!(patched["autoMask"], true);
+    let renamed = node.patch_camera(created["id"].as_str().unwrap(), json!({"name": "Drive 2"}));
+    assert_eq!(
+        (&renamed["zones"], &renamed["autoMask"]),
+        (&patched["zones"], &json!(true)),
+        "kept when not given"
+    );
+    let listed = settled(&node.get("/api/cameras").json());
+    assert_eq!(listed, settled(&json!([plain, renamed])));
+    assert_eq!(settled(&node.get("/api/status").json()["cameras"]), listed);
+    node.kill();
+    let restarted = crate::node(&dir);
     assert_eq!(
         settled(&restarted.get("/api/cameras").json()),
         listed,

@@ -6,10 +6,11 @@ use uuid::Uuid;
 
 use super::no_such_camera;
 use crate::app::App;
-use crate::camera::{Camera, Capabilities, Settings, SettingsPatch};
+use crate::camera::{Camera, Capabilities, Settings, SettingsPatch, Zone};
 use crate::clock::now_ms;
 use crate::error::{Error, Kind};
 use crate::event::format_timestamp;
+use crate::media::polygon::Polygon;
 use crate::reply::Reply;
 use crate::rtsp_url::redact;
 
@@ -27,6 +28,11 @@ pub struct CameraView<'a> {
     detect_sensitivity: &'static str,
     classify: bool,
     kinds: Vec<&'static str>,
+    motion_masks: &'a [Polygon],
+    zones: &'a [Zone],
+    auto_mask: bool,
+    /// What the node has learnt is always moving (left out while `auto_mask`).
+    suggested_masks: Vec<Polygon>,
     capabilities: CapabilitiesField,
     has_substream: bool,
     online: bool,
@@ -73,6 +79,10 @@ impl<'a> CameraView<'a> {
             detect_sensitivity: settings.detect_sensitivity.name(),
             classify: settings.classify,
             kinds: settings.kinds.iter().map(|k| k.name()).collect(),
+            motion_masks: &settings.motion_masks,
+            zones: &settings.zones,
+            auto_mask: settings.auto_mask,
+            suggested_masks: app.motion.suggested_masks(camera.id),
             capabilities,
             has_substream,
             online: app.is_online(camera.id),

@@ -29,13 +29,6 @@ pub struct Polygon {
 type Xy = (f64, f64);
 
 impl Polygon {
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "cameras' masks and zones (issue #30) make them: drop this then"
-        )
-    )]
     pub fn new(points: Vec<Point>) -> Polygon {
         Polygon { points }
     }

@@ -23,6 +23,7 @@ use crate::classify::Classifier;
 use crate::clips::Clips;
 use crate::db::{Db, lock};
 use crate::media::gate::Gate;
+use crate::media::polygon::Polygon;
 use crate::notices::Notices;
 use crate::recording::Recordings;
 use crate::workers::{self, Order, Workers};
@@ -95,6 +96,13 @@ impl Motion {
     /// Cameras changed: watchers start or stop within 2 s.
     pub fn cameras_changed(&self) {
         let _ = self.supervisor.send(Order::CamerasChanged);
+    }
+
+    /// The areas of `camera`'s picture the node has learnt are always
+    /// moving (its `suggestedMasks`), left out of detection while its
+    /// `autoMask` is on. None learnt yet.
+    pub fn suggested_masks(&self, _camera: Uuid) -> Vec<Polygon> {
+        Vec::new()
     }
 
     /// Stops every watcher (an event under way is stored) and the

@@ -10,7 +10,9 @@ use uuid::Uuid;
 use super::events::tombstone_events_where;
 use super::segments::tombstone_where;
 use super::{Result, Store, uuid_column};
-use crate::camera::{Camera, Capabilities, OnvifLink, Sensitivity, Settings};
+use crate::camera::{
+    Camera, Capabilities, OnvifLink, Sensitivity, Settings, checked_masks, checked_zones,
+};
 use crate::event::Kind;
 
 impl Store {
@@ -58,8 +60,10 @@ impl Store {
         self.conn.execute(
             "INSERT INTO camera (id, name, make, model, rtsp_url, rtsp_sub_url, enabled,
                                  record, detect, capabilities, detect_sensitivity, classify,
-                                 kinds, onvif_endpoint, onvif_address, created_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                                 kinds, onvif_endpoint, onvif_address, motion_masks, zones,
+                                 auto_mask, created_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                     ?18, ?19)",
             params_from_iter(values),
         )?;
         Ok(())
@@ -72,7 +76,8 @@ impl Store {
             "UPDATE camera SET name = ?2, make = ?3, model = ?4, rtsp_url = ?5, rtsp_sub_url = ?6,
                                enabled = ?7, record = ?8, detect = ?9, capabilities = ?10,
                                detect_sensitivity = ?11, classify = ?12, kinds = ?13,
-                               onvif_endpoint = ?14, onvif_address = ?15
+                               onvif_endpoint = ?14, onvif_address = ?15, motion_masks = ?16,
+                               zones = ?17, auto_mask = ?18
              WHERE id = ?1",
             params_from_iter(camera_values(camera)),
         )?;
@@ -113,7 +118,7 @@ impl Store {
     }
 }
 
-/// A camera's columns from `id` to `onvif_address`, as parameters ?1 to ?15.
+/// A camera's columns from `id` to `auto_mask`, as parameters ?1 to ?18.
 fn camera_values(camera: &Camera) -> Vec<Value> {
     let s = &camera.settings;
     let text = |t: &str| Value::Text(t.to_owned());
@@ -136,7 +141,24 @@ fn camera_values(camera: &Camera) -> Vec<Value> {
         text(&kinds_text(&s.kinds)),
         s.onvif.as_ref().map_or(Value::Null, |o| text(&o.endpoint)),
         s.onvif.as_ref().map_or(Value::Null, |o| text(&o.address)),
+        text(&json(&s.motion_masks)),
+        text(&json(&s.zones)),
+        Value::Integer(s.auto_mask.into()),
     ]
+}
+
+fn json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).expect("masks and zones serialize")
+}
+
+/// Masks or zones from their column, read as the API takes them; a value
+/// this version cannot read counts as none.
+fn areas<T: Default, E>(
+    text: &str,
+    checked: fn(&serde_json::Value) -> std::result::Result<T, E>,
+) -> T {
+    let value = serde_json::from_str(text).unwrap_or_default();
+    checked(&value).unwrap_or_default()
 }
 
 /// `person,animal`: the kinds' names, comma separated.
@@ -162,7 +184,8 @@ fn kinds_from_text(text: &str) -> Vec<Kind> {
 
 const SELECT_CAMERA: &str = "SELECT id, name, make, model, rtsp_url, rtsp_sub_url, enabled, \
                              record, detect, capabilities, detect_sensitivity, classify, kinds, \
-                             onvif_endpoint, onvif_address FROM camera";
+                             onvif_endpoint, onvif_address, motion_masks, zones, auto_mask \
+                             FROM camera";
 
 fn camera_from_row(r: &Row) -> Result<Camera> {
     let capabilities: Option<String> = r.get(9)?;
@@ -186,6 +209,9 @@ fn camera_from_row(r: &Row) -> Result<Camera> {
                 (Some(endpoint), Some(address)) => Some(OnvifLink { endpoint, address }),
                 _ => None,
             },
+            motion_masks: areas(&r.get::<_, String>(15)?, checked_masks),
+            zones: areas(&r.get::<_, String>(16)?, checked_zones),
+            auto_mask: r.get(17)?,
         },
         // A row this version cannot read counts as not probed.
         capabilities: capabilities.and_then(|json| serde_json::from_str(&json).ok()),
@@ -213,6 +239,13 @@ mod tests {
             endpoint: "urn:uuid:1".into(),
             address: "http://10.0.0.5/onvif/device_service".into(),
         });
+        let triangle = serde_json::json!([[0.1, 0.1], [0.9, 0.1], [0.5, 0.75]]);
+        b.settings.motion_masks = checked_masks(&serde_json::json!([triangle])).unwrap();
+        b.settings.zones = checked_zones(&serde_json::json!([
+            {"name": "Drive", "polygon": triangle, "kinds": ["vehicle"]},
+        ]))
+        .unwrap();
+        b.settings.auto_mask = false;
         {
             let store = Store::open(&dir).unwrap();
             store.insert_camera(&a, 1).unwrap();
@@ -239,6 +272,9 @@ mod tests {
         changed.settings.rtsp_sub_url = None;
         changed.settings.classify = true;
         changed.settings.kinds = vec![Kind::Animal];
+        changed.settings.motion_masks.clear();
+        changed.settings.zones[0].name = "Gate".into();
+        changed.settings.auto_mask = true;
         changed.capabilities = None;
         assert_eq!(*store.cameras().unwrap(), vec![a.clone(), b.clone()]);
         assert!(store.update_camera(&changed).unwrap());
@@ -291,6 +327,8 @@ mod tests {
         assert_eq!(settings.detect_sensitivity, Sensitivity::High);
         assert!(settings.classify);
         assert_eq!(settings.kinds, Kind::CLASSIFIED);
+        assert!(settings.motion_masks.is_empty() && settings.zones.is_empty());
+        assert!(settings.auto_mask, "leaves out what is always moving");
         let version: usize = store
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
@@ -323,6 +361,15 @@ mod tests {
         }
         drop(store);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn masks_and_zones_a_row_cannot_hold_count_as_none() {
+        assert!(areas("[[[0,0],[1,0],[1,1]]]", checked_masks).len() == 1);
+        for text in ["", "{", "[[[0,0],[2,0],[1,1]]]", "null"] {
+            assert!(areas(text, checked_masks).is_empty(), "{text:?}");
+            assert!(areas(text, checked_zones).is_empty(), "{text:?}");
+        }
     }
 
     #[test]

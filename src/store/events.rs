@@ -585,7 +585,9 @@ mod tests {
              ALTER TABLE event DROP COLUMN clip_bytes; ALTER TABLE event DROP COLUMN thumbnail_bytes;
              ALTER TABLE camera DROP COLUMN classify; ALTER TABLE camera DROP COLUMN kinds;
              ALTER TABLE camera DROP COLUMN onvif_endpoint;
-             ALTER TABLE camera DROP COLUMN onvif_address;",
+             ALTER TABLE camera DROP COLUMN onvif_address;
+             ALTER TABLE camera DROP COLUMN motion_masks; ALTER TABLE camera DROP COLUMN zones;
+             ALTER TABLE camera DROP COLUMN auto_mask; ALTER TABLE event DROP COLUMN zones;",
         )
         .unwrap();
         drop(conn);

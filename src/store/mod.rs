@@ -103,6 +103,14 @@ const UPGRADES: &[&str] = &[
     // address), both null for a camera not linked to one.
     "ALTER TABLE camera ADD COLUMN onvif_endpoint TEXT;
      ALTER TABLE camera ADD COLUMN onvif_address TEXT;",
+    // 8 -> 9: motion masks and zones: each camera's masks and zones (JSON,
+    // as the API shows them) and whether it leaves out the areas learnt to
+    // be always moving; and the zones each event entered (a JSON array of
+    // names), none for the events before.
+    "ALTER TABLE camera ADD COLUMN motion_masks TEXT NOT NULL DEFAULT '[]';
+     ALTER TABLE camera ADD COLUMN zones TEXT NOT NULL DEFAULT '[]';
+     ALTER TABLE camera ADD COLUMN auto_mask INTEGER NOT NULL DEFAULT 1;
+     ALTER TABLE event ADD COLUMN zones TEXT NOT NULL DEFAULT '[]';",
 ];
 
 pub struct Store {
@@ -217,6 +225,9 @@ pub(crate) mod test_support {
                 classify: true,
                 kinds: crate::event::Kind::CLASSIFIED.to_vec(),
                 onvif: None,
+                motion_masks: Vec::new(),
+                zones: Vec::new(),
+                auto_mask: true,
             },
             capabilities: None,
         }
