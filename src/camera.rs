@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::event::Kind;
 use crate::media::polygon::Polygon;
 use crate::rtsp_url;
-pub use areas::{Zone, checked_masks, checked_zones};
+pub use areas::{MAX_ZONES, Zone, checked_masks, checked_zone_name, checked_zones};
 
 /// A stored camera, with its stream addresses. Never serialized as is: the
 /// URLs carry credentials.

@@ -5,6 +5,7 @@ use std::path::{Component, Path};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::camera::{MAX_ZONES, checked_zone_name};
 use crate::error::Error;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -21,6 +22,8 @@ pub struct Event {
     pub clip_path: Option<String>,
     /// The thumbnail (JPEG), relative to `DATA_DIR`.
     pub thumbnail_path: Option<String>,
+    /// The names of the zones what moved entered; none on a camera without zones.
+    pub zones: Vec<String>,
 }
 
 /// Around an event, the recording its clip is cut from: this long before
@@ -63,6 +66,7 @@ mod tests {
                 started_at_ms: 1_795_341_845_123,
                 ended_at_ms: 1_795_341_849_000,
                 clip_path: Some("clips/2026/a.mp4".into()),
+                zones: Vec::new(),
             }
         );
         let bounds = new_event(serde_json::json!({
@@ -71,6 +75,21 @@ mod tests {
         }))
         .unwrap();
         assert_eq!((bounds.score, bounds.clip_path), (1.0, None));
+        let zoned = new_event(serde_json::json!({
+            "cameraId": id.to_string(), "kind": "person", "score": 0.5,
+            "startedAt": "2026-11-22T10:04:05Z", "endedAt": "2026-11-22T10:04:05Z",
+            "zones": [" Driveway", "Door"],
+        }))
+        .unwrap();
+        assert_eq!(zoned.zones, ["Driveway", "Door"], "names trimmed, in order");
+        let most: Vec<String> = (0..8).map(|i| format!("z{i}")).collect();
+        let eight = new_event(serde_json::json!({
+            "cameraId": id.to_string(), "kind": "person", "score": 0.5,
+            "startedAt": "2026-11-22T10:04:05Z", "endedAt": "2026-11-22T10:04:05Z",
+            "zones": most, "clipPath": null,
+        }))
+        .unwrap();
+        assert_eq!(eight.zones.len(), 8);
     }
 
     #[test]
@@ -79,7 +98,39 @@ mod tests {
             "cameraId": Uuid::new_v4().to_string(), "kind": "motion", "score": 0.5,
             "startedAt": "2026-11-22T10:04:05.123Z", "endedAt": "2026-11-22T10:04:06.123Z",
         });
-        let table: [(&str, serde_json::Value, &str); 24] = [
+        let nine: Vec<String> = (0..9).map(|i| format!("z{i}")).collect();
+        let table: [(&str, serde_json::Value, &str); 31] = [
+            (
+                "zones",
+                "Driveway".into(),
+                "zones must be an array of at most 8 zone names",
+            ),
+            (
+                "zones",
+                nine.into(),
+                "zones must be an array of at most 8 zone names",
+            ),
+            ("zones", serde_json::json!([1]), "zones[0] must be a string"),
+            (
+                "zones",
+                serde_json::json!(["a", ""]),
+                "zones[1] must be 1 to 32 characters",
+            ),
+            (
+                "zones",
+                serde_json::json!(["x".repeat(33)]),
+                "zones[0] must be 1 to 32 characters",
+            ),
+            (
+                "zones",
+                serde_json::json!(["a\u{7}"]),
+                "zones[0] must not contain control characters",
+            ),
+            (
+                "zones",
+                serde_json::json!(["Door", "Door "]),
+                "zones[1] must not name a zone twice",
+            ),
             ("cameraId", serde_json::Value::Null, "cameraId is required"),
             ("cameraId", "cam-1".into(), "cameraId must be a camera id"),
             (
@@ -241,6 +292,8 @@ pub struct NewEvent {
     pub ended_at_ms: i64,
     /// An `.mp4` below `clips/`, relative to `DATA_DIR`, without `..`.
     pub clip_path: Option<String>,
+    /// Names of zones, at most 8, distinct.
+    pub zones: Vec<String>,
 }
 
 impl NewEvent {
@@ -280,6 +333,10 @@ impl NewEvent {
             return Err(Error::bad_request("endedAt must not be before startedAt"));
         }
         let clip_path = text("clipPath")?.map(checked_clip_path).transpose()?;
+        let zones = match fields.get("zones") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(zones) => checked_zones(zones)?,
+        };
         Ok(NewEvent {
             camera_id,
             kind: kind.to_owned(),
@@ -287,8 +344,35 @@ impl NewEvent {
             started_at_ms,
             ended_at_ms,
             clip_path,
+            zones,
         })
     }
+}
+
+/// `zones`: at most 8 distinct zone names. They need not be the camera's
+/// zones now: a detector may post an event from before a zone was renamed.
+fn checked_zones(value: &Value) -> Result<Vec<String>, Error> {
+    let Value::Array(items) = value else {
+        return Err(Error::bad_request(format!(
+            "zones must be an array of at most {MAX_ZONES} zone names"
+        )));
+    };
+    if items.len() > MAX_ZONES {
+        return Err(Error::bad_request(format!(
+            "zones must be an array of at most {MAX_ZONES} zone names"
+        )));
+    }
+    let mut zones: Vec<String> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let name = checked_zone_name(&format!("zones[{i}]"), item)?;
+        if zones.contains(&name) {
+            return Err(Error::bad_request(format!(
+                "zones[{i}] must not name a zone twice"
+            )));
+        }
+        zones.push(name);
+    }
+    Ok(zones)
 }
 
 /// Milliseconds since the epoch from `2026-11-22T10:04:05.123Z` (UTC, `Z`).

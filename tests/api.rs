@@ -778,7 +778,8 @@ fn events_are_the_50_newest_first() {
                 "endedAt",
                 "clipStatus",
                 "clipUrl",
-                "thumbnailUrl"
+                "thumbnailUrl",
+                "zones"
             ])
         );
         assert_eq!(event["cameraId"], camera.as_str());

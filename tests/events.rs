@@ -41,12 +41,17 @@ fn events_are_added_and_listed() {
     let expected = json!({
         "id": created["id"], "cameraId": camera, "kind": "vehicle", "score": 0.75,
         "startedAt": "2026-11-22T10:04:00.000Z", "endedAt": "2026-11-22T10:04:07.250Z", "clipStatus": "local",
-        "clipUrl": null, "thumbnailUrl": null,
+        "clipUrl": null, "thumbnailUrl": null, "zones": [],
     });
     assert_eq!(created, expected);
-    node.post_json("/api/events", &event(&camera, 9).to_string());
+    let mut zoned = event(&camera, 9);
+    zoned["zones"] = json!(["Driveway", " Door "]);
+    let response = node.post_json("/api/events", &zoned.to_string());
+    assert_eq!(response.status, 201, "{response}");
+    assert_eq!(response.json()["zones"], json!(["Driveway", "Door"]));
     let listed = node.get("/api/events").json();
     assert_eq!(listed.as_array().unwrap().len(), 2);
+    assert_eq!(listed[0]["zones"], json!(["Driveway", "Door"]));
     assert_eq!(listed[1], expected, "newest first");
 
     let bad = [
@@ -88,6 +93,49 @@ fn events_are_added_and_listed() {
             "clipPath must name an .mp4 file below clips/",
         ),
     ];
+    let with_zones = |zones: Value| {
+        let mut e = event(&camera, 1);
+        e["zones"] = zones;
+        e
+    };
+    let nine: Vec<String> = (0..9).map(|i| format!("z{i}")).collect();
+    let bad = bad.into_iter().chain([
+        (
+            with_zones(json!("Driveway")),
+            400,
+            "zones must be an array of at most 8 zone names",
+        ),
+        (
+            with_zones(json!(nine)),
+            400,
+            "zones must be an array of at most 8 zone names",
+        ),
+        (
+            with_zones(json!(["Door", 3])),
+            400,
+            "zones[1] must be a string",
+        ),
+        (
+            with_zones(json!([""])),
+            400,
+            "zones[0] must be 1 to 32 characters",
+        ),
+        (
+            with_zones(json!(["d".repeat(33)])),
+            400,
+            "zones[0] must be 1 to 32 characters",
+        ),
+        (
+            with_zones(json!(["Do\u{0}or"])),
+            400,
+            "zones[0] must not contain control characters",
+        ),
+        (
+            with_zones(json!(["Door", "Door"])),
+            400,
+            "zones[1] must not name a zone twice",
+        ),
+    ]);
     for (body, status, message) in bad {
         let response = node.post_json("/api/events", &body.to_string());
         assert_eq!(response.status, status, "{body}: {response}");

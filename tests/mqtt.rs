@@ -305,7 +305,7 @@ fn discovery_states_motion_and_commands_follow_the_cameras() {
         .expect("an event start message");
     assert_eq!(start["event_type"], "motion");
     assert_eq!(start["kind"], "motion");
-    assert!(start["endedAt"].is_null());
+    assert!(start["endedAt"].is_null() && start["zones"].is_null());
     let off = watch.expect("motion OFF", Duration::from_secs(20), |s| {
         s.topic == topic("motion") && s.payload == b"OFF" && s.at > on.at
     });
@@ -322,6 +322,7 @@ fn discovery_states_motion_and_commands_follow_the_cameras() {
         .unwrap_or_else(|| panic!("no event end message: {:#?}", watch.all()));
     assert_eq!(end["id"], start["id"]);
     assert!(end["score"].as_f64().unwrap() > 0.0);
+    assert_eq!(end["zones"], json!([]), "a camera without zones");
     let thumbnail = end["thumbnailUrl"].as_str().expect("a thumbnail link");
     let clip = end["clipUrl"].as_str().expect("a clip link");
     assert!(

@@ -33,6 +33,8 @@ struct EventView<'a> {
     /// Where the clip plays from, once it is cut; null before or without one.
     clip_url: Option<String>,
     thumbnail_url: Option<String>,
+    /// The zones what moved entered.
+    zones: &'a [String],
 }
 
 impl<'a> EventView<'a> {
@@ -53,6 +55,7 @@ impl<'a> EventView<'a> {
                 .thumbnail_path
                 .as_ref()
                 .map(|_| format!("/api/events/{}/thumbnail.jpg", event.id)),
+            zones: &event.zones,
         }
     }
 }
@@ -92,6 +95,7 @@ pub fn add(app: &App, peer: Option<IpAddr>, body: &[u8]) -> Result<Reply, Error>
         clip_status: "local".to_owned(),
         clip_path: new.clip_path,
         thumbnail_path: None,
+        zones: new.zones,
     };
     if !app.clips.add_event(&event)? {
         return Err(Error::bad_request("cameraId names no camera"));

@@ -14,7 +14,8 @@ use crate::event::Kind;
 use crate::media::polygon::{Point, Polygon};
 
 const MAX_MASKS: usize = 16;
-const MAX_ZONES: usize = 8;
+/// The most zones a camera has, so also the most an event enters.
+pub const MAX_ZONES: usize = 8;
 const MIN_POINTS: usize = 3;
 const MAX_POINTS: usize = 32;
 const MAX_ZONE_NAME_CHARS: usize = 32;

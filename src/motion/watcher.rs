@@ -321,6 +321,7 @@ impl Watcher {
             clip_status: "local".to_owned(),
             clip_path: None,
             thumbnail_path: None,
+            zones: Vec::new(),
         };
         let pin = self.pin.take();
         let added = self.shared.clips.add_event(&event);

@@ -345,8 +345,8 @@ fn clip_url(names: &Names, event: Uuid) -> String {
     format!("{}/api/events/{event}/clip.mp4", names.node_url)
 }
 
-/// The event message's payload as an event starts: `score` and `endedAt`
-/// not yet known.
+/// The event message's payload as an event starts: `score`, `endedAt` and
+/// `zones` not yet known.
 pub fn event_started(id: Uuid, kind: &str, at_ms: i64) -> Vec<u8> {
     event_payload(
         "start",
@@ -358,6 +358,7 @@ pub fn event_started(id: Uuid, kind: &str, at_ms: i64) -> Vec<u8> {
             "endedAt": null,
             "thumbnailUrl": null,
             "clipUrl": null,
+            "zones": null,
         }),
     )
 }
@@ -378,6 +379,7 @@ pub fn event_stored(names: &Names, phase: &str, event: &Event) -> Vec<u8> {
             "endedAt": format_timestamp(event.ended_at_ms),
             "thumbnailUrl": link(&event.thumbnail_path, thumbnail_url),
             "clipUrl": link(&event.clip_path, clip_url),
+            "zones": event.zones,
         }),
     )
 }
@@ -634,6 +636,7 @@ mod tests {
         assert_eq!(start["id"], id.to_string());
         assert_eq!(start["startedAt"], "1970-01-01T00:00:00.000Z");
         assert!(start["endedAt"].is_null() && start["clipUrl"].is_null());
+        assert!(start["zones"].is_null(), "not known yet");
         let event = Event {
             id,
             camera_id: Uuid::new_v4(),
@@ -644,6 +647,7 @@ mod tests {
             clip_status: "local".into(),
             clip_path: Some("clips/a.mp4".into()),
             thumbnail_path: None,
+            zones: vec!["Drive".into()],
         };
         let end: Value = serde_json::from_slice(&event_stored(&names, "end", &event)).unwrap();
         assert_eq!(end["type"], "end");
@@ -653,6 +657,7 @@ mod tests {
             format!("http://nvr.lan:8080/api/events/{id}/clip.mp4")
         );
         assert!(end["thumbnailUrl"].is_null());
+        assert_eq!(end["zones"], json!(["Drive"]));
     }
 
     #[test]

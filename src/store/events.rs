@@ -37,8 +37,8 @@ impl Store {
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO event (id, camera_id, kind, score, started_at_ms, ended_at_ms, clip_status,
-                                clip_path, thumbnail_path, clip_bytes, thumbnail_bytes)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0)",
+                                clip_path, thumbnail_path, clip_bytes, thumbnail_bytes, zones)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11)",
             params![
                 event.id.to_string(),
                 event.camera_id.to_string(),
@@ -50,6 +50,7 @@ impl Store {
                 event.clip_path,
                 event.thumbnail_path,
                 clip_bytes as i64,
+                serde_json::to_string(&event.zones).expect("names serialize"),
             ],
         )?;
         // The newest `keep` are found through the index; all older ones go.
@@ -308,7 +309,7 @@ impl Store {
 }
 
 const SELECT_EVENT: &str = "SELECT id, camera_id, kind, score, started_at_ms, ended_at_ms, \
-                            clip_status, clip_path, thumbnail_path FROM event";
+                            clip_status, clip_path, thumbnail_path, zones FROM event";
 
 fn event_from_row(r: &rusqlite::Row) -> Result<Event> {
     Ok(Event {
@@ -321,6 +322,8 @@ fn event_from_row(r: &rusqlite::Row) -> Result<Event> {
         clip_status: r.get(6)?,
         clip_path: r.get(7)?,
         thumbnail_path: r.get(8)?,
+        // A value this version cannot read counts as no zones.
+        zones: serde_json::from_str(&r.get::<_, String>(9)?).unwrap_or_default(),
     })
 }
 
@@ -381,6 +384,7 @@ mod tests {
             clip_status: "local".into(),
             clip_path: clip.map(str::to_owned),
             thumbnail_path: None,
+            zones: Vec::new(),
         }
     }
 
@@ -429,6 +433,38 @@ mod tests {
             )
             .unwrap();
         assert!(plan.contains("USING INDEX event_started"), "{plan}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn events_keep_their_zones_and_older_ones_have_none() {
+        let dir = temp_dir("event-zones");
+        let mut store = Store::open(&dir).unwrap();
+        let cam = Uuid::new_v4();
+        let mut zoned = event(cam, 2_000, None);
+        zoned.zones = vec!["Driveway".into(), "Door, back".into()];
+        let bare = event(cam, 1_000, None);
+        store.insert_event(&zoned, 0, 100).unwrap();
+        store.insert_event(&bare, 0, 100).unwrap();
+        // As version 8 left an event: the column's default.
+        let old = event(cam, 500, None);
+        store
+            .conn
+            .execute(
+                "INSERT INTO event (id, camera_id, kind, score, started_at_ms, ended_at_ms,
+                                    clip_status)
+                 VALUES (?1, ?2, 'motion', 0.5, 500, 1000, 'local')",
+                params![old.id.to_string(), cam.to_string()],
+            )
+            .unwrap();
+        let listed: Vec<Vec<String>> = store
+            .recent_events(10)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.zones)
+            .collect();
+        assert_eq!(listed, [zoned.zones.clone(), vec![], vec![]]);
+        assert_eq!(store.event(zoned.id).unwrap().unwrap(), zoned);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -482,6 +482,7 @@ mod tests {
             clip_status: "local".into(),
             clip_path: None,
             thumbnail_path: None,
+            zones: Vec::new(),
         };
         store.insert_event(&event, 0, 100).unwrap();
         let order: Vec<(bool, i64)> = store
