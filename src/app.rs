@@ -1,5 +1,5 @@
 //! The node's shared state: the database behind its lock, the prober, the
-//! relay client, the recordings and the live state kept in memory.
+//! relay client, the recordings, snapshots and the live state kept in memory.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +26,7 @@ use crate::prober::Prober;
 use crate::recording::{self, Recordings};
 use crate::relay::{Relay, RelayError};
 use crate::sessions::Sessions;
+use crate::snapshot::Snapshots;
 use crate::static_files::Ui;
 use crate::store::{self, Store};
 
@@ -41,6 +42,7 @@ pub struct App {
     pub recordings: Arc<Recordings>,
     pub clips: Arc<Clips>,
     pub motion: Motion,
+    pub snapshots: Snapshots,
     pub classifier: Arc<Classifier>,
     /// ONVIF discovery, and what following moved cameras did.
     pub finder: Finder,
@@ -125,6 +127,7 @@ impl App {
             recordings,
             clips,
             motion,
+            snapshots: Snapshots::new(config.ffmpeg.clone()),
             classifier,
             finder: Finder::new(config.discovery_interfaces.clone()),
             relay_healthy: AtomicBool::new(false),

@@ -156,7 +156,7 @@ fn measure(
     };
     // What the node would refuse as a camera's address, it does not probe.
     let url = rtsp_url::checked("the stream's address", &url).map_err(|e| e.message)?;
-    prober.probe(&url).map_err(|e| e.message().to_owned())
+    prober.probe(&url).map_err(|e| e.message())
 }
 
 /// Which sizes are the main stream (the most pixels; the first of equals)

@@ -45,6 +45,7 @@ mod reply;
 mod routes;
 mod rtsp_url;
 mod sessions;
+mod snapshot;
 mod static_files;
 mod store;
 mod tls;

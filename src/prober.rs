@@ -33,24 +33,25 @@ pub enum ProbeError {
 }
 
 impl ProbeError {
-    pub fn message(self) -> &'static str {
+    pub fn message(self) -> String {
+        format!("probe failed: {}", self.reason())
+    }
+
+    /// What went wrong, in words that fit any read of the stream.
+    pub fn reason(self) -> &'static str {
         match self {
-            ProbeError::TimedOut => "probe failed: the camera did not answer within 10 seconds",
-            ProbeError::Refused => "probe failed: the camera refused the connection",
-            ProbeError::NotFound => {
-                "probe failed: the camera has no stream at this path (not found)"
-            }
+            ProbeError::TimedOut => "the camera did not answer within 10 seconds",
+            ProbeError::Refused => "the camera refused the connection",
+            ProbeError::NotFound => "the camera has no stream at this path (not found)",
             ProbeError::Unauthorized => {
-                "probe failed: the camera rejected the user name or password (authorization failed)"
+                "the camera rejected the user name or password (authorization failed)"
             }
-            ProbeError::Unreachable => "probe failed: the camera's host could not be reached",
-            ProbeError::NoVideo => "probe failed: the stream has no video",
-            ProbeError::NoPicture => {
-                "probe failed: the camera ended the stream before its first picture"
-            }
-            ProbeError::Unreadable => "probe failed: the stream could not be read",
+            ProbeError::Unreachable => "the camera's host could not be reached",
+            ProbeError::NoVideo => "the stream has no video",
+            ProbeError::NoPicture => "the camera ended the stream before its first picture",
+            ProbeError::Unreadable => "the stream could not be read",
             ProbeError::ToolMissing => {
-                "probe failed: the stream probe tool (ffprobe) is not available on the node"
+                "the stream probe tool (ffprobe) is not available on the node"
             }
         }
     }

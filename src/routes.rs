@@ -18,6 +18,8 @@ pub enum Route {
     UpdateCamera(Uuid),
     DeleteCamera(Uuid),
     ProbeCamera(Uuid),
+    /// A camera's picture now, as a JPEG.
+    CameraSnapshot(Uuid),
     /// The recorded spans of a camera.
     Recordings(Uuid),
     /// A stretch of a camera's recording as one MP4.
@@ -105,6 +107,9 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
             ("DELETE, PATCH", route)
         }
         ["cameras", id, "probe"] => ("POST", on(method, "POST", Route::ProbeCamera(camera(id)?))),
+        ["cameras", id, "snapshot.jpg"] => {
+            ("GET", on(method, "GET", Route::CameraSnapshot(camera(id)?)))
+        }
         ["cameras", id, "recordings"] => ("GET", on(method, "GET", Route::Recordings(camera(id)?))),
         ["cameras", id, "recording.mp4"] => {
             let route = Route::RecordingMp4(camera(id)?);
@@ -203,6 +208,11 @@ mod tests {
                 "POST",
                 format!("/api/cameras/{ID}/probe"),
                 Route::ProbeCamera(id()),
+            ),
+            (
+                "GET",
+                format!("/api/cameras/{ID}/snapshot.jpg"),
+                Route::CameraSnapshot(id()),
             ),
             (
                 "GET",
@@ -354,6 +364,24 @@ mod tests {
             (
                 "GET",
                 "/api/cameras/x/recordings".to_owned(),
+                Kind::NotFound,
+                None,
+            ),
+            (
+                "POST",
+                format!("/api/cameras/{ID}/snapshot.jpg"),
+                Kind::MethodNotAllowed,
+                Some("GET"),
+            ),
+            (
+                "GET",
+                "/api/cameras/x/snapshot.jpg".to_owned(),
+                Kind::NotFound,
+                None,
+            ),
+            (
+                "GET",
+                format!("/api/cameras/{ID}/snapshot.png"),
                 Kind::NotFound,
                 None,
             ),

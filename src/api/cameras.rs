@@ -1,5 +1,5 @@
-//! `/api/cameras`: list, add, delete and re-probe cameras. No response ever
-//! carries a camera URL.
+//! `/api/cameras`: list, add, delete and re-probe cameras, and their
+//! snapshots. No response ever carries a camera URL.
 
 use serde::Serialize;
 use uuid::Uuid;
@@ -223,4 +223,15 @@ pub fn probe(app: &App, id: Uuid) -> Result<Reply, Error> {
             Err(Error::new(Kind::BadGateway, e.message()))
         }
     }
+}
+
+/// `GET /api/cameras/{id}/snapshot.jpg`: the camera's picture now (see
+/// `snapshot.rs`); never kept by a cache, as it changes with each frame.
+pub fn snapshot(app: &App, id: Uuid) -> Result<Reply, Error> {
+    let camera = app.db(|s| s.camera(id))?.ok_or_else(no_such_camera)?;
+    let jpeg = app
+        .snapshots
+        .take(&camera, &app.motion)
+        .map_err(|e| Error::new(Kind::BadGateway, e.message()))?;
+    Ok(Reply::bytes(200, "image/jpeg", jpeg).with_header("Cache-Control", "no-store"))
 }

@@ -215,6 +215,11 @@ impl Child {
         true
     }
 
+    /// Closes stdin: the child reads the end of its input.
+    pub fn close_input(&mut self) {
+        self.stdin = None;
+    }
+
     /// Stops the child: SIGTERM, and SIGKILL if it has not exited after `grace`.
     pub fn stop(&mut self, grace: Duration) -> ExitStatus {
         self.terminate();
@@ -456,7 +461,7 @@ mod tests {
         let mut cat = Child::spawn_with_input(Command::new("wc").arg("-c")).unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
         assert!(cat.write_all(&vec![7u8; 300_000], deadline));
-        cat.stdin = None;
+        cat.close_input();
         assert_eq!(
             cat.next_line(Duration::from_secs(5)),
             Output::Line("300000".into())

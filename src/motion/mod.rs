@@ -8,13 +8,14 @@
 pub mod detector;
 pub mod episodes;
 mod frame;
+pub mod frame_requests;
 mod watcher;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
@@ -28,6 +29,7 @@ use crate::notices::Notices;
 use crate::recording::Recordings;
 use crate::workers::{self, Order, Workers};
 use detector::Params;
+use frame_requests::{FrameRequests, Yuv420Frame};
 use watcher::{Spec, Watcher};
 
 pub struct Settings {
@@ -44,6 +46,8 @@ struct Shared {
     recordings: Arc<Recordings>,
     notices: Arc<Notices>,
     classifier: Arc<Classifier>,
+    /// Snapshots waiting for a watcher's next frame.
+    frames: FrameRequests,
 }
 
 pub struct Motion {
@@ -71,6 +75,7 @@ impl Motion {
                 recordings,
                 notices,
                 classifier,
+                frames: FrameRequests::default(),
             }),
             supervisor,
             pending: Mutex::new(Some(orders)),
@@ -96,6 +101,13 @@ impl Motion {
     /// Cameras changed: watchers start or stop within 2 s.
     pub fn cameras_changed(&self) {
         let _ = self.supervisor.send(Order::CamerasChanged);
+    }
+
+    /// The next colour frame of `camera`'s watcher (a camera that
+    /// classifies), waiting at most `wait`; None at once where no watcher
+    /// sends colour frames.
+    pub fn next_frame(&self, camera: Uuid, wait: Duration) -> Option<Arc<Yuv420Frame>> {
+        self.shared.frames.next(camera, wait)
     }
 
     /// The areas of `camera`'s picture the node has learnt are always

@@ -196,6 +196,10 @@ impl Watcher {
             };
             last_frame = Instant::now();
             saw_frames = true;
+            // A snapshot waiting for this camera's picture gets this one.
+            self.shared
+                .frames
+                .offer(self.camera, format, width, height, &frame);
             let (luma, w, h) = frame::for_detector(&frame, width, height, &mut small);
             let detector = match &mut detector {
                 Some(d) if d.size() == (w, h) => d,
