@@ -15,7 +15,7 @@ const EMBEDDED: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/www.rs"))
 
 /// Scripts, styles, media and connections from the node itself only; no frames.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
-     img-src 'self' data:; media-src 'self' blob:; connect-src 'self'; object-src 'none'; \
+     img-src 'self' data: blob:; media-src 'self' blob:; connect-src 'self'; object-src 'none'; \
      base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 pub struct Ui {

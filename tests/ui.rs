@@ -8,7 +8,9 @@
 //! the node's API without clips (from loopback, as the other detectors on its
 //! machine do): three within the last 15 s of recording, whose clips and
 //! thumbnails the node cuts, and one from before the camera was added, which
-//! never gets any.
+//! never gets any. A second test draws masks and zones over the camera's
+//! snapshot with a mouse and with a finger, and filters events by zone
+//! (`tests/e2e/zones.mjs`).
 
 mod common;
 
@@ -106,4 +108,41 @@ fn a_person_can_do_everything_in_the_browser() {
         "command: {description}\nstatus: {status}\nstdout:\n{output}"
     );
     eprintln!("{verdict}");
+}
+
+#[test]
+fn masks_and_zones_are_drawn_with_a_mouse_and_a_finger() {
+    let camera = Camera::start();
+    let dir = TempDir::new("ui-zones");
+    let missing = common::classifier::missing(dir.path());
+    let env: Vec<(&str, &str)> = missing.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let relay = format!("http://127.0.0.1:{}", common::closed_port());
+    let node = Node::start(dir.path(), &relay, &env);
+    // Not detecting: the events are the test's own.
+    let id = node.add_camera(json!({
+        "name": "Drive", "rtspUrl": camera.url("", "/main"), "rtspSubUrl": camera.url("", "/sub"),
+        "detect": false, "record": false,
+    }))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let screenshots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+    std::fs::create_dir_all(&screenshots).unwrap();
+    let verdict = common::browser_script(
+        "zones.mjs",
+        &[
+            "--base",
+            &node.url(),
+            "--camera",
+            &id,
+            "--screenshots",
+            &screenshots.display().to_string(),
+        ],
+    );
+    assert!(
+        verdict["ok"] == true,
+        "{}",
+        verdict["output"].as_str().unwrap_or_default()
+    );
+    eprintln!("{}", verdict["steps"]);
 }

@@ -8,6 +8,7 @@ import { state, change, putCamera, dropCamera } from './store.js';
 import { openLive } from './liveview.js';
 import { openRecordings } from './recordings.js';
 import { classifierInstalled, readClassify, setClassify, watchClassify } from './classify.js';
+import { areaWords, openAreas, readAreas, setUpAreas } from './zones.js';
 
 const TOGGLE_WORDS = { enabled: 'Enabled', record: 'Record', detect: 'Detect' };
 const cards = new Map(); // id → card
@@ -237,7 +238,7 @@ async function confirmDelete() {
   }
 }
 
-// ---- Edit: name, make, model, motion sensitivity, classification and (optionally) the stream addresses ----
+// ---- Edit: name, make, model, motion sensitivity, classification, masks and zones (zones.js) and (optionally) the stream addresses ----
 
 let editId = null;
 let editBusy = false;
@@ -256,6 +257,7 @@ function openEdit(id) {
   $('edit-model').value = camera.model || '';
   $('edit-detectSensitivity').value = camera.detectSensitivity || 'medium';
   setClassify('edit', camera, classifierInstalled(state.status));
+  openAreas(camera);
   $('edit-urls').open = false;
   showLink(camera);
   show($('edit-nosub-label'), Boolean(camera.hasSubstream));
@@ -286,6 +288,10 @@ async function saveEdit(event) {
   // The kinds ticked, if they changed (none ticked with classify off keeps the node's).
   const had = Array.isArray(camera.kinds) ? camera.kinds : [];
   if (kinds.join() !== had.join() && (classify || kinds.length > 0)) patch.kinds = kinds;
+  const areas = readAreas();
+  if (JSON.stringify(areas.motionMasks) !== JSON.stringify(camera.motionMasks || [])) patch.motionMasks = areas.motionMasks;
+  if (JSON.stringify(areas.zones) !== JSON.stringify(camera.zones || [])) patch.zones = areas.zones;
+  if (areas.autoMask !== (camera.autoMask !== false)) patch.autoMask = areas.autoMask;
   const url = $('edit-rtspUrl').value.trim();
   if (url) patch.rtspUrl = url;
   if ($('edit-nosub').checked) patch.rtspSubUrl = null;
@@ -310,7 +316,7 @@ async function saveEdit(event) {
       dropCamera(id);
       $('edit').close();
     } else {
-      editErrors.showError(error.message, 'Could not save: ');
+      editErrors.showError(areaWords(error.message), 'Could not save: ');
     }
   } finally {
     editBusy = false;
@@ -369,6 +375,7 @@ async function unlink() {
 }
 
 export function setUpCameras() {
+  setUpAreas();
   $('edit-unlink').addEventListener('click', unlink);
   $('edit-link').addEventListener('click', findLink);
   $('confirm-cancel').addEventListener('click', () => $('confirm').close());

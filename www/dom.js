@@ -67,6 +67,9 @@ export const FIELD_LABELS = {
   model: 'Model',
   classify: 'Classify what moves',
   kinds: 'Kinds of event',
+  motionMasks: 'Motion masks',
+  zones: 'Zones',
+  autoMask: 'Ignore areas that are always moving',
 };
 
 /** The field a 400 message is about ("rtspUrl must be ..." → "rtspUrl"), or null. */

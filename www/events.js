@@ -1,5 +1,6 @@
-// Recent events: newest first, filtered by camera and kind on the page, each
-// with its thumbnail, which plays its clip (clip.js).
+// Recent events: newest first, filtered by camera, kind and zone on the page,
+// each with the zones it entered and its thumbnail, which plays its clip
+// (clip.js).
 
 import { $, setText, setAttr, show, toggleClass, fromTemplate, setIcon, syncChildren } from './dom.js';
 import { serverNow } from './api.js';
@@ -41,6 +42,23 @@ function cameraOptions(cameras) {
   select.value = wanted.some(([value]) => value === chosen) ? chosen : '';
 }
 
+/** The zones to filter by: the cameras' and those events name (of a zone since removed). */
+function zoneOptions(state) {
+  const names = new Set();
+  for (const camera of state.cameras.values()) for (const zone of camera.zones || []) names.add(zone.name);
+  for (const event of state.events || []) for (const name of event.zones || []) names.add(name);
+  const select = $('filter-zone');
+  const wanted = ['', ...[...names].sort((a, b) => a.localeCompare(b))];
+  const have = [...select.options].map((o) => o.value);
+  if (JSON.stringify(wanted) !== JSON.stringify(have)) {
+    const chosen = select.value;
+    select.replaceChildren(...wanted.map((name) => new Option(name || 'All zones', name)));
+    select.value = wanted.includes(chosen) ? chosen : '';
+  }
+  show(select, names.size > 0);
+  show($('filter-zone-label'), names.size > 0);
+}
+
 function makeRow() {
   const row = fromTemplate('t-event');
   const img = row.querySelector('.ev-shot img');
@@ -78,6 +96,10 @@ function fillRow(row, event, cameras, now) {
   const cam = row.querySelector('.ev-cam');
   setText(cam, camera ? camera.name : 'Removed camera');
   toggleClass(cam, 'muted', !camera);
+  const zones = Array.isArray(event.zones) ? event.zones : [];
+  const zonesEl = row.querySelector('.ev-zones');
+  setText(zonesEl, zones.length ? `in ${zones.join(', ')}` : '');
+  show(zonesEl, zones.length > 0);
   const score = row.querySelector('.ev-score');
   setText(score, percent(event.score));
   setAttr(score, 'title', scoreWords(event));
@@ -100,15 +122,18 @@ function fillRow(row, event, cameras, now) {
 export function renderEvents(state) {
   last = state;
   cameraOptions(state.cameras);
+  zoneOptions(state);
   const list = $('event-list');
   if (state.events === null) return;
   const cameraId = $('filter-camera').value;
   const kind = $('filter-kind').value;
-  const shown = state.events.filter((e) => (!cameraId || e.cameraId === cameraId) && (!kind || e.kind === kind));
+  const zone = $('filter-zone').value;
+  const shown = state.events.filter((e) => (!cameraId || e.cameraId === cameraId) && (!kind || e.kind === kind) &&
+    (!zone || (e.zones || []).includes(zone)));
   const now = serverNow();
   syncChildren(list, shown, (e) => e.id, makeRow, (row, event) => fillRow(row, event, state.cameras, now));
   const total = state.events.length;
-  const filtered = Boolean(cameraId || kind);
+  const filtered = Boolean(cameraId || kind || zone);
   let empty = '';
   if (total === 0) empty = 'No events yet. Detections from cameras with “Detect” on show up here.';
   else if (shown.length === 0) empty = 'No events match these filters.';
@@ -119,7 +144,7 @@ export function renderEvents(state) {
 }
 
 export function setUpEvents() {
-  for (const id of ['filter-camera', 'filter-kind']) {
+  for (const id of ['filter-camera', 'filter-kind', 'filter-zone']) {
     $(id).addEventListener('change', () => last && renderEvents(last));
   }
   // "2 min ago" moves on even between refreshes.

@@ -277,8 +277,8 @@ const scrollTo = (selector) => async () => {
   await page.locator(selector).first().evaluate((el) => el.scrollIntoView({ block: 'start' }));
 };
 const scrollTop = async () => page.evaluate(() => window.scrollTo(0, 0));
-/** Images other than the events' thumbnails: what markup in a camera's name would make. */
-const strayImages = () => page.$$eval('img', (els) => els.filter((el) => !el.closest('#event-list .ev-shot')).length);
+/** Images other than the events' thumbnails and the edit dialog's picture: what markup in a camera's name would make. */
+const strayImages = () => page.$$eval('img', (els) => els.filter((el) => !el.closest('#event-list .ev-shot, #edit-stage')).length);
 
 const card = (id) => page.locator(`#camera-list .card[data-id="${id}"]`);
 const cardText = async (id, selector) => norm(await card(id).locator(selector).textContent());
