@@ -12,8 +12,12 @@ pub mod area;
 #[path = "../src/motion/detector.rs"]
 #[allow(dead_code)]
 mod detector;
+/// The masks' pixels (`crate::media::polygon`), for the detector's `mask`.
+#[path = "../src/media/polygon.rs"]
+#[allow(dead_code)]
+pub mod polygon;
 mod media {
-    pub use super::area;
+    pub use super::{area, polygon};
 }
 /// What halves the frames, where the detector's tests find it too
 /// (`crate::motion::frame`; its own tests are not run here).

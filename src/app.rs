@@ -114,6 +114,7 @@ impl App {
             recordings.clone(),
             notices.clone(),
             classifier.clone(),
+            live_changes.clone(),
         );
         App {
             node_name: config.node_name.clone(),

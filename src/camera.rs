@@ -9,7 +9,9 @@ use crate::error::Error;
 use crate::event::Kind;
 use crate::media::polygon::Polygon;
 use crate::rtsp_url;
-pub use areas::{MAX_ZONES, Zone, checked_masks, checked_zone_name, checked_zones};
+pub use areas::{
+    MAX_MASKS, MAX_POINTS, MAX_ZONES, Zone, checked_masks, checked_zone_name, checked_zones,
+};
 
 /// A stored camera, with its stream addresses. Never serialized as is: the
 /// URLs carry credentials.

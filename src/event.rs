@@ -24,6 +24,9 @@ pub struct Event {
     pub thumbnail_path: Option<String>,
     /// The names of the zones what moved entered; none on a camera without zones.
     pub zones: Vec<String>,
+    /// It goes on: `ended_at_ms` is its latest moment so far, and its kind
+    /// may still change.
+    pub in_progress: bool,
 }
 
 /// Around an event, the recording its clip is cut from: this long before

@@ -84,14 +84,19 @@ function fillShot(row, event, what, now) {
   }
   const none = row.querySelector('.ev-noclip');
   show(none, !event.clipUrl);
-  setText(none, now - Date.parse(event.endedAt) < CLIP_WAIT_MS ? 'Clip coming…' : 'No clip');
+  let words = 'No clip';
+  if (event.inProgress) words = 'Going on…';
+  else if (now - Date.parse(event.endedAt) < CLIP_WAIT_MS) words = 'Clip coming…';
+  setText(none, words);
 }
 
 function fillRow(row, event, cameras, now) {
   const [word, icon] = KINDS[event.kind] || [String(event.kind || 'Event'), 'i-motion'];
   setIcon(row.querySelector('.ev-kind svg'), icon);
   setText(row.querySelector('.ev-word'), word);
-  toggleClass(row, `kind-${event.kind}`, true);
+  // The kind of an event going on may still change (motion, then person).
+  for (const kind of Object.keys(KINDS)) toggleClass(row, `kind-${kind}`, kind === event.kind);
+  toggleClass(row, 'in-progress', Boolean(event.inProgress));
   const camera = cameras.get(event.cameraId);
   const cam = row.querySelector('.ev-cam');
   setText(cam, camera ? camera.name : 'Removed camera');
@@ -110,7 +115,9 @@ function fillRow(row, event, cameras, now) {
   setAttr(time, 'datetime', event.startedAt || null);
   setAttr(time, 'title', absoluteTime(start));
   setText(time, relativeTime(start, now));
-  setText(row.querySelector('.ev-dur'), Number.isFinite(end) ? duration(end - start) : 'ongoing');
+  let lasted = Number.isFinite(end) ? duration(end - start) : '';
+  if (event.inProgress) lasted = lasted ? `going on, ${lasted} so far` : 'going on';
+  setText(row.querySelector('.ev-dur'), lasted);
   const [clip, tone] = CLIPS[event.clipStatus] || [`Clip ${event.clipStatus || 'unknown'}`, ''];
   const clipEl = row.querySelector('.ev-clip');
   // Where the clip is, once there is one (an event without one is still "local").

@@ -35,6 +35,8 @@ struct EventView<'a> {
     thumbnail_url: Option<String>,
     /// The zones what moved entered.
     zones: &'a [String],
+    /// It goes on: `endedAt` is its latest moment so far.
+    in_progress: bool,
 }
 
 impl<'a> EventView<'a> {
@@ -56,6 +58,7 @@ impl<'a> EventView<'a> {
                 .as_ref()
                 .map(|_| format!("/api/events/{}/thumbnail.jpg", event.id)),
             zones: &event.zones,
+            in_progress: event.in_progress,
         }
     }
 }
@@ -96,6 +99,7 @@ pub fn add(app: &App, peer: Option<IpAddr>, body: &[u8]) -> Result<Reply, Error>
         clip_path: new.clip_path,
         thumbnail_path: None,
         zones: new.zones,
+        in_progress: false,
     };
     if !app.clips.add_event(&event)? {
         return Err(Error::bad_request("cameraId names no camera"));

@@ -13,11 +13,12 @@ use crate::error::Error;
 use crate::event::Kind;
 use crate::media::polygon::{Point, Polygon};
 
-const MAX_MASKS: usize = 16;
+/// The most masks a camera has, and points a polygon.
+pub const MAX_MASKS: usize = 16;
 /// The most zones a camera has, so also the most an event enters.
 pub const MAX_ZONES: usize = 8;
 const MIN_POINTS: usize = 3;
-const MAX_POINTS: usize = 32;
+pub const MAX_POINTS: usize = 32;
 const MAX_ZONE_NAME_CHARS: usize = 32;
 
 /// Where what moved must go for an event to be made, and of which kinds.

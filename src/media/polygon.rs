@@ -33,26 +33,13 @@ impl Polygon {
         Polygon { points }
     }
 
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the motion watcher's masks and zones (issue #30) call it: drop this then"
-        )
-    )]
+    #[cfg(test)]
     pub fn points(&self) -> &[Point] {
         &self.points
     }
 
     /// Whether (`x`, `y`), shares of the picture's width and height, is
     /// inside or on the outline.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the motion watcher's masks and zones (issue #30) call it: drop this then"
-        )
-    )]
     pub fn contains(&self, x: f32, y: f32) -> bool {
         self.holds((f64::from(x), f64::from(y)))
     }
@@ -115,13 +102,6 @@ pub struct Run {
 
 impl Run {
     /// Its pixels' indices in a picture of rows `width` long, one after the other.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the motion watcher's masks and zones (issue #30) call it: drop this then"
-        )
-    )]
     pub fn indices(self, width: usize) -> Range<usize> {
         self.row * width + self.start..self.row * width + self.end
     }
@@ -132,13 +112,6 @@ impl Run {
 /// rows in order, each row's runs in order and apart (neither overlapping
 /// nor touching). A scanline fill: the work is each row's crossings with
 /// the outlines, not a test of every pixel.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the motion watcher's masks and zones (issue #30) call it: drop this then"
-    )
-)]
 pub fn rasterise(polygons: &[Polygon], width: usize, height: usize) -> Vec<Run> {
     let mut runs = Vec::new();
     let mut row_runs: Vec<(usize, usize)> = Vec::new();

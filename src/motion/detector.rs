@@ -22,6 +22,20 @@
 use std::ops::Range;
 
 use crate::media::area::Area;
+use crate::media::polygon::Run;
+
+/// What a frame's comparison counted.
+#[derive(Default)]
+struct Counts {
+    /// Pixels that moved (off the background, not back to the reference).
+    moved: usize,
+    /// Of those, the ones that changed since the last frame.
+    changing: usize,
+    /// Pixels that differ from the reference.
+    differing: usize,
+    /// Pixels not left out.
+    looked_at: usize,
+}
 
 /// How eagerly motion is seen: the grey-level difference that counts, and
 /// the smallest region that counts, as a share of the picture.
@@ -62,6 +76,35 @@ const LEARNING_SHIFT: u32 = 6;
 /// More than this share of the picture changed at once: the light changed.
 const LIGHTS_SHARE: f32 = 0.6;
 
+/// Bits of the per-pixel flags.
+const MOVED: u8 = 1;
+/// Under one of the user's masks: never looked at.
+const MASKED: u8 = 2;
+/// In a cell learnt as always moving: left out while learnt masks are on.
+const BUSY: u8 = 4;
+/// On a cell's first pixel: some pixel of the cell changed in this window.
+const CELL_CHANGED: u8 = 8;
+/// With a reference held: differs from it in the last frame.
+const DIFFERS: u8 = 16;
+
+/// Busy cells are 2×2 pixels: fine enough for a date stamp's digits.
+const CELL: usize = 2;
+/// How often a cell changes is counted by windows of this many frames (a
+/// second at 5 frames a second): a clock's seconds change in every second
+/// but not in every frame.
+const WINDOW_FRAMES: u32 = 5;
+/// How often a cell changes is a running average over windows, of this
+/// weight (about 100 s): a cell that changes all the time is busy after
+/// about 70 s, and a car that drives about for a minute never is.
+const BUSY_WINDOWS: i32 = 100;
+/// A cell that changes in more than half of the windows is busy; it stays
+/// busy until it changes in fewer than a quarter.
+const BUSY_ON: u16 = u16::MAX / 2;
+const BUSY_OFF: u16 = u16::MAX / 4;
+
+/// Tone bins: levels 0-31, 32-63, …
+const TONE_BINS: usize = 8;
+
 /// What one frame showed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Motion {
@@ -74,9 +117,146 @@ pub struct Motion {
     /// With a reference held: at least the minimum area still differs from
     /// it (something that came is still there, moving or not).
     pub present: bool,
+    /// What moved changed since the last frame: it is moving now, not
+    /// standing where the background has not taken it in yet (which takes
+    /// about 15 s).
+    pub changing: bool,
     /// The moving regions' bounding boxes, as shares (0 to 1) of the
     /// picture's width and height: where to look for what moved.
     pub boxes: Vec<Area>,
+}
+
+/// A part of the picture that differs from the scene before the event (the
+/// reference): what came and stays, or the place where something was.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Difference {
+    /// Its box, as shares of the picture's width and height.
+    pub area: Area,
+    /// The share of the picture it covers.
+    pub share: f32,
+    /// There is more in its box now than in the scene before (more and
+    /// sharper edges): something is there that was not, rather than gone.
+    pub added: bool,
+}
+
+/// Where the detector found the picture always moving: a bit a cell of
+/// `CELL`×`CELL` pixels, row by row (`width` × `height` cells).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BusyCells {
+    pub width: usize,
+    pub height: usize,
+    pub bits: Vec<u8>,
+}
+
+impl BusyCells {
+    pub fn get(&self, x: usize, y: usize) -> bool {
+        let i = y * self.width + x;
+        self.bits
+            .get(i / 8)
+            .is_some_and(|b| b & (1 << (i % 8)) != 0)
+    }
+
+    pub fn count(&self) -> usize {
+        self.bits.iter().map(|b| b.count_ones() as usize).sum()
+    }
+
+    /// As kept: width and height (two bytes each, little-endian), then the bits.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(4 + self.bits.len());
+        bytes.extend((self.width as u16).to_le_bytes());
+        bytes.extend((self.height as u16).to_le_bytes());
+        bytes.extend(&self.bits);
+        bytes
+    }
+
+    /// None for bytes that are not [`BusyCells::to_bytes`]'s.
+    pub fn from_bytes(bytes: &[u8]) -> Option<BusyCells> {
+        let size = |at: usize| usize::from(u16::from_le_bytes([bytes[at], bytes[at + 1]]));
+        if bytes.len() < 4 {
+            return None;
+        }
+        let (width, height) = (size(0), size(2));
+        let bits = bytes[4..].to_vec();
+        (bits.len() == (width * height).div_ceil(8)).then_some(BusyCells {
+            width,
+            height,
+            bits,
+        })
+    }
+}
+
+/// How the picture's levels stand against a stored picture's (the
+/// background's or the reference's). A camera's exposure follows the light
+/// and what fills the picture: a large dark car brightens all of it over a
+/// few seconds. Each pixel is compared with the stored level as the present
+/// exposure shows it, fitted from the pixels that did not move, so that a
+/// change of exposure is neither motion nor, over most of the picture, the
+/// lights.
+struct Tone {
+    /// The level expected now of a stored level.
+    expected: [u8; 256],
+    /// This frame's fit: per bin of stored levels, the sum and count of the
+    /// differences of still pixels.
+    sums: [i32; TONE_BINS],
+    counts: [u32; TONE_BINS],
+}
+
+impl Tone {
+    fn new() -> Tone {
+        Tone {
+            expected: std::array::from_fn(|l| l as u8),
+            sums: [0; TONE_BINS],
+            counts: [0; TONE_BINS],
+        }
+    }
+
+    /// The expected level of a stored one.
+    #[inline(always)]
+    fn of(&self, stored: u8) -> u8 {
+        self.expected[usize::from(stored)]
+    }
+
+    /// Counts a still pixel (seen at `level`, stored at `stored`) into the fit.
+    #[inline(always)]
+    fn count(&mut self, stored: u8, level: u8) {
+        let bin = usize::from(stored) * TONE_BINS / 256;
+        self.sums[bin] += i32::from(level) - i32::from(stored);
+        self.counts[bin] += 1;
+    }
+
+    /// Takes this frame's fit for the next frame: each bin's mean
+    /// difference, at least `least` pixels a bin, drawn linearly between
+    /// the bins' middles, held flat past the first and last; no bin with
+    /// enough pixels, no change.
+    fn fit(&mut self, least: u32) {
+        let width = 256 / TONE_BINS as i32;
+        let points: Vec<(i32, i32)> = (0..TONE_BINS)
+            .filter(|&b| self.counts[b] >= least.max(1))
+            .map(|b| {
+                let middle = b as i32 * width + width / 2;
+                (middle, self.sums[b] / self.counts[b] as i32)
+            })
+            .collect();
+        self.sums = [0; TONE_BINS];
+        self.counts = [0; TONE_BINS];
+        if points.is_empty() {
+            self.expected = std::array::from_fn(|l| l as u8);
+            return;
+        }
+        for (level, expected) in self.expected.iter_mut().enumerate() {
+            let level = level as i32;
+            let after = points.iter().position(|&(m, _)| m >= level);
+            let offset = match after {
+                Some(0) => points[0].1,
+                None => points[points.len() - 1].1,
+                Some(i) => {
+                    let ((m0, o0), (m1, o1)) = (points[i - 1], points[i]);
+                    o0 + (o1 - o0) * (level - m0) / (m1 - m0)
+                }
+            };
+            *expected = (level + offset).clamp(0, 255) as u8;
+        }
+    }
 }
 
 pub struct Detector {
@@ -85,11 +265,22 @@ pub struct Detector {
     params: Params,
     /// The running average, 8.8 fixed point.
     background: Vec<u16>,
+    /// The last picture, blurred.
+    previous: Vec<u8>,
     /// The background when the event under way started (see the module's doc).
     reference: Option<Vec<u8>>,
     frames: u32,
-    /// The pixels that moved in the last frame (1) and those that did not (0).
-    mask: Vec<u8>,
+    /// Per pixel: `MOVED` in the last frame, `MASKED`, `BUSY`.
+    flags: Vec<u8>,
+    /// Busy cells are left out (the camera's `autoMask`).
+    leave_out_busy: bool,
+    /// Per cell, in how many windows it changed (0 to 65535 for all).
+    activity: Vec<u16>,
+    /// Changes are not counted (while what moves is known to be someone or
+    /// something that may stay, not the scene).
+    learning_paused: bool,
+    tone: Tone,
+    reference_tone: Tone,
     /// The rows in which the frame moved, None when none did.
     band: Option<Range<usize>>,
     // Buffers kept between frames, so a frame allocates little.
@@ -97,7 +288,8 @@ pub struct Detector {
     sums: Vec<u16>,
     /// A blurred row.
     blurred: Vec<u8>,
-    /// A row of the mask grown vertically, then that row grown sideways.
+    /// A row of the mask grown vertically, then that row grown sideways;
+    /// while comparing, a row of cells' changes.
     grown: Vec<u8>,
     parents: Vec<u32>,
     areas: Vec<u32>,
@@ -112,9 +304,15 @@ impl Detector {
             height,
             params,
             background: vec![0; width * height],
+            previous: vec![0; width * height],
             reference: None,
             frames: 0,
-            mask: vec![0; width * height],
+            flags: vec![0; width * height],
+            leave_out_busy: true,
+            activity: vec![0; width.div_ceil(CELL) * height.div_ceil(CELL)],
+            learning_paused: false,
+            tone: Tone::new(),
+            reference_tone: Tone::new(),
             band: None,
             sums: vec![0; 3 * width],
             blurred: vec![0; width],
@@ -129,9 +327,94 @@ impl Detector {
         (self.width, self.height)
     }
 
+    /// Leaves out the pixels of `runs` (the user's masks, rasterised at
+    /// this detector's size): never looked at, as though not in the picture.
+    pub fn mask(&mut self, runs: &[Run]) {
+        for f in &mut self.flags {
+            *f &= !MASKED;
+        }
+        for run in runs {
+            for f in &mut self.flags[run.indices(self.width)] {
+                *f |= MASKED;
+            }
+        }
+    }
+
+    /// Whether busy cells are left out (on by default). Off, nothing is
+    /// learnt and nothing is busy.
+    pub fn leave_out_busy(&mut self, on: bool) {
+        self.leave_out_busy = on;
+        if !on {
+            self.activity.fill(0);
+            for f in &mut self.flags {
+                *f &= !BUSY;
+            }
+        }
+    }
+
+    /// The cells learnt as always moving, when learning is on, but for
+    /// those under the user's masks (already left out).
+    pub fn busy(&self) -> Option<BusyCells> {
+        if !self.leave_out_busy {
+            return None;
+        }
+        let (cw, ch) = self.cells();
+        let mut bits = vec![0u8; (cw * ch).div_ceil(8)];
+        for cy in 0..ch {
+            for cx in 0..cw {
+                if self.flags[cy * CELL * self.width + cx * CELL] & (BUSY | MASKED) == BUSY {
+                    let i = cy * cw + cx;
+                    bits[i / 8] |= 1 << (i % 8);
+                }
+            }
+        }
+        Some(BusyCells {
+            width: cw,
+            height: ch,
+            bits,
+        })
+    }
+
+    /// Starts from cells learnt before (by a detector of this size), as
+    /// though they had been seen changing for a while.
+    pub fn learnt(&mut self, busy: &BusyCells) {
+        if !self.leave_out_busy || (busy.width, busy.height) != self.cells() {
+            return;
+        }
+        for cy in 0..busy.height {
+            for cx in 0..busy.width {
+                let on = busy.get(cx, cy);
+                self.activity[cy * busy.width + cx] = if on { u16::MAX / 4 * 3 } else { 0 };
+                self.set_busy(cx, cy, on);
+            }
+        }
+    }
+
+    /// While paused, no change is counted as the scene's: what moves is
+    /// known to be someone or something (a person who works in one place
+    /// for minutes is not to be learnt as leaves).
+    pub fn pause_learning(&mut self, paused: bool) {
+        self.learning_paused = paused;
+    }
+
+    /// Cells across and down.
+    fn cells(&self) -> (usize, usize) {
+        (self.width.div_ceil(CELL), self.height.div_ceil(CELL))
+    }
+
+    fn set_busy(&mut self, cx: usize, cy: usize, on: bool) {
+        for y in cy * CELL..((cy + 1) * CELL).min(self.height) {
+            for x in cx * CELL..((cx + 1) * CELL).min(self.width) {
+                let f = &mut self.flags[y * self.width + x];
+                *f = if on { *f | BUSY } else { *f & !BUSY };
+            }
+        }
+    }
+
     /// An event started: hold the background as it is now as the reference.
     pub fn hold_reference(&mut self) {
         self.reference = Some(self.background.iter().map(|b| (b >> 8) as u8).collect());
+        self.reference_tone = Tone::new();
     }
 
     /// The event ended.
@@ -157,78 +440,193 @@ impl Detector {
         } else {
             LEARNING_SHIFT
         };
-        let (changed, differing) = self.compare_learn(pixels, shift);
+        let counts = self.compare_learn(pixels, shift);
         if calibrating {
             return Motion::default();
         }
-        let pixel_count = self.mask.len() as f32;
-        if changed as f32 > LIGHTS_SHARE * pixel_count {
-            self.seed(pixels);
-            // What differed from the reference was the light.
-            if self.reference.is_some() {
-                self.hold_reference();
-            }
+        if counts.moved as f32 > LIGHTS_SHARE * counts.looked_at as f32 {
+            self.relight(pixels);
             return Motion {
                 reseeded: true,
                 ..Motion::default()
             };
         }
-        let present =
-            self.reference.is_some() && differing as f32 >= self.params.min_area * pixel_count;
-        if changed == 0 {
+        if self.frames.is_multiple_of(WINDOW_FRAMES) {
+            self.learn_busy();
+        }
+        let pixel_count = self.flags.len() as f32;
+        let min_area = self.params.min_area * pixel_count;
+        let present = self.reference.is_some() && counts.differing as f32 >= min_area;
+        if counts.moved == 0 {
             return Motion {
                 present,
                 ..Motion::default()
             };
         }
+        let moved = self.band.clone().expect("something moved");
+        let (boxes, area) = self.regions(MOVED, moved);
         Motion {
             present,
-            ..self.regions()
+            // A moving thing's outline shifts; an eighth of the smallest
+            // region of pixels that changed says it is moving.
+            changing: counts.changing as f32 >= (min_area / 8.0).max(1.0),
+            share: area as f32 / self.flags.len() as f32,
+            regions: boxes.len(),
+            boxes,
+            reseeded: false,
         }
+    }
+
+    /// What differs from the scene before the event (the reference), in
+    /// regions of the minimum area, as of the last frame, which was
+    /// `pixels`; none without a reference.
+    pub fn differences(&mut self, pixels: &[u8]) -> Vec<Difference> {
+        let Some(reference) = self.reference.take() else {
+            return Vec::new();
+        };
+        let (boxes, _) = self.regions(DIFFERS, 0..self.height);
+        let (w, h) = (self.width, self.height);
+        let mut now = vec![0u8; w * h];
+        blur(pixels, w, &mut self.sums, &mut self.blurred, |y, row| {
+            now[y * w..(y + 1) * w].copy_from_slice(row);
+        });
+        let total = (w * h) as f32;
+        let differences = boxes
+            .into_iter()
+            .map(|area| {
+                let (x0, y0) = (
+                    (area.left * w as f32) as usize,
+                    (area.top * h as f32) as usize,
+                );
+                let (x1, y1) = (
+                    ((area.right * w as f32) as usize).min(w),
+                    ((area.bottom * h as f32) as usize).min(h),
+                );
+                let pixels = self.flags[..].chunks(w).skip(y0).take(y1 - y0);
+                let share = pixels
+                    .map(|row| row[x0..x1].iter().filter(|f| **f & DIFFERS != 0).count())
+                    .sum::<usize>() as f32
+                    / total;
+                let edges = |picture: &[u8]| edges(picture, w, x0..x1, y0..y1);
+                Difference {
+                    area,
+                    share,
+                    added: edges(&now) > edges(&reference),
+                }
+            })
+            .collect();
+        self.reference = Some(reference);
+        differences
     }
 
     /// The background starts again from the picture, blurred.
     fn seed(&mut self, pixels: &[u8]) {
-        let (w, background) = (self.width, &mut self.background);
+        let (w, background, previous) = (self.width, &mut self.background, &mut self.previous);
         blur(pixels, w, &mut self.sums, &mut self.blurred, |y, row| {
             for (b, &v) in background[y * w..(y + 1) * w].iter_mut().zip(row) {
                 *b = u16::from(v) << 8;
             }
+            previous[y * w..(y + 1) * w].copy_from_slice(row);
         });
+        self.tone = Tone::new();
     }
 
-    /// In one pass over the blurred picture: marks in `mask` the pixels that
-    /// differ from the background by more than the threshold, and moves the
-    /// background `1 / 2^shift` of the way to the picture. With a reference
-    /// held, a pixel back to the reference is not marked. Returns how many
-    /// pixels are marked, and how many differ from the reference.
-    fn compare_learn(&mut self, pixels: &[u8], shift: u32) -> (usize, usize) {
+    /// The light changed: the background starts again from the picture;
+    /// a reference held is carried into the new light by the levels of the
+    /// whole picture against the old background (so that what came with the
+    /// event stays out of it), and this window's changes are not counted.
+    fn relight(&mut self, pixels: &[u8]) {
+        for f in &mut self.flags {
+            *f &= !CELL_CHANGED;
+        }
+        if let Some(reference) = &mut self.reference {
+            let mut tone = Tone::new();
+            let (w, background) = (self.width, &self.background);
+            blur(pixels, w, &mut self.sums, &mut self.blurred, |y, row| {
+                for (b, &v) in background[y * w..(y + 1) * w].iter().zip(row) {
+                    tone.count((b >> 8) as u8, v);
+                }
+            });
+            tone.fit(1);
+            for r in reference.iter_mut() {
+                *r = tone.of(*r);
+            }
+            self.reference_tone = Tone::new();
+        }
+        self.seed(pixels);
+    }
+
+    /// In one pass over the blurred picture: marks as moved the pixels that
+    /// differ from the background (as the present exposure shows it) by
+    /// more than the threshold, leaving out the masked and (when on) the
+    /// busy ones, and moves the background `1 / 2^shift` of the way to the
+    /// picture. With a reference held, a pixel back to the reference is not
+    /// marked. Notes the cells that changed. Returns how many pixels are
+    /// marked, how many of them changed since the last frame, how many
+    /// differ from the reference, and how many were looked at.
+    fn compare_learn(&mut self, pixels: &[u8], shift: u32) -> Counts {
         let (w, threshold) = (self.width, self.params.threshold);
-        let (background, mask) = (&mut self.background, &mut self.mask);
+        let left_out = MASKED | if self.leave_out_busy { BUSY } else { 0 };
+        let (background, flags, previous) =
+            (&mut self.background, &mut self.flags, &mut self.previous);
         let reference = self.reference.as_deref();
-        let (mut changed, mut differing) = (0, 0);
+        let (tone, reference_tone) = (&mut self.tone, &mut self.reference_tone);
+        let cw = w.div_ceil(CELL);
+        let cell_changes = &mut self.grown[..cw];
+        let mut counts = Counts::default();
         let mut band: Option<Range<usize>> = None;
+        let h = pixels.len() / w;
         blur(
             pixels,
             w,
             &mut self.sums,
             &mut self.blurred,
             |y, blurred| {
-                let before = changed;
+                let before = counts.moved;
                 let line = y * w..(y + 1) * w;
+                let cells_top = y / CELL * CELL * w;
                 let reference = reference.map(|r| &r[line.clone()]);
                 // Equal lengths, told to the compiler: the loop needs no bounds checks.
-                let (mask, background) = (&mut mask[line.clone()], &mut background[line]);
-                let (blurred, mask, background) =
-                    (&blurred[..w], &mut mask[..w], &mut background[..w]);
+                let (row_flags, background, previous) = (
+                    &mut flags[line.clone()],
+                    &mut background[line.clone()],
+                    &mut previous[line],
+                );
+                let (blurred, row_flags, background, previous) = (
+                    &blurred[..w],
+                    &mut row_flags[..w],
+                    &mut background[..w],
+                    &mut previous[..w],
+                );
+                if y % CELL == 0 {
+                    cell_changes.fill(0);
+                }
                 for x in 0..w {
-                    let (v, b) = (blurred[x], background[x]);
-                    let away = reference.is_none_or(|r| r[x].abs_diff(v) > threshold);
-                    differing += usize::from(reference.is_some() && away);
-                    let off_background = ((b >> 8) as u8).abs_diff(v) > threshold;
-                    let moved = away && off_background;
-                    mask[x] = u8::from(moved);
-                    changed += usize::from(moved);
+                    let (v, b, f) = (blurred[x], background[x], row_flags[x]);
+                    let stored = (b >> 8) as u8;
+                    let off_background = tone.of(stored).abs_diff(v) > threshold;
+                    cell_changes[x / CELL] |= u8::from(off_background);
+                    let looked = f & left_out == 0;
+                    let away = reference.is_none_or(|r| {
+                        let away = reference_tone.of(r[x]).abs_diff(v) > threshold;
+                        if looked && !away && f & MOVED == 0 {
+                            reference_tone.count(r[x], v);
+                        }
+                        away
+                    });
+                    if looked && !off_background && f & MOVED == 0 {
+                        tone.count(stored, v);
+                    }
+                    let differs = reference.is_some() && away && looked;
+                    counts.differing += usize::from(differs);
+                    let moved = away && off_background && looked;
+                    counts.changing += usize::from(moved && previous[x].abs_diff(v) > threshold);
+                    previous[x] = v;
+                    row_flags[x] = (f & !(MOVED | DIFFERS))
+                        | if moved { MOVED } else { 0 }
+                        | if differs { DIFFERS } else { 0 };
+                    counts.moved += usize::from(moved);
+                    counts.looked_at += usize::from(looked);
                     // A ghost (back to the reference, not to the background) is
                     // learnt away fast, so a reference held later is clean.
                     let shift = if off_background && !away {
@@ -238,32 +636,75 @@ impl Detector {
                     };
                     background[x] = b - (b >> shift) + (u16::from(v) << (8 - shift));
                 }
-                if changed > before {
+                if counts.moved > before {
                     band = Some(band.as_ref().map_or(y, |band| band.start)..y + 1);
+                }
+                if y % CELL == CELL - 1 || y + 1 == h {
+                    // The cells' first pixels are on the row CELL - 1 rows up (or this one).
+                    for (cx, &c) in cell_changes.iter().enumerate() {
+                        if c != 0 {
+                            flags[cells_top + cx * CELL] |= CELL_CHANGED;
+                        }
+                    }
                 }
             },
         );
         self.band = band;
-        (changed, differing)
+        // A bin fits with at least 1 % of the picture's pixels.
+        let least = (self.flags.len() / 100) as u32;
+        self.tone.fit(least);
+        if self.reference.is_some() {
+            self.reference_tone.fit(least);
+        }
+        counts
     }
 
-    /// Cuts the mask, grown by a pixel in every direction (so the pieces of
-    /// one moving thing join), into 8-connected regions and keeps those of
-    /// the minimum area. Works on runs of moving pixels, not pixels: a
-    /// union-find of the runs of each row with the touching runs of the row
-    /// above.
-    fn regions(&mut self) -> Motion {
+    /// At the end of a window: counts which cells changed in it, marks as
+    /// busy the cells that change in most windows, and no longer busy those
+    /// that have calmed down.
+    fn learn_busy(&mut self) {
+        let (cw, ch) = self.cells();
+        let learning = self.leave_out_busy && !self.learning_paused;
+        for cy in 0..ch {
+            for cx in 0..cw {
+                let first = cy * CELL * self.width + cx * CELL;
+                let f = self.flags[first];
+                self.flags[first] = f & !CELL_CHANGED;
+                if !learning {
+                    continue;
+                }
+                let a = &mut self.activity[cy * cw + cx];
+                let target = if f & CELL_CHANGED != 0 {
+                    i32::from(u16::MAX)
+                } else {
+                    0
+                };
+                *a = (i32::from(*a) + (target - i32::from(*a)) / BUSY_WINDOWS) as u16;
+                let busy = f & BUSY != 0;
+                let now = if busy { *a > BUSY_OFF } else { *a > BUSY_ON };
+                if now != busy {
+                    self.set_busy(cx, cy, now);
+                }
+            }
+        }
+    }
+
+    /// Cuts the pixels flagged `bit` in `rows`, grown by a pixel in every
+    /// direction (so the pieces of one thing join), into 8-connected
+    /// regions and keeps those of the minimum area: their boxes and their
+    /// pixels in all. Works on runs of pixels, not pixels: a union-find of
+    /// the runs of each row with the touching runs of the row above.
+    fn regions(&mut self, bit: u8, rows: Range<usize>) -> (Vec<Area>, u32) {
         let w = self.width;
-        // Only the rows that moved, and one more each side, hold grown marks.
-        let moved = self.band.clone().expect("called only when something moved");
-        let band = moved.start.saturating_sub(1)..(moved.end + 1).min(self.height);
+        // Only those rows, and one more each side, hold grown marks.
+        let band = rows.start.saturating_sub(1)..(rows.end + 1).min(self.height);
         // Runs: (row in the band, first x, x past the end); `parents` holds each run's parent.
         let mut runs: Vec<(usize, usize, usize)> = Vec::new();
         self.parents.clear();
         let mut previous_row = 0..0; // the previous row's runs, as indexes into `runs`
         let (column, row) = self.grown.split_at_mut(w);
         for (y, picture_y) in band.clone().enumerate() {
-            grow(&self.mask, w, picture_y, column, row);
+            grow(&self.flags, bit, w, picture_y, column, row);
             let first = runs.len();
             let mut x = 0;
             while x < w {
@@ -322,13 +763,27 @@ impl Detector {
                 });
             }
         }
-        Motion {
-            share: area as f32 / total,
-            regions: boxes.len(),
-            boxes,
-            ..Motion::default()
+        (boxes, area)
+    }
+}
+
+/// The edges in a part of a picture (`w` wide): the sum of the differences
+/// between neighbours across and down.
+fn edges(picture: &[u8], w: usize, xs: Range<usize>, ys: Range<usize>) -> u64 {
+    let h = picture.len() / w;
+    let mut sum = 0u64;
+    for y in ys {
+        for x in xs.clone() {
+            let p = picture[y * w + x];
+            if x + 1 < w {
+                sum += u64::from(p.abs_diff(picture[y * w + x + 1]));
+            }
+            if y + 1 < h {
+                sum += u64::from(p.abs_diff(picture[(y + 1) * w + x]));
+            }
         }
     }
+    sum
 }
 
 /// Blurs a picture (`w` wide) with a 3×3 box (the edges repeated), which
@@ -375,14 +830,15 @@ fn blur(
     }
 }
 
-/// Row `y` of `mask` (`w` wide) grown by a pixel in every direction into
-/// `out`: grown vertically into `column` first, then sideways.
-fn grow(mask: &[u8], w: usize, y: usize, column: &mut [u8], out: &mut [u8]) {
-    let h = mask.len() / w;
-    let row = |r: usize| &mask[r * w..(r + 1) * w];
+/// Row `y` of the pixels of `flags` (`w` wide) flagged `bit`, grown by a
+/// pixel in every direction into `out`: grown vertically into `column`
+/// first, then sideways.
+fn grow(flags: &[u8], bit: u8, w: usize, y: usize, column: &mut [u8], out: &mut [u8]) {
+    let h = flags.len() / w;
+    let row = |r: usize| &flags[r * w..(r + 1) * w];
     let (up, here, down) = (row(y.saturating_sub(1)), row(y), row((y + 1).min(h - 1)));
     for (x, c) in column.iter_mut().enumerate() {
-        *c = up[x] | here[x] | down[x];
+        *c = (up[x] | here[x] | down[x]) & bit;
     }
     sum3(column, out, |a, b, c| a | b | c);
 }
@@ -416,6 +872,7 @@ fn find(parents: &mut [u32], mut label: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::media::polygon::Polygon;
     use crate::motion::frame::for_detector;
 
     /// The test frames' size: the detector sees them halved (`frame.rs`), 160×90.
@@ -603,6 +1060,24 @@ mod tests {
     }
 
     #[test]
+    fn what_stops_is_no_longer_changing_before_it_is_background() {
+        let mut detector = calibrated(Params::MEDIUM);
+        for step in 0..5 {
+            let moving = detector.frame(&scene(
+                100,
+                6,
+                700 + step,
+                &[(20 + step as usize * 10, 60, 40)],
+            ));
+            assert!(moving.changing, "step {step}: {moving:?}");
+        }
+        for seed in 705..715 {
+            let standing = detector.frame(&scene(100, 6, seed, &[(60, 60, 40)]));
+            assert!(standing.share > 0.0 && !standing.changing, "{standing:?}");
+        }
+    }
+
+    #[test]
     fn a_box_that_stays_becomes_background_and_leaves_no_ghost() {
         let mut detector = calibrated(Params::MEDIUM);
         let parked = [(100, 50, 40)];
@@ -628,5 +1103,168 @@ mod tests {
             0.0,
             "a ghost"
         );
+    }
+
+    /// A frame of two halves, the left at `left` and the right at `right`,
+    /// with grain and white boxes as in `frame`.
+    fn halves(left: u8, right: u8, seed: u32, boxes: &[(usize, usize, usize)]) -> Vec<u8> {
+        let mut frame = frame(0, 0, seed, boxes);
+        let grain = self::frame(100, 6, seed, &[]);
+        for (i, p) in frame.iter_mut().enumerate() {
+            if *p != 250 {
+                let level = if i % W < W / 2 { left } else { right };
+                *p = (i16::from(level) + i16::from(grain[i]) - 100).clamp(0, 255) as u8;
+            }
+        }
+        frame
+    }
+
+    #[test]
+    fn a_change_of_exposure_is_neither_motion_nor_the_lights() {
+        // A scene of a dark half and a bright one, whose camera opens up over
+        // 4 s as something dark fills the picture: the dark half 45 levels
+        // brighter, the bright one 10 (near white, it has less room).
+        let mut detector = Detector::new(W / 2, H / 2, Params::HIGH);
+        for seed in 0..20 {
+            detector.frame(&picture(&halves(80, 200, seed, &[])));
+        }
+        detector.hold_reference();
+        for step in 0..=20u16 {
+            let (left, right) = ((80 + step * 45 / 20) as u8, (200 + step / 2) as u8);
+            let motion = detector.frame(&picture(&halves(left, right, 100 + u32::from(step), &[])));
+            assert!(
+                motion.share == 0.0 && !motion.reseeded && !motion.present,
+                "step {step}: {motion:?}"
+            );
+        }
+        // In the new exposure a box still shows, and the reference held
+        // before the change still tells what is new.
+        let boxed = detector.frame(&picture(&halves(125, 210, 200, &[(60, 40, 40)])));
+        assert!(boxed.regions == 1 && boxed.present, "{boxed:?}");
+        for seed in 201..210 {
+            detector.frame(&picture(&halves(125, 210, seed, &[])));
+        }
+        let gone = detector.frame(&picture(&halves(125, 210, 210, &[])));
+        assert!(gone.share == 0.0 && !gone.present, "{gone:?}");
+    }
+
+    #[test]
+    fn the_lights_while_an_event_is_on_leave_what_came_out_of_the_reference() {
+        let mut detector = calibrated(Params::MEDIUM);
+        detector.hold_reference();
+        let standing = [(100, 50, 40)];
+        assert!(detector.frame(&scene(100, 6, 50, &standing)).present);
+        // The lights come on while it stands: the reference follows the
+        // light, without the box in it.
+        assert!(detector.frame(&scene(180, 6, 51, &standing)).reseeded);
+        for seed in 52..60 {
+            assert!(detector.frame(&scene(180, 6, seed, &standing)).present);
+        }
+        let gone = detector.frame(&scene(180, 6, 60, &[]));
+        assert!(!gone.present, "{gone:?}");
+    }
+
+    /// The test frame with a patch at (x, y, size) of grey `level`.
+    fn with_patch(mut frame: Vec<u8>, (px, py, size): (usize, usize, usize), level: u8) -> Vec<u8> {
+        for y in py..py + size {
+            frame[y * W + px..y * W + px + size].fill(level);
+        }
+        frame
+    }
+
+    /// A scene whose top left corner flickers (a 24 px patch that changes
+    /// every few frames, as leaves or a clock's seconds do), with `boxes`.
+    fn flickering(seed: u32, boxes: &[(usize, usize, usize)]) -> Vec<u8> {
+        let level = [40, 200, 90, 220, 30][(seed / 2 % 5) as usize];
+        picture(&with_patch(frame(100, 6, seed, boxes), (4, 4, 24), level))
+    }
+
+    #[test]
+    fn what_always_moves_is_learnt_and_left_out() {
+        let mut detector = calibrated(Params::MEDIUM);
+        // At first the flicker is motion.
+        let early: Vec<f32> = (0..20)
+            .map(|s| detector.frame(&flickering(s, &[])).share)
+            .collect();
+        assert!(
+            early.iter().filter(|s| **s > 0.0).count() >= 10,
+            "{early:?}"
+        );
+        for s in 20..300 {
+            detector.frame(&flickering(s, &[]));
+        }
+        assert_eq!(detector.busy().unwrap().count(), 0, "busy after a minute");
+        // After 80 s it is busy, and no longer motion; the rest is watched.
+        for s in 300..400 {
+            detector.frame(&flickering(s, &[]));
+        }
+        let busy = detector.busy().unwrap();
+        // The patch, 12×12 of the detector's pixels, blurred a pixel wider:
+        // about 7×7 cells of 2×2.
+        assert!(
+            (36..=64).contains(&busy.count()),
+            "{} busy cells",
+            busy.count()
+        );
+        assert!(busy.get(4, 4) && !busy.get(30, 30), "{busy:?}");
+        for s in 400..430 {
+            assert_eq!(detector.frame(&flickering(s, &[])).share, 0.0, "frame {s}");
+        }
+        let boxed = detector.frame(&flickering(430, &[(150, 80, 40)]));
+        assert_eq!(boxed.regions, 1, "{boxed:?}");
+        // A detector that starts from what was learnt leaves it out at once.
+        let mut next = Detector::new(W / 2, H / 2, Params::MEDIUM);
+        next.learnt(&busy);
+        for s in 0..(CALIBRATION_FRAMES + 20) {
+            assert_eq!(next.frame(&flickering(s, &[])).share, 0.0, "frame {s}");
+        }
+        assert_eq!(next.busy(), Some(busy.clone()));
+        // Off, nothing is learnt and the flicker is motion again.
+        next.leave_out_busy(false);
+        assert_eq!(next.busy(), None);
+        let moving = (0..10).filter(|s| next.frame(&flickering(100 + s, &[])).share > 0.0);
+        assert!(moving.count() >= 5);
+    }
+
+    #[test]
+    fn what_passes_or_is_known_is_not_learnt_as_always_moving() {
+        // A box crossing the picture every 12 s, for two minutes; and one
+        // that moves about in one place for two minutes while the watcher
+        // knows it for someone.
+        let mut detector = calibrated(Params::MEDIUM);
+        for s in 0..600u32 {
+            let x = (s % 60) as usize * 5;
+            let boxes = if x < 280 { vec![(x, 70, 40)] } else { vec![] };
+            detector.frame(&scene(100, 6, 5000 + s, &boxes));
+        }
+        assert_eq!(detector.busy().unwrap().count(), 0);
+        detector.pause_learning(true);
+        for s in 0..600u32 {
+            let x = 100 + (s % 4) as usize * 10;
+            detector.frame(&scene(100, 6, 6000 + s, &[(x, 70, 40)]));
+        }
+        assert_eq!(detector.busy().unwrap().count(), 0);
+    }
+
+    /// The runs of a mask of the picture's left `share`, at the detector's size.
+    fn left_part(share: f32) -> Vec<Run> {
+        let polygon = Polygon::new(vec![[0.0, 0.0], [share, 0.0], [share, 1.0], [0.0, 1.0]]);
+        crate::media::polygon::rasterise(&[polygon], W / 2, H / 2)
+    }
+
+    #[test]
+    fn a_masked_area_is_never_looked_at() {
+        let mut detector = calibrated(Params::HIGH);
+        // The left quarter masked.
+        detector.mask(&left_part(0.25));
+        let under = detector.frame(&scene(100, 6, 600, &[(10, 60, 40)]));
+        assert_eq!(under, Motion::default());
+        // Half in the mask: only the half outside counts (grown by a pixel).
+        let across = detector.frame(&scene(100, 6, 601, &[(60, 60, 40)]));
+        assert_eq!(across.regions, 1, "{across:?}");
+        assert!(across.boxes[0].left >= 0.24, "{across:?}");
+        // The lights over the unmasked part alone are still the lights.
+        detector.mask(&left_part(0.75));
+        assert!(detector.frame(&scene(200, 6, 602, &[])).reseeded);
     }
 }

@@ -1,9 +1,17 @@
 //! From moving frames to events: an event starts only when motion is seen
 //! in at least 3 of 5 consecutive frames (a lone flicker is not one), ends
-//! 10 s after the last moving frame (someone who stands still for a moment
-//! is still there) or the last frame in which what came is still present
-//! (someone who stays still for longer: see the detector's reference), and
-//! lasts at most 5 minutes (then a new one starts if something moves).
+//! 10 s after the last frame in which what moved was still changing
+//! (someone who stands still for a moment is still there; a thing that
+//! stopped has stopped, though the background takes it in only in about
+//! 15 s), and lasts at most 5 minutes (then a new one starts if something
+//! moves). What came and then stands still keeps an event on
+//! only while it is someone: when nothing has moved for 10 s but the
+//! picture still differs from the scene before the event, the watcher is
+//! asked whether someone is there (the classifier looks). While someone is,
+//! the event goes on, to the last moment they were seen; otherwise (a car
+//! that parked, a thing left, the hole where something stood) it ends at its
+//! last moving frame, so that an event ends when what moved has stopped or
+//! left.
 //! Each frame comes with two times: a monotonic one, by which all of this
 //! is timed (the wall clock may jump: NTP at boot, a clock set by hand),
 //! and the wall clock's, which is only what the events report. Time is
@@ -16,6 +24,8 @@ const WINDOW: usize = 5;
 const MOVING_IN_WINDOW: usize = 3;
 /// Stillness that ends an event.
 pub const QUIET_MS: i64 = 10_000;
+/// How long an answer to [`Change::StillThere`] is waited for; none is no one.
+pub const ANSWER_WAIT_MS: i64 = 5_000;
 /// The longest event.
 pub const LONGEST_MS: i64 = crate::event::LONGEST_EVENT_MS;
 
@@ -30,7 +40,8 @@ pub struct Moment {
 /// A motion event, as it ends.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Episode {
-    /// The first moving frame and the last moving (or present) one, ms since the epoch.
+    /// The first moving frame, and the last moving one or the last in which
+    /// someone was seen still there, ms since the epoch.
     pub started_ms: i64,
     pub ended_ms: i64,
     /// The largest share of the picture that moved (0 to 1), and when.
@@ -45,6 +56,9 @@ pub enum Change {
     Started {
         at_ms: i64,
     },
+    /// Nothing has moved for [`QUIET_MS`], but what came is still there:
+    /// answer [`Episodes::someone_there`] or [`Episodes::no_one_there`].
+    StillThere,
     Ended(Episode),
 }
 
@@ -52,60 +66,85 @@ pub enum Change {
 struct Current {
     episode: Episode,
     started: Moment,
+    /// The last frame that moved, or in which someone was seen still there.
     last_seen: Moment,
+    /// When [`Change::StillThere`] was asked, until it is answered.
+    asked: Option<i64>,
+    /// Someone is there, as last answered: the event lasts as long as what
+    /// came is present.
+    someone: bool,
+    /// No one is there, since the last moving frame.
+    no_one: bool,
 }
 
 #[derive(Default)]
 pub struct Episodes {
-    /// The last frames while no event is on: (time, share moved).
-    window: VecDeque<(Moment, f32)>,
+    /// The last frames while no event is on: (time, share moved, changing).
+    window: VecDeque<(Moment, f32, bool)>,
     current: Option<Current>,
 }
 
 impl Episodes {
-    /// Takes a frame seen `at` in which `share` of the picture moved;
-    /// `present`: what came with the event under way is still in the picture.
-    pub fn frame(&mut self, at: Moment, share: f32, present: bool) -> Vec<Change> {
-        let moving = share > 0.0;
+    /// Takes a frame seen `at` in which `share` of the picture moved
+    /// (`changing`: and changed since the last frame); `present`: what came
+    /// with the event under way is still in the picture (false from a
+    /// watcher that cannot tell who it is).
+    pub fn frame(&mut self, at: Moment, share: f32, changing: bool, present: bool) -> Vec<Change> {
         let mut changes = Vec::new();
         if let Some(current) = &mut self.current {
-            if (moving || present) && at.mono_ms - current.started.mono_ms >= LONGEST_MS {
-                // Long enough: this one ends, a new one starts with this frame
-                // if it moves (someone only still there starts none).
+            let moving = share > 0.0 && changing;
+            let long = at.mono_ms - current.started.mono_ms >= LONGEST_MS;
+            if moving && long {
+                // Long enough: this one ends, and a new one starts with this frame.
                 changes.push(Change::Ended(self.current.take().expect("on").episode));
-                if moving {
-                    self.start(at, share, at, &mut changes);
-                }
+                self.start(at, share, at, &mut changes);
                 return changes;
             }
-            if moving || present {
-                current.last_seen = at;
-                current.episode.ended_ms = at.wall_ms;
-            }
-            if moving && share > current.episode.score {
+            if share > current.episode.score {
                 (current.episode.score, current.episode.peak_ms) = (share, at.wall_ms);
             }
-            if !moving && !present && at.mono_ms - current.last_seen.mono_ms >= QUIET_MS {
-                changes.push(Change::Ended(self.current.take().expect("on").episode));
+            if moving {
+                (current.last_seen, current.asked, current.no_one) = (at, None, false);
+                current.episode.ended_ms = at.wall_ms;
+                return changes;
+            }
+            if current.someone && present {
+                current.episode.ended_ms = at.wall_ms;
+            }
+            if at.mono_ms - current.last_seen.mono_ms < QUIET_MS {
+                return changes;
+            }
+            let ask = present && !current.no_one && !long;
+            match current.asked {
+                None if ask => {
+                    current.asked = Some(at.mono_ms);
+                    changes.push(Change::StillThere);
+                }
+                Some(asked) if at.mono_ms - asked < ANSWER_WAIT_MS && !long => {}
+                _ => changes.push(Change::Ended(self.current.take().expect("on").episode)),
             }
             return changes;
         }
-        self.window.push_back((at, share));
+        let moving = share > 0.0;
+        self.window.push_back((at, share, changing));
         if self.window.len() > WINDOW {
             self.window.pop_front();
         }
-        let moving_frames = self.window.iter().filter(|(_, s)| *s > 0.0).count();
-        if moving && moving_frames >= MOVING_IN_WINDOW {
+        let moving_frames = self.window.iter().filter(|(_, s, _)| *s > 0.0).count();
+        // Something that changed, not only a thing the background has not
+        // taken in yet (one that stopped as the last event ended).
+        let changed = self.window.iter().any(|(_, s, c)| *s > 0.0 && *c);
+        if moving && changed && moving_frames >= MOVING_IN_WINDOW {
             let first = self
                 .window
                 .iter()
-                .find(|(_, s)| *s > 0.0)
+                .find(|(_, s, _)| *s > 0.0)
                 .expect("some moved")
                 .0;
             let (peak, score) =
                 self.window.iter().fold(
                     (at, 0.0f32),
-                    |best, &(t, s)| if s > best.1 { (t, s) } else { best },
+                    |best, &(t, s, _)| if s > best.1 { (t, s) } else { best },
                 );
             self.start(first, score, peak, &mut changes);
             if let Some(current) = &mut self.current {
@@ -114,6 +153,32 @@ impl Episodes {
             }
         }
         changes
+    }
+
+    /// The answer to [`Change::StillThere`]: someone is there, seen `at`;
+    /// the event goes on, and the question comes again after [`QUIET_MS`].
+    pub fn someone_there(&mut self, at: Moment) {
+        if let Some(current) = &mut self.current
+            && current.asked.is_some()
+        {
+            (current.last_seen, current.asked, current.someone) = (at, None, true);
+            current.episode.ended_ms = at.wall_ms;
+        }
+    }
+
+    /// The answer to [`Change::StillThere`]: no one is there; the event
+    /// ends with the next frame, at its last moving one.
+    pub fn no_one_there(&mut self) {
+        if let Some(current) = &mut self.current
+            && current.asked.is_some()
+        {
+            (current.asked, current.someone, current.no_one) = (None, false, true);
+        }
+    }
+
+    /// The event under way, as it stands.
+    pub fn current(&self) -> Option<&Episode> {
+        self.current.as_ref().map(|c| &c.episode)
     }
 
     /// The event under way ends now (the frames stopped): at its last moving frame.
@@ -133,6 +198,9 @@ impl Episodes {
             },
             started: at,
             last_seen: at,
+            asked: None,
+            someone: false,
+            no_one: false,
         });
         changes.push(Change::Started { at_ms: at.wall_ms });
     }
@@ -157,7 +225,7 @@ mod tests {
             .iter()
             .enumerate()
             .flat_map(|(i, s)| {
-                let changes = episodes.frame(same(start_ms + 200 * i as i64), *s, false);
+                let changes = episodes.frame(same(start_ms + 200 * i as i64), *s, true, false);
                 changes.into_iter().map(move |c| (i, c))
             })
             .collect()
@@ -222,53 +290,136 @@ mod tests {
         assert_eq!((episode.started_ms, episode.ended_ms), (0, 64 * 200));
     }
 
+    /// Feeds still frames, `present`, 200 ms apart from `at`, answering
+    /// each question with `someone` (None: no answer); returns the changes
+    /// and the next frame's time.
+    fn still(
+        episodes: &mut Episodes,
+        mut at: i64,
+        frames: usize,
+        present: bool,
+        someone: Option<bool>,
+    ) -> (Vec<Change>, i64) {
+        let mut changes = Vec::new();
+        for _ in 0..frames {
+            for change in episodes.frame(same(at), 0.0, false, present) {
+                if change == Change::StillThere {
+                    match someone {
+                        Some(true) => episodes.someone_there(same(at)),
+                        Some(false) => episodes.no_one_there(),
+                        None => {}
+                    }
+                }
+                changes.push(change);
+            }
+            at += 200;
+        }
+        (changes, at)
+    }
+
+    fn ended(changes: &[Change]) -> Vec<&Episode> {
+        changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Ended(e) => Some(e),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn someone_still_there_keeps_it_on_until_they_leave() {
         let mut episodes = Episodes::default();
-        // 2 s of motion, then 60 s still but present, then gone.
-        let mut changes = feed(&mut episodes, 0, &[0.1; 10]);
-        let mut at = 10 * 200;
-        for _ in 0..300 {
-            changes.extend(
-                episodes
-                    .frame(same(at), 0.0, true)
-                    .into_iter()
-                    .map(|c| (0, c)),
-            );
-            at += 200;
-        }
-        let left = at - 200;
-        for _ in 0..60 {
-            changes.extend(
-                episodes
-                    .frame(same(at), 0.0, false)
-                    .into_iter()
-                    .map(|c| (0, c)),
-            );
-            at += 200;
-        }
-        let ended: Vec<&Episode> = changes
-            .iter()
-            .filter_map(|(_, c)| match c {
-                Change::Ended(e) => Some(e),
-                Change::Started { .. } => None,
-            })
-            .collect();
+        // 2 s of motion, then 60 s still and present, and someone is there;
+        // then gone.
+        feed(&mut episodes, 0, &[0.1; 10]);
+        let (mut changes, at) = still(&mut episodes, 2_000, 300, true, Some(true));
+        let asked = changes.iter().filter(|c| **c == Change::StillThere).count();
+        assert_eq!(asked, 6, "asked every 10 s: {changes:?}");
+        let (after, _) = still(&mut episodes, at, 60, false, Some(true));
+        changes.extend(after);
+        let ended = ended(&changes);
         assert_eq!(ended.len(), 1, "{changes:?}");
-        assert_eq!((ended[0].started_ms, ended[0].ended_ms), (0, left));
+        // At the last frame in which they were there, 60 s after the motion.
+        assert_eq!((ended[0].started_ms, ended[0].ended_ms), (0, 61_800));
         assert_eq!(ended[0].score, 0.1, "stillness does not score");
-        // Present for longer than the cap: it ends there, and nothing starts.
+    }
+
+    #[test]
+    fn what_stands_still_and_is_no_one_ends_it_at_its_last_motion() {
+        // 1 s of motion, then present for ever (a car that parked, a thing
+        // left): asked once after 10 s, it ends at its last moving frame,
+        // and nothing starts after, past the 5 minute cap too.
+        for answer in [Some(false), None] {
+            let mut episodes = Episodes::default();
+            feed(&mut episodes, 0, &[0.1; 5]);
+            let (changes, _) = still(&mut episodes, 1_000, 2 * 1_500, true, answer);
+            assert_eq!(changes.len(), 2, "{answer:?}: {changes:?}");
+            assert_eq!(changes[0], Change::StillThere);
+            assert_eq!(
+                changes[1],
+                Change::Ended(Episode {
+                    started_ms: 0,
+                    ended_ms: 800,
+                    score: 0.1,
+                    peak_ms: 0,
+                }),
+                "{answer:?}"
+            );
+            assert_eq!(episodes.finish(), None);
+        }
+        // A watcher that cannot tell who is there is asked nothing.
         let mut episodes = Episodes::default();
         feed(&mut episodes, 0, &[0.1; 5]);
-        let mut ends = 0;
-        for i in 5..(LONGEST_MS / 200 + 100) {
-            for change in episodes.frame(same(i * 200), 0.0, true) {
-                assert!(matches!(change, Change::Ended(_)), "{change:?}");
-                ends += 1;
-            }
+        let (changes, _) = still(&mut episodes, 1_000, 100, false, Some(true));
+        assert_eq!(ended(&changes).len(), 1, "{changes:?}");
+        assert!(!changes.contains(&Change::StillThere));
+    }
+
+    #[test]
+    fn a_thing_that_stopped_ends_it_though_it_is_not_background_yet() {
+        // 2 s moving, then 15 s in which it still differs from the
+        // background (not taken in yet) but no longer changes.
+        let mut episodes = Episodes::default();
+        let mut changes = feed(&mut episodes, 0, &[0.1; 10]);
+        for i in 10..160 {
+            let at = same(i as i64 * 200);
+            changes.extend(
+                episodes
+                    .frame(at, 0.1, false, false)
+                    .into_iter()
+                    .map(|c| (i, c)),
+            );
         }
-        assert_eq!(ends, 1);
-        assert_eq!(episodes.finish(), None);
+        let ended = Episode {
+            started_ms: 0,
+            ended_ms: 1_800,
+            score: 0.1,
+            peak_ms: 0,
+        };
+        assert_eq!(
+            changes,
+            vec![
+                (2, Change::Started { at_ms: 0 }),
+                (9 + 50, Change::Ended(ended))
+            ]
+        );
+    }
+
+    #[test]
+    fn someone_still_there_for_longer_than_the_cap_ends_it_there() {
+        let mut episodes = Episodes::default();
+        feed(&mut episodes, 0, &[0.1; 5]);
+        let frames = (LONGEST_MS / 200 + 200) as usize;
+        let (changes, _) = still(&mut episodes, 1_000, frames, true, Some(true));
+        let ended = ended(&changes);
+        assert_eq!(ended.len(), 1, "{changes:?}");
+        assert!(
+            (LONGEST_MS..LONGEST_MS + QUIET_MS).contains(&ended[0].ended_ms),
+            "{:?}",
+            ended[0]
+        );
+        assert!(!changes.iter().any(|c| matches!(c, Change::Started { .. })));
     }
 
     #[test]
@@ -280,7 +431,7 @@ mod tests {
             .iter()
             .filter_map(|(_, c)| match c {
                 Change::Started { at_ms } => Some(*at_ms),
-                Change::Ended(_) => None,
+                _ => None,
             })
             .collect();
         assert_eq!(starts, vec![0, LONGEST_MS]);
@@ -312,7 +463,12 @@ mod tests {
                 wall_ms: wall(i),
             };
             let share = if i < 30 { 0.1 } else { 0.0 };
-            changes.extend(episodes.frame(at, share, false).into_iter().map(|c| (i, c)));
+            changes.extend(
+                episodes
+                    .frame(at, share, true, false)
+                    .into_iter()
+                    .map(|c| (i, c)),
+            );
         }
         // Ended 10 s (monotonic) after the last moving frame, 29: not at the
         // jump forward (frame 40), nor an hour late after the jump back.
@@ -320,7 +476,7 @@ mod tests {
             .iter()
             .filter_map(|(i, c)| match c {
                 Change::Ended(e) => Some((*i, e)),
-                Change::Started { .. } => None,
+                _ => None,
             })
             .collect();
         assert_eq!(ended.len(), 1, "{changes:?}");

@@ -9,7 +9,11 @@ pub mod detector;
 pub mod episodes;
 mod frame;
 pub mod frame_requests;
+mod still;
+pub mod suggestion;
+mod underway;
 mod watcher;
+mod zones;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -21,8 +25,9 @@ use uuid::Uuid;
 
 use crate::camera::{Camera, Sensitivity};
 use crate::classify::Classifier;
-use crate::clips::Clips;
+use crate::clips::{Clips, Job};
 use crate::db::{Db, lock};
+use crate::live::LiveChanges;
 use crate::media::gate::Gate;
 use crate::media::polygon::Polygon;
 use crate::notices::Notices;
@@ -40,6 +45,10 @@ pub struct Settings {
 
 /// What the watchers share.
 struct Shared {
+    /// What each camera's detector learnt is always moving, as masks to
+    /// suggest (status shows them: a change is counted in `live`).
+    learnt: Mutex<HashMap<Uuid, Vec<Polygon>>>,
+    live: Arc<LiveChanges>,
     settings: Settings,
     db: Arc<Db>,
     clips: Arc<Clips>,
@@ -48,6 +57,18 @@ struct Shared {
     classifier: Arc<Classifier>,
     /// Snapshots waiting for a watcher's next frame.
     frames: FrameRequests,
+}
+
+impl Shared {
+    /// What `camera`'s detector learnt is always moving, as masks to suggest.
+    fn set_learnt(&self, camera: Uuid, masks: Vec<Polygon>) {
+        let mut learnt = lock(&self.learnt);
+        if learnt.get(&camera) != Some(&masks) {
+            learnt.insert(camera, masks);
+            drop(learnt);
+            self.live.bump();
+        }
+    }
 }
 
 pub struct Motion {
@@ -65,10 +86,13 @@ impl Motion {
         recordings: Arc<Recordings>,
         notices: Arc<Notices>,
         classifier: Arc<Classifier>,
+        live: Arc<LiveChanges>,
     ) -> Motion {
         let (supervisor, orders) = mpsc::channel();
         Motion {
             shared: Arc::new(Shared {
+                learnt: Mutex::default(),
+                live,
                 settings,
                 db,
                 clips,
@@ -88,6 +112,25 @@ impl Motion {
             return;
         };
         self.shared.classifier.start();
+        // Events a stopped node left in progress end at their latest moment
+        // stored, and get their clips.
+        match self.shared.db.run(|s| s.end_events_in_progress()) {
+            Ok(left) => {
+                for event in left {
+                    log::info!("event {} ended with the node that saw it", event.id);
+                    self.shared.clips.request(Job {
+                        event: event.id,
+                        camera: event.camera_id,
+                        started_ms: event.started_at_ms,
+                        ended_ms: event.ended_at_ms,
+                        peak_ms: event.started_at_ms,
+                        mark: None,
+                        pin: None,
+                    });
+                }
+            }
+            Err(e) => log::error!("cannot end the events left in progress: {e}"),
+        }
         let shared = self.shared.clone();
         let supervisor = thread::Builder::new()
             .name("watchers".into())
@@ -113,8 +156,11 @@ impl Motion {
     /// The areas of `camera`'s picture the node has learnt are always
     /// moving (its `suggestedMasks`), left out of detection while its
     /// `autoMask` is on. None learnt yet.
-    pub fn suggested_masks(&self, _camera: Uuid) -> Vec<Polygon> {
-        Vec::new()
+    pub fn suggested_masks(&self, camera: Uuid) -> Vec<Polygon> {
+        lock(&self.shared.learnt)
+            .get(&camera)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Stops every watcher (an event under way is stored) and the
@@ -134,6 +180,10 @@ fn supervise(shared: &Arc<Shared>, orders: &mpsc::Receiver<Order>) {
                 move || watcher.run()
             };
             let wanted = wanted(&cameras, shared.classifier.installed());
+            // Only what a camera's watcher learnt is suggested.
+            shared.live.retain(&shared.learnt, |id| {
+                wanted.get(id).is_some_and(|s| s.auto_mask)
+            });
             shared
                 .classifier
                 .set_wanted(wanted.values().any(|spec| spec.kinds.is_some()));
@@ -163,7 +213,15 @@ fn wanted(cameras: &[Camera], classifier_installed: bool) -> HashMap<Uuid, Spec>
             let classifies = classifier_installed && c.settings.classify;
             let kinds =
                 (classifies && !c.settings.kinds.is_empty()).then(|| c.settings.kinds.clone());
-            (c.id, Spec { url, params, kinds })
+            let spec = Spec {
+                url,
+                params,
+                kinds,
+                masks: c.settings.motion_masks.clone(),
+                zones: c.settings.zones.clone(),
+                auto_mask: c.settings.auto_mask,
+            };
+            (c.id, spec)
         })
         .collect()
 }
@@ -171,6 +229,7 @@ fn wanted(cameras: &[Camera], classifier_installed: bool) -> HashMap<Uuid, Spec>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::camera::Zone;
     use crate::event::Kind;
     use crate::store::test_support;
 
@@ -188,6 +247,15 @@ mod tests {
         not_classifying.settings.classify = false;
         let mut only_people = test_support::camera("f");
         only_people.settings.kinds = vec![Kind::Person];
+        let mut masked = test_support::camera("g");
+        let square = Polygon::new(vec![[0.0, 0.0], [0.5, 0.0], [0.5, 0.5]]);
+        masked.settings.motion_masks = vec![square.clone()];
+        masked.settings.zones = vec![Zone {
+            name: "Door".into(),
+            polygon: square.clone(),
+            kinds: vec![Kind::Person],
+        }];
+        masked.settings.auto_mask = false;
         let cameras = [
             main_only.clone(),
             with_sub.clone(),
@@ -195,11 +263,12 @@ mod tests {
             disabled,
             not_classifying.clone(),
             only_people.clone(),
+            masked.clone(),
         ];
         let wanted_without_model = wanted(&cameras, false);
         assert!(wanted_without_model.values().all(|s| s.kinds.is_none()));
         let wanted = wanted(&cameras, true);
-        assert_eq!(wanted.len(), 4);
+        assert_eq!(wanted.len(), 5);
         assert_eq!(wanted[&not_classifying.id].kinds, None);
         assert_eq!(wanted[&only_people.id].kinds, Some(vec![Kind::Person]));
         assert_eq!(
@@ -208,6 +277,9 @@ mod tests {
                 url: "rtsp://u:p@h/main".into(),
                 params: Params::HIGH,
                 kinds: Some(Kind::CLASSIFIED.to_vec()),
+                masks: vec![],
+                zones: vec![],
+                auto_mask: true,
             }
         );
         assert_eq!(
@@ -216,7 +288,16 @@ mod tests {
                 url: "rtsp://h/sub".into(),
                 params: Params::MEDIUM,
                 kinds: Some(Kind::CLASSIFIED.to_vec()),
+                masks: vec![],
+                zones: vec![],
+                auto_mask: true,
             }
         );
+        let masked = &wanted[&masked.id];
+        assert_eq!(
+            (&masked.masks, &masked.zones, masked.auto_mask),
+            (&vec![square], &masked.zones, false)
+        );
+        assert_eq!(masked.zones[0].name, "Door");
     }
 }

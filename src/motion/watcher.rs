@@ -4,7 +4,9 @@
 //! wide for one that does not (`frame.rs`); the detector and the episodes
 //! turn them into events. While an event is on, a camera that classifies
 //! sends crops of what moved to the classifier, and the event ends as the
-//! kind it saw (`classify::tally`). Supervised like a recorder:
+//! kind it saw (`classify::tally`). An event is stored when it starts,
+//! listed as in progress, its latest moment and kind written every few
+//! seconds, and finished when it ends. Supervised like a recorder:
 //! restarted after 1 s, doubling to 60 s, when it exits or sends no frame
 //! for 30 s; stopped within 2 s; killed with the node.
 
@@ -16,10 +18,16 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use super::Shared;
-use super::detector::{Detector, Params};
+use super::detector::{BusyCells, Detector, Difference, Motion, Params};
 use super::episodes::{Change, Episode, Episodes, Moment};
 use super::frame::{self, Format};
+use super::still::{self, Left, LeftBehind};
+use super::suggestion;
+use super::underway::Underway;
+use super::zones::Entered;
+use crate::camera::Zone;
 use crate::classify::crop::{self, Yuv420};
+use crate::classify::protocol::Object;
 use crate::classify::regions::{self, Square};
 use crate::classify::tally::{self, Sighting, Tally};
 use crate::classify::{INPUT_SIDE, Reply};
@@ -29,6 +37,7 @@ use crate::event::CLIP_MARGIN_MS;
 use crate::event::{Event, Kind};
 use crate::media::area::Area;
 use crate::media::child::{Child, Filled, MALLOC_TRIM, Output};
+use crate::media::polygon::{self, Polygon};
 use crate::media::restart::{self, Restartable};
 use crate::notices::Notice;
 
@@ -38,6 +47,8 @@ const SOCKET_TIMEOUT: Duration = Duration::from_secs(5);
 const WATCHDOG: Duration = Duration::from_secs(30);
 /// How often the thread looks at its stop flag while waiting.
 const TICK: Duration = Duration::from_millis(200);
+/// How often the areas learnt as always moving are kept, when they changed.
+const KEEP_BUSY_EVERY_MS: i64 = 60_000;
 const STOP_GRACE: Duration = Duration::from_millis(1500);
 
 /// What a watcher watches.
@@ -47,6 +58,12 @@ pub struct Spec {
     pub params: Params,
     /// The kinds its events may become; None: it does not classify.
     pub kinds: Option<Vec<Kind>>,
+    /// Left out of detection.
+    pub masks: Vec<Polygon>,
+    /// With any, events are made only where what moved entered one of them.
+    pub zones: Vec<Zone>,
+    /// The areas learnt as always moving are left out.
+    pub auto_mask: bool,
 }
 
 /// The classification of the event under way.
@@ -55,6 +72,17 @@ struct Classifying {
     /// Crops sent and not answered yet: where each was taken, and when
     /// (wall clock).
     waiting: Vec<(Reply, Square, i64)>,
+    /// The crops of what stands still, when asked who is there.
+    still: Option<StillCheck>,
+}
+
+/// Who or what stands still: the crops of the parts that differ from the
+/// scene before the event, and what was seen in those answered.
+struct StillCheck {
+    /// When the motion stopped (wall clock, ms).
+    stopped_ms: i64,
+    waiting: Vec<(Reply, Square, Difference)>,
+    answers: Vec<(Difference, Vec<Sighting>)>,
 }
 
 pub struct Watcher {
@@ -65,11 +93,16 @@ pub struct Watcher {
     episodes: Episodes,
     /// The ring's pin of the event under way.
     pin: Option<u64>,
-    /// The id of the event under way, told when it started.
-    event: Option<Uuid>,
+    /// The event under way.
+    underway: Option<Underway>,
     classifying: Option<Classifying>,
     /// The origin of the monotonic clock that times the episodes.
     origin: Instant,
+    /// The busy cells as last kept, and when they were last looked at
+    /// (monotonic ms).
+    busy_kept: (Option<BusyCells>, i64),
+    /// Things left behind by the last event, until they are packages.
+    left: LeftBehind,
 }
 
 impl Watcher {
@@ -81,9 +114,11 @@ impl Watcher {
             stop,
             episodes: Episodes::default(),
             pin: None,
-            event: None,
+            underway: None,
             classifying: None,
             origin: Instant::now(),
+            busy_kept: (None, 0),
+            left: LeftBehind::default(),
         }
     }
 
@@ -139,6 +174,53 @@ impl Watcher {
             })
             .args(["-f", "image2pipe", "pipe:1"]);
         command
+    }
+
+    /// A detector of pictures `width` × `height` that knows what was learnt
+    /// before as always moving.
+    fn new_detector(&mut self, width: usize, height: usize) -> Detector {
+        let mut detector = Detector::new(width, height, self.spec.params);
+        detector.mask(&polygon::rasterise(&self.spec.masks, width, height));
+        detector.leave_out_busy(self.spec.auto_mask);
+        let kept = self.shared.db.run(|s| s.busy_cells(self.camera));
+        if let Some(cells) = kept.ok().flatten().and_then(|b| BusyCells::from_bytes(&b)) {
+            detector.learnt(&cells);
+        }
+        self.busy_kept.0 = learnt(&detector);
+        self.suggest(self.busy_kept.0.as_ref());
+        detector
+    }
+
+    /// Shows what was learnt as always moving as masks to take.
+    fn suggest(&self, busy: Option<&BusyCells>) {
+        let masks = busy.map(suggestion::masks).unwrap_or_default();
+        self.shared.set_learnt(self.camera, masks);
+    }
+
+    /// Keeps the areas learnt as always moving, when they changed.
+    fn keep_busy(&mut self, detector: &Detector, mono_ms: i64) {
+        self.busy_kept.1 = mono_ms;
+        let busy = learnt(detector);
+        if busy == self.busy_kept.0 {
+            return;
+        }
+        let bytes = busy.as_ref().map(BusyCells::to_bytes);
+        match self
+            .shared
+            .db
+            .run(|s| s.set_busy_cells(self.camera, bytes.as_deref()))
+        {
+            Ok(()) => {
+                log::info!(
+                    "camera {}: {} cells learnt as always moving, left out of detection",
+                    self.camera,
+                    busy.as_ref().map_or(0, BusyCells::count)
+                );
+                self.suggest(busy.as_ref());
+                self.busy_kept.0 = busy;
+            }
+            Err(e) => log::error!("camera {}: cannot keep what it learnt: {e}", self.camera),
+        }
     }
 
     /// Colour frames for a camera that classifies, grey ones for the detector alone.
@@ -203,38 +285,211 @@ impl Watcher {
             let (luma, w, h) = frame::for_detector(&frame, width, height, &mut small);
             let detector = match &mut detector {
                 Some(d) if d.size() == (w, h) => d,
-                _ => detector.insert(Detector::new(w, h, self.spec.params)),
+                _ => detector.insert(self.new_detector(w, h)),
             };
-            let motion = detector.frame(luma);
-            for change in self.episodes.frame(at, motion.share, motion.present) {
-                match change {
-                    Change::Started { at_ms } => {
-                        detector.hold_reference();
-                        self.started(at_ms);
-                    }
-                    Change::Ended(episode) => {
-                        detector.release_reference();
-                        self.ended(episode);
-                    }
-                }
-            }
-            if format == Format::Yuv420 {
-                let image = Yuv420 {
-                    width,
-                    height,
-                    data: &frame,
-                };
-                self.classify(&image, &motion.boxes, at);
+            let image = (format == Format::Yuv420).then_some(Yuv420 {
+                width,
+                height,
+                data: &frame,
+            });
+            self.look(detector, luma, image.as_ref(), at);
+            if at.mono_ms - self.busy_kept.1 >= KEEP_BUSY_EVERY_MS {
+                self.keep_busy(detector, at.mono_ms);
             }
         }
         child.stop(STOP_GRACE);
+        if let Some(detector) = &detector {
+            self.keep_busy(detector, self.origin.elapsed().as_millis() as i64);
+        }
         saw_frames
+    }
+
+    /// Looks at a frame: the detector's picture of it (`luma`), and the
+    /// colour frame for a camera that classifies.
+    fn look(&mut self, detector: &mut Detector, luma: &[u8], image: Option<&Yuv420>, at: Moment) {
+        // What is known to be someone or something is not learnt as the scene.
+        let known = self.classifying.as_ref().and_then(|c| c.tally.decided());
+        detector.pause_learning(known.is_some());
+        let motion = detector.frame(luma);
+        // Only the classifier can tell whether what stands still is someone.
+        let present = image.is_some() && motion.present;
+        for change in self
+            .episodes
+            .frame(at, motion.share, motion.changing, present)
+        {
+            match change {
+                Change::Started { at_ms } => {
+                    self.left.clear();
+                    detector.hold_reference();
+                    self.started(at_ms, at);
+                }
+                Change::StillThere => {
+                    if let Some(image) = image {
+                        self.ask_who(detector.differences(luma), image);
+                    }
+                }
+                Change::Ended(episode) => self.ended(episode),
+            }
+        }
+        self.progress(&motion.boxes, at);
+        if let Some(image) = image {
+            self.classify(image, &motion.boxes, at);
+        }
+        self.watch_left(detector, luma, &motion, at);
+    }
+
+    /// Things left behind by the last event: forgotten when touched or
+    /// when the light changes, packages once they have stayed. The scene
+    /// before the event is held while any is watched.
+    fn watch_left(&mut self, detector: &mut Detector, luma: &[u8], motion: &Motion, at: Moment) {
+        if motion.reseeded {
+            self.left.clear();
+        }
+        self.left.moved(&motion.boxes);
+        if self.left.due(at.mono_ms) {
+            let differences = detector.differences(luma);
+            for left in self.left.confirm(&differences, at.mono_ms) {
+                self.package(left, at);
+            }
+        }
+        if self.episodes.current().is_none() && !self.left.watching() {
+            detector.release_reference();
+        }
+    }
+
+    /// Nothing moves, but the picture differs from the scene before the
+    /// event: crops of the (at most three largest) parts that differ go to
+    /// the classifier, to tell who or what stands still.
+    fn ask_who(&mut self, mut differences: Vec<Difference>, image: &Yuv420) {
+        let stopped_ms = self.episodes.current().map_or(0, |e| e.ended_ms);
+        let Some(classifying) = &mut self.classifying else {
+            self.episodes.no_one_there();
+            return;
+        };
+        differences.sort_by(|a, b| b.share.total_cmp(&a.share));
+        let waiting: Vec<_> = differences
+            .into_iter()
+            .take(3)
+            .filter_map(|difference| {
+                let square = regions::square_to_classify(
+                    &[difference.area],
+                    image.width,
+                    image.height,
+                    INPUT_SIDE,
+                )?;
+                let reply = self
+                    .shared
+                    .classifier
+                    .submit(crop::rgb_crop(image, square, INPUT_SIDE))?;
+                Some((reply, square, difference))
+            })
+            .collect();
+        if waiting.is_empty() {
+            self.episodes.no_one_there();
+            return;
+        }
+        classifying.still = Some(StillCheck {
+            stopped_ms,
+            waiting,
+            answers: Vec::new(),
+        });
+    }
+
+    /// Takes the answers on what stands still; once all came, judges them:
+    /// someone there keeps the event on, things left are watched.
+    fn answer_who(&mut self, image: &Yuv420, at: Moment) {
+        let Some(check) = self.classifying.as_mut().and_then(|c| c.still.as_mut()) else {
+            return;
+        };
+        let answers = &mut check.answers;
+        check
+            .waiting
+            .retain(|(reply, square, difference)| match reply.try_recv() {
+                Ok(objects) => {
+                    let seen = sightings(&objects, *square, image, 0);
+                    answers.push((*difference, seen));
+                    false
+                }
+                Err(mpsc::TryRecvError::Empty) => true,
+                // The classifier failed or stopped: that crop tells nothing.
+                Err(mpsc::TryRecvError::Disconnected) => false,
+            });
+        if !check.waiting.is_empty() {
+            return;
+        }
+        let verdict = still::judge(&check.answers, check.stopped_ms);
+        if let Some(c) = self.classifying.as_mut() {
+            c.still = None;
+        }
+        if verdict.someone {
+            self.episodes.someone_there(at);
+            return;
+        }
+        self.episodes.no_one_there();
+        let wants_packages = self
+            .spec
+            .kinds
+            .as_ref()
+            .is_some_and(|k| k.contains(&Kind::Package));
+        if wants_packages {
+            self.left.watch(&verdict.left, at.mono_ms);
+        }
+    }
+
+    /// A thing left that stayed: an event of its own, from when it was
+    /// left to now, its thumbnail now with the thing marked; on a camera
+    /// with zones, only where it was left in a zone meant for packages.
+    fn package(&mut self, left: Left, at: Moment) {
+        let mut entered = Entered::new(&self.spec.zones);
+        entered.saw(&self.spec.zones, &[left.area]);
+        let Some(zones) = entered.names_for(&self.spec.zones, Kind::Package) else {
+            return;
+        };
+        let event = Event {
+            id: Uuid::new_v4(),
+            camera_id: self.camera,
+            kind: Kind::Package.name().to_owned(),
+            score: three_decimals(left.score),
+            started_at_ms: left.left_ms,
+            ended_at_ms: at.wall_ms,
+            clip_status: "local".to_owned(),
+            clip_path: None,
+            thumbnail_path: None,
+            zones,
+            in_progress: false,
+        };
+        let pin = self
+            .shared
+            .recordings
+            .pin(self.camera, left.left_ms - CLIP_MARGIN_MS);
+        match self.shared.clips.add_event(&event) {
+            Ok(true) => {
+                log::info!(
+                    "camera {}: package event {} (left {} ms ago, score {})",
+                    self.camera,
+                    event.id,
+                    at.wall_ms - left.left_ms,
+                    event.score
+                );
+                self.shared.clips.request(Job {
+                    event: event.id,
+                    camera: self.camera,
+                    started_ms: left.left_ms,
+                    ended_ms: at.wall_ms,
+                    peak_ms: at.wall_ms,
+                    mark: Some(left.area),
+                    pin: Some(pin),
+                });
+            }
+            _ => self.shared.recordings.unpin(pin),
+        }
     }
 
     /// While an event is on: takes the answers that came, and sends a crop
     /// of what moves in `image` when one is due.
     fn classify(&mut self, image: &Yuv420, boxes: &[Area], at: Moment) {
-        let (camera, event) = (self.camera, self.event);
+        self.answer_who(image, at);
+        let camera = self.camera;
         let Some(classifying) = &mut self.classifying else {
             return;
         };
@@ -243,33 +498,31 @@ impl Watcher {
             .waiting
             .retain(|(reply, square, at_ms)| match reply.try_recv() {
                 Ok(objects) => {
-                    let sightings = objects.iter().filter_map(|o| {
-                        let kind = tally::kind_of(&o.label)?;
-                        let area = in_frame(o.area, *square, image.width, image.height);
-                        Some(Sighting {
-                            kind,
-                            score: o.score,
-                            area,
-                            at_ms: *at_ms,
-                        })
-                    });
-                    seen.extend(sightings);
+                    seen.extend(sightings(&objects, *square, image, *at_ms));
                     false
                 }
                 Err(mpsc::TryRecvError::Empty) => true,
                 // The classifier failed or stopped: that crop counts for nothing.
                 Err(mpsc::TryRecvError::Disconnected) => false,
             });
-        if let Some(kind) = classifying.tally.answer(&seen)
-            && let Some(event) = event
-        {
-            log::info!("camera {camera}: the motion is a {}", kind.name());
-            self.shared.notices.send(Notice::KindSeen {
-                camera,
-                event,
-                kind,
-            });
+        let kind = classifying.tally.answer(&seen);
+        if let Some(underway) = &mut self.underway {
+            let objects: Vec<Area> = seen.iter().map(|s| s.area).collect();
+            underway.saw(&self.spec.zones, &objects);
+            if let Some(kind) = kind
+                && underway.made()
+            {
+                log::info!("camera {camera}: the motion is a {}", kind.name());
+                self.shared.notices.send(Notice::KindSeen {
+                    camera,
+                    event: underway.id,
+                    kind,
+                });
+            }
         }
+        let Some(classifying) = &mut self.classifying else {
+            return;
+        };
         if !classifying.tally.crop_due(at.mono_ms) {
             return;
         }
@@ -285,11 +538,13 @@ impl Watcher {
         }
     }
 
-    fn started(&mut self, at_ms: i64) {
+    /// An event starts: it is made (listed in progress) when it qualifies.
+    fn started(&mut self, at_ms: i64, at: Moment) {
         log::info!("camera {}: motion", self.camera);
         self.classifying = self.spec.kinds.as_deref().map(|kinds| Classifying {
             tally: Tally::new(kinds),
             waiting: Vec::new(),
+            still: None,
         });
         // A camera that only keeps a ring must keep the event's segments.
         self.pin = Some(
@@ -297,69 +552,80 @@ impl Watcher {
                 .recordings
                 .pin(self.camera, at_ms - CLIP_MARGIN_MS),
         );
-        let event = *self.event.insert(Uuid::new_v4());
-        self.shared.notices.send(Notice::MotionStarted {
-            camera: self.camera,
-            event,
-            at_ms,
-        });
+        self.underway = Some(Underway::new(self.camera, &self.spec.zones));
+        self.progress(&[], at);
     }
 
-    /// Stores the event, of the kind it was found to be, and asks for its
-    /// clip (its thumbnail at the best sighting, the object marked).
-    fn ended(&mut self, episode: Episode) {
-        let sighting = self.classifying.take().and_then(|c| c.tally.decided());
+    /// While an event goes on: the zones what moved (in `boxes`) entered,
+    /// and the event made and written as it stands.
+    fn progress(&mut self, boxes: &[Area], at: Moment) {
+        let Some(episode) = self.episodes.current() else {
+            return;
+        };
+        let Some(mut underway) = self.underway.take() else {
+            return;
+        };
+        underway.saw(&self.spec.zones, boxes);
+        let now = self.as_event(underway.id, episode);
+        underway.progress(&self.shared, &self.spec.zones, now, at.mono_ms);
+        self.underway = Some(underway);
+    }
+
+    /// The event of an episode, of the kind found so far.
+    fn as_event(&self, id: Uuid, episode: &Episode) -> Event {
+        let sighting = self.classifying.as_ref().and_then(|c| c.tally.decided());
         // The share of the picture that moved, or the classifier's score.
         let (kind, score) = match sighting {
             Some(s) => (s.kind, s.score),
             None => (Kind::Motion, episode.score),
         };
-        let event = Event {
-            id: self.event.take().unwrap_or_else(Uuid::new_v4),
+        Event {
+            id,
             camera_id: self.camera,
             kind: kind.name().to_owned(),
-            // Three decimals.
-            score: (f64::from(score) * 1000.0).round() / 1000.0,
+            score: three_decimals(score),
             started_at_ms: episode.started_ms,
             ended_at_ms: episode.ended_ms,
             clip_status: "local".to_owned(),
             clip_path: None,
             thumbnail_path: None,
             zones: Vec::new(),
-        };
-        let pin = self.pin.take();
-        let added = self.shared.clips.add_event(&event);
-        self.shared.notices.send(Notice::MotionEnded {
-            camera: self.camera,
-            event: event.id,
-            kind,
-        });
-        match added {
-            Ok(true) => {
-                log::info!(
-                    "camera {}: {} event {} ({} ms, score {})",
-                    self.camera,
-                    event.kind,
-                    event.id,
-                    event.ended_at_ms - event.started_at_ms,
-                    event.score
-                );
-                self.shared.clips.request(Job {
-                    event: event.id,
-                    camera: self.camera,
-                    started_ms: episode.started_ms,
-                    ended_ms: episode.ended_ms,
-                    peak_ms: sighting.map_or(episode.peak_ms, |s| s.at_ms),
-                    mark: sighting.map(|s| s.area),
-                    pin,
-                });
-            }
-            Ok(false) | Err(_) => {
-                if let Some(pin) = pin {
-                    self.shared.recordings.unpin(pin);
-                }
-            }
+            in_progress: true,
         }
+    }
+
+    /// Finishes the event, of the kind it was found to be, and asks for its
+    /// clip (its thumbnail at the best sighting, the object marked).
+    fn ended(&mut self, episode: Episode) {
+        let Some(underway) = self.underway.take() else {
+            return;
+        };
+        let last = self.as_event(underway.id, &episode);
+        let sighting = self.classifying.take().and_then(|c| c.tally.decided());
+        let pin = self.pin.take();
+        let Some(event) = underway.finish(&self.shared, &self.spec.zones, last) else {
+            if let Some(pin) = pin {
+                self.shared.recordings.unpin(pin);
+            }
+            return;
+        };
+        log::info!(
+            "camera {}: {} event {} ({} ms, score {})",
+            self.camera,
+            event.kind,
+            event.id,
+            event.ended_at_ms - event.started_at_ms,
+            event.score
+        );
+        self.shared.clips.request(Job {
+            event: event.id,
+            camera: self.camera,
+            started_ms: episode.started_ms,
+            ended_ms: episode.ended_ms,
+            peak_ms: sighting.map_or(episode.peak_ms, |s| s.at_ms),
+            mark: sighting.map(|s| s.area),
+            pin,
+        });
     }
 }
 
@@ -380,6 +646,32 @@ impl Restartable for Watcher {
             wait.as_secs_f64().round().max(1.0)
         );
     }
+}
+
+/// A score as events carry it: three decimals.
+fn three_decimals(score: f32) -> f64 {
+    (f64::from(score) * 1000.0).round() / 1000.0
+}
+
+/// The objects of a crop (`square` of `image`) that are of a kind, placed
+/// in the frame, as seen at `at_ms`.
+fn sightings(objects: &[Object], square: Square, image: &Yuv420, at_ms: i64) -> Vec<Sighting> {
+    objects
+        .iter()
+        .filter_map(|o| {
+            Some(Sighting {
+                kind: tally::kind_of(&o.label)?,
+                score: o.score,
+                area: in_frame(o.area, square, image.width, image.height),
+                at_ms,
+            })
+        })
+        .collect()
+}
+
+/// The cells a detector learnt as always moving, if any.
+fn learnt(detector: &Detector) -> Option<BusyCells> {
+    detector.busy().filter(|b| b.count() > 0)
 }
 
 /// Reads a frame's header (three lines, as ffmpeg writes them); its width

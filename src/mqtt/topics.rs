@@ -648,6 +648,7 @@ mod tests {
             clip_path: Some("clips/a.mp4".into()),
             thumbnail_path: None,
             zones: vec!["Drive".into()],
+            in_progress: false,
         };
         let end: Value = serde_json::from_slice(&event_stored(&names, "end", &event)).unwrap();
         assert_eq!(end["type"], "end");

@@ -101,6 +101,10 @@ impl Store {
             [id.to_string()],
         )?;
         tx.execute("DELETE FROM camera WHERE id = ?1", [id.to_string()])?;
+        tx.execute(
+            "DELETE FROM busy_cells WHERE camera_id = ?1",
+            [id.to_string()],
+        )?;
         tx.commit()?;
         self.segments_gone(id);
         self.event_bytes_changed(0, clip_bytes);

@@ -37,8 +37,9 @@ impl Store {
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO event (id, camera_id, kind, score, started_at_ms, ended_at_ms, clip_status,
-                                clip_path, thumbnail_path, clip_bytes, thumbnail_bytes, zones)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11)",
+                                clip_path, thumbnail_path, clip_bytes, thumbnail_bytes, zones,
+                                in_progress)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?12)",
             params![
                 event.id.to_string(),
                 event.camera_id.to_string(),
@@ -51,6 +52,7 @@ impl Store {
                 event.thumbnail_path,
                 clip_bytes as i64,
                 serde_json::to_string(&event.zones).expect("names serialize"),
+                event.in_progress,
             ],
         )?;
         // The newest `keep` are found through the index; all older ones go.
@@ -70,6 +72,44 @@ impl Store {
         tx.commit()?;
         self.event_bytes_changed(clip_bytes, dropped.1);
         Ok(dropped.0)
+    }
+
+    /// An event in progress as it stands now (its kind, score, latest
+    /// moment and whether it still goes on); returns whether it is still
+    /// there and was in progress.
+    pub fn update_event(&self, event: &Event) -> Result<bool> {
+        let n = self.conn.execute(
+            "UPDATE event SET kind = ?2, score = ?3, ended_at_ms = ?4, zones = ?5,
+                              in_progress = ?6
+             WHERE id = ?1 AND in_progress = 1",
+            params![
+                event.id.to_string(),
+                event.kind,
+                event.score,
+                event.ended_at_ms,
+                serde_json::to_string(&event.zones).expect("names serialize"),
+                event.in_progress
+            ],
+        )?;
+        Ok(n > 0)
+    }
+
+    /// Ends the events left in progress (by a node that stopped or died
+    /// while they went on), at their latest moment stored; returns them.
+    pub fn end_events_in_progress(&self) -> Result<Vec<Event>> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!("{SELECT_EVENT} WHERE in_progress = 1"))?;
+        let events: Vec<Event> = stmt.query_map([], event_from_row)?.collect::<Result<_>>()?;
+        self.conn
+            .execute("UPDATE event SET in_progress = 0 WHERE in_progress = 1", [])?;
+        Ok(events
+            .into_iter()
+            .map(|e| Event {
+                in_progress: false,
+                ..e
+            })
+            .collect())
     }
 
     /// The oldest event whose clip waits for upload: (id, clip path).
@@ -309,7 +349,8 @@ impl Store {
 }
 
 const SELECT_EVENT: &str = "SELECT id, camera_id, kind, score, started_at_ms, ended_at_ms, \
-                            clip_status, clip_path, thumbnail_path, zones FROM event";
+                            clip_status, clip_path, thumbnail_path, zones, in_progress \
+                            FROM event";
 
 fn event_from_row(r: &rusqlite::Row) -> Result<Event> {
     Ok(Event {
@@ -324,6 +365,7 @@ fn event_from_row(r: &rusqlite::Row) -> Result<Event> {
         thumbnail_path: r.get(8)?,
         // A value this version cannot read counts as no zones.
         zones: serde_json::from_str(&r.get::<_, String>(9)?).unwrap_or_default(),
+        in_progress: r.get(10)?,
     })
 }
 
@@ -385,6 +427,7 @@ mod tests {
             clip_path: clip.map(str::to_owned),
             thumbnail_path: None,
             zones: Vec::new(),
+            in_progress: false,
         }
     }
 
@@ -465,6 +508,33 @@ mod tests {
             .collect();
         assert_eq!(listed, [zoned.zones.clone(), vec![], vec![]]);
         assert_eq!(store.event(zoned.id).unwrap().unwrap(), zoned);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_event_in_progress_is_listed_then_ended() {
+        let dir = temp_dir("in-progress");
+        let mut store = Store::open(&dir).unwrap();
+        let cam = Uuid::new_v4();
+        let mut going = Event {
+            kind: "motion".into(),
+            in_progress: true,
+            ..event(cam, 1000, None)
+        };
+        store.insert_event(&going, 0, 10).unwrap();
+        assert_eq!(store.recent_events(5).unwrap(), vec![going.clone()]);
+        going.kind = "person".into();
+        going.ended_at_ms = 4000;
+        assert!(store.update_event(&going).unwrap());
+        assert_eq!(store.event(going.id).unwrap(), Some(going.clone()));
+        // Ended by a node that stopped: at its latest moment, and no longer
+        // to be updated.
+        let ended = store.end_events_in_progress().unwrap();
+        going.in_progress = false;
+        assert_eq!(ended, vec![going.clone()]);
+        assert_eq!(store.event(going.id).unwrap(), Some(going.clone()));
+        assert!(!store.update_event(&going).unwrap());
+        assert!(store.end_events_in_progress().unwrap().is_empty());
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -623,7 +693,8 @@ mod tests {
              ALTER TABLE camera DROP COLUMN onvif_endpoint;
              ALTER TABLE camera DROP COLUMN onvif_address;
              ALTER TABLE camera DROP COLUMN motion_masks; ALTER TABLE camera DROP COLUMN zones;
-             ALTER TABLE camera DROP COLUMN auto_mask; ALTER TABLE event DROP COLUMN zones;",
+             ALTER TABLE camera DROP COLUMN auto_mask; ALTER TABLE event DROP COLUMN zones;
+             ALTER TABLE event DROP COLUMN in_progress; DROP TABLE busy_cells;",
         )
         .unwrap();
         drop(conn);

@@ -2,6 +2,7 @@
 //! per table group (cameras, events, recorded segments, the node's identity).
 //! Knows nothing of HTTP.
 
+mod busy;
 mod cameras;
 mod events;
 mod node;
@@ -111,6 +112,13 @@ const UPGRADES: &[&str] = &[
      ALTER TABLE camera ADD COLUMN zones TEXT NOT NULL DEFAULT '[]';
      ALTER TABLE camera ADD COLUMN auto_mask INTEGER NOT NULL DEFAULT 1;
      ALTER TABLE event ADD COLUMN zones TEXT NOT NULL DEFAULT '[]';",
+    // 9 -> 10: events listed while they go on, and the areas each camera's
+    // detector learnt are always moving (its busy cells, as motion encodes them).
+    "ALTER TABLE event ADD COLUMN in_progress INTEGER NOT NULL DEFAULT 0;
+     CREATE TABLE busy_cells (
+         camera_id TEXT PRIMARY KEY,
+         cells BLOB NOT NULL
+     ) STRICT, WITHOUT ROWID;",
 ];
 
 pub struct Store {

@@ -483,6 +483,7 @@ mod tests {
             clip_path: None,
             thumbnail_path: None,
             zones: Vec::new(),
+            in_progress: false,
         };
         store.insert_event(&event, 0, 100).unwrap();
         let order: Vec<(bool, i64)> = store

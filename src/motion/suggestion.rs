@@ -1,0 +1,177 @@
+//! The areas a camera's detector learnt are always moving, as masks a user
+//! can take for good (`suggestedMasks`): each group of busy cells that
+//! touch, as the convex hull of its cells, at most 32 points, the 16
+//! largest groups. A hull may take in a little more than the cells: a
+//! suggestion to look at, not the detector's own mask (which is the cells).
+
+use super::detector::BusyCells;
+use crate::camera::{MAX_MASKS, MAX_POINTS};
+use crate::media::polygon::Polygon;
+
+pub fn masks(busy: &BusyCells) -> Vec<Polygon> {
+    let mut groups = groups(busy);
+    groups.sort_by_key(|g| std::cmp::Reverse(g.len()));
+    groups
+        .iter()
+        .take(MAX_MASKS)
+        .map(|cells| {
+            let corners: Vec<(i32, i32)> = cells
+                .iter()
+                .flat_map(|&(x, y)| {
+                    let (x, y) = (x as i32, y as i32);
+                    [(x, y), (x + 1, y), (x, y + 1), (x + 1, y + 1)]
+                })
+                .collect();
+            let mut hull = hull(corners);
+            while hull.len() > MAX_POINTS {
+                drop_flattest(&mut hull);
+            }
+            let share = |v: i32, of: usize| (v as f32 / of as f32).clamp(0.0, 1.0);
+            Polygon::new(
+                hull.iter()
+                    .map(|&(x, y)| [share(x, busy.width), share(y, busy.height)])
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// The busy cells, in groups of 8-connected cells.
+fn groups(busy: &BusyCells) -> Vec<Vec<(usize, usize)>> {
+    let (w, h) = (busy.width, busy.height);
+    let mut seen = vec![false; w * h];
+    let mut groups = Vec::new();
+    for start in 0..w * h {
+        if seen[start] || !busy.get(start % w, start / w) {
+            continue;
+        }
+        seen[start] = true;
+        let (mut group, mut todo) = (Vec::new(), vec![start]);
+        while let Some(i) = todo.pop() {
+            let (x, y) = (i % w, i / w);
+            group.push((x, y));
+            for ny in y.saturating_sub(1)..(y + 2).min(h) {
+                for nx in x.saturating_sub(1)..(x + 2).min(w) {
+                    let n = ny * w + nx;
+                    if !seen[n] && busy.get(nx, ny) {
+                        seen[n] = true;
+                        todo.push(n);
+                    }
+                }
+            }
+        }
+        groups.push(group);
+    }
+    groups
+}
+
+/// The convex hull of points, anticlockwise on screen, without collinear
+/// points (Andrew's monotone chain).
+fn hull(mut points: Vec<(i32, i32)>) -> Vec<(i32, i32)> {
+    points.sort_unstable();
+    points.dedup();
+    if points.len() < 3 {
+        return points;
+    }
+    let cross = |o: (i32, i32), a: (i32, i32), b: (i32, i32)| {
+        i64::from(a.0 - o.0) * i64::from(b.1 - o.1) - i64::from(a.1 - o.1) * i64::from(b.0 - o.0)
+    };
+    let mut hull: Vec<(i32, i32)> = Vec::with_capacity(points.len() + 1);
+    for pass in [
+        &points[..],
+        &points.iter().rev().copied().collect::<Vec<_>>()[..],
+    ] {
+        let floor = hull.len();
+        for &p in pass {
+            while hull.len() >= floor + 2
+                && cross(hull[hull.len() - 2], hull[hull.len() - 1], p) <= 0
+            {
+                hull.pop();
+            }
+            hull.push(p);
+        }
+        hull.pop();
+    }
+    hull
+}
+
+/// Drops the point of a polygon that adds the least area (the flattest corner).
+fn drop_flattest(polygon: &mut Vec<(i32, i32)>) {
+    let n = polygon.len();
+    let area = |i: usize| {
+        let (a, b, c) = (polygon[(i + n - 1) % n], polygon[i], polygon[(i + 1) % n]);
+        (i64::from(b.0 - a.0) * i64::from(c.1 - a.1) - i64::from(b.1 - a.1) * i64::from(c.0 - a.0))
+            .abs()
+    };
+    let flattest = (0..n).min_by_key(|&i| area(i)).expect("a polygon");
+    polygon.remove(flattest);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cells(width: usize, height: usize, busy: &[(usize, usize)]) -> BusyCells {
+        let mut bits = vec![0u8; (width * height).div_ceil(8)];
+        for &(x, y) in busy {
+            let i = y * width + x;
+            bits[i / 8] |= 1 << (i % 8);
+        }
+        BusyCells {
+            width,
+            height,
+            bits,
+        }
+    }
+
+    #[test]
+    fn each_group_of_busy_cells_is_a_mask_around_it() {
+        // A 2×2 block at the top left, and an L of three cells at the right
+        // edge, in a grid of 10×5.
+        let busy = cells(
+            10,
+            5,
+            &[(0, 0), (1, 0), (0, 1), (1, 1), (9, 2), (9, 3), (8, 3)],
+        );
+        let mut masks: Vec<Vec<[f32; 2]>> =
+            masks(&busy).iter().map(|m| m.points().to_vec()).collect();
+        masks.sort_by(|a, b| a[0][0].total_cmp(&b[0][0]));
+        assert_eq!(masks.len(), 2, "{masks:?}");
+        // The block: its four corners.
+        let mut block = masks[0].clone();
+        block.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        assert_eq!(block, vec![[0.0, 0.0], [0.0, 0.4], [0.2, 0.0], [0.2, 0.4]]);
+        // The L's hull: five corners, the inner one left out.
+        assert_eq!(masks[1].len(), 5, "{:?}", masks[1]);
+        assert!(
+            masks[1]
+                .iter()
+                .all(|&[x, y]| (0.8..=1.0).contains(&x) && (0.4..=0.8).contains(&y))
+        );
+        assert!(self::masks(&cells(10, 5, &[])).is_empty());
+    }
+
+    #[test]
+    fn at_most_sixteen_masks_of_thirty_two_points() {
+        // A disc of cells: its hull has more than 32 corners.
+        let disc: Vec<(usize, usize)> = (0..130)
+            .flat_map(|y| (0..130).map(move |x| (x, y)))
+            .filter(|&(x, y)| (x as i32 - 65).pow(2) + (y as i32 - 65).pow(2) < 60 * 60)
+            .collect();
+        assert!(hull(disc.iter().map(|&(x, y)| (x as i32, y as i32)).collect()).len() > 32);
+        let round = masks(&cells(130, 130, &disc));
+        assert_eq!(round.len(), 1);
+        assert_eq!(round[0].points().len(), 32);
+        // Twenty specks, apart: the sixteen largest.
+        let mut specks: Vec<(usize, usize)> = (0..20).map(|i| (i * 3, 0)).collect();
+        specks.extend((0..4).map(|i| (i * 3, 1)));
+        let masks: Vec<Vec<[f32; 2]>> = masks(&cells(60, 2, &specks))
+            .iter()
+            .map(|m| m.points().to_vec())
+            .collect();
+        assert_eq!(masks.len(), 16);
+        // The four of two cells, the picture's height, come first.
+        assert!(masks[..4].iter().all(|m| m.iter().any(|p| p[1] == 1.0)));
+        assert!(masks[4..].iter().all(|m| m.iter().all(|p| p[1] <= 0.5)));
+    }
+}

@@ -1,0 +1,160 @@
+//! The event under way, as the node keeps it: made when it qualifies (at
+//! once, or, on a camera with zones, once what moved entered a zone meant
+//! for its kind), then listed in progress, its latest moment, kind and
+//! zones written every few seconds, and finished at its end. Home Assistant
+//! is told of it as it is made and as it ends; an event never made is
+//! neither listed nor told.
+
+use uuid::Uuid;
+
+use super::Shared;
+use super::zones::Entered;
+use crate::camera::Zone;
+use crate::event::{Event, Kind};
+use crate::media::area::Area;
+use crate::notices::Notice;
+
+/// How often an event in progress is written.
+const WRITE_EVERY_MS: i64 = 3_000;
+
+pub struct Underway {
+    pub id: Uuid,
+    camera: Uuid,
+    entered: Entered,
+    /// As stored, and when last written (monotonic ms); None until made.
+    stored: Option<(Event, i64)>,
+}
+
+impl Underway {
+    pub fn new(camera: Uuid, zones: &[Zone]) -> Underway {
+        Underway {
+            id: Uuid::new_v4(),
+            camera,
+            entered: Entered::new(zones),
+            stored: None,
+        }
+    }
+
+    /// Whether it is made (stored and listed).
+    pub fn made(&self) -> bool {
+        self.stored.is_some()
+    }
+
+    /// What moved, or an object seen, in these boxes.
+    pub fn saw(&mut self, zones: &[Zone], boxes: &[Area]) {
+        self.entered.saw(zones, boxes);
+    }
+
+    /// The event as it stands now (`now`, of its kind so far, its times and
+    /// score; its zones are filled here), at `mono_ms`: made once it
+    /// qualifies, and written every few seconds after.
+    pub fn progress(&mut self, shared: &Shared, zones: &[Zone], now: Event, mono_ms: i64) {
+        match &self.stored {
+            None => {
+                let Some(names) = self.entered.names_for(zones, kind(&now)) else {
+                    return;
+                };
+                let event = Event {
+                    zones: names,
+                    in_progress: true,
+                    ..now
+                };
+                match shared.clips.add_event(&event) {
+                    Ok(true) => {
+                        shared.notices.send(Notice::MotionStarted {
+                            camera: self.camera,
+                            event: self.id,
+                            at_ms: event.started_at_ms,
+                        });
+                        self.stored = Some((event, mono_ms));
+                    }
+                    Ok(false) => {}
+                    Err(e) => log::error!("camera {}: cannot store its event: {e}", self.camera),
+                }
+            }
+            Some((written, at)) if mono_ms - at >= WRITE_EVERY_MS => {
+                let names = self.entered.names_for(zones, kind(&now));
+                let event = Event {
+                    zones: names.unwrap_or_else(|| written.zones.clone()),
+                    in_progress: true,
+                    ..now
+                };
+                if &event != written {
+                    write(shared, &event);
+                }
+                self.stored = Some((event, mono_ms));
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Finishes it as `last` (its final kind, score and times): stored when
+    /// it qualifies, dropped when it no longer does (its kind turned out to
+    /// be none a zone it entered is meant for). Returns the event stored.
+    pub fn finish(self, shared: &Shared, zones: &[Zone], last: Event) -> Option<Event> {
+        let names = self.entered.names_for(zones, kind(&last));
+        let made = self.stored.is_some();
+        let stored = match names {
+            Some(names) => {
+                let event = Event {
+                    zones: names,
+                    in_progress: false,
+                    ..last
+                };
+                let stored = if made {
+                    write(shared, &event)
+                } else {
+                    let added = shared.clips.add_event(&event);
+                    if let Err(e) = &added {
+                        log::error!("camera {}: cannot store its event: {e}", self.camera);
+                    }
+                    added.unwrap_or(false)
+                };
+                stored.then_some(event)
+            }
+            None => {
+                if made && let Err(e) = shared.db.run(|s| s.tombstone_events(&[self.id])) {
+                    log::error!("camera {}: cannot drop its event: {e}", self.camera);
+                }
+                None
+            }
+        };
+        if let Some(event) = &stored {
+            if !made {
+                shared.notices.send(Notice::MotionStarted {
+                    camera: self.camera,
+                    event: self.id,
+                    at_ms: event.started_at_ms,
+                });
+            }
+            shared.notices.send(Notice::MotionEnded {
+                camera: self.camera,
+                event: self.id,
+                kind: kind(event),
+            });
+        } else if made {
+            shared.notices.send(Notice::MotionEnded {
+                camera: self.camera,
+                event: self.id,
+                kind: Kind::Motion,
+            });
+        }
+        stored
+    }
+}
+
+fn kind(event: &Event) -> Kind {
+    Kind::from_name(&event.kind).unwrap_or(Kind::Motion)
+}
+
+/// Writes an event in progress as it stands; whether it is still stored (a
+/// camera deleted, or `MAX_EVENTS` reached by other cameras' events, took it).
+fn write(shared: &Shared, event: &Event) -> bool {
+    match shared.db.run(|s| s.update_event(event)) {
+        Ok(stored) => stored,
+        Err(e) => {
+            log::error!("camera {}: cannot update its event: {e}", event.camera_id);
+            false
+        }
+    }
+}
