@@ -12,7 +12,7 @@ use std::process::Command;
 use std::thread;
 use std::time::Duration;
 
-use common::{Camera, Node, TempDir, children_of, cpu_ticks, is_running, wait_for};
+use common::{Camera, Node, TempDir, browser_script, children_of, cpu_ticks, is_running, wait_for};
 use serde_json::{Value, json};
 
 /// Waits for the camera's `count`-th event with its clip and thumbnail.
@@ -238,5 +238,278 @@ fn the_classifier_runs_only_for_cameras_that_classify_and_comes_back_when_killed
     assert!(
         wait_for(Duration::from_secs(15), || !is_running(second)),
         "the classifier still runs with no camera classifying"
+    );
+}
+
+/// In each pass of the test camera's `/footage` (a driveway camera's real
+/// footage), the car backs into the picture at about 5.5 s and is out of
+/// sight up the road at about 38 s (its frames looked at a second apart):
+/// between, it is hidden by a tree for 3 s. The tree and a date stamp move
+/// all along, and the camera's exposure follows the car.
+const CAR_IN_MS: i64 = 5_500;
+const CAR_GONE_MS: i64 = 38_000;
+
+fn ms(iso: &Value) -> i64 {
+    let time = humantime::parse_rfc3339(iso.as_str().unwrap()).unwrap();
+    time.duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+#[test]
+fn real_footage_gives_one_vehicle_event_a_pass_listed_from_its_start() {
+    let camera = Camera::start();
+    let data = TempDir::new("footage");
+    let node = start_node(&data);
+    let created = node.add_camera(json!({
+        "name": "Driveway", "rtspUrl": camera.url("", "/footage")
+    }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    // The node watches from some moment of the first pass: the next two
+    // are judged whole.
+    assert!(
+        wait_for(Duration::from_secs(90), || camera.footage_passes().len()
+            >= 2),
+        "the footage did not loop: {:?}",
+        camera.footage_passes()
+    );
+    let first = camera.footage_passes()[1];
+    // Oldest first.
+    let since = |events: Vec<Value>| -> Vec<Value> {
+        events
+            .into_iter()
+            .filter(|e| ms(&e["startedAt"]) >= first - 1_000)
+            .collect()
+    };
+
+    // Listed while it goes on, a few seconds after it started.
+    let listed = wait_for(Duration::from_secs(40), || {
+        since(node.events_of(&id))
+            .first()
+            .is_some_and(|e| e["inProgress"] == true)
+    });
+    let seen_at = now_ms();
+    let going = since(node.events_of(&id));
+    assert!(
+        listed,
+        "no event listed in progress: {going:#?}\n{}",
+        what_it_said(&node)
+    );
+    let event = &going[0];
+    assert!(
+        seen_at - ms(&event["startedAt"]) <= 6_000,
+        "listed {} ms after it started: {event}",
+        seen_at - ms(&event["startedAt"])
+    );
+    assert!(ms(&event["endedAt"]) >= ms(&event["startedAt"]), "{event}");
+    // And the UI lists it as going on.
+    let origin = format!("http://127.0.0.1:{}", node.port);
+    let row = browser_script(
+        "ongoing.mjs",
+        &["--origin", &origin, "--event", event["id"].as_str().unwrap()],
+    );
+    assert_eq!(row["ok"], true, "{}", row["output"].as_str().unwrap_or(""));
+    assert!(row["text"].as_str().unwrap().contains("going on"), "{row}");
+
+    // After the car of the third pass has gone, and the 10 s of quiet.
+    let passes = loop {
+        let passes = camera.footage_passes();
+        if passes.len() >= 3 && now_ms() >= passes[2] + CAR_GONE_MS + 15_000 {
+            break passes;
+        }
+        assert!(
+            now_ms() < first + 4 * 61_000,
+            "the footage stalled: {passes:?}"
+        );
+        thread::sleep(Duration::from_millis(500));
+    };
+    let events = since(node.events_of(&id));
+    assert_eq!(
+        events.len(),
+        2,
+        "not one event a pass (passes at {passes:?}): {events:#?}\n{}",
+        what_it_said(&node)
+    );
+    for (event, pass) in events.iter().zip(&passes[1..]) {
+        let (start, end) = (ms(&event["startedAt"]) - pass, ms(&event["endedAt"]) - pass);
+        eprintln!(
+            "pass at {pass}: {} from {start} to {end} ms, score {}",
+            event["kind"], event["score"]
+        );
+        assert!(
+            (CAR_IN_MS - 1_500..=CAR_IN_MS + 3_000).contains(&start),
+            "started {start} ms into the pass, the car came at {CAR_IN_MS}: {event}"
+        );
+        assert!(
+            (CAR_GONE_MS - 8_000..=CAR_GONE_MS + 4_000).contains(&end),
+            "ended {end} ms into the pass, the car was gone at {CAR_GONE_MS}: {event}"
+        );
+        assert_eq!(event["inProgress"], false, "{event}");
+        assert_eq!(
+            event["kind"],
+            "vehicle",
+            "the car was not seen as a vehicle: {event}\n{}",
+            what_it_said(&node)
+        );
+    }
+}
+
+/// A camera on the test camera's `/scene` with the real classifier, added
+/// and settled; its id.
+fn scene_camera(node: &Node, camera: &Camera, name: &str) -> String {
+    let created = node.add_camera(json!({ "name": name, "rtspUrl": camera.url("", "/scene") }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    node.settle(&id);
+    id
+}
+
+/// Waits until the camera has `count` events, none in progress, each with
+/// its clip; returns them, oldest first.
+fn wait_for_ended(node: &Node, camera: &str, count: usize, timeout: Duration) -> Vec<Value> {
+    let done = wait_for(timeout, || {
+        let events = node.events_of(camera);
+        events.len() >= count
+            && events
+                .iter()
+                .all(|e| e["inProgress"] == false && e["clipUrl"].is_string())
+    });
+    let events = node.events_of(camera);
+    assert!(
+        done,
+        "not {count} ended events with clips within {timeout:?}: {events:#?}\n{}",
+        what_it_said(node)
+    );
+    events
+}
+
+#[test]
+fn a_person_who_waits_is_one_event_until_they_leave() {
+    let camera = Camera::start();
+    let data = TempDir::new("waits");
+    let node = start_node(&data);
+    let id = scene_camera(&node, &camera, "Door");
+    // Walks in for 4 s, waits 40 s (longer than the quiet that ends an
+    // event and than the background takes to absorb them), then is gone.
+    let started = camera.scene("leave person 4 40");
+    let gone = started + 44_000;
+    let events = wait_for_ended(&node, &id, 1, Duration::from_secs(100));
+    thread::sleep(Duration::from_secs(12));
+    let events_now = node.events_of(&id);
+    assert_eq!(
+        events_now.len(),
+        1,
+        "{events_now:#?}\n{}",
+        what_it_said(&node)
+    );
+    let event = &events[0];
+    assert_eq!(event["kind"], "person", "{event}");
+    let (start, end) = (
+        ms(&event["startedAt"]) - started,
+        ms(&event["endedAt"]) - gone,
+    );
+    assert!(
+        (-1_000..=2_000).contains(&start),
+        "started {start} ms from the walk: {event}"
+    );
+    assert!(
+        (-2_000..=2_000).contains(&end),
+        "ended {end} ms from their going: {event}"
+    );
+}
+
+#[test]
+fn a_thing_left_at_the_door_is_a_package_and_taking_it_is_none() {
+    let camera = Camera::start();
+    let data = TempDir::new("parcel");
+    let node = start_node(&data);
+    let id = scene_camera(&node, &camera, "Door");
+    // Carried in for 4 s, left for 60 s, then gone.
+    let started = camera.scene("leave parcel 4 60");
+    let left = started + 4_000;
+    let events = wait_for_ended(&node, &id, 2, Duration::from_secs(90));
+    let package = &events[1];
+    assert_eq!(
+        package["kind"],
+        "package",
+        "{events:#?}\n{}",
+        what_it_said(&node)
+    );
+    assert_eq!(events[0]["kind"], "motion", "the carrying in: {events:#?}");
+    let from_left = ms(&package["startedAt"]) - left;
+    assert!(
+        (-1_000..=2_000).contains(&from_left),
+        "the package started {from_left} ms from when it was left: {package}"
+    );
+    let score = package["score"].as_f64().unwrap();
+    assert!((0.5..=1.0).contains(&score), "{package}");
+    // Its thumbnail shows the thing, boxed.
+    let thumbnail = node.get(package["thumbnailUrl"].as_str().unwrap());
+    assert_eq!(thumbnail.status, 200);
+    let (x0, y0, x1, y1) = red_box(&thumbnail.body, data.path())
+        .unwrap_or_else(|| panic!("no box on the package's thumbnail: {package}"));
+    assert!(
+        x0 < 320 && x1 > 320 && y1 > 250,
+        "the box {x0},{y0}-{x1},{y1} is not at the middle bottom"
+    );
+    // Taken away: its going is an event, not a second package.
+    let all = wait_for_ended(&node, &id, 3, Duration::from_secs(100));
+    thread::sleep(Duration::from_secs(20));
+    let packages = node
+        .events_of(&id)
+        .iter()
+        .filter(|e| e["kind"] == "package")
+        .count();
+    assert_eq!(packages, 1, "{all:#?}\n{}", what_it_said(&node));
+}
+
+#[test]
+fn a_car_that_parks_is_one_vehicle_event_past_the_cap_and_its_going_one_more() {
+    let camera = Camera::start();
+    let data = TempDir::new("parks");
+    let node = start_node(&data);
+    let id = scene_camera(&node, &camera, "Drive");
+    // Drives in for 4 s and stands for 6 minutes, past the 5 minute cap.
+    let started = camera.scene("leave car 4 360");
+    let (stopped, gone) = (started + 4_000, started + 364_000);
+    let events = wait_for_ended(&node, &id, 1, Duration::from_secs(90));
+    let parked = &events[0];
+    assert_eq!(
+        parked["kind"],
+        "vehicle",
+        "{parked}\n{}",
+        what_it_said(&node)
+    );
+    let end = ms(&parked["endedAt"]) - stopped;
+    assert!(
+        (-1_000..=3_000).contains(&end),
+        "ended {end} ms from its stop: {parked}"
+    );
+    // Nothing more while it stands.
+    while now_ms() < gone - 2_000 {
+        let now = node.events_of(&id);
+        assert_eq!(
+            now.len(),
+            1,
+            "an event while the car stood: {now:#?}\n{}",
+            what_it_said(&node)
+        );
+        thread::sleep(Duration::from_secs(5));
+    }
+    let events = wait_for_ended(&node, &id, 2, Duration::from_secs(60));
+    thread::sleep(Duration::from_secs(15));
+    let after = node.events_of(&id);
+    assert_eq!(after.len(), 2, "{after:#?}");
+    let going = ms(&events[1]["startedAt"]) - gone;
+    assert!(
+        (-1_000..=2_000).contains(&going),
+        "its going started {going} ms from it: {}",
+        events[1]
     );
 }

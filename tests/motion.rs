@@ -207,26 +207,29 @@ fn a_box_is_one_event_the_lights_none_and_two_motions_two() {
 }
 
 #[test]
-fn someone_who_stops_and_stays_is_one_event_until_they_leave() {
+fn something_that_stops_ends_its_event_and_its_going_is_another() {
     let camera = Camera::start();
     let data = TempDir::new("stay");
     let node = start_node(data.path(), &[]);
     let created = node.add_camera(json!({ "name": "Hall", "rtspUrl": camera.url("", "/scene") }));
     let id = created["id"].as_str().unwrap().to_owned();
     node.settle(&id);
-    // The box moves for 3 s, then stands still for 40 s: longer than the
-    // running average takes to absorb it (about 15 s) and the 10 s quiet
-    // end together. It is one event, to when the box left, and no ghost
-    // starts another when it goes.
+    // The box moves for 3 s, then stands still for 40 s (longer than the
+    // running average takes to absorb it, about 15 s, and the 10 s quiet
+    // end together), then is gone. Without a classifier to tell someone
+    // waiting from a thing, what stopped has stopped: its event ends when
+    // it stopped, though the background takes it in only later. Its going
+    // is another, and no ghost starts a third.
     let started = camera.scene("stay 3 40");
-    let left = started + 43_000;
-    let events = wait_for_clips(&node, &id, 1, Duration::from_secs(90));
+    let (stopped, gone) = (started + 3_000, started + 43_000);
+    let events = wait_for_clips(&node, &id, 2, Duration::from_secs(100));
     thread::sleep(Duration::from_secs(12));
     let events_now = node.events_of(&id);
-    assert_eq!(events_now.len(), 1, "{events_now:#?}");
-    let event = &events[0];
-    let (from_start, from_end) = assert_times(event, started, left, 2 * WITHIN_MS);
-    eprintln!("stay: started {from_start} ms, ended {from_end} ms from the box's leaving");
+    assert_eq!(events_now.len(), 2, "{events_now:#?}");
+    let (from_start, from_end) = assert_times(&events[0], started, stopped, WITHIN_MS);
+    eprintln!("stay: started {from_start} ms, ended {from_end} ms from the box's stop");
+    let (from_start, from_end) = assert_times(&events[1], gone, gone, WITHIN_MS);
+    eprintln!("going: started {from_start} ms, ended {from_end} ms from the box's going");
 }
 
 #[test]

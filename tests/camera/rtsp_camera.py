@@ -32,11 +32,22 @@ Mount points (all shared: several clients share one encoder):
                                   slides right for SECONDS (ending near the
                                   right edge) and leaves (disappears); a
                                   new slide replaces the one shown
+                   leave NAME MOVING STILL  a slide enters at the left, moves
+                                  for MOVING seconds to the middle, stands
+                                  there for STILL seconds and disappears (a
+                                  thing left, a car that parks)
                  each answered on stderr with "scene: <command> at <unix ms>"
                  The photographs come from pinned PyPI packages, which
                  tests/camera/get_photos.sh puts in --photos (default:
                  target/photos in the repository; see it for their
                  provenance); the scene is served without those missing.
+    /footage     H.264 640x480 @ 10 fps, no audio: a driveway camera's real
+                 footage, looped (prius_movie.mov in --photos, from pyvision3
+                 0.1.8: 61 s of a tree in the wind and a date stamp, in which
+                 a car backs out of the driveway at about 6 s and drives off
+                 up the road, out of sight at about 27 s); at the start of
+                 each pass it says "footage: pass N at <unix ms>" on stderr.
+                 Served only when the file is there.
 
 The process reads stdin for scene commands, one a line.
 
@@ -51,8 +62,10 @@ stdin redirected from /dev/null.
 """
 
 import argparse
+import ctypes
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -201,6 +214,72 @@ def scene_launch(slides):
     return "( " + SCENE.format(slide_pads=pads, slide_sources=sources) + ")"
 
 
+# The /footage mount: the file, decoded and looped by ffmpeg into a pipe that
+# the mount reads raw frames from, so the footage plays on for as long as the
+# camera runs (GStreamer's own file sources end, or jump back in time, at the
+# end of a file).
+FOOTAGE_FILE = "prius_movie.mov"
+FOOTAGE_W, FOOTAGE_H, FOOTAGE_FPS = 640, 480, 10
+FOOTAGE = (
+    "fdsrc fd={fd} blocksize={frame} "
+    "! rawvideoparse format=i420 width={w} height={h} framerate={fps}/1 name=footage "
+    "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={fps} "
+    "bframes=0 threads=1 bitrate=768 "
+    "! video/x-h264,profile=constrained-baseline "
+    "! rtph264pay config-interval=1 pt=96 name=pay0"
+)
+
+
+def die_with_parent():
+    """In the child, before exec: SIGKILL when the camera's process ends,
+    however it ends (PR_SET_PDEATHSIG)."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
+class Footage:
+    """The ffmpeg that loops the footage into a pipe, and the count of the
+    frames read from it, by which each pass is announced."""
+
+    def __init__(self, path):
+        probe = subprocess.run(
+            ["ffprobe", "-v", "error", "-show_entries", "format=duration",
+             "-of", "csv=p=0", path], capture_output=True, text=True, check=True)
+        # ffmpeg's -stream_loop shifts each pass by the file's duration.
+        self.frames_per_pass = float(probe.stdout.strip()) * FOOTAGE_FPS
+        self.ffmpeg = subprocess.Popen(
+            ["ffmpeg", "-v", "error", "-nostdin", "-stream_loop", "-1", "-i", path,
+             "-an", "-vf", "fps=%d,scale=%d:%d" % (FOOTAGE_FPS, FOOTAGE_W, FOOTAGE_H),
+             "-pix_fmt", "yuv420p", "-f", "rawvideo", "pipe:1"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            preexec_fn=die_with_parent)
+        self.frames = 0
+        self.passes = 0
+
+    def launch(self):
+        return "( " + FOOTAGE.format(
+            fd=self.ffmpeg.stdout.fileno(), frame=FOOTAGE_W * FOOTAGE_H * 3 // 2,
+            w=FOOTAGE_W, h=FOOTAGE_H, fps=FOOTAGE_FPS) + " )"
+
+    def configured(self, factory, media):
+        pad = media.get_element().get_by_name("footage").get_static_pad("src")
+        pad.add_probe(Gst.PadProbeType.BUFFER, self.frame)
+
+    def frame(self, pad, info):
+        if self.frames >= round(self.passes * self.frames_per_pass):
+            log("footage: pass %d at %d" % (self.passes, int(time.time() * 1000)))
+            self.passes += 1
+        self.frames += 1
+        return Gst.PadProbeReturn.OK
+
+
+def start_footage(photos):
+    path = os.path.join(photos, FOOTAGE_FILE)
+    if not os.path.isfile(path):
+        log("no /footage (%s is missing): run tests/camera/get_photos.sh" % path)
+        return None
+    return Footage(path)
+
+
 BOX_SPEED = 100  # pixels a second
 BOX_START_X = 40
 
@@ -214,7 +293,8 @@ class Scene:
         self.light = None
         # name: (pad name, width) of the slides the mount was made with.
         self.slides = {}
-        # The slide shown (name, x, speed in px/s, until when), or None.
+        # The slide shown (name, x, speed in px/s, moving until when, shown
+        # until when), or None.
         self.slide = None
         self.box_until = 0.0
         # Until when the box is shown, moving or not.
@@ -240,7 +320,7 @@ class Scene:
         if self.light is not None:
             self.light.set_property("brightness", 0.35 if self.lit else 0.004)
         if self.mix is not None:
-            shown = self.slide if self.slide and time.monotonic() < self.slide[3] else None
+            shown = self.slide if self.slide and time.monotonic() < self.slide[4] else None
             for name, (pad_name, _) in self.slides.items():
                 pad = self.mix.get_static_pad(pad_name)
                 on = shown is not None and shown[0] == name
@@ -248,14 +328,27 @@ class Scene:
                 pad.set_property("xpos", int(shown[1]) if on else -1000)
 
     def slide_step(self):
-        if self.slide is None or time.monotonic() >= self.slide[3]:
+        now = time.monotonic()
+        if self.slide is None or now >= self.slide[4]:
             self.slide = None
             self.apply()
             return GLib.SOURCE_REMOVE
-        name, x, speed, until = self.slide
-        self.slide = (name, x + speed * 0.04, speed, until)
+        name, x, speed, moving, shown = self.slide
+        if now < moving:
+            self.slide = (name, x + speed * 0.04, speed, moving, shown)
         self.apply()
         return GLib.SOURCE_CONTINUE
+
+    def start_slide(self, name, end_x, moving, still):
+        """Slides NAME from the left margin to END_X in MOVING seconds,
+        then holds it there for STILL seconds."""
+        speed = (end_x - SLIDE_MARGIN) / moving
+        running = self.slide is not None
+        now = time.monotonic()
+        self.slide = (name, SLIDE_MARGIN, speed, now + moving, now + moving + still)
+        self.apply()
+        if not running:
+            GLib.timeout_add(40, self.slide_step)
 
     def step(self):
         now = time.monotonic()
@@ -276,19 +369,16 @@ class Scene:
             self.shown_until = self.box_until + (float(words[2]) if words[0] == "stay" else 0)
             self.apply()
             GLib.timeout_add(40, self.step)
-        elif len(words) == 3 and words[0] == "slide":
+        elif (len(words) == 3 and words[0] == "slide") or (len(words) == 4 and words[0] == "leave"):
             if words[1] not in self.slides:
                 log("no %r slide (the photographs: tests/camera/get_photos.sh)" % words[1])
                 return
-            seconds = float(words[2])
             width = self.slides[words[1]][1]
-            # From the left margin to the right one in SECONDS.
-            speed = (WIDTH - 2 * SLIDE_MARGIN - width) / seconds
-            running = self.slide is not None
-            self.slide = (words[1], SLIDE_MARGIN, speed, time.monotonic() + seconds)
-            self.apply()
-            if not running:
-                GLib.timeout_add(40, self.slide_step)
+            if words[0] == "slide":
+                # From the left margin to the right one in SECONDS.
+                self.start_slide(words[1], WIDTH - SLIDE_MARGIN - width, float(words[2]), 0)
+            else:
+                self.start_slide(words[1], (WIDTH - width) // 2, float(words[2]), float(words[3]))
         elif words in (["lights", "on"], ["lights", "off"]):
             self.lit = words[1] == "on"
             self.apply()
@@ -390,7 +480,8 @@ def main(argv):
                            "compositor", "videobalance",
                            "pngdec", "imagefreeze", "videocrop", "videoscale",
                            "audiotestsrc", "alawenc", "rtppcmapay",
-                           "voaacenc", "aacparse", "rtpmp4gpay")
+                           "voaacenc", "aacparse", "rtpmp4gpay",
+                           "fdsrc", "rawvideoparse")
                if Gst.ElementFactory.find(e) is None]
     if missing:
         log("missing GStreamer elements: " + ", ".join(missing))
@@ -429,6 +520,11 @@ def main(argv):
         if path == "/scene":
             factory.connect("media-configure", SCENE_STATE.configured)
         mounts.add_factory(path, factory)
+    footage = start_footage(args.photos)
+    if footage is not None:
+        factory = make_factory(footage.launch(), with_auth)
+        factory.connect("media-configure", footage.configured)
+        mounts.add_factory("/footage", factory)
 
     try:
         if server.attach(None) == 0:

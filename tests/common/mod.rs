@@ -611,12 +611,16 @@ impl ReadyServer {
 
 /// A real RTSP camera: GStreamer's RTSP server, run by `tests/camera/rtsp_camera.py`.
 /// It serves `/main` (H.264 640x360 25 fps + A-law audio), `/sub`, `/video-only`,
-/// `/aac` (640x360 + AAC) and `/hd` (1280x720 at 2 Mbit/s + AAC).
+/// `/aac` (640x360 + AAC), `/hd` (1280x720 at 2 Mbit/s + AAC), `/scene`
+/// (a picture the test changes) and `/footage` (a driveway camera's real
+/// footage, looped).
 pub struct Camera {
     child: Child,
     /// Scene commands go here (`box SECONDS`, `lights on|off`, `slide NAME
     /// SECONDS`); its end ends the camera.
     stdin: Mutex<ChildStdin>,
+    /// What it says: the scene commands it took, the footage's passes.
+    stderr: Arc<Mutex<String>>,
     pub port: u16,
 }
 
@@ -650,8 +654,29 @@ impl Camera {
         Camera {
             child: server.child,
             stdin: Mutex::new(server.stdin),
+            stderr: server.stderr,
             port: server.port,
         }
+    }
+
+    /// When each pass of `/footage` began to be served, in ms since the
+    /// epoch (the mount runs once a client reads it). The footage missing
+    /// from `target/photos` fails the test: `tests/run.sh` puts it there.
+    pub fn footage_passes(&self) -> Vec<i64> {
+        let footage = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/photos/prius_movie.mov");
+        assert!(
+            footage.is_file(),
+            "the test camera has no footage: {} is missing; \
+             `bash tests/camera/get_photos.sh target/photos` (run by tests/run.sh) puts it there",
+            footage.display()
+        );
+        self.stderr
+            .lock()
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("rtsp_camera: footage: pass "))
+            .filter_map(|l| l.split_once(" at ")?.1.parse().ok())
+            .collect()
     }
 
     /// Changes the `/scene` mount's picture (see rtsp_camera.py); returns
