@@ -272,6 +272,13 @@ fn real_footage_gives_one_vehicle_event_a_pass_listed_from_its_start() {
         "name": "Driveway", "rtspUrl": camera.url("", "/footage")
     }));
     let id = created["id"].as_str().unwrap().to_owned();
+    // The same footage watched most eagerly: the date stamp's seconds move
+    // past its threshold, until the node has learnt them.
+    let eager = node.add_camera(json!({
+        "name": "Driveway, high", "rtspUrl": camera.url("", "/footage"),
+        "detectSensitivity": "high"
+    }));
+    let eager = eager["id"].as_str().unwrap().to_owned();
     // The node watches from some moment of the first pass: the next two
     // are judged whole.
     assert!(
@@ -313,7 +320,12 @@ fn real_footage_gives_one_vehicle_event_a_pass_listed_from_its_start() {
     let origin = format!("http://127.0.0.1:{}", node.port);
     let row = browser_script(
         "ongoing.mjs",
-        &["--origin", &origin, "--event", event["id"].as_str().unwrap()],
+        &[
+            "--origin",
+            &origin,
+            "--event",
+            event["id"].as_str().unwrap(),
+        ],
     );
     assert_eq!(row["ok"], true, "{}", row["output"].as_str().unwrap_or(""));
     assert!(row["text"].as_str().unwrap().contains("going on"), "{row}");
@@ -359,6 +371,35 @@ fn real_footage_gives_one_vehicle_event_a_pass_listed_from_its_start() {
             what_it_said(&node)
         );
     }
+    // The eager camera has learnt the stamp's seconds by the third pass:
+    // its one event there is the car's, and the stamp is its suggested mask.
+    let third: Vec<Value> = node
+        .events_of(&eager)
+        .into_iter()
+        .filter(|e| ms(&e["startedAt"]) >= passes[2] - 1_000)
+        .collect();
+    assert_eq!(third.len(), 1, "{third:#?}\n{}", what_it_said(&node));
+    let start = ms(&third[0]["startedAt"]) - passes[2];
+    assert!(
+        (CAR_IN_MS - 1_500..=CAR_IN_MS + 3_000).contains(&start) && third[0]["kind"] == "vehicle",
+        "{}",
+        third[0]
+    );
+    let cameras = node.get("/api/cameras").json();
+    let learnt = cameras
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == eager.as_str())
+        .map(|c| c["suggestedMasks"].clone())
+        .unwrap();
+    let on_stamp = learnt.as_array().unwrap().iter().any(|mask| {
+        mask.as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p[1].as_f64().unwrap() <= 0.12)
+    });
+    assert!(on_stamp, "no suggested mask on the date stamp: {learnt}");
 }
 
 /// A camera on the test camera's `/scene` with the real classifier, added

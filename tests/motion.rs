@@ -405,3 +405,52 @@ fn the_decoder_stops_with_detect_off_and_dies_with_the_node() {
         "decoder {decoder} outlived the node's SIGKILL"
     );
 }
+
+#[test]
+fn motion_under_a_mask_is_nothing_and_a_zone_limits_events_to_what_enters_it() {
+    let camera = Camera::start();
+    let data = TempDir::new("zones");
+    let node = start_node(data.path(), &[]);
+    // The box (80 px square, its bottom at 220 of 360) starts at x 40 of 640
+    // and moves 100 px a second. The mask takes the left 40 % of the
+    // picture; the zone the right 40 %.
+    let rect =
+        |left: f64, right: f64| json!([[left, 0.0], [right, 0.0], [right, 1.0], [left, 1.0]]);
+    let created = node.add_camera(json!({
+        "name": "Yard", "rtspUrl": camera.url("", "/scene"),
+        "motionMasks": [rect(0.0, 0.4)],
+        "zones": [{ "name": "Lawn", "polygon": rect(0.6, 1.0) }],
+    }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        created["zones"][0]["kinds"].as_array().map(Vec::len),
+        Some(5),
+        "{created}"
+    );
+    node.settle(&id);
+    // 1 s: the box stays under the mask (it ends at 220 px, 34 %).
+    camera.scene("box 1");
+    thread::sleep(Duration::from_secs(14));
+    // 2 s: it comes out of the mask (to 50 %) but not into the zone.
+    camera.scene("box 2");
+    thread::sleep(Duration::from_secs(16));
+    assert_eq!(
+        node.events_of(&id),
+        Vec::<Value>::new(),
+        "an event from under the mask or outside the zone"
+    );
+    // 5 s: it crosses into the zone: one event, that names it, made once
+    // what moved entered it.
+    let crossed = camera.scene("box 5");
+    let events = wait_for_clips(&node, &id, 1, Duration::from_secs(60));
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert_eq!(events[0]["zones"], json!(["Lawn"]), "{}", events[0]);
+    let (start, end) = span(&events[0]);
+    assert!(
+        start - crossed >= 1_000 && end - crossed <= 5_000 + WITHIN_MS,
+        "the event is the box out of the mask, from {} to {} ms: {}",
+        start - crossed,
+        end - crossed,
+        events[0]
+    );
+}

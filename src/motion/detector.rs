@@ -276,9 +276,9 @@ pub struct Detector {
     leave_out_busy: bool,
     /// Per cell, in how many windows it changed (0 to 65535 for all).
     activity: Vec<u16>,
-    /// Changes are not counted (while what moves is known to be someone or
-    /// something that may stay, not the scene).
-    learning_paused: bool,
+    /// Where what moved in this window is known to be someone or something
+    /// (not the scene): changes there are not counted.
+    known: Vec<Area>,
     tone: Tone,
     reference_tone: Tone,
     /// The rows in which the frame moved, None when none did.
@@ -310,7 +310,7 @@ impl Detector {
             flags: vec![0; width * height],
             leave_out_busy: true,
             activity: vec![0; width.div_ceil(CELL) * height.div_ceil(CELL)],
-            learning_paused: false,
+            known: Vec::new(),
             tone: Tone::new(),
             reference_tone: Tone::new(),
             band: None,
@@ -390,11 +390,12 @@ impl Detector {
         }
     }
 
-    /// While paused, no change is counted as the scene's: what moves is
-    /// known to be someone or something (a person who works in one place
-    /// for minutes is not to be learnt as leaves).
-    pub fn pause_learning(&mut self, paused: bool) {
-        self.learning_paused = paused;
+    /// What moved in `areas` is known to be someone or something: the
+    /// changes there in this window are not counted as the scene's (a
+    /// person who works in one place for minutes is not to be learnt as
+    /// leaves; a clock elsewhere still is).
+    pub fn known(&mut self, areas: &[Area]) {
+        self.known.extend_from_slice(areas);
     }
 
     /// Cells across and down.
@@ -664,13 +665,19 @@ impl Detector {
     /// that have calmed down.
     fn learn_busy(&mut self) {
         let (cw, ch) = self.cells();
-        let learning = self.leave_out_busy && !self.learning_paused;
+        let known = std::mem::take(&mut self.known);
+        let in_known = |cx: usize, cy: usize| {
+            let (x, y) = ((cx as f32 + 0.5) / cw as f32, (cy as f32 + 0.5) / ch as f32);
+            known
+                .iter()
+                .any(|a| (a.left..=a.right).contains(&x) && (a.top..=a.bottom).contains(&y))
+        };
         for cy in 0..ch {
             for cx in 0..cw {
                 let first = cy * CELL * self.width + cx * CELL;
                 let f = self.flags[first];
                 self.flags[first] = f & !CELL_CHANGED;
-                if !learning {
+                if !self.leave_out_busy || in_known(cx, cy) {
                     continue;
                 }
                 let a = &mut self.activity[cy * cw + cx];
@@ -1238,10 +1245,10 @@ mod tests {
             detector.frame(&scene(100, 6, 5000 + s, &boxes));
         }
         assert_eq!(detector.busy().unwrap().count(), 0);
-        detector.pause_learning(true);
         for s in 0..600u32 {
             let x = 100 + (s % 4) as usize * 10;
-            detector.frame(&scene(100, 6, 6000 + s, &[(x, 70, 40)]));
+            let motion = detector.frame(&scene(100, 6, 6000 + s, &[(x, 70, 40)]));
+            detector.known(&motion.boxes);
         }
         assert_eq!(detector.busy().unwrap().count(), 0);
     }

@@ -10,19 +10,17 @@ use crate::media::polygon::Polygon;
 
 pub fn masks(busy: &BusyCells) -> Vec<Polygon> {
     let mut groups = groups(busy);
-    groups.sort_by_key(|g| std::cmp::Reverse(g.len()));
-    groups
+    // The largest, by picking (sorting would cost the board's binary more).
+    let mut largest = Vec::new();
+    while largest.len() < MAX_MASKS
+        && let Some(i) = (0..groups.len()).max_by_key(|&i| groups[i].len())
+    {
+        largest.push(groups.swap_remove(i));
+    }
+    largest
         .iter()
-        .take(MAX_MASKS)
         .map(|cells| {
-            let corners: Vec<(i32, i32)> = cells
-                .iter()
-                .flat_map(|&(x, y)| {
-                    let (x, y) = (x as i32, y as i32);
-                    [(x, y), (x + 1, y), (x, y + 1), (x + 1, y + 1)]
-                })
-                .collect();
-            let mut hull = hull(corners);
+            let mut hull = hull(&outline(cells));
             while hull.len() > MAX_POINTS {
                 drop_flattest(&mut hull);
             }
@@ -65,20 +63,48 @@ fn groups(busy: &BusyCells) -> Vec<Vec<(usize, usize)>> {
     groups
 }
 
-/// The convex hull of points, anticlockwise on screen, without collinear
-/// points (Andrew's monotone chain).
-fn hull(mut points: Vec<(i32, i32)>) -> Vec<(i32, i32)> {
-    points.sort_unstable();
-    points.dedup();
+/// The corners of a group's cells that its hull can pass through: on each
+/// line between rows of cells, the leftmost and the rightmost, top to
+/// bottom, so in order by (y, x).
+fn outline(cells: &[(usize, usize)]) -> Vec<(i32, i32)> {
+    let top = cells.iter().map(|c| c.1).min().unwrap_or(0);
+    let bottom = cells.iter().map(|c| c.1).max().unwrap_or(0);
+    // Each row's first cell and the cell past its last.
+    let mut rows = vec![(usize::MAX, 0); bottom - top + 1];
+    for &(x, y) in cells {
+        let row = &mut rows[y - top];
+        *row = (row.0.min(x), row.1.max(x + 1));
+    }
+    let mut points = Vec::with_capacity(2 * rows.len() + 2);
+    for line in 0..=rows.len() {
+        // The line touches the row below it and the row above it.
+        let touching = [line.checked_sub(1), (line < rows.len()).then_some(line)];
+        let (left, right) = touching
+            .into_iter()
+            .flatten()
+            .map(|r| rows[r])
+            .fold((usize::MAX, 0), |(l, r), (a, b)| (l.min(a), r.max(b)));
+        let y = (top + line) as i32;
+        points.push((left as i32, y));
+        if right != left {
+            points.push((right as i32, y));
+        }
+    }
+    points
+}
+
+/// The convex hull of points given in order by (y, x), without collinear
+/// points (Andrew's monotone chain, rows for columns).
+fn hull(points: &[(i32, i32)]) -> Vec<(i32, i32)> {
     if points.len() < 3 {
-        return points;
+        return points.to_vec();
     }
     let cross = |o: (i32, i32), a: (i32, i32), b: (i32, i32)| {
         i64::from(a.0 - o.0) * i64::from(b.1 - o.1) - i64::from(a.1 - o.1) * i64::from(b.0 - o.0)
     };
     let mut hull: Vec<(i32, i32)> = Vec::with_capacity(points.len() + 1);
     for pass in [
-        &points[..],
+        points,
         &points.iter().rev().copied().collect::<Vec<_>>()[..],
     ] {
         let floor = hull.len();
@@ -158,7 +184,7 @@ mod tests {
             .flat_map(|y| (0..130).map(move |x| (x, y)))
             .filter(|&(x, y)| (x as i32 - 65).pow(2) + (y as i32 - 65).pow(2) < 60 * 60)
             .collect();
-        assert!(hull(disc.iter().map(|&(x, y)| (x as i32, y as i32)).collect()).len() > 32);
+        assert!(hull(&outline(&disc)).len() > 32);
         let round = masks(&cells(130, 130, &disc));
         assert_eq!(round.len(), 1);
         assert_eq!(round[0].points().len(), 32);

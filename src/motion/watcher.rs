@@ -307,10 +307,11 @@ impl Watcher {
     /// Looks at a frame: the detector's picture of it (`luma`), and the
     /// colour frame for a camera that classifies.
     fn look(&mut self, detector: &mut Detector, luma: &[u8], image: Option<&Yuv420>, at: Moment) {
-        // What is known to be someone or something is not learnt as the scene.
-        let known = self.classifying.as_ref().and_then(|c| c.tally.decided());
-        detector.pause_learning(known.is_some());
         let motion = detector.frame(luma);
+        // What is known to be someone or something is not learnt as the scene.
+        if self.classifying.as_ref().and_then(|c| c.tally.decided()).is_some() {
+            detector.known(&motion.boxes);
+        }
         // Only the classifier can tell whether what stands still is someone.
         let present = image.is_some() && motion.present;
         for change in self
@@ -360,16 +361,22 @@ impl Watcher {
     /// Nothing moves, but the picture differs from the scene before the
     /// event: crops of the (at most three largest) parts that differ go to
     /// the classifier, to tell who or what stands still.
-    fn ask_who(&mut self, mut differences: Vec<Difference>, image: &Yuv420) {
+    fn ask_who(&mut self, differences: Vec<Difference>, image: &Yuv420) {
         let stopped_ms = self.episodes.current().map_or(0, |e| e.ended_ms);
         let Some(classifying) = &mut self.classifying else {
             self.episodes.no_one_there();
             return;
         };
-        differences.sort_by(|a, b| b.share.total_cmp(&a.share));
-        let waiting: Vec<_> = differences
+        let mut largest = differences;
+        // The three largest, by picking (sorting would cost the board's binary more).
+        while largest.len() > 3
+            && let Some(i) =
+                (0..largest.len()).min_by(|&a, &b| largest[a].share.total_cmp(&largest[b].share))
+        {
+            largest.swap_remove(i);
+        }
+        let waiting: Vec<_> = largest
             .into_iter()
-            .take(3)
             .filter_map(|difference| {
                 let square = regions::square_to_classify(
                     &[difference.area],
