@@ -31,7 +31,7 @@ pub struct Raw {
 impl Model {
     /// Loads and optimises the model; errors name what did not fit.
     pub fn load(path: &Path) -> TractResult<Model> {
-        // Dequantised: tract's quantised convolutions run some twenty
+        // Dequantised: tract's quantised convolutions run over ten
         // times slower than its float ones (README "Classifying what moved:
         // the model").
         let model = tract_tflite::tflite()
