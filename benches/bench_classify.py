@@ -57,11 +57,11 @@ FIGURES = (
 # The classifier's input: width = height = 300, RGB.
 CROP = 300
 PHOTOS = ROOT / "target/photos"
-# Each photograph and the model's labels of its kind (the map).
+# Each photograph and the model's labels of its kind (src/classify/tally.rs's map).
 PHOTO_LABELS = {
-    "person": ("Person",),
-    "car": ("Car", "Vehicle", "Bicycle"),
-    "cat": ("Cat", "Dog", "Cattle"),
+    "person": ("person",),
+    "car": ("bicycle", "car", "motorcycle", "bus", "truck"),
+    "cat": ("bird", "cat", "dog", "horse", "sheep", "cow", "elephant", "bear", "zebra", "giraffe"),
 }
 CLASSIFYING_CAMERAS = 4
 # How long a photograph slides across the scene for the kind's latency.
@@ -199,7 +199,7 @@ def measure_crops(bench):
         f"classifier, one {CROP}x{CROP} crop: median inference time ({count} crops of {len(names)} photographs)",
         statistics.median(inference),
         "ms",
-        ("<=", 40),
+        ("<=", 25),
         p99_ms=inference[int(len(inference) * 0.99)],
         round_trip_median_ms=statistics.median(round_trip),
         crops=count,
@@ -210,7 +210,7 @@ def measure_crops(bench):
         f"classifier RSS at most (VmHWM), after {count} crops",
         memory["VmHWM"] / 1024,
         "MiB",
-        ("<", 48),
+        ("<=", 40),
         rss_mib=memory["VmRSS"] / 1024,
     )
 

@@ -1,6 +1,6 @@
 //! Classification of what moved, end to end with the real parts: the test
-//! camera slides real photographs (a person, a car, a cat) and a plain box
-//! across its picture; the node's decoder and detector find the motion,
+//! camera slides real photographs (people, one of them about 100 px tall,
+//! a car in colour and in grey, a cat) and a plain box across its picture; the node's decoder and detector find the motion,
 //! crop it, and the real `nvr-classify` (tract, with the model
 //! `deploy/model/install-model.sh` installs) says what it is; the events
 //! are stored with their kind, clip and a thumbnail with the object boxed.
@@ -131,7 +131,10 @@ fn each_photograph_is_one_event_of_its_kind_and_the_box_and_the_lights_are_not()
     let mut seen = 0;
     for (photo, kind) in [
         ("person", "person"),
+        ("hopper", "person"),
+        ("small_person", "person"),
         ("car", "vehicle"),
+        ("car_grey", "vehicle"),
         ("cat", "animal"),
         ("box", "motion"),
     ] {

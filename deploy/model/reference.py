@@ -1,30 +1,37 @@
 """One-off check of nvr-classify against the TFLite runtime (not a test).
 
-Makes 300x300 crops of scikit-image's photographs, runs the model with
-ai-edge-litert, decodes with an independent NumPy re-implementation of the
-anchors, decoding and per-class NMS, and compares with nvr-classify's JSON.
+Makes 300x300 crops of the test camera's photographs with ffmpeg (the
+command nvr-classify's unit test `the_model_sees_what_the_tflite_runtime_sees`
+uses), runs the quantised model with ai-edge-litert on their bytes as they
+are, and compares nvr-classify's objects with the runtime's own
+post-processing (TFLite_Detection_PostProcess, with the anchors the file
+carries) and with an independent NumPy decoding of the raw tensors that
+nvr-classify takes (the box encodings and class logits before it).
 
   python3 -m venv .venv-ref
-  .venv-ref/bin/pip install ai-edge-litert==2.3.0 scikit-image==0.26.0
-  .venv-ref/bin/python deploy/model/reference.py target/model target/release/nvr-classify
+  .venv-ref/bin/pip install ai-edge-litert==2.3.0
+  .venv-ref/bin/python deploy/model/reference.py target/model target/photos \
+      target/classify/nvr-classify
 """
-import json, math, os, subprocess, sys
+import json
+import math
+import os
+import subprocess
+import sys
+
 import numpy as np
-from PIL import Image
-import skimage
-from ai_edge_litert.interpreter import Interpreter
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-model_dir, classify = sys.argv[1], sys.argv[2]
-data = os.path.join(os.path.dirname(skimage.__file__), "data")
+model_dir, photos, classify = sys.argv[1:4]
+CROPS = ["cat", "person", "car", "cameraman"]
 
 
-def crop(name, box=None):
-    img = Image.open(os.path.join(data, name)).convert("RGB")
-    if box is None:  # the centred square
-        s = min(img.size)
-        box = ((img.size[0] - s) // 2, (img.size[1] - s) // 2)
-        box = (box[0], box[1], box[0] + s, box[1] + s)
-    return np.asarray(img.crop(box).resize((300, 300), Image.BILINEAR), dtype=np.uint8)
+def crop(name):
+    """As the unit test makes it: the photograph squeezed to 300x300."""
+    command = ["ffmpeg", "-v", "error", "-i", os.path.join(photos, name + ".png"),
+               "-vf", "scale=300:300:flags=bilinear", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]
+    return np.frombuffer(subprocess.run(command, capture_output=True, check=True).stdout,
+                         np.uint8).reshape(300, 300, 3)
 
 
 def anchors():
@@ -47,6 +54,7 @@ def anchors():
 
 
 def decode(boxes, scores, a):
+    """Best class but the background per anchor, then the best 5 overall."""
     probs = 1 / (1 + np.exp(-scores.astype(np.float64)))
     cls = probs[:, 1:].argmax(1) + 1
     best = probs[np.arange(len(cls)), cls]
@@ -55,45 +63,41 @@ def decode(boxes, scores, a):
     h = np.exp(boxes[:, 2] / 5) * a[:, 3]
     w = np.exp(boxes[:, 3] / 5) * a[:, 2]
     b = np.clip(np.stack([x - w / 2, y - h / 2, x + w / 2, y + h / 2], 1), 0, 1)
-    kept = []
-    for i in np.argsort(-best):
-        if best[i] < 0.1 or len(kept) == 10:
-            break
-        def iou(j):
-            p, q = b[i], b[j]
-            iw = max(0, min(p[2], q[2]) - max(p[0], q[0]))
-            ih = max(0, min(p[3], q[3]) - max(p[1], q[1]))
-            inter = iw * ih
-            u = (p[2] - p[0]) * (p[3] - p[1]) + (q[2] - q[0]) * (q[3] - q[1]) - inter
-            return inter / u if u > 0 else 0
-        if not any(cls[j] == cls[i] and iou(j) > 0.5 for j in kept):
-            kept.append(i)
-    return [(int(cls[i]), float(best[i]), [round(float(v), 3) for v in b[i]]) for i in kept]
+    return [(int(cls[i]), float(best[i]), np.round(b[i], 3)) for i in np.argsort(-best)[:1]]
 
 
-labels = open(os.path.join(model_dir, "labels.txt")).read().splitlines()
-it = Interpreter(model_path=os.path.join(model_dir, "model.tflite"))
+def dequantized(it, name, index):
+    scale, zero = [t for t in it.get_tensor_details() if t["name"] == name][0]["quantization"]
+    return (it.get_tensor(index).astype(np.float64) - zero) * scale
+
+
+labels = {int(line.split(None, 1)[0]) + 1: line.split(None, 1)[1].strip()
+          for line in open(os.path.join(model_dir, "labels.txt"))}
+it = Interpreter(model_path=os.path.join(model_dir, "model.tflite"), experimental_preserve_all_tensors=True,
+                 experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
 it.allocate_tensors()
-inp = it.get_input_details()[0]
-outs = {o["name"]: o["index"] for o in it.get_output_details()}
+index = {t["name"]: t["index"] for t in it.get_tensor_details()}
+post = [o["index"] for o in it.get_output_details()]
 a = anchors()
-crops = {"chelsea": crop("chelsea.png"), "astronaut": crop("astronaut.png"), "coffee": crop("coffee.png")}
 child = subprocess.Popen([classify, model_dir], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 assert child.stdout.readline() == b"ready\n"
-for n, (name, rgb) in enumerate(crops.items()):
-    it.set_tensor(inp["index"], (rgb.astype(np.float32) / 127.5 - 1)[None])
+for n, name in enumerate(CROPS):
+    rgb = crop(name)
+    it.set_tensor(it.get_input_details()[0]["index"], rgb[None])
     it.invoke()
-    boxes = it.get_tensor(outs["raw_outputs/box_encodings"])[0]
-    scores = it.get_tensor(outs["raw_outputs/class_predictions"])[0]
-    ref = decode(boxes, scores, a)
+    boxes, classes, scores = (it.get_tensor(i)[0] for i in post[:3])
+    raw = decode(dequantized(it, "Squeeze", index["Squeeze"])[0],
+                 dequantized(it, "concat", index["concat"])[0], a)
     child.stdin.write(b"%d 300 300\n" % n + rgb.tobytes())
     child.stdin.flush()
     got = json.loads(child.stdout.readline())
-    print(f"{name}: tract {got['ms']} ms")
-    print("  %-12s %-8s %-8s %s" % ("label", "tflite", "tract", "box (tflite | tract)"))
-    for i, (c, s, b) in enumerate(ref[:5]):
-        g = got["objects"][i] if i < len(got["objects"]) else {"label": "-", "score": float("nan"), "box": []}
-        mark = "" if g["label"] == labels[c] else "  LABEL DIFFERS: " + g["label"]
-        print("  %-12s %-8.4f %-8.4f %s | %s%s" % (labels[c], s, g["score"], b, g["box"], mark))
+    print(f"{name}: nvr-classify {got['ms']} ms")
+    y0, x0, y1, x1 = boxes[0]
+    print("  TFLite post-processing: %-10s %.4f [%.3f, %.3f, %.3f, %.3f]"
+          % (labels[int(classes[0]) + 1], scores[0], x0, y0, x1, y1))
+    c, s, b = raw[0]
+    print("  NumPy on raw tensors:   %-10s %.4f %s" % (labels[c], s, [round(float(v), 3) for v in b]))
+    o = got["objects"][0]
+    print("  nvr-classify:           %-10s %.4f %s" % (o["label"], o["score"], o["box"]))
 child.stdin.close()
 child.wait()

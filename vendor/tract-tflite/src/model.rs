@@ -1,4 +1,5 @@
 use std::collections::hash_map::Entry;
+use std::collections::HashSet;
 use std::fmt::Debug;
 
 use flatbuffers::FlatBufferBuilder;
@@ -9,7 +10,13 @@ use crate::tensors::{flat_tensor_to_tract_fact, flat_tensor_uses_per_axis_q};
 use crate::tflite;
 use crate::tflite::{Buffer, BufferArgs};
 
-pub struct Tflite(Registry);
+pub struct Tflite {
+    registry: Registry,
+    /// nvr-node patch: see `with_outputs`; empty, the model's own.
+    outputs: Vec<String>,
+    /// nvr-node patch: see `dequantized`.
+    dequantize: bool,
+}
 
 impl Debug for Tflite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -21,7 +28,7 @@ impl Default for Tflite {
     fn default() -> Self {
         let mut registry = Registry::default();
         crate::ops::register_all(&mut registry);
-        Tflite(registry)
+        Tflite { registry, outputs: vec![], dequantize: false }
     }
 }
 
@@ -60,8 +67,26 @@ fn write_model<'fb>(
 }
 
 impl Tflite {
+    /// nvr-node patch: the model's outputs are the tensors of these names,
+    /// not the subgraph's own, and only the operators they depend on are
+    /// translated. A graph can so end before an operator tract lacks, such
+    /// as the custom TFLite_Detection_PostProcess of SSD detectors.
+    pub fn with_outputs(self, names: &[&str]) -> Tflite {
+        Tflite { outputs: names.iter().map(|n| n.to_string()).collect(), ..self }
+    }
+
+    /// nvr-node patch: a quantised model is loaded as a float one. Its
+    /// quantised constants become f32 (`(q - zero point) * scale`), its
+    /// quantised tensors f32, and each operator's output is clamped to the
+    /// range its quantised type holds, as the integer kernels saturate.
+    /// tract's float kernels then run it (its quantised convolutions leave
+    /// their zero-point corrections unfused).
+    pub fn dequantized(self) -> Tflite {
+        Tflite { dequantize: true, ..self }
+    }
+
     pub fn write(&self, model: &TypedModel, mut w: impl std::io::Write) -> TractResult<()> {
-        let builder = write_model(&self.0, model)?;
+        let builder = write_model(&self.registry, model)?;
         w.write_all(builder.finished_data())?;
         Ok(())
     }
@@ -87,30 +112,61 @@ impl Framework<TfliteProtoModel, TypedModel> for Tflite {
         let mut mapping = HashMap::new();
         for input in main.inputs().context("No inputs in Tflite model")? {
             if !flat_tensor_uses_per_axis_q(main, input) {
-                let (fact, name) = flat_tensor_to_tract_fact(&root, main, input)?;
+                let (fact, name) = flat_tensor_to_tract_fact(&root, main, input, self.dequantize)?;
                 let it = target.add_source(name, fact)?;
                 mapping.insert(input, it);
             }
         }
-        for op in main.operators().context("No operators in Tflite model")? {
+        let operators = main.operators().context("No operators in Tflite model")?;
+        let outputs: Vec<i32> = if self.outputs.is_empty() {
+            main.outputs().context("No outputs in Tflite model")?.iter().collect()
+        } else {
+            let tensors = main.tensors().context("No tensors in Tflite model")?;
+            self.outputs
+                .iter()
+                .map(|name| {
+                    (0..tensors.len())
+                        .find(|&t| tensors.get(t).name() == Some(name.as_str()))
+                        .map(|t| t as i32)
+                        .with_context(|| format!("No tensor named {name} in Tflite model"))
+                })
+                .collect::<TractResult<_>>()?
+        };
+        // The operators the outputs depend on, found walking back from them.
+        let mut wanted: HashSet<i32> = outputs.iter().copied().collect();
+        let mut needed = vec![false; operators.len()];
+        for (ix, op) in operators.iter().enumerate().rev() {
+            let produced = op.outputs().context("No output in Tflite operator")?;
+            if produced.iter().any(|t| wanted.contains(&t)) {
+                needed[ix] = true;
+                wanted.extend(op.inputs().context("No input in Tflite operator")?.iter());
+            }
+        }
+        for (op, _) in operators.iter().zip(needed).filter(|(_, needed)| *needed) {
             for input in op.inputs().context("No input in Tflite  operator")? {
                 if let Entry::Vacant(slot) = mapping.entry(input) {
-                    let (fact, name) = flat_tensor_to_tract_fact(&root, main, input)?;
+                    let (fact, name) =
+                        flat_tensor_to_tract_fact(&root, main, input, self.dequantize)?;
                     let value = fact.konst.with_context(|| format!("Error in TF file for operator {op:?}. No prior computation nor constant for input {input}"))?;
                     let konst = target.add_const(name, value)?;
                     slot.insert(konst);
                 }
             }
-            self.0.deser_op(&root, main, &op, &mut target, &mut mapping).with_context(|| {
-                format!("Translating proto-op from Tflite into tract op: {op:#?}")
-            })?;
+            self.registry
+                .deser_op(&root, main, &op, &mut target, &mut mapping, self.dequantize)
+                .with_context(|| {
+                    format!("Translating proto-op from Tflite into tract op: {op:#?}")
+                })?;
         }
-        let outputs: TVec<_> = main
-            .outputs()
-            .context("No outputs in Tflite model")?
+        let outputs: TVec<_> = outputs
             .iter()
-            .map(|o| mapping[&o])
-            .collect();
+            .map(|o| {
+                mapping
+                    .get(o)
+                    .copied()
+                    .with_context(|| format!("Tensor {o} is computed by no operator"))
+            })
+            .collect::<TractResult<_>>()?;
         target.select_output_outlets(&outputs)?;
         Ok(target)
     }

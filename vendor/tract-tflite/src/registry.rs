@@ -1,6 +1,7 @@
 use std::any::TypeId;
 
 use tract_core::internal::*;
+use tract_core::ops::change_axes::wire_with_rank_broadcast;
 
 use crate::ser::SubgraphBuilder;
 use crate::tflite::{BuiltinOperator, Model, Operator, SubGraph};
@@ -58,6 +59,9 @@ impl Registry {
         self.to_tract.insert(op.0, Box::new(to));
     }
 
+    /// nvr-node patch: `dequantize` runs a quantised operator in f32 (see
+    /// `Tflite::dequantized`), each output clamped to the range its
+    /// quantised type holds.
     pub fn deser_op(
         &self,
         model: &Model,
@@ -65,6 +69,7 @@ impl Registry {
         flat_op: &Operator,
         target: &mut TypedModel,
         mapping: &mut HashMap<i32, OutletId>,
+        dequantize: bool,
     ) -> TractResult<()> {
         let inputs: TVec<OutletId> =
             flat_op.inputs().unwrap().iter().map(|o| mapping[&o]).collect();
@@ -85,7 +90,9 @@ impl Registry {
                 .outputs()
                 .unwrap()
                 .iter()
-                .map(|t| Ok(crate::tensors::flat_tensor_to_tract_fact(model, subgraph, t)?.0))
+                .map(|t| {
+                    Ok(crate::tensors::flat_tensor_to_tract_fact(model, subgraph, t, dequantize)?.0)
+                })
                 .collect::<TractResult<TVec<TypedFact>>>()?;
             (op)(&mut DeserOp {
                 ctx,
@@ -101,7 +108,30 @@ impl Registry {
             bail!("Unsupported: {operator_code:#?}, inputs: {facts:#?}")
         };
         for (flat, wire) in flat_op.outputs().unwrap().iter().zip(results.iter()) {
-            mapping.insert(flat, *wire);
+            let mut wire = *wire;
+            if let Some((low, high)) =
+                crate::tensors::quantized_range(subgraph, flat).filter(|_| dequantize)
+            {
+                // The integer kernels saturate at their type's bounds; the
+                // model relies on it (a ReLU6 is often only the range of
+                // the output's type).
+                let name = tensors.get(flat as usize).name().unwrap_or(prefix);
+                let low = target.add_const(format!("{name}.low"), tensor0(low))?;
+                let high = target.add_const(format!("{name}.high"), tensor0(high))?;
+                wire = wire_with_rank_broadcast(
+                    format!("{name}.saturate_low"),
+                    target,
+                    tract_core::ops::math::max(),
+                    &[wire, low],
+                )?[0];
+                wire = wire_with_rank_broadcast(
+                    format!("{name}.saturate_high"),
+                    target,
+                    tract_core::ops::math::min(),
+                    &[wire, high],
+                )?[0];
+            }
+            mapping.insert(flat, wire);
         }
         Ok(())
     }

@@ -101,10 +101,13 @@ pub fn per_axis_q_params<'m>(
     Ok((zp.iter().map(|i| i as i32).collect_vec(), scale.iter().collect_vec()))
 }
 
+/// nvr-node patch: `dequantize` takes a quantised tensor as f32, a
+/// constant's values dequantised (`(q - zero point) * scale`).
 pub fn flat_tensor_to_tract_fact<'m>(
     &model: &'m Model<'m>,
     graph: &'m SubGraph<'m>,
     id: i32,
+    dequantize: bool,
 ) -> TractResult<(TypedFact, &'m str)> {
     let flat = graph.tensors().unwrap().get(id as _);
     let mut dt: DatumType = flat.type_().try_into()?;
@@ -113,6 +116,7 @@ pub fn flat_tensor_to_tract_fact<'m>(
             dt = dt.quantize(QParams::ZpScale { zero_point: zp.get(0) as _, scale: scale.get(0) })
         }
     }
+    let dequantize = dequantize && dt.is_quantized();
     let shape = flat
         .shape()
         .unwrap()
@@ -125,23 +129,40 @@ pub fn flat_tensor_to_tract_fact<'m>(
             }
         })
         .collect::<TractResult<Vec<usize>>>()?;
-    let mut fact = dt.fact(shape);
+    let mut fact = if dequantize { f32::fact(&shape) } else { dt.fact(&shape) };
     let buffer_ix = flat.buffer() as usize;
     if buffer_ix != 0 {
         let buffer = model.buffers().unwrap().get(flat.buffer() as usize);
         if let Some(data) = buffer.data() {
-            let mut data = create_tensor(
-                fact.datum_type.unquantized(),
-                fact.shape.as_concrete().unwrap(),
-                data.bytes(),
-            )?;
+            let mut data = create_tensor(dt.unquantized(), &shape, data.bytes())?;
             unsafe {
                 data.set_datum_type(dt);
             };
+            if dequantize {
+                data = data.cast_to::<f32>()?.into_owned();
+            }
             fact = TypedFact::try_from(data)?;
         }
     }
     Ok((fact, flat.name().unwrap()))
+}
+
+/// nvr-node patch: the values a tensor quantised to 8 bits (one scale and
+/// zero point) can hold, dequantised; None for any other tensor.
+pub fn quantized_range<'m>(graph: &'m SubGraph<'m>, id: i32) -> Option<(f32, f32)> {
+    let flat = graph.tensors()?.get(id as _);
+    let qp = flat.quantization()?;
+    let (scale, zp) = (qp.scale()?, qp.zero_point()?);
+    if scale.len() != 1 || zp.len() != 1 {
+        return None;
+    }
+    let (low, high) = match flat.type_() {
+        TensorType::UINT8 => (0.0, 255.0),
+        TensorType::INT8 => (-128.0, 127.0),
+        _ => return None,
+    };
+    let (scale, zp) = (scale.get(0), zp.get(0) as f32);
+    Some(((low - zp) * scale, (high - zp) * scale))
 }
 
 #[derive(Clone, Debug)]

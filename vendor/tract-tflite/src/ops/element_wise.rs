@@ -30,25 +30,6 @@ pub fn register_all(reg: &mut Registry) {
     reg.reg_to_tract(BuiltinOperator::SQUARE, |op| deser(op, square()));
     reg.reg_to_tract(BuiltinOperator::RSQRT, |op| deser(op, rsqrt()));
     reg.reg_to_tract(BuiltinOperator::TANH, |op| deser(op, tanh()));
-    reg.reg_to_tract(BuiltinOperator::DEQUANTIZE, de_dequantize);
-}
-
-/// nvr-node patch: DEQUANTIZE of a float16 tensor, as TFLite's fp16 models
-/// store their weights. A constant becomes an f32 constant here (the
-/// weights are widened once, at load); anything else is cast.
-fn de_dequantize(op: &mut DeserOp) -> TractResult<TVec<OutletId>> {
-    let input = op.ctx.target.outlet_fact(op.inputs[0])?.clone();
-    ensure!(
-        input.datum_type == f16::datum_type(),
-        "DEQUANTIZE is supported for float16 only, not {:?}",
-        input.datum_type
-    );
-    if let Some(konst) = &input.konst {
-        let wide = konst.cast_to::<f32>()?.into_owned();
-        Ok(tvec!(op.ctx.target.add_const(op.prefix, wide)?))
-    } else {
-        op.ctx.target.wire_node(op.prefix, tract_core::ops::cast::cast(f32::datum_type()), op.inputs)
-    }
 }
 
 fn deser(op: &mut DeserOp, ew: ElementWiseOp) -> TractResult<TVec<OutletId>> {
