@@ -1,6 +1,8 @@
 //! From the classifier's answers to an event's kind. While a motion event
-//! is on, a crop is taken at most every third of a second and at most
-//! [`MAX_CROPS`] in all; each answer counts, for each kind the camera
+//! is on, a crop is taken at most every third of a second for its first
+//! [`BURST_CROPS`], then one a second, [`MAX_CROPS`] in all (what moved may
+//! come into view later than it starts to move: a car backing out of a
+//! garage shows its back first); each answer counts, for each kind the camera
 //! wants, whether the kind's best object passed the kind's threshold. A
 //! kind that passed in at least two crops is the event's (one crop is
 //! never enough: a single frame may show a shadow that looks like a
@@ -10,11 +12,14 @@
 use crate::event::Kind;
 use crate::media::area::Area;
 
-/// Crops an event may have classified. At three a second, the first four
-/// seconds of an event; an event whose kind is clear stops sooner.
-pub const MAX_CROPS: usize = 12;
-/// The least time between two crops of one camera.
-pub const CROP_EVERY_MS: i64 = 333;
+/// Crops at three a second: the first four seconds of an event.
+const BURST_CROPS: usize = 12;
+/// Crops an event may have classified: after the first twelve, one a
+/// second, to 40 s into it; an event whose kind is clear stops sooner.
+pub const MAX_CROPS: usize = 48;
+/// The least time between two crops of one camera, then after the burst.
+const CROP_EVERY_MS: i64 = 333;
+const LATER_CROP_EVERY_MS: i64 = 1_000;
 /// Crops in which a kind must pass to be the event's.
 const PASSES_NEEDED: usize = 2;
 /// Once a kind has passed this often, more crops would not change it.
@@ -55,6 +60,13 @@ fn counts(sighting: &Sighting) -> bool {
     sighting.kind != Kind::Person || sighting.area.bottom - sighting.area.top >= SMALLEST_PERSON
 }
 
+impl Sighting {
+    /// It counts and reaches its kind's threshold.
+    pub fn passes(&self) -> bool {
+        counts(self) && self.score >= threshold(self.kind)
+    }
+}
+
 /// An object the classifier found, placed in the frame.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sighting {
@@ -92,11 +104,14 @@ impl Tally {
     /// Whether to crop the frame seen at `mono_ms` (a monotonic clock).
     pub fn crop_due(&self, mono_ms: i64) -> bool {
         let settled = self.passes.iter().any(|&p| p >= PASSES_ENOUGH);
+        let every = if self.crops < BURST_CROPS {
+            CROP_EVERY_MS
+        } else {
+            LATER_CROP_EVERY_MS
+        };
         !settled
             && self.crops < MAX_CROPS
-            && self
-                .last_crop_ms
-                .is_none_or(|last| mono_ms - last >= CROP_EVERY_MS)
+            && self.last_crop_ms.is_none_or(|last| mono_ms - last >= every)
     }
 
     /// A crop was sent at `mono_ms`.
@@ -291,6 +306,14 @@ mod tests {
         while tally.crop_due(at) {
             tally.cropped(at);
             at += 400;
+        }
+        // The burst, then a second apart.
+        assert_eq!(tally.crops, BURST_CROPS);
+        assert!(!tally.crop_due(at + 500) && tally.crop_due(at + 600));
+        at += 600;
+        while tally.crop_due(at) {
+            tally.cropped(at);
+            at += 1_000;
         }
         assert_eq!(tally.crops, MAX_CROPS);
 

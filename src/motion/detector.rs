@@ -29,8 +29,6 @@ use crate::media::polygon::Run;
 struct Counts {
     /// Pixels that moved (off the background, not back to the reference).
     moved: usize,
-    /// Of those, the ones that changed since the last frame.
-    changing: usize,
     /// Pixels that differ from the reference.
     differing: usize,
     /// Pixels not left out.
@@ -86,6 +84,8 @@ const BUSY: u8 = 4;
 const CELL_CHANGED: u8 = 8;
 /// With a reference held: differs from it in the last frame.
 const DIFFERS: u8 = 16;
+/// Moved, and changed since the frame before.
+const CHANGING: u8 = 32;
 
 /// Busy cells are 2×2 pixels: fine enough for a date stamp's digits.
 const CELL: usize = 2;
@@ -121,6 +121,8 @@ pub struct Motion {
     /// standing where the background has not taken it in yet (which takes
     /// about 15 s).
     pub changing: bool,
+    /// The boxes of the regions that are changing.
+    pub moving: Vec<Area>,
     /// The moving regions' bounding boxes, as shares (0 to 1) of the
     /// picture's width and height: where to look for what moved.
     pub boxes: Vec<Area>,
@@ -465,36 +467,40 @@ impl Detector {
             };
         }
         let moved = self.band.clone().expect("something moved");
-        let (boxes, area) = self.regions(MOVED, moved);
+        let (regions, area) = self.regions(MOVED, moved);
+        // A moving thing's outline shifts: an eighth of the smallest region
+        // of pixels that changed says a region is moving.
+        let floor = (min_area / 8.0).max(1.0) as u32;
+        let moving: Vec<Area> = regions
+            .iter()
+            .filter(|(_, _, changing)| *changing >= floor)
+            .map(|(area, _, _)| *area)
+            .collect();
         Motion {
             present,
-            // A moving thing's outline shifts; an eighth of the smallest
-            // region of pixels that changed says it is moving.
-            changing: counts.changing as f32 >= (min_area / 8.0).max(1.0),
+            changing: !moving.is_empty(),
+            moving,
             share: area as f32 / self.flags.len() as f32,
-            regions: boxes.len(),
-            boxes,
+            regions: regions.len(),
+            boxes: regions.into_iter().map(|(area, _, _)| area).collect(),
             reseeded: false,
         }
     }
 
     /// What differs from the scene before the event (the reference), in
-    /// regions of the minimum area, as of the last frame, which was
-    /// `pixels`; none without a reference.
-    pub fn differences(&mut self, pixels: &[u8]) -> Vec<Difference> {
+    /// regions of the minimum area, as of the last frame; none without a
+    /// reference.
+    pub fn differences(&mut self) -> Vec<Difference> {
         let Some(reference) = self.reference.take() else {
             return Vec::new();
         };
-        let (boxes, _) = self.regions(DIFFERS, 0..self.height);
+        let (regions, _) = self.regions(DIFFERS, 0..self.height);
         let (w, h) = (self.width, self.height);
-        let mut now = vec![0u8; w * h];
-        blur(pixels, w, &mut self.sums, &mut self.blurred, |y, row| {
-            now[y * w..(y + 1) * w].copy_from_slice(row);
-        });
-        let total = (w * h) as f32;
-        let differences = boxes
+        // The last frame, blurred.
+        let now = &self.previous;
+        let differences = regions
             .into_iter()
-            .map(|area| {
+            .map(|(area, pixels, _)| {
                 let (x0, y0) = (
                     (area.left * w as f32) as usize,
                     (area.top * h as f32) as usize,
@@ -503,16 +509,11 @@ impl Detector {
                     ((area.right * w as f32) as usize).min(w),
                     ((area.bottom * h as f32) as usize).min(h),
                 );
-                let pixels = self.flags[..].chunks(w).skip(y0).take(y1 - y0);
-                let share = pixels
-                    .map(|row| row[x0..x1].iter().filter(|f| **f & DIFFERS != 0).count())
-                    .sum::<usize>() as f32
-                    / total;
                 let edges = |picture: &[u8]| edges(picture, w, x0..x1, y0..y1);
                 Difference {
                     area,
-                    share,
-                    added: edges(&now) > edges(&reference),
+                    share: pixels as f32 / (w * h) as f32,
+                    added: edges(now) > edges(&reference),
                 }
             })
             .collect();
@@ -621,11 +622,12 @@ impl Detector {
                     let differs = reference.is_some() && away && looked;
                     counts.differing += usize::from(differs);
                     let moved = away && off_background && looked;
-                    counts.changing += usize::from(moved && previous[x].abs_diff(v) > threshold);
+                    let changing = moved && previous[x].abs_diff(v) > threshold;
                     previous[x] = v;
-                    row_flags[x] = (f & !(MOVED | DIFFERS))
+                    row_flags[x] = (f & !(MOVED | DIFFERS | CHANGING))
                         | if moved { MOVED } else { 0 }
-                        | if differs { DIFFERS } else { 0 };
+                        | if differs { DIFFERS } else { 0 }
+                        | if changing { CHANGING } else { 0 };
                     counts.moved += usize::from(moved);
                     counts.looked_at += usize::from(looked);
                     // A ghost (back to the reference, not to the background) is
@@ -698,10 +700,11 @@ impl Detector {
 
     /// Cuts the pixels flagged `bit` in `rows`, grown by a pixel in every
     /// direction (so the pieces of one thing join), into 8-connected
-    /// regions and keeps those of the minimum area: their boxes and their
-    /// pixels in all. Works on runs of pixels, not pixels: a union-find of
-    /// the runs of each row with the touching runs of the row above.
-    fn regions(&mut self, bit: u8, rows: Range<usize>) -> (Vec<Area>, u32) {
+    /// regions and keeps those of the minimum area: their boxes with their
+    /// pixels and how many of those are changing, and their pixels in all. Works on
+    /// runs of pixels, not pixels: a union-find of the runs of each row with
+    /// the touching runs of the row above.
+    fn regions(&mut self, bit: u8, rows: Range<usize>) -> (Vec<(Area, u32, u32)>, u32) {
         let w = self.width;
         // Only those rows, and one more each side, hold grown marks.
         let band = rows.start.saturating_sub(1)..(rows.end + 1).min(self.height);
@@ -745,13 +748,20 @@ impl Detector {
         }
         self.areas.clear();
         self.areas.resize(runs.len(), 0);
-        // Each region's extent in runs: (first x, first row, x past, row past).
+        // Each region's extent in runs: (first x, first row, x past, row
+        // past), and its changing pixels.
         let mut extents = vec![(usize::MAX, usize::MAX, 0, 0); runs.len()];
+        let mut changing = vec![0u32; runs.len()];
         for (i, &(y, start, end)) in runs.iter().enumerate() {
             let root = find(&mut self.parents, i as u32) as usize;
             self.areas[root] += (end - start) as u32;
             let e = &mut extents[root];
             *e = (e.0.min(start), e.1.min(y), e.2.max(end), e.3.max(y + 1));
+            let row = (band.start + y) * w;
+            changing[root] += self.flags[row + start..row + end]
+                .iter()
+                .filter(|f| **f & CHANGING != 0)
+                .count() as u32;
         }
         let total = (w * self.height) as f32;
         let min_area = ((self.params.min_area * total).ceil() as u32).max(1);
@@ -762,12 +772,13 @@ impl Detector {
             if a >= min_area {
                 area += a;
                 let (x0, y0, x1, y1) = extents[root];
-                boxes.push(Area {
+                let area = Area {
                     left: x0 as f32 / width,
                     top: (band.start + y0) as f32 / height,
                     right: x1 as f32 / width,
                     bottom: (band.start + y1) as f32 / height,
-                });
+                };
+                boxes.push((area, a, changing[root]));
             }
         }
         (boxes, area)

@@ -10,7 +10,7 @@
 //! taking it was one. Pure, with time passed in.
 
 use super::detector::Difference;
-use crate::classify::tally::{Sighting, threshold};
+use crate::classify::tally::Sighting;
 use crate::event::Kind;
 use crate::media::area::Area;
 
@@ -41,10 +41,9 @@ pub struct Verdict {
 /// Judges each difference with the objects seen in its crop; `left_ms`:
 /// when the motion stopped.
 pub fn judge(answers: &[(Difference, Vec<Sighting>)], left_ms: i64) -> Verdict {
-    let passes = |s: &&Sighting| s.score >= threshold(s.kind);
     let mut verdict = Verdict::default();
     for (difference, sightings) in answers {
-        let seen: Vec<&Sighting> = sightings.iter().filter(passes).collect();
+        let seen: Vec<&Sighting> = sightings.iter().filter(|s| s.passes()).collect();
         if seen
             .iter()
             .any(|s| matches!(s.kind, Kind::Person | Kind::Animal))
@@ -155,7 +154,7 @@ mod tests {
         Sighting {
             kind,
             score,
-            area: area(0.0, 0.0, 0.1, 0.1),
+            area: area(0.4, 0.4, 0.6, 0.9),
             at_ms: 0,
         }
     }

@@ -309,7 +309,12 @@ impl Watcher {
     fn look(&mut self, detector: &mut Detector, luma: &[u8], image: Option<&Yuv420>, at: Moment) {
         let motion = detector.frame(luma);
         // What is known to be someone or something is not learnt as the scene.
-        if self.classifying.as_ref().and_then(|c| c.tally.decided()).is_some() {
+        if self
+            .classifying
+            .as_ref()
+            .and_then(|c| c.tally.decided())
+            .is_some()
+        {
             detector.known(&motion.boxes);
         }
         // Only the classifier can tell whether what stands still is someone.
@@ -326,7 +331,7 @@ impl Watcher {
                 }
                 Change::StillThere => {
                     if let Some(image) = image {
-                        self.ask_who(detector.differences(luma), image);
+                        self.ask_who(detector.differences(), image);
                     }
                 }
                 Change::Ended(episode) => self.ended(episode),
@@ -336,19 +341,19 @@ impl Watcher {
         if let Some(image) = image {
             self.classify(image, &motion.boxes, at);
         }
-        self.watch_left(detector, luma, &motion, at);
+        self.watch_left(detector, &motion, at);
     }
 
     /// Things left behind by the last event: forgotten when touched or
     /// when the light changes, packages once they have stayed. The scene
     /// before the event is held while any is watched.
-    fn watch_left(&mut self, detector: &mut Detector, luma: &[u8], motion: &Motion, at: Moment) {
+    fn watch_left(&mut self, detector: &mut Detector, motion: &Motion, at: Moment) {
         if motion.reseeded {
             self.left.clear();
         }
-        self.left.moved(&motion.boxes);
+        self.left.moved(&motion.moving);
         if self.left.due(at.mono_ms) {
-            let differences = detector.differences(luma);
+            let differences = detector.differences();
             for left in self.left.confirm(&differences, at.mono_ms) {
                 self.package(left, at);
             }
