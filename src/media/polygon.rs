@@ -134,13 +134,13 @@ pub fn rasterise(polygons: &[Polygon], width: usize, height: usize) -> Vec<Run> 
                     row_runs.push(columns(x, x, width));
                 }
             }
-            crossings.sort_by(f64::total_cmp);
+            insertion_sort(&mut crossings, |a, b| a > b);
             for pair in crossings.chunks_exact(2) {
                 row_runs.push(columns(pair[0], pair[1], width));
             }
         }
         row_runs.retain(|(start, end)| start < end);
-        row_runs.sort_unstable();
+        insertion_sort(&mut row_runs, |a, b| a > b);
         let mut merged: Option<(usize, usize)> = None;
         for &(start, end) in &row_runs {
             match &mut merged {
@@ -157,6 +157,18 @@ pub fn rasterise(polygons: &[Polygon], width: usize, height: usize) -> Vec<Run> 
         }
     }
     runs
+}
+
+/// Sorts a few items (a row's crossings and runs) by `after`; the
+/// standard library's sorts cost the board's binary kilobytes of code.
+fn insertion_sort<T: Copy>(items: &mut [T], after: impl Fn(&T, &T) -> bool) {
+    for i in 1..items.len() {
+        let mut j = i;
+        while j > 0 && after(&items[j - 1], &items[j]) {
+            items.swap(j - 1, j);
+            j -= 1;
+        }
+    }
 }
 
 /// Pixel `index`'s centre, as a share of `size` pixels.

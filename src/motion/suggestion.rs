@@ -1,8 +1,9 @@
 //! The areas a camera's detector learnt are always moving, as masks a user
 //! can take for good (`suggestedMasks`): each group of busy cells that
-//! touch, as the convex hull of its cells, at most 32 points, the 16
-//! largest groups. A hull may take in a little more than the cells: a
-//! suggestion to look at, not the detector's own mask (which is the cells).
+//! touch, as its outline row by row (from the first cell of each row to the
+//! last, so a hole inside or a bay between rows is taken in), at most 32
+//! points, the 16 largest groups. A suggestion to look at, not the
+//! detector's own mask (which is the cells).
 
 use super::detector::BusyCells;
 use crate::camera::{MAX_MASKS, MAX_POINTS};
@@ -20,13 +21,15 @@ pub fn masks(busy: &BusyCells) -> Vec<Polygon> {
     largest
         .iter()
         .map(|cells| {
-            let mut hull = hull(&outline(cells));
-            while hull.len() > MAX_POINTS {
-                drop_flattest(&mut hull);
+            let mut outline = outline(cells);
+            // Points on a straight line go, then the flattest corners.
+            while outline.len() > MAX_POINTS || outline.len() > 3 && flattest(&outline).1 == 0 {
+                outline.remove(flattest(&outline).0);
             }
             let share = |v: i32, of: usize| (v as f32 / of as f32).clamp(0.0, 1.0);
             Polygon::new(
-                hull.iter()
+                outline
+                    .iter()
                     .map(|&(x, y)| [share(x, busy.width), share(y, busy.height)])
                     .collect(),
             )
@@ -63,9 +66,8 @@ fn groups(busy: &BusyCells) -> Vec<Vec<(usize, usize)>> {
     groups
 }
 
-/// The corners of a group's cells that its hull can pass through: on each
-/// line between rows of cells, the leftmost and the rightmost, top to
-/// bottom, so in order by (y, x).
+/// A group's outline: on each line between rows of cells, from top to
+/// bottom, the leftmost corner, then back up, the rightmost.
 fn outline(cells: &[(usize, usize)]) -> Vec<(i32, i32)> {
     let top = cells.iter().map(|c| c.1).min().unwrap_or(0);
     let bottom = cells.iter().map(|c| c.1).max().unwrap_or(0);
@@ -75,9 +77,10 @@ fn outline(cells: &[(usize, usize)]) -> Vec<(i32, i32)> {
         let row = &mut rows[y - top];
         *row = (row.0.min(x), row.1.max(x + 1));
     }
-    let mut points = Vec::with_capacity(2 * rows.len() + 2);
+    let mut lefts = Vec::with_capacity(rows.len() + 1);
+    let mut rights = Vec::with_capacity(rows.len() + 1);
     for line in 0..=rows.len() {
-        // The line touches the row below it and the row above it.
+        // The line touches the row above it and the row below it.
         let touching = [line.checked_sub(1), (line < rows.len()).then_some(line)];
         let (left, right) = touching
             .into_iter()
@@ -85,52 +88,26 @@ fn outline(cells: &[(usize, usize)]) -> Vec<(i32, i32)> {
             .map(|r| rows[r])
             .fold((usize::MAX, 0), |(l, r), (a, b)| (l.min(a), r.max(b)));
         let y = (top + line) as i32;
-        points.push((left as i32, y));
-        if right != left {
-            points.push((right as i32, y));
-        }
+        lefts.push((left as i32, y));
+        rights.push((right as i32, y));
     }
-    points
+    lefts.extend(rights.into_iter().rev());
+    lefts
 }
 
-/// The convex hull of points given in order by (y, x), without collinear
-/// points (Andrew's monotone chain, rows for columns).
-fn hull(points: &[(i32, i32)]) -> Vec<(i32, i32)> {
-    if points.len() < 3 {
-        return points.to_vec();
-    }
-    let cross = |o: (i32, i32), a: (i32, i32), b: (i32, i32)| {
-        i64::from(a.0 - o.0) * i64::from(b.1 - o.1) - i64::from(a.1 - o.1) * i64::from(b.0 - o.0)
-    };
-    let mut hull: Vec<(i32, i32)> = Vec::with_capacity(points.len() + 1);
-    for pass in [
-        points,
-        &points.iter().rev().copied().collect::<Vec<_>>()[..],
-    ] {
-        let floor = hull.len();
-        for &p in pass {
-            while hull.len() >= floor + 2
-                && cross(hull[hull.len() - 2], hull[hull.len() - 1], p) <= 0
-            {
-                hull.pop();
-            }
-            hull.push(p);
-        }
-        hull.pop();
-    }
-    hull
-}
-
-/// Drops the point of a polygon that adds the least area (the flattest corner).
-fn drop_flattest(polygon: &mut Vec<(i32, i32)>) {
+/// The point of a polygon whose corner holds the least area, and that area
+/// (twice it, none for a point on a straight line).
+fn flattest(polygon: &[(i32, i32)]) -> (usize, i64) {
     let n = polygon.len();
     let area = |i: usize| {
         let (a, b, c) = (polygon[(i + n - 1) % n], polygon[i], polygon[(i + 1) % n]);
         (i64::from(b.0 - a.0) * i64::from(c.1 - a.1) - i64::from(b.1 - a.1) * i64::from(c.0 - a.0))
             .abs()
     };
-    let flattest = (0..n).min_by_key(|&i| area(i)).expect("a polygon");
-    polygon.remove(flattest);
+    (0..n)
+        .map(|i| (i, area(i)))
+        .min_by_key(|&(_, area)| area)
+        .expect("a polygon")
 }
 
 #[cfg(test)]
@@ -167,7 +144,7 @@ mod tests {
         let mut block = masks[0].clone();
         block.sort_by(|a, b| a.partial_cmp(b).unwrap());
         assert_eq!(block, vec![[0.0, 0.0], [0.0, 0.4], [0.2, 0.0], [0.2, 0.4]]);
-        // The L's hull: five corners, the inner one left out.
+        // The L's outline: five corners, the inner one cut across.
         assert_eq!(masks[1].len(), 5, "{:?}", masks[1]);
         assert!(
             masks[1]
@@ -179,12 +156,12 @@ mod tests {
 
     #[test]
     fn at_most_sixteen_masks_of_thirty_two_points() {
-        // A disc of cells: its hull has more than 32 corners.
+        // A disc of cells: its outline has more than 32 corners.
         let disc: Vec<(usize, usize)> = (0..130)
             .flat_map(|y| (0..130).map(move |x| (x, y)))
             .filter(|&(x, y)| (x as i32 - 65).pow(2) + (y as i32 - 65).pow(2) < 60 * 60)
             .collect();
-        assert!(hull(&outline(&disc)).len() > 32);
+        assert!(outline(&disc).len() > 32);
         let round = masks(&cells(130, 130, &disc));
         assert_eq!(round.len(), 1);
         assert_eq!(round[0].points().len(), 32);

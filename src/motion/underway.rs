@@ -92,9 +92,8 @@ impl Underway {
     /// it qualifies, dropped when it no longer does (its kind turned out to
     /// be none a zone it entered is meant for). Returns the event stored.
     pub fn finish(self, shared: &Shared, zones: &[Zone], last: Event) -> Option<Event> {
-        let names = self.entered.names_for(zones, kind(&last));
         let made = self.stored.is_some();
-        let stored = match names {
+        let stored = match self.entered.names_for(zones, kind(&last)) {
             Some(names) => {
                 let event = Event {
                     zones: names,
@@ -104,11 +103,10 @@ impl Underway {
                 let stored = if made {
                     write(shared, &event)
                 } else {
-                    let added = shared.clips.add_event(&event);
-                    if let Err(e) = &added {
+                    shared.clips.add_event(&event).unwrap_or_else(|e| {
                         log::error!("camera {}: cannot store its event: {e}", self.camera);
-                    }
-                    added.unwrap_or(false)
+                        false
+                    })
                 };
                 stored.then_some(event)
             }
@@ -119,24 +117,18 @@ impl Underway {
                 None
             }
         };
-        if let Some(event) = &stored {
-            if !made {
-                shared.notices.send(Notice::MotionStarted {
-                    camera: self.camera,
-                    event: self.id,
-                    at_ms: event.started_at_ms,
-                });
-            }
-            shared.notices.send(Notice::MotionEnded {
+        if !made && let Some(event) = &stored {
+            shared.notices.send(Notice::MotionStarted {
                 camera: self.camera,
                 event: self.id,
-                kind: kind(event),
+                at_ms: event.started_at_ms,
             });
-        } else if made {
+        }
+        if made || stored.is_some() {
             shared.notices.send(Notice::MotionEnded {
                 camera: self.camera,
                 event: self.id,
-                kind: Kind::Motion,
+                kind: stored.as_ref().map_or(Kind::Motion, kind),
             });
         }
         stored
