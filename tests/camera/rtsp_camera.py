@@ -155,6 +155,8 @@ SLIDES = {
     "small_person": ("small_person.png", None, 100),
     "car_grey": ("car_grey.png", None, 150),
     "hopper": ("hopper.png", None, 220),
+    # A box of biscuits, cut out: a thing left at the door.
+    "parcel": ("parcel.png", None, 120),
 }
 BOX_SLIDE_WIDTH = 220
 SLIDE_MARGIN = 20  # pixels from the picture's edges
