@@ -1,9 +1,10 @@
 //! The motion detector's time per frame, as the node runs it: 320×180 grey
 //! frames of a grainy still scene, and of the same scene with a box moving
 //! across it, each halved to the detector's 160×90 (`frame.rs`) and looked
-//! at. Built with the release profile (`cargo bench --bench
-//! detector`); prints one JSON line of medians and 99th percentiles in µs.
-//! `benches/bench.py` runs it.
+//! at; and the moving scene again with a mask over the picture's left half.
+//! Built with the release profile (`cargo bench --bench detector`); prints
+//! one JSON line of medians and 99th percentiles in µs. `benches/bench.py`
+//! runs it.
 
 /// The detector's one dependency in the node, where it looks for it
 /// (`crate::media::area`).
@@ -32,6 +33,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use detector::{Detector, Params};
+use polygon::Polygon;
 
 const W: usize = 320;
 const H: usize = 180;
@@ -57,9 +59,14 @@ fn scene(seed: u32, x: Option<usize>) -> Vec<u8> {
 }
 
 /// Median and 99th percentile, in µs, of the detector's time on `frames`
-/// (taken in turn), after it has learnt the still scene.
-fn time(frames: &[Vec<u8>]) -> (f64, f64) {
+/// (taken in turn), after it has learnt the still scene; with `masked`, the
+/// left half of the picture masked.
+fn time(frames: &[Vec<u8>], masked: bool) -> (f64, f64) {
     let mut detector = Detector::new(W / 2, H / 2, Params::MEDIUM);
+    if masked {
+        let half = Polygon::new(vec![[0.0, 0.0], [0.5, 0.0], [0.5, 1.0], [0.0, 1.0]]);
+        detector.mask(&polygon::rasterise(&[half], W / 2, H / 2));
+    }
     let mut small = Vec::new();
     for seed in 0..20 {
         let scene = scene(1000 + seed, None);
@@ -84,10 +91,12 @@ fn main() {
     let moving: Vec<Vec<u8>> = (0..25)
         .map(|i| scene(100 + i, Some(20 + 10 * i as usize)))
         .collect();
-    let (still_median, still_p99) = time(&still);
-    let (moving_median, moving_p99) = time(&moving);
+    let (still_median, still_p99) = time(&still, false);
+    let (moving_median, moving_p99) = time(&moving, false);
+    let (masked_median, masked_p99) = time(&moving, true);
     println!(
         "{{\"still_median_us\":{still_median:.1},\"still_p99_us\":{still_p99:.1},\
-         \"moving_median_us\":{moving_median:.1},\"moving_p99_us\":{moving_p99:.1},\"frames\":{FRAMES}}}"
+         \"moving_median_us\":{moving_median:.1},\"moving_p99_us\":{moving_p99:.1},\
+         \"masked_median_us\":{masked_median:.1},\"masked_p99_us\":{masked_p99:.1},\"frames\":{FRAMES}}}"
     );
 }

@@ -107,6 +107,22 @@ pub struct Job {
     pub pin: Option<u64>,
 }
 
+impl Job {
+    /// The clip of a stored event that has none of its own, its thumbnail
+    /// at its start, nothing marked, nothing pinned.
+    pub fn of(event: &Event) -> Job {
+        Job {
+            event: event.id,
+            camera: event.camera_id,
+            started_ms: event.started_at_ms,
+            ended_ms: event.ended_at_ms,
+            peak_ms: event.started_at_ms,
+            mark: None,
+            pin: None,
+        }
+    }
+}
+
 /// What the clip thread is told.
 enum Order {
     Cut(Job),

@@ -51,8 +51,10 @@ const PARTS: [(&str, &str, &[&str]); 6] = [
         "benches/bench_motion.py",
         &[
             "detector_frame",
+            "detector_masked_ratio",
             "detection_cpu",
             "detection_four_cameras",
+            "motion_listed_latency",
             "motion_event_latency",
             "motion_clip_latency",
         ],

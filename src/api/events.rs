@@ -109,15 +109,7 @@ pub fn add(app: &App, peer: Option<IpAddr>, body: &[u8]) -> Result<Reply, Error>
     if event.clip_path.is_some() {
         app.notices.send(Notice::EventFinished { event: event.id });
     } else {
-        app.clips.request(Job {
-            event: event.id,
-            camera: event.camera_id,
-            started_ms: event.started_at_ms,
-            ended_ms: event.ended_at_ms,
-            peak_ms: event.started_at_ms,
-            mark: None,
-            pin: None,
-        });
+        app.clips.request(Job::of(&event));
     }
     Ok(Reply::json(201, &EventView::new(&event)))
 }

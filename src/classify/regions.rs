@@ -84,15 +84,6 @@ fn grown(area: Area, width: usize, height: usize, min_side: usize) -> Square {
 mod tests {
     use super::*;
 
-    fn area(left: f32, top: f32, right: f32, bottom: f32) -> Area {
-        Area {
-            left,
-            top,
-            right,
-            bottom,
-        }
-    }
-
     #[test]
     fn squares() {
         /// Boxes, the frame's size, and the square wanted.
@@ -101,7 +92,7 @@ mod tests {
             (&[], (640, 360), None),
             // A small thing in the middle: the smallest square around it.
             (
-                &[area(0.45, 0.45, 0.55, 0.55)],
+                &[Area::new(0.45, 0.45, 0.55, 0.55)],
                 (640, 360),
                 Some(Square {
                     x: 170,
@@ -111,7 +102,7 @@ mod tests {
             ),
             // Near the left edge: moved in, not cut.
             (
-                &[area(0.0, 0.4, 0.05, 0.6)],
+                &[Area::new(0.0, 0.4, 0.05, 0.6)],
                 (640, 360),
                 Some(Square {
                     x: 0,
@@ -121,7 +112,7 @@ mod tests {
             ),
             // Taller than the frame allows at 1.35×: the frame's height.
             (
-                &[area(0.7, 0.0, 0.9, 0.95)],
+                &[Area::new(0.7, 0.0, 0.9, 0.95)],
                 (640, 360),
                 Some(Square {
                     x: 280,
@@ -131,7 +122,7 @@ mod tests {
             ),
             // Large and wide: 1.35 × 200 px = 270 < 300; 1.35 × 250 = 338.
             (
-                &[area(0.1, 0.2, 0.490625, 0.5)],
+                &[Area::new(0.1, 0.2, 0.490625, 0.5)],
                 (640, 360),
                 Some(Square {
                     x: 20,
@@ -143,9 +134,9 @@ mod tests {
             // box; a far small one is left out.
             (
                 &[
-                    area(0.5, 0.3, 0.6, 0.7),
-                    area(0.61, 0.3, 0.7, 0.7),
-                    area(0.0, 0.0, 0.02, 0.02),
+                    Area::new(0.5, 0.3, 0.6, 0.7),
+                    Area::new(0.61, 0.3, 0.7, 0.7),
+                    Area::new(0.0, 0.0, 0.02, 0.02),
                 ],
                 (640, 360),
                 Some(Square {
@@ -156,7 +147,7 @@ mod tests {
             ),
             // A frame smaller than the model's input: the frame's height.
             (
-                &[area(0.4, 0.4, 0.6, 0.6)],
+                &[Area::new(0.4, 0.4, 0.6, 0.6)],
                 (320, 180),
                 Some(Square {
                     x: 70,
@@ -174,10 +165,10 @@ mod tests {
     fn merging_goes_on_until_nothing_touches() {
         // The third box joins the first two only once they are one.
         let boxes = [
-            area(0.0, 0.0, 0.1, 0.1),
-            area(0.5, 0.0, 0.6, 0.1),
-            area(0.09, 0.0, 0.51, 0.1),
+            Area::new(0.0, 0.0, 0.1, 0.1),
+            Area::new(0.5, 0.0, 0.6, 0.1),
+            Area::new(0.09, 0.0, 0.51, 0.1),
         ];
-        assert_eq!(merged(&boxes), vec![area(0.0, 0.0, 0.6, 0.1)]);
+        assert_eq!(merged(&boxes), vec![Area::new(0.0, 0.0, 0.6, 0.1)]);
     }
 }

@@ -10,3 +10,16 @@ pub struct Area {
     pub right: f32,
     pub bottom: f32,
 }
+
+#[cfg(test)]
+impl Area {
+    /// The tests' shorthand.
+    pub fn new(left: f32, top: f32, right: f32, bottom: f32) -> Area {
+        Area {
+            left,
+            top,
+            right,
+            bottom,
+        }
+    }
+}

@@ -337,7 +337,7 @@ impl Detector {
         }
         for run in runs {
             for f in &mut self.flags[run.indices(self.width)] {
-                *f |= MASKED;
+                *f = (*f | MASKED) & !(MOVED | DIFFERS | CHANGING);
             }
         }
     }
@@ -605,6 +605,11 @@ impl Detector {
                 }
                 for x in 0..w {
                     let (v, b, f) = (blurred[x], background[x], row_flags[x]);
+                    // Never looked at: nothing to compare, learn or count,
+                    // so a mask costs nothing.
+                    if f & MASKED != 0 {
+                        continue;
+                    }
                     let stored = (b >> 8) as u8;
                     let off_background = tone.of(stored).abs_diff(v) > threshold;
                     cell_changes[x / CELL] |= u8::from(off_background);

@@ -118,15 +118,7 @@ impl Motion {
             Ok(left) => {
                 for event in left {
                     log::info!("event {} ended with the node that saw it", event.id);
-                    self.shared.clips.request(Job {
-                        event: event.id,
-                        camera: event.camera_id,
-                        started_ms: event.started_at_ms,
-                        ended_ms: event.ended_at_ms,
-                        peak_ms: event.started_at_ms,
-                        mark: None,
-                        pin: None,
-                    });
+                    self.shared.clips.request(Job::of(&event));
                 }
             }
             Err(e) => log::error!("cannot end the events left in progress: {e}"),

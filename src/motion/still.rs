@@ -133,15 +133,6 @@ fn overlap(a: &Area, b: &Area) -> f32 {
 mod tests {
     use super::*;
 
-    fn area(left: f32, top: f32, right: f32, bottom: f32) -> Area {
-        Area {
-            left,
-            top,
-            right,
-            bottom,
-        }
-    }
-
     fn difference(area: Area, added: bool) -> Difference {
         Difference {
             area,
@@ -154,14 +145,14 @@ mod tests {
         Sighting {
             kind,
             score,
-            area: area(0.4, 0.4, 0.6, 0.9),
+            area: Area::new(0.4, 0.4, 0.6, 0.9),
             at_ms: 0,
         }
     }
 
     #[test]
     fn who_or_what_stands_still() {
-        let door = area(0.4, 0.5, 0.6, 0.9);
+        let door = Area::new(0.4, 0.5, 0.6, 0.9);
         let left = |score| Left {
             area: door,
             left_ms: 7,
@@ -213,7 +204,7 @@ mod tests {
 
     #[test]
     fn a_thing_left_is_a_package_once_it_stays_untouched() {
-        let door = area(0.4, 0.5, 0.6, 0.9);
+        let door = Area::new(0.4, 0.5, 0.6, 0.9);
         let thing = Left {
             area: door,
             left_ms: 1,
@@ -223,9 +214,9 @@ mod tests {
         behind.watch(&[thing], 0);
         assert!(behind.watching() && !behind.due(LEFT_CONFIRM_MS - 1));
         // Motion elsewhere does not touch it.
-        behind.moved(&[area(0.0, 0.0, 0.2, 0.2)]);
+        behind.moved(&[Area::new(0.0, 0.0, 0.2, 0.2)]);
         assert!(behind.due(LEFT_CONFIRM_MS));
-        let still_there = [difference(area(0.41, 0.5, 0.6, 0.88), true)];
+        let still_there = [difference(Area::new(0.41, 0.5, 0.6, 0.88), true)];
         assert_eq!(behind.confirm(&still_there, LEFT_CONFIRM_MS), vec![thing]);
         assert!(!behind.watching());
 
@@ -236,7 +227,7 @@ mod tests {
         }
         // Touched: forgotten at once.
         behind.watch(&[thing], 0);
-        behind.moved(&[area(0.5, 0.6, 0.7, 0.7)]);
+        behind.moved(&[Area::new(0.5, 0.6, 0.7, 0.7)]);
         assert!(!behind.watching());
     }
 }

@@ -69,15 +69,6 @@ mod tests {
         }
     }
 
-    fn area(left: f32, top: f32, right: f32, bottom: f32) -> Area {
-        Area {
-            left,
-            top,
-            right,
-            bottom,
-        }
-    }
-
     #[test]
     fn an_event_is_made_where_its_kind_entered_a_zone_of_it() {
         use Kind::{Motion, Package, Person, Vehicle};
@@ -88,16 +79,16 @@ mod tests {
         ];
         let mut entered = Entered::new(&zones);
         // Above the path, its bottom centre out of every zone.
-        entered.saw(&zones, &[area(0.1, 0.1, 0.3, 0.5)]);
+        entered.saw(&zones, &[Area::new(0.1, 0.1, 0.3, 0.5)]);
         assert_eq!(entered.names_for(&zones, Person), None);
         assert_eq!(entered.names_for(&zones, Motion), None);
         // Its feet on the path: a person's and motion's zone, not a car's.
-        entered.saw(&zones, &[area(0.1, 0.3, 0.3, 0.7)]);
+        entered.saw(&zones, &[Area::new(0.1, 0.3, 0.3, 0.7)]);
         assert_eq!(entered.names_for(&zones, Person), Some(vec!["Path".into()]));
         assert_eq!(entered.names_for(&zones, Vehicle), None);
         // On the drive too, and at the step (its bottom centre at 0.5, 1.0:
         // on the outlines of both, so in both).
-        entered.saw(&zones, &[area(0.3, 0.7, 0.7, 1.0)]);
+        entered.saw(&zones, &[Area::new(0.3, 0.7, 0.7, 1.0)]);
         assert_eq!(
             entered.names_for(&zones, Vehicle),
             Some(vec!["Drive".into()])
