@@ -1101,6 +1101,48 @@ mod tests {
     }
 
     #[test]
+    fn what_differs_from_the_scene_before_is_a_thing_left_or_a_place_emptied() {
+        // A thing left: a textured box (a photograph has more in it than
+        // the grey it stands on) that stays after the event's start.
+        let textured = |seed: u32| {
+            let mut frame = frame(100, 6, seed, &[]);
+            for y in 50..90 {
+                for x in 100..140 {
+                    frame[y * W + x] = if (x / 4 + y / 4) % 2 == 0 { 40 } else { 220 };
+                }
+            }
+            picture(&frame)
+        };
+        let mut detector = calibrated(Params::MEDIUM);
+        detector.hold_reference();
+        for seed in 0..100 {
+            detector.frame(&textured(4000 + seed));
+        }
+        let left = detector.differences();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert!(left[0].added, "{left:?}");
+        let near = |got: f32, px: usize, size: usize| (got - px as f32 / size as f32).abs() < 0.04;
+        let a = left[0].area;
+        assert!(
+            near(a.left, 100, W) && near(a.right, 140, W) && near(a.bottom, 90, H),
+            "{a:?}"
+        );
+        // Taken away again, in an event that started while it stood: the
+        // place it was has less in it than the scene before.
+        detector.release_reference();
+        detector.hold_reference();
+        for seed in 0..20 {
+            detector.frame(&scene(100, 6, 4200 + seed, &[]));
+        }
+        let emptied = detector.differences();
+        assert_eq!(emptied.len(), 1, "{emptied:?}");
+        assert!(!emptied[0].added, "{emptied:?}");
+        // No reference, nothing differs.
+        detector.release_reference();
+        assert!(detector.differences().is_empty());
+    }
+
+    #[test]
     fn a_box_that_stays_becomes_background_and_leaves_no_ghost() {
         let mut detector = calibrated(Params::MEDIUM);
         let parked = [(100, 50, 40)];
