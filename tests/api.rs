@@ -779,10 +779,12 @@ fn events_are_the_50_newest_first() {
                 "clipStatus",
                 "clipUrl",
                 "thumbnailUrl",
-                "zones"
+                "zones",
+                "inProgress"
             ])
         );
         assert_eq!(event["cameraId"], camera.as_str());
+        assert_eq!(event["inProgress"], false);
         assert!(event["score"].is_f64());
     }
     let newest = &events[0];
