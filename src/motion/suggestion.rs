@@ -1,13 +1,19 @@
 //! The areas a camera's detector learnt are always moving, as masks a user
-//! can take for good (`suggestedMasks`): each group of busy cells that
-//! touch, as its outline row by row (from the first cell of each row to the
-//! last, so a hole inside or a bay between rows is taken in), at most 32
-//! points, the 16 largest groups. A suggestion to look at, not the
-//! detector's own mask (which is the cells).
+//! can take for good (`suggestedMasks`): the busy cells grown by two cells
+//! each way (what moves all the time has neighbours that move often: a date
+//! stamp's seconds change every second, its tens every ten, and only the
+//! seconds are busy), each group of them that touch as its outline row by
+//! row (from the first cell of each row to the last, so a hole inside or a
+//! bay between rows is taken in), at most 32 points, the 16 largest groups.
+//! A suggestion to look at and take, not the detector's own mask (which is
+//! the busy cells).
 
 use super::detector::BusyCells;
 use crate::camera::{MAX_MASKS, MAX_POINTS};
 use crate::media::polygon::Polygon;
+
+/// Cells a suggestion reaches past the busy ones.
+const MARGIN: usize = 2;
 
 pub fn masks(busy: &BusyCells) -> Vec<Polygon> {
     let mut groups = groups(busy);
@@ -37,13 +43,22 @@ pub fn masks(busy: &BusyCells) -> Vec<Polygon> {
         .collect()
 }
 
-/// The busy cells, in groups of 8-connected cells.
+/// The busy cells grown by [`MARGIN`], in groups of 8-connected cells.
 fn groups(busy: &BusyCells) -> Vec<Vec<(usize, usize)>> {
     let (w, h) = (busy.width, busy.height);
+    let mut grown = vec![false; w * h];
+    for y in 0..h {
+        for x in (0..w).filter(|&x| busy.get(x, y)) {
+            for ny in y.saturating_sub(MARGIN)..(y + MARGIN + 1).min(h) {
+                grown[ny * w + x.saturating_sub(MARGIN)..ny * w + (x + MARGIN + 1).min(w)]
+                    .fill(true);
+            }
+        }
+    }
     let mut seen = vec![false; w * h];
     let mut groups = Vec::new();
     for start in 0..w * h {
-        if seen[start] || !busy.get(start % w, start / w) {
+        if seen[start] || !grown[start] {
             continue;
         }
         seen[start] = true;
@@ -54,7 +69,7 @@ fn groups(busy: &BusyCells) -> Vec<Vec<(usize, usize)>> {
             for ny in y.saturating_sub(1)..(y + 2).min(h) {
                 for nx in x.saturating_sub(1)..(x + 2).min(w) {
                     let n = ny * w + nx;
-                    if !seen[n] && busy.get(nx, ny) {
+                    if !seen[n] && grown[n] {
                         seen[n] = true;
                         todo.push(n);
                     }
@@ -130,26 +145,36 @@ mod tests {
     #[test]
     fn each_group_of_busy_cells_is_a_mask_around_it() {
         // A 2×2 block at the top left, and an L of three cells at the right
-        // edge, in a grid of 10×5.
+        // edge, in a grid of 30×15; each grown by two cells.
         let busy = cells(
-            10,
-            5,
-            &[(0, 0), (1, 0), (0, 1), (1, 1), (9, 2), (9, 3), (8, 3)],
+            30,
+            15,
+            &[(0, 0), (1, 0), (0, 1), (1, 1), (27, 7), (27, 8), (26, 8)],
         );
         let mut masks: Vec<Vec<[f32; 2]>> =
             masks(&busy).iter().map(|m| m.points().to_vec()).collect();
         masks.sort_by(|a, b| a[0][0].total_cmp(&b[0][0]));
         assert_eq!(masks.len(), 2, "{masks:?}");
-        // The block: its four corners.
+        // The block: its four corners, two cells out (the picture's edges
+        // stop it at the top and left).
         let mut block = masks[0].clone();
         block.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        assert_eq!(block, vec![[0.0, 0.0], [0.0, 0.4], [0.2, 0.0], [0.2, 0.4]]);
-        // The L's outline: five corners, the inner one cut across.
-        assert_eq!(masks[1].len(), 5, "{:?}", masks[1]);
-        assert!(
-            masks[1]
-                .iter()
-                .all(|&[x, y]| (0.8..=1.0).contains(&x) && (0.4..=0.8).contains(&y))
+        let (x, y) = (4.0 / 30.0, 4.0 / 15.0);
+        assert_eq!(block, vec![[0.0, 0.0], [0.0, y], [x, 0.0], [x, y]]);
+        // The L's outline, two cells out, to the right edge: five corners,
+        // a step cut across at its upper left.
+        let mut l = masks[1].clone();
+        l.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let share = |x: f32, y: f32| [x / 30.0, y / 15.0];
+        assert_eq!(
+            l,
+            vec![
+                share(24.0, 6.0),
+                share(24.0, 11.0),
+                share(25.0, 5.0),
+                share(30.0, 5.0),
+                share(30.0, 11.0)
+            ]
         );
         assert!(self::masks(&cells(10, 5, &[])).is_empty());
     }
@@ -165,16 +190,16 @@ mod tests {
         let round = masks(&cells(130, 130, &disc));
         assert_eq!(round.len(), 1);
         assert_eq!(round[0].points().len(), 32);
-        // Twenty specks, apart: the sixteen largest.
-        let mut specks: Vec<(usize, usize)> = (0..20).map(|i| (i * 3, 0)).collect();
-        specks.extend((0..4).map(|i| (i * 3, 1)));
-        let masks: Vec<Vec<[f32; 2]>> = masks(&cells(60, 2, &specks))
+        // Twenty specks, apart even grown: the sixteen largest.
+        let mut specks: Vec<(usize, usize)> = (1..21).map(|i| (i * 7, 0)).collect();
+        specks.extend((1..5).map(|i| (i * 7, 1)));
+        let masks: Vec<Vec<[f32; 2]>> = masks(&cells(150, 10, &specks))
             .iter()
             .map(|m| m.points().to_vec())
             .collect();
         assert_eq!(masks.len(), 16);
-        // The four of two cells, the picture's height, come first.
-        assert!(masks[..4].iter().all(|m| m.iter().any(|p| p[1] == 1.0)));
-        assert!(masks[4..].iter().all(|m| m.iter().all(|p| p[1] <= 0.5)));
+        // The four of two cells, grown to four rows, come first.
+        assert!(masks[..4].iter().all(|m| m.iter().any(|p| p[1] == 0.4)));
+        assert!(masks[4..].iter().all(|m| m.iter().all(|p| p[1] <= 0.3)));
     }
 }
