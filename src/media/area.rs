@@ -11,6 +11,17 @@ pub struct Area {
     pub bottom: f32,
 }
 
+impl Area {
+    /// The area two boxes share, as a share of the smaller.
+    pub fn overlap(&self, other: &Area) -> f32 {
+        let w = (self.right.min(other.right) - self.left.max(other.left)).max(0.0);
+        let h = (self.bottom.min(other.bottom) - self.top.max(other.top)).max(0.0);
+        let size = |x: &Area| (x.right - x.left) * (x.bottom - x.top);
+        let smaller = size(self).min(size(other));
+        if smaller <= 0.0 { 0.0 } else { w * h / smaller }
+    }
+}
+
 #[cfg(test)]
 impl Area {
     /// The tests' shorthand.

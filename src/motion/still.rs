@@ -90,7 +90,7 @@ impl LeftBehind {
     /// What moved: a thing touched or moved is no longer watched.
     pub fn moved(&mut self, boxes: &[Area]) {
         self.watched
-            .retain(|(left, _)| boxes.iter().all(|b| overlap(b, &left.area) == 0.0));
+            .retain(|(left, _)| boxes.iter().all(|b| b.overlap(&left.area) == 0.0));
     }
 
     /// Whether some have been watched long enough.
@@ -114,19 +114,10 @@ impl LeftBehind {
             .filter(|left| {
                 differences
                     .iter()
-                    .any(|d| d.added && overlap(&d.area, &left.area) >= 0.5)
+                    .any(|d| d.added && d.area.overlap(&left.area) >= 0.5)
             })
             .collect()
     }
-}
-
-/// The area two boxes share, as a share of the smaller.
-fn overlap(a: &Area, b: &Area) -> f32 {
-    let w = (a.right.min(b.right) - a.left.max(b.left)).max(0.0);
-    let h = (a.bottom.min(b.bottom) - a.top.max(b.top)).max(0.0);
-    let size = |x: &Area| (x.right - x.left) * (x.bottom - x.top);
-    let smaller = size(a).min(size(b));
-    if smaller <= 0.0 { 0.0 } else { w * h / smaller }
 }
 
 #[cfg(test)]

@@ -72,6 +72,8 @@ struct Classifying {
     /// Crops sent and not answered yet: where each was taken, and when
     /// (wall clock).
     waiting: Vec<(Reply, Square, i64)>,
+    /// Where the classifier last saw the kind it decided on.
+    things: Vec<Area>,
     /// The crops of what stands still, when asked who is there.
     still: Option<StillCheck>,
 }
@@ -308,14 +310,16 @@ impl Watcher {
     /// colour frame for a camera that classifies.
     fn look(&mut self, detector: &mut Detector, luma: &[u8], image: Option<&Yuv420>, at: Moment) {
         let motion = detector.frame(luma);
-        // What is known to be someone or something is not learnt as the scene.
-        if self
-            .classifying
-            .as_ref()
-            .and_then(|c| c.tally.decided())
-            .is_some()
-        {
-            detector.known(&motion.boxes);
+        // What moves where someone or something was seen is not learnt as
+        // the scene (a date stamp moving elsewhere meanwhile still is).
+        if let Some(classifying) = &self.classifying {
+            let things: Vec<Area> = motion
+                .boxes
+                .iter()
+                .filter(|b| classifying.things.iter().any(|t| t.overlap(b) > 0.0))
+                .copied()
+                .collect();
+            detector.known(&things);
         }
         // Only the classifier can tell whether what stands still is someone.
         let present = image.is_some() && motion.present;
@@ -518,6 +522,16 @@ impl Watcher {
                 Err(mpsc::TryRecvError::Disconnected) => false,
             });
         let kind = classifying.tally.answer(&seen);
+        if let Some(decided) = classifying.tally.decided() {
+            let things: Vec<Area> = seen
+                .iter()
+                .filter(|s| s.kind == decided.kind)
+                .map(|s| s.area)
+                .collect();
+            if !things.is_empty() {
+                classifying.things = things;
+            }
+        }
         if let Some(underway) = &mut self.underway {
             let objects: Vec<Area> = seen.iter().map(|s| s.area).collect();
             underway.saw(&self.spec.zones, &objects);
@@ -556,6 +570,7 @@ impl Watcher {
         self.classifying = self.spec.kinds.as_deref().map(|kinds| Classifying {
             tally: Tally::new(kinds),
             waiting: Vec::new(),
+            things: Vec::new(),
             still: None,
         });
         // A camera that only keeps a ring must keep the event's segments.
