@@ -108,7 +108,8 @@ fn unix_now() -> i64 {
 }
 
 /// How many seconds the device's UTC clock, in a GetSystemDateAndTimeResponse,
-/// is ahead of `now` (seconds since the epoch); None if it does not say.
+/// is ahead of `now` (seconds since the epoch); None if it does not say, or
+/// says a time outside the years 1970 to 9999.
 fn clock_skew(answer: &Element, now: i64) -> Option<i64> {
     let utc = expect(answer, TDS, "GetSystemDateAndTimeResponse")
         .ok()?
@@ -125,7 +126,19 @@ fn clock_skew(answer: &Element, now: i64) -> Option<i64> {
         field("Date", "Month")?,
         field("Date", "Day")?,
     );
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+    let (hour, minute, second) = (
+        field("Time", "Hour")?,
+        field("Time", "Minute")?,
+        field("Time", "Second")?,
+    );
+    // A date or time out of range is no clock (and its sums would overflow).
+    if !(1970..=9999).contains(&year)
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || !(0..=23).contains(&hour)
+        || !(0..=59).contains(&minute)
+        || !(0..=60).contains(&second)
+    {
         return None;
     }
     // Days from 1970-01-01 to the civil date (Howard Hinnant's algorithm).
@@ -134,9 +147,7 @@ fn clock_skew(answer: &Element, now: i64) -> Option<i64> {
     let yoe = y - era * 400;
     let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
     let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
-    let seconds =
-        field("Time", "Hour")? * 3600 + field("Time", "Minute")? * 60 + field("Time", "Second")?;
-    Some(days * 86_400 + seconds - now)
+    Some(days * 86_400 + hour * 3600 + minute * 60 + second - now)
 }
 
 /// `answer` is a `name`, or the error saying it is not.

@@ -224,12 +224,12 @@ fn other_prefixes_parse() {
 /// What a test server saw: each request's head and body.
 /// go2rtc's GetSystemDateAndTimeResponse for a UTC time.
 fn go2rtc_date_and_time(
-    year: u32,
-    month: u32,
-    day: u32,
-    hour: u32,
-    minute: u32,
-    second: u32,
+    year: i64,
+    month: i64,
+    day: i64,
+    hour: i64,
+    minute: i64,
+    second: i64,
 ) -> String {
     go2rtc(&format!(
         r#"<tds:GetSystemDateAndTimeResponse>
@@ -262,6 +262,19 @@ fn the_device_clock_is_read_against_ours() {
             Some(951_825_600 - now),
         ),
         (go2rtc_date_and_time(2026, 13, 1, 0, 0, 0), None),
+        (
+            go2rtc_date_and_time(9999, 12, 31, 23, 59, 59),
+            Some(253_402_300_799 - now),
+        ),
+        // Out of range: no clock, and no overflow.
+        (go2rtc_date_and_time(1969, 12, 31, 23, 59, 59), None),
+        (go2rtc_date_and_time(10_000, 1, 1, 0, 0, 0), None),
+        (go2rtc_date_and_time(i64::MAX, 1, 1, 0, 0, 0), None),
+        (go2rtc_date_and_time(i64::MIN, 1, 1, 0, 0, 0), None),
+        (go2rtc_date_and_time(2026, 11, 25, i64::MAX, 0, 0), None),
+        (go2rtc_date_and_time(2026, 11, 25, 24, 0, 0), None),
+        (go2rtc_date_and_time(2026, 11, 25, 2, 60, 0), None),
+        (go2rtc_date_and_time(2026, 11, 25, 2, 0, -1), None),
         (go2rtc_device_information(), None),
     ];
     for (answer, want) in cases {
@@ -276,7 +289,7 @@ fn the_digest_is_signed_with_the_device_clock() {
         if request.contains("GetSystemDateAndTime") {
             let ahead = std::time::SystemTime::now() + Duration::from_secs(3600);
             let text = humantime::format_rfc3339_seconds(ahead).to_string();
-            let number = |range: std::ops::Range<usize>| text[range].parse::<u32>().unwrap();
+            let number = |range: std::ops::Range<usize>| text[range].parse::<i64>().unwrap();
             let answer = go2rtc_date_and_time(
                 number(0..4),
                 number(5..7),
