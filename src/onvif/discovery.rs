@@ -17,6 +17,11 @@ const MULTICAST: (Ipv4Addr, u16) = (Ipv4Addr::new(239, 255, 255, 250), 3702);
 const MAX_DEVICES: usize = 256;
 /// The largest answer read; a bigger one is skipped.
 const MAX_DATAGRAM: usize = 64 * 1024;
+/// The most service addresses kept for one device, over all its answers.
+const MAX_SERVICES: usize = 8;
+/// The longest endpoint reference or service address kept (a device's are
+/// tens of bytes): with the bounds above, what one probe keeps is bounded.
+const MAX_ADDRESS_LEN: usize = 256;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Interface {
@@ -227,7 +232,7 @@ fn add(discovery: &mut Discovery, answer: &str, message_id: &str, from: Ipv4Addr
             Some(at) => {
                 let known = &mut discovery.devices[at];
                 for service in device.services {
-                    if !known.services.contains(&service) {
+                    if known.services.len() < MAX_SERVICES && !known.services.contains(&service) {
                         known.services.push(service);
                     }
                 }
@@ -278,8 +283,10 @@ fn found(probe_match: &Element, from: Ipv4Addr) -> Option<Found> {
                 None => service.to_owned(),
             }
         })
+        .filter(|service| service.len() <= MAX_ADDRESS_LEN)
+        .take(MAX_SERVICES)
         .collect();
-    if endpoint.is_empty() || services.is_empty() {
+    if endpoint.is_empty() || endpoint.len() > MAX_ADDRESS_LEN || services.is_empty() {
         return None;
     }
     let scopes = probe_match.child(WSD, "Scopes").map_or("", Element::text);

@@ -196,6 +196,42 @@ fn dedup_merges_services_and_truncates() {
 }
 
 #[test]
+fn a_device_keeps_at_most_8_service_addresses_of_bounded_length() {
+    let id = "urn:uuid:ours";
+    let mut discovery = empty();
+    let long = format!("http://10.213.77.1/{}", "a".repeat(MAX_ADDRESS_LEN));
+    let many: Vec<String> = (0..12)
+        .map(|i| format!("http://10.213.77.1/s{i}"))
+        .collect();
+    add(
+        &mut discovery,
+        &spec_match(id, "urn:uuid:a", &format!("{long} {}", many[..6].join(" "))),
+        id,
+        FROM,
+    );
+    add(
+        &mut discovery,
+        &spec_match(id, "urn:uuid:a", &many[6..].join(" ")),
+        id,
+        FROM,
+    );
+    assert_eq!(discovery.devices[0].services, many[..MAX_SERVICES]);
+    // An endpoint reference too long to be one is no device.
+    add(
+        &mut discovery,
+        &spec_match(
+            id,
+            &format!("urn:uuid:{}", "b".repeat(MAX_ADDRESS_LEN)),
+            &many[0],
+        ),
+        id,
+        FROM,
+    );
+    assert_eq!(discovery.devices.len(), 1);
+    assert_eq!(discovery.skipped, 1);
+}
+
+#[test]
 fn percent_decoding() {
     for (raw, decoded) in [
         ("Front%20Porch", "Front Porch"),
