@@ -100,15 +100,7 @@ fn run(dir: &Path) -> Result<(), String> {
         let reply = match model.run(&rgb) {
             Ok(raw) => {
                 let ms = started.elapsed().as_secs_f64() * 1000.0;
-                let objects = ssd::detect(
-                    &raw.boxes,
-                    &raw.scores,
-                    &anchors,
-                    MIN_SCORE,
-                    NMS_IOU,
-                    MAX_OBJECTS,
-                );
-                reply(id, ms, &objects, &labels)
+                reply(id, ms, &objects(&raw, &anchors), &labels)
             }
             Err(e) => json!({"id": id, "error": format!("{e:#}")}),
         };
@@ -116,6 +108,19 @@ fn run(dir: &Path) -> Result<(), String> {
             .and_then(|()| out.flush())
             .map_err(fail)?;
     }
+}
+
+/// The objects in the model's raw output, decoded as the classifier
+/// answers them.
+fn objects(raw: &model::Raw, anchors: &[ssd::Anchor]) -> Vec<ssd::Object> {
+    ssd::detect(
+        &raw.boxes,
+        &raw.scores,
+        anchors,
+        MIN_SCORE,
+        NMS_IOU,
+        MAX_OBJECTS,
+    )
 }
 
 /// The label of each score column, read from `labels.txt` as the model's
@@ -378,15 +383,7 @@ mod tests {
                 .output()
                 .expect("ffmpeg (Debian package ffmpeg) makes the crops");
             assert!(crop.status.success(), "ffmpeg failed on {}", path.display());
-            let raw = model.run(&crop.stdout).unwrap();
-            let objects = ssd::detect(
-                &raw.boxes,
-                &raw.scores,
-                &anchors,
-                MIN_SCORE,
-                NMS_IOU,
-                MAX_OBJECTS,
-            );
+            let objects = objects(&model.run(&crop.stdout).unwrap(), &anchors);
             let best = &objects[0];
             assert_eq!(labels[best.class], label, "{photo}: {objects:?}");
             assert!((best.score - score).abs() <= 0.03, "{photo}: {best:?}");
