@@ -45,12 +45,20 @@ impl Underway {
         self.entered.saw(zones, boxes);
     }
 
-    /// The event as it stands now (`now`, of its kind so far, its times and
-    /// score; its zones are filled here), at `mono_ms`: made once it
-    /// qualifies, and written every few seconds after.
-    pub fn progress(&mut self, shared: &Shared, zones: &[Zone], now: Event, mono_ms: i64) {
+    /// The event as it stands now (`now()`, of its kind so far, its times
+    /// and score; its zones are filled here), at `mono_ms`: made once it
+    /// qualifies, and written every few seconds after (and only then made
+    /// up, as this runs on every frame).
+    pub fn progress(
+        &mut self,
+        shared: &Shared,
+        zones: &[Zone],
+        now: impl FnOnce() -> Event,
+        mono_ms: i64,
+    ) {
         match &self.stored {
             None => {
+                let now = now();
                 let Some(names) = self.entered.names_for(zones, kind(&now)) else {
                     return;
                 };
@@ -73,6 +81,7 @@ impl Underway {
                 }
             }
             Some((written, at)) if mono_ms - at >= WRITE_EVERY_MS => {
+                let now = now();
                 let names = self.entered.names_for(zones, kind(&now));
                 let event = Event {
                     zones: names.unwrap_or_else(|| written.zones.clone()),

@@ -593,7 +593,8 @@ impl Watcher {
             return;
         };
         underway.saw(&self.spec.zones, boxes);
-        let now = self.as_event(underway.id, episode);
+        let id = underway.id;
+        let now = || self.as_event(id, episode);
         underway.progress(&self.shared, &self.spec.zones, now, at.mono_ms);
         self.underway = Some(underway);
     }
