@@ -27,7 +27,7 @@ const PASSES_ENOUGH: usize = 4;
 
 /// The kind a model label stands for (the COCO labels of the shipped
 /// model); None for labels that are none of ours (a cup). COCO has no
-/// label for a parcel, so nothing is a package.
+/// label for a parcel: a package is a thing left (`motion::still`).
 pub fn kind_of(label: &str) -> Option<Kind> {
     match label {
         "person" => Some(Kind::Person),
