@@ -97,3 +97,25 @@ export function readFlags(argv, names, defaults, usage) {
   }
   return opts;
 }
+
+/**
+ * Runs `run()` (which uses `browser`, from prepareBrowser) for at most
+ * `limitMs`, closes the browser, prints one JSON line, `{"ok":true, ...}`
+ * with what `run` gave or `{"ok":false,"error":"..."}`, and exits 0 or 1.
+ */
+export async function reportAndExit(browser, run, limitMs) {
+  let result;
+  try {
+    const read = await Promise.race([
+      run(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out after ${limitMs} ms`)), limitMs)),
+    ]);
+    result = { ok: true, ...read };
+  } catch (error) {
+    result = { ok: false, error: String(error.message || error) };
+  } finally {
+    await closeBrowser(browser, 3000);
+  }
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+  process.exit(result.ok ? 0 : 1);
+}

@@ -10,7 +10,7 @@
 //   {"ok":true,"text":"Recordings: … · Clips: …","title":"…"}
 // or {"ok":false,"error":"..."} and exits 1, within --timeout-ms (default 30000).
 
-import { prepareBrowser, launchBrowser, closeBrowser, readFlags } from './browser.mjs';
+import { prepareBrowser, launchBrowser, readFlags, reportAndExit } from './browser.mjs';
 
 function usage(message) {
   process.stderr.write(`header: ${message}\n`);
@@ -23,10 +23,9 @@ const opts = readFlags(process.argv.slice(2), names, { timeoutMs: 30000 }, usage
 if (!opts.origin) usage('--origin is required');
 const timeoutMs = Number(opts.timeoutMs);
 
-let browser = null;
+const browser = prepareBrowser('header');
 
 async function run() {
-  browser = prepareBrowser('header');
   await launchBrowser(browser, { timeout: 15000 });
   const { page } = browser;
   await page.goto(`${opts.origin}/`);
@@ -39,17 +38,4 @@ async function run() {
   });
 }
 
-let result;
-try {
-  const read = await Promise.race([
-    run(),
-    new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs)),
-  ]);
-  result = { ok: true, ...read };
-} catch (error) {
-  result = { ok: false, error: String(error.message || error) };
-} finally {
-  await closeBrowser(browser, 3000);
-}
-process.stdout.write(`${JSON.stringify(result)}\n`);
-process.exit(result.ok ? 0 : 1);
+await reportAndExit(browser, run, timeoutMs);

@@ -9,7 +9,7 @@
 //   {"ok":true,"text":"<the row's words>"}
 // or {"ok":false,"error":"..."} and exits 1, within --timeout-ms (default 20000).
 
-import { prepareBrowser, launchBrowser, closeBrowser, readFlags } from './browser.mjs';
+import { prepareBrowser, launchBrowser, readFlags, reportAndExit } from './browser.mjs';
 
 function usage(message) {
   process.stderr.write(`ongoing: ${message}\n`);
@@ -22,10 +22,9 @@ const opts = readFlags(process.argv.slice(2), names, { timeoutMs: 20000 }, usage
 if (!opts.origin || !opts.event) usage('--origin and --event are required');
 const timeoutMs = Number(opts.timeoutMs);
 
-let browser = null;
+const browser = prepareBrowser('ongoing');
 
 async function run() {
-  browser = prepareBrowser('ongoing');
   await launchBrowser(browser, { timeout: 15000 });
   const { page } = browser;
   await page.goto(`${opts.origin}/`);
@@ -34,17 +33,4 @@ async function run() {
   return { text: (await row.innerText()).replace(/\s+/g, ' ').trim() };
 }
 
-let result;
-try {
-  const read = await Promise.race([
-    run(),
-    new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs + 15000)),
-  ]);
-  result = { ok: true, ...read };
-} catch (error) {
-  result = { ok: false, error: String(error.message || error) };
-} finally {
-  await closeBrowser(browser, 3000);
-}
-process.stdout.write(`${JSON.stringify(result)}\n`);
-process.exit(result.ok ? 0 : 1);
+await reportAndExit(browser, run, timeoutMs + 15000);
