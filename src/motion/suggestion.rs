@@ -29,8 +29,12 @@ pub fn masks(busy: &BusyCells) -> Vec<Polygon> {
         .map(|cells| {
             let mut outline = outline(cells);
             // Points on a straight line go, then the flattest corners.
-            while outline.len() > MAX_POINTS || outline.len() > 3 && flattest(&outline).1 == 0 {
-                outline.remove(flattest(&outline).0);
+            while outline.len() > 3 {
+                let (point, area) = flattest(&outline);
+                if outline.len() <= MAX_POINTS && area != 0 {
+                    break;
+                }
+                outline.remove(point);
             }
             let share = |v: i32, of: usize| (v as f32 / of as f32).clamp(0.0, 1.0);
             Polygon::new(
