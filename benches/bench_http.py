@@ -56,6 +56,9 @@ CAMERAS = 64
 # the node no more than it costs nginx.
 OTHER_CAMERA_COUNTS = (8, 256)
 HUNG_CAMERAS = 16
+# The node's bound on streams read at once on request (probes, snapshots):
+# the other probes wait for a place, then are told the node is busy (503).
+READERS_AT_ONCE = 4
 SMALL_EVENTS = 100
 EVENT_KINDS = ("person", "vehicle", "animal", "motion", "package")
 OFFER_SDP = (
@@ -177,7 +180,8 @@ def measure_status_sizes(bench):
 
 
 def measure_isolation(bench, node, silent):
-    """Item 5: status p99 while 16 probes of hung cameras run, next to p99 without them."""
+    """Item 5: status p99 while 16 probes of hung cameras are asked for (as many run as the
+    node allows, the others wait for a place), next to p99 without them."""
     urls = [f"rtsp://127.0.0.1:{silent.port}/hung{n}" for n in range(1, HUNG_CAMERAS + 1)]
     hung = add_cameras(node.port, urls, HUNG_CAMERAS)
     seconds = bench.settings.isolation_wrk_seconds
@@ -192,17 +196,18 @@ def measure_isolation(bench, node, silent):
     held_before = len(silent.held)
     for thread in probes:
         thread.start()
-    wait_for_connections(silent, held_before + HUNG_CAMERAS)
+    running = min(HUNG_CAMERAS, READERS_AT_ONCE)
+    wait_for_connections(silent, held_before + running)
     loaded = run_wrk(bench, node, "/api/status", seconds)
     in_flight = HUNG_CAMERAS - len(finished)
     silent.stop()
     for thread in probes:
         thread.join(timeout=15)
-    if in_flight < HUNG_CAMERAS:
-        raise BenchError(f"only {in_flight} of {HUNG_CAMERAS} probes were still running at the end")
+    if in_flight < running:
+        raise BenchError(f"only {in_flight} of {running} hung probes were still running at the end")
     bench.add_figure(
         "hung_probes_p99_ratio",
-        f"status p99 with {HUNG_CAMERAS} hung probes ÷ without",
+        f"status p99 with {HUNG_CAMERAS} probes of hung cameras asked for ÷ without",
         loaded["p99_ms"] / without["p99_ms"],
         "",
         ("<=", 1.5),

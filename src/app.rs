@@ -22,7 +22,7 @@ use crate::media::gate::Gate;
 use crate::motion::{self, Motion};
 use crate::mqtt;
 use crate::notices::Notices;
-use crate::prober::Prober;
+use crate::prober::{self, Prober};
 use crate::recording::{self, Recordings};
 use crate::relay::{Relay, RelayError};
 use crate::sessions::Sessions;
@@ -81,7 +81,9 @@ impl App {
         let db = Arc::new(Db::new(store));
         let live_changes = Arc::new(LiveChanges::default());
         let notices = Arc::new(Notices::default());
-        let prober = Prober::new(config.ffprobe.clone());
+        // Another on the probes and snapshots that requests start.
+        let readers = prober::readers();
+        let prober = Prober::new(config.ffprobe.clone(), readers.clone());
         // One bound on the ffmpeg that recorders and watchers start at once.
         let gate = Arc::new(Gate::default());
         let recordings = Arc::new(Recordings::new(
@@ -128,7 +130,7 @@ impl App {
             recordings,
             clips,
             motion,
-            snapshots: Snapshots::new(config.ffmpeg.clone()),
+            snapshots: Snapshots::new(config.ffmpeg.clone(), readers),
             classifier,
             finder: Finder::new(config.discovery_interfaces.clone()),
             relay_healthy: AtomicBool::new(false),

@@ -4,16 +4,26 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
 use crate::camera::Capabilities;
-use crate::media::child::Child;
 use crate::media::failure::Failure;
+use crate::media::gate::Gate;
+use crate::media::input::Input;
 
 /// The spec's probe timeout.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Children started by requests (probes, snapshots) running at once,
+/// node-wide: each is an ffprobe or ffmpeg of tens of MB on a 1 GB board,
+/// and one request (a device's profiles) starts several.
+pub const READERS_AT_ONCE: usize = 4;
+/// The longest a request waits for one of those places before it is told
+/// the node is busy (a 503): a probe of a camera that answers takes a
+/// second or two.
+pub const READER_WAIT: Duration = Duration::from_secs(5);
 
 /// Why a probe failed, in words safe to show: ffprobe's own text is never
 /// passed on because it prints the URL with its password.
@@ -30,6 +40,8 @@ pub enum ProbeError {
     NoPicture,
     Unreadable,
     ToolMissing,
+    /// [`READERS_AT_ONCE`] streams were being read already.
+    Busy,
 }
 
 impl ProbeError {
@@ -52,6 +64,9 @@ impl ProbeError {
             ProbeError::Unreadable => "the stream could not be read",
             ProbeError::ToolMissing => {
                 "the stream probe tool (ffprobe) is not available on the node"
+            }
+            ProbeError::Busy => {
+                "the node is reading as many streams at once as it may; try again in a few seconds"
             }
         }
     }
@@ -79,29 +94,38 @@ const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 /// capabilities.
 const RETRY_WHEN_LEFT: Duration = Duration::from_secs(3);
 
+/// The places of the children that requests start: one set, node-wide,
+/// for the prober and the snapshots.
+pub fn readers() -> Arc<Gate> {
+    Arc::new(Gate::new(READERS_AT_ONCE))
+}
+
 #[derive(Clone)]
 pub struct Prober {
     ffprobe: PathBuf,
+    readers: Arc<Gate>,
 }
 
 impl Prober {
-    pub fn new(ffprobe: PathBuf) -> Prober {
-        Prober { ffprobe }
+    /// `readers`: the places of the children that requests start.
+    pub fn new(ffprobe: PathBuf, readers: Arc<Gate>) -> Prober {
+        Prober { ffprobe, readers }
     }
 
-    /// Probes `url`. Blocks for at most [`PROBE_TIMEOUT`] plus the time to
+    /// Probes `url`. Blocks for at most [`READER_WAIT`] for a place, then
+    /// [`PROBE_TIMEOUT`] plus the time to
     /// reap ffprobe: a stream cut before its first picture is probed once
     /// more within that time.
     pub fn probe(&self, url: &str) -> Result<Capabilities, ProbeError> {
+        let Some(_place) = self.readers.enter_within(READER_WAIT) else {
+            return Err(ProbeError::Busy);
+        };
         let deadline = Instant::now() + PROBE_TIMEOUT;
-        let timeout_us = PROBE_TIMEOUT.as_micros().to_string();
+        let input = Input::rtsp(url, PROBE_TIMEOUT);
         let attempt = || {
             let mut command = self.command();
-            command
-                .args(["-rtsp_transport", "tcp", "-timeout", &timeout_us])
-                // Its own argument, never through a shell; validation made sure it starts with rtsp.
-                .args(["-i", url]);
-            self.run(command, deadline)
+            command.args(Input::args());
+            self.run(&input, command, deadline)
         };
         let first = attempt();
         let left = deadline.saturating_duration_since(Instant::now());
@@ -120,8 +144,13 @@ impl Prober {
         command
     }
 
-    fn run(&self, mut command: Command, deadline: Instant) -> Result<Capabilities, ProbeError> {
-        let mut child = match Child::spawn(&mut command) {
+    fn run(
+        &self,
+        input: &Input,
+        mut command: Command,
+        deadline: Instant,
+    ) -> Result<Capabilities, ProbeError> {
+        let mut child = match input.spawn(&mut command) {
             Ok(child) => child,
             Err(e) => {
                 log::error!("cannot run {}: {e}", self.ffprobe.display());
@@ -301,7 +330,7 @@ mod tests {
                 std::process::id()
             ));
             std::fs::create_dir_all(&dir).unwrap();
-            let prober = Prober::new(flaky_ffprobe(&dir, always_cut));
+            let prober = Prober::new(flaky_ffprobe(&dir, always_cut), readers());
             let got = prober
                 .probe("rtsp://127.0.0.1/x")
                 .map(|c| (c.width, c.height));
@@ -312,7 +341,7 @@ mod tests {
 
     #[test]
     fn missing_tool() {
-        let prober = Prober::new("/nonexistent/ffprobe".into());
+        let prober = Prober::new("/nonexistent/ffprobe".into(), readers());
         assert_eq!(
             prober.probe("rtsp://127.0.0.1/x"),
             Err(ProbeError::ToolMissing)

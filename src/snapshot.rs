@@ -9,14 +9,17 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::camera::Camera;
 use crate::media::child::Child;
 use crate::media::failure::Failure;
+use crate::media::gate::Gate;
+use crate::media::input::Input;
 use crate::motion::Motion;
 use crate::motion::frame_requests::Yuv420Frame;
-use crate::prober::{PROBE_TIMEOUT, ProbeError};
+use crate::prober::{PROBE_TIMEOUT, ProbeError, READER_WAIT};
 
 /// The longest wait for the watcher's next frame (it sends 5 a second).
 const FRAME_WAIT: Duration = Duration::from_secs(2);
@@ -66,16 +69,21 @@ impl NoPicture {
 
 pub struct Snapshots {
     ffmpeg: PathBuf,
+    readers: Arc<Gate>,
 }
 
 impl Snapshots {
-    pub fn new(ffmpeg: PathBuf) -> Snapshots {
-        Snapshots { ffmpeg }
+    /// `readers`: the places of the children that requests start.
+    pub fn new(ffmpeg: PathBuf, readers: Arc<Gate>) -> Snapshots {
+        Snapshots { ffmpeg, readers }
     }
 
     /// `camera`'s picture now, as a JPEG. Blocks for at most the probe's
     /// 10 s (plus the wait for the watcher's frame, when it has one).
     pub fn take(&self, camera: &Camera, motion: &Motion) -> Result<Vec<u8>, NoPicture> {
+        let Some(_place) = self.readers.enter_within(READER_WAIT) else {
+            return Err(NoPicture::Stream(ProbeError::Busy));
+        };
         let taken = match motion.next_frame(camera.id, FRAME_WAIT) {
             Some(frame) => {
                 log::debug!(
@@ -115,14 +123,10 @@ impl Snapshots {
 
     /// One frame of `url`'s stream as a JPEG, within the probe's limit.
     fn read(&self, url: &str) -> Result<Vec<u8>, NoPicture> {
-        let timeout_us = PROBE_TIMEOUT.as_micros().to_string();
+        let input = Input::rtsp(url, PROBE_TIMEOUT);
         let mut command = self.command();
-        command
-            .args(["-rtsp_transport", "tcp", "-timeout", &timeout_us])
-            // Its own argument, never through a shell; validation made sure it is RTSP.
-            .args(["-i", url])
-            .args(TO_JPEG);
-        let mut child = Child::spawn(&mut command).map_err(|e| self.missing(e))?;
+        command.args(Input::args()).args(TO_JPEG);
+        let mut child = input.spawn(&mut command).map_err(|e| self.missing(e))?;
         jpeg(&mut child, Instant::now() + PROBE_TIMEOUT).map_err(NoPicture::Stream)
     }
 
@@ -156,10 +160,11 @@ fn jpeg(child: &mut Child, deadline: Instant) -> Result<Vec<u8>, ProbeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prober::readers;
 
     #[test]
     fn a_watchers_frame_becomes_a_jpeg_of_its_size() {
-        let snapshots = Snapshots::new("ffmpeg".into());
+        let snapshots = Snapshots::new("ffmpeg".into(), readers());
         // 64×36: a grey luma, neutral chroma.
         let frame = Yuv420Frame {
             width: 64,
@@ -178,7 +183,7 @@ mod tests {
             ..frame
         };
         assert_eq!(snapshots.encode(&short), Err(NoPicture::Encoding));
-        let missing = Snapshots::new("/nonexistent/ffmpeg".into());
+        let missing = Snapshots::new("/nonexistent/ffmpeg".into(), readers());
         assert_eq!(missing.read("rtsp://h/x"), Err(NoPicture::ToolMissing));
     }
 

@@ -12,7 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::cloud::Cloud;
-use common::{Camera, Node, TempDir, browser_script, probe_file, processes_mentioning, wait_for};
+use common::{Camera, Node, TempDir, browser_script, probe_file, processes_connected_to, wait_for};
 use serde_json::{Value, json};
 
 /// How far an event's start or end may be from the scene's change: frames
@@ -252,7 +252,7 @@ fn a_still_scene_for_two_minutes_gives_no_event() {
         thread::sleep(Duration::from_secs(1));
     }
     // It was watched all along: its decoder runs.
-    let decoders = processes_mentioning("image2pipe", &camera.url("", "/scene"));
+    let decoders = processes_connected_to("image2pipe", camera.port);
     assert_eq!(decoders.len(), 1, "no decoder of the scene: {decoders:?}");
 }
 
@@ -375,7 +375,7 @@ fn the_decoder_stops_with_detect_off_and_dies_with_the_node() {
     let url = camera.url("", "/scene");
     let created = node.add_camera(json!({ "name": "Porch", "rtspUrl": url, "record": false }));
     let id = created["id"].as_str().unwrap().to_owned();
-    let decoders = || processes_mentioning("image2pipe", &url);
+    let decoders = || processes_connected_to("image2pipe", camera.port);
     assert!(
         wait_for(Duration::from_secs(10), || decoders().len() == 1),
         "no decoder for a camera with detect on: {:?}",

@@ -14,7 +14,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 use common::mosquitto::{Broker, Seen};
-use common::{Camera, Node, TempDir, closed_port, password, processes_mentioning, wait_for};
+use common::{Camera, Node, TempDir, closed_port, password, processes_connected_to, wait_for};
 use serde_json::{Value, json};
 
 const USER: &str = "nvr";
@@ -188,13 +188,7 @@ fn event_message(seen: &Seen, topic: &str, phase: &str) -> Option<Value> {
 
 /// The camera's motion watcher (ffmpeg decoding to grey frames for the detector).
 fn decoders(camera: &Camera) -> Vec<u32> {
-    processes_mentioning("ffmpeg", &format!("127.0.0.1:{}/scene", camera.port))
-        .into_iter()
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            String::from_utf8_lossy(&cmdline).contains("image2pipe")
-        })
-        .collect()
+    processes_connected_to("image2pipe", camera.port)
 }
 
 /// How many times the node has connected to the broker, from the broker's log.

@@ -11,8 +11,10 @@ use crate::clock::now_ms;
 use crate::error::{Error, Kind};
 use crate::event::format_timestamp;
 use crate::media::polygon::Polygon;
+use crate::prober::ProbeError;
 use crate::reply::Reply;
 use crate::rtsp_url::redact;
+use crate::snapshot::NoPicture;
 
 /// A camera as every response shows it.
 #[derive(Serialize)]
@@ -201,10 +203,13 @@ pub fn delete(app: &App, id: Uuid) -> Result<Reply, Error> {
     Ok(Reply::no_content())
 }
 
-/// Re-probes the main stream; a failure leaves the stored capabilities as they were.
+/// Re-probes the main stream; a failure leaves the stored capabilities as
+/// they were. A node too busy to probe says so (503) and has learnt nothing
+/// of the camera.
 pub fn probe(app: &App, id: Uuid) -> Result<Reply, Error> {
     let camera = app.db(|s| s.camera(id))?.ok_or_else(no_such_camera)?;
     match app.prober.probe(&camera.settings.rtsp_url) {
+        Err(ProbeError::Busy) => Err(busy(ProbeError::Busy.message())),
         Ok(caps) => {
             if !app.db(|s| s.set_capabilities(id, &caps))? {
                 return Err(no_such_camera());
@@ -232,6 +237,14 @@ pub fn snapshot(app: &App, id: Uuid) -> Result<Reply, Error> {
     let jpeg = app
         .snapshots
         .take(&camera, &app.motion)
-        .map_err(|e| Error::new(Kind::BadGateway, e.message()))?;
+        .map_err(|e| match e {
+            NoPicture::Stream(ProbeError::Busy) => busy(e.message()),
+            _ => Error::new(Kind::BadGateway, e.message()),
+        })?;
     Ok(Reply::bytes(200, "image/jpeg", jpeg).with_header("Cache-Control", "no-store"))
+}
+
+/// Too many streams are being read on request already.
+fn busy(message: String) -> Error {
+    Error::new(Kind::Unavailable, message)
 }

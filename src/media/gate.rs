@@ -1,9 +1,12 @@
-//! A bound on how many long-lived children (recorders' and watchers' ffmpeg)
-//! start at once. Starting one costs a board most of what it costs at all
-//! (loading ffmpeg, connecting, reading the stream's parameters): after a
-//! power cut, 64 cameras that are not there yet would otherwise start 128
-//! ffmpeg together, and again at each retry. A child holds its place until
-//! it does its work, ends, or has run for [`HOLD`].
+//! A bound on how many children run or start at once. Long-lived children
+//! (recorders' and watchers' ffmpeg) share one gate for their start, which
+//! costs a board most of what one costs at all (loading ffmpeg, connecting,
+//! reading the stream's parameters): after a power cut, 64 cameras that are
+//! not there yet would otherwise start 128 ffmpeg together, and again at
+//! each retry; such a child holds its place until it does its work, ends, or
+//! has run for [`HOLD`]. The streams read on request (probes, snapshots)
+//! share another for their whole run: requests alone could otherwise start
+//! hundreds of them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -37,9 +40,19 @@ impl Gate {
 
     /// Waits for a place; None if `stop` is set first.
     pub fn enter(&self, stop: &AtomicBool) -> Option<Place<'_>> {
+        self.enter_unless(|| stop.load(Ordering::Acquire))
+    }
+
+    /// Waits at most `wait` for a place.
+    pub fn enter_within(&self, wait: Duration) -> Option<Place<'_>> {
+        let deadline = Instant::now() + wait;
+        self.enter_unless(|| Instant::now() >= deadline)
+    }
+
+    fn enter_unless(&self, give_up: impl Fn() -> bool) -> Option<Place<'_>> {
         let mut free = lock(&self.free);
         loop {
-            if stop.load(Ordering::Acquire) {
+            if give_up() {
                 return None;
             }
             if *free > 0 {
@@ -113,9 +126,13 @@ mod tests {
         }
         assert_eq!(most.load(Ordering::SeqCst), 2);
         // A stop ends a wait.
-        let _a = gate.enter(&stop).unwrap();
+        let a = gate.enter(&stop).unwrap();
         let _b = gate.enter(&stop).unwrap();
         stop.store(true, Ordering::Release);
         assert!(gate.enter(&stop).is_none());
+        // A bounded wait ends without a place, then finds the one given back.
+        assert!(gate.enter_within(Duration::from_millis(50)).is_none());
+        drop(a);
+        assert!(gate.enter_within(Duration::from_millis(50)).is_some());
     }
 }

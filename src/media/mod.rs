@@ -8,5 +8,6 @@ pub mod child;
 pub mod failure;
 pub mod fmp4;
 pub mod gate;
+pub mod input;
 pub mod polygon;
 pub mod restart;

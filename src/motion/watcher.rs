@@ -37,6 +37,7 @@ use crate::event::CLIP_MARGIN_MS;
 use crate::event::{Event, Kind};
 use crate::media::area::Area;
 use crate::media::child::{Child, Filled, MALLOC_TRIM, Output};
+use crate::media::input::Input;
 use crate::media::polygon::{self, Polygon};
 use crate::media::restart::{self, Restartable};
 use crate::notices::Notice;
@@ -135,19 +136,16 @@ impl Watcher {
 
     fn command(&self) -> Command {
         let mut command = Command::new(&self.shared.settings.ffmpeg);
-        let timeout_us = SOCKET_TIMEOUT.as_micros().to_string();
         command
             .env(MALLOC_TRIM.0, MALLOC_TRIM.1)
             .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
-            .args(["-rtsp_transport", "tcp", "-timeout", &timeout_us])
             // One decoding thread (an input option: before -i): 5 small
             // frames a second need no frame threads, each of which holds
             // frames of its own. Measured: 19.0 -> 13.7 MiB private, same CPU.
             .args(["-threads", "1"])
             // Nor filter threads: with them the scaler starts 4 slice threads.
             .args(["-filter_threads", "1"])
-            // Its own argument, never through a shell; validation made sure it is RTSP.
-            .args(["-i", &self.spec.url])
+            .args(Input::args())
             .args(["-an"])
             .args(match self.format() {
                 // Up to 640 wide for the classifier's crops; even sizes, as
@@ -242,7 +240,8 @@ impl Watcher {
             return false;
         };
         let mut place = Some(place);
-        let mut child = match Child::spawn(&mut self.command()) {
+        let input = Input::rtsp(&self.spec.url, SOCKET_TIMEOUT);
+        let mut child = match input.spawn(&mut self.command()) {
             Ok(child) => child,
             Err(e) => {
                 log::error!("cannot run {}: {e}", self.shared.settings.ffmpeg.display());

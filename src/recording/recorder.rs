@@ -17,8 +17,9 @@ use super::files::{self, INCOMING_PATTERN};
 use super::filing::{self, By, Filed};
 use super::{Clean, Shared, State};
 use crate::clock::now_ms;
-use crate::media::child::{Child, MALLOC_TRIM, Output};
+use crate::media::child::{MALLOC_TRIM, Output};
 use crate::media::failure::Failure;
+use crate::media::input::Input;
 use crate::media::restart::{self, Restartable};
 use crate::store::Segment;
 
@@ -153,15 +154,12 @@ impl Recorder {
 
     fn command(&self, incoming: &Path) -> Command {
         let mut command = Command::new(&self.shared.settings.ffmpeg);
-        let timeout_us = SOCKET_TIMEOUT.as_micros().to_string();
         command
             // ffmpeg names files by the local time: make that UTC.
             .env("TZ", "UTC")
             .env(MALLOC_TRIM.0, MALLOC_TRIM.1)
             .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
-            .args(["-rtsp_transport", "tcp", "-timeout", &timeout_us])
-            // Its own argument, never through a shell; validation made sure it is RTSP.
-            .args(["-i", &self.source.url])
+            .args(Input::args())
             .args(["-map", "0:v:0"]);
         if self.source.audio {
             command.args(["-map", "0:a:0?"]);
@@ -214,7 +212,8 @@ impl Recorder {
             return (Ended::Stopped, false);
         };
         let mut place = Some(place);
-        let mut child = match Child::spawn(&mut self.command(&incoming)) {
+        let input = Input::rtsp(&self.source.url, SOCKET_TIMEOUT);
+        let mut child = match input.spawn(&mut self.command(&incoming)) {
             Ok(child) => child,
             Err(e) => {
                 log::error!("cannot run {}: {e}", self.shared.settings.ffmpeg.display());

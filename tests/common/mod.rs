@@ -20,7 +20,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -772,6 +772,7 @@ pub fn browser_script(script: &str, args: &[&str]) -> serde_json::Value {
 pub struct SilentCamera {
     pub port: u16,
     stop: Arc<AtomicBool>,
+    accepted: Arc<AtomicUsize>,
 }
 
 impl SilentCamera {
@@ -780,18 +781,31 @@ impl SilentCamera {
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (stopped, counted) = (stop.clone(), accepted.clone());
         thread::spawn(move || {
             let mut held: Vec<TcpStream> = Vec::new();
             let deadline = Instant::now() + Duration::from_secs(120);
             while !stopped.load(Ordering::Relaxed) && Instant::now() < deadline {
                 match listener.accept() {
-                    Ok((stream, _)) => held.push(stream),
+                    Ok((stream, _)) => {
+                        held.push(stream);
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
                     Err(_) => thread::sleep(Duration::from_millis(20)),
                 }
             }
         });
-        SilentCamera { port, stop }
+        SilentCamera {
+            port,
+            stop,
+            accepted,
+        }
+    }
+
+    /// How many connections it has taken.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
     }
 
     pub fn url(&self) -> String {
@@ -813,17 +827,63 @@ impl Drop for SilentCamera {
 pub fn processes_mentioning(program: &str, needle: &str) -> Vec<u32> {
     all_pids()
         .into_iter()
+        .filter(|pid| command_line(*pid).contains(program) && command_line(*pid).contains(needle))
+        .filter(|pid| is_running(*pid))
+        .collect()
+}
+
+/// Live processes whose command line mentions `program` (ffprobe, or an
+/// argument such as ffmpeg's `image2pipe`) with a TCP connection to `port`
+/// on this host: the node hands them a camera's address on stdin, so their
+/// command lines do not name the camera.
+pub fn processes_connected_to(program: &str, port: u16) -> Vec<u32> {
+    let sockets = sockets_to(port);
+    all_pids()
+        .into_iter()
+        .filter(|pid| command_line(*pid).contains(program) && is_running(*pid))
         .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let cmdline = String::from_utf8_lossy(&cmdline);
-            cmdline.contains(program) && cmdline.contains(needle) && is_running(*pid)
+            let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+                return false;
+            };
+            fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+                .any(|link| sockets.iter().any(|s| link.to_str() == Some(s.as_str())))
         })
         .collect()
 }
 
-/// Live ffprobe processes whose command line mentions `needle`.
-pub fn ffprobes_mentioning(needle: &str) -> Vec<u32> {
-    processes_mentioning("ffprobe", needle)
+/// A process's arguments, joined by spaces.
+pub fn command_line(pid: u32) -> String {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    String::from_utf8_lossy(&cmdline).replace('\0', " ")
+}
+
+/// The TCP sockets (as `/proc/PID/fd` names them: `socket:[INODE]`) whose
+/// far end is `port`, from the kernel's tables.
+fn sockets_to(port: u16) -> Vec<String> {
+    let far_port = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|table| {
+            let far_port = far_port.clone();
+            table
+                .lines()
+                .skip(1)
+                .filter_map(move |line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    if !fields.get(2)?.ends_with(&far_port) {
+                        return None;
+                    }
+                    Some(format!("socket:[{}]", fields.get(9)?))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Live ffprobe processes connected to `port`.
+pub fn ffprobes_connected_to(port: u16) -> Vec<u32> {
+    processes_connected_to("ffprobe", port)
 }
 
 /// What ffprobe says of a file: its streams' codecs and its duration.
