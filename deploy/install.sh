@@ -269,19 +269,29 @@ install_go2rtc_config() {
     say "go2rtc settings $g2_config: $state, mode 0600, owned by $G2_USER"
 }
 
+# The settings may hold MQTT_PASSWORD: readable by root and the node's group
+# only, whatever mode an older install left them with.
 install_settings() {
     src=$here/nvr-node.default
     if [ ! -e "$env_file" ]; then
-        put "$src" "$env_file" 0644
-        say "settings $env_file: installed"
+        put "$src" "$env_file" 0640
+        state=installed
     elif cmp -s "$src" "$env_file"; then
         rm -f "$env_file.dist"
-        say "settings $env_file: kept (same as shipped)"
+        state="kept (same as shipped)"
     else
         # Never overwrite the user's settings; the new defaults go beside them.
         put "$src" "$env_file.dist" 0644
-        say "settings $env_file: kept; this version's defaults are in $env_file.dist"
+        state="kept; this version's defaults are in $env_file.dist"
     fi
+    chmod 0640 "$env_file"
+    if ! can_give_to "$RUN_AS"; then
+        say "settings $env_file: $state, mode 0640 (not given to the group $RUN_AS: run as root with the user made)"
+        return 0
+    fi
+    node_owner=$(owner "$RUN_AS")
+    chown "0:${node_owner#*:}" "$env_file"
+    say "settings $env_file: $state, mode 0640, group $RUN_AS"
 }
 
 # Installs the unit and the init script of service $1 (nvr-node or go2rtc).

@@ -291,11 +291,19 @@ fn install_upgrade_uninstall_and_purge_into_a_destdir() {
     assert_eq!(read(&init), read(&deploy("nvr-node.init")));
     assert_eq!(mode(&init), 0o755);
     assert_eq!(mode(&data), 0o750, "{}", first.report());
-    if let Some((uid, _)) = assert_user(&dest, accounts, "nvr", "/var/lib/nvr-node", &first) {
+    // The settings may hold MQTT_PASSWORD: root's, readable by the node's group.
+    assert_eq!(mode(&env_file), 0o640, "{}", first.report());
+    if let Some((uid, gid)) = assert_user(&dest, accounts, "nvr", "/var/lib/nvr-node", &first) {
         assert_eq!(
             fs::metadata(&data).unwrap().uid(),
             uid,
             "owner of the data folder"
+        );
+        let settings = fs::metadata(&env_file).unwrap();
+        assert_eq!(
+            (settings.uid(), settings.gid()),
+            (0, gid),
+            "owner of the settings"
         );
     }
 
@@ -304,6 +312,8 @@ fn install_upgrade_uninstall_and_purge_into_a_destdir() {
     let mut edited = read(&env_file);
     edited.push_str("NODE_NAME=garage\n");
     fs::write(&env_file, &edited).unwrap();
+    // As an install before 0640 left them.
+    fs::set_permissions(&env_file, fs::Permissions::from_mode(0o644)).unwrap();
     let (new_build, bytes) = new_build(Path::new(BINARY), dir.path());
     let running = fs::File::open(&bin).unwrap();
     let running_inode = running.metadata().unwrap().ino();
@@ -313,6 +323,7 @@ fn install_upgrade_uninstall_and_purge_into_a_destdir() {
     assert_replaced(&bin, &bytes, running_inode);
     assert_eq!(mode(&bin), 0o755);
     assert_eq!(read(&env_file), edited, "the user's settings were not kept");
+    assert_eq!(mode(&env_file), 0o640);
     assert_eq!(
         read(&dist),
         read(&deploy("nvr-node.default")),
@@ -676,6 +687,7 @@ fn the_systemd_unit_verifies_and_matches_the_settings() {
     );
     assert_eq!(one("Restart"), "on-failure");
     assert_eq!(one("CapabilityBoundingSet"), "");
+    assert_eq!(one("ProtectProc"), "invisible");
     // go2rtc, when installed beside it, is started first.
     for key in ["After", "Wants"] {
         assert!(
