@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{
     Camera, Node, TempDir, Tmpfs, browser_script, closed_port, is_running, password, probe_file,
-    processes_mentioning, segment_rows, wait_for,
+    processes_connected_to, processes_mentioning, segment_rows, wait_for,
 };
 use serde_json::{Value, json};
 
@@ -738,25 +738,24 @@ fn a_full_disk_stops_no_api_and_recording_resumes_when_space_returns() {
 
 #[test]
 fn a_new_url_restarts_the_recorder_disabling_stops_it_and_deleting_deletes_the_recordings() {
-    let camera = Camera::start();
+    // Two cameras: a recorder's command line does not say which it reads,
+    // its connection does.
+    let (camera, other) = (Camera::start(), Camera::start());
     let rec = Recording::start("deleted", &camera.url("", "/aac"), &[]);
     rec.wait_for_segments(1, Duration::from_secs(40));
-    let recorder_of = |path: &str| {
-        let needle = format!("{}{path}", camera.url("", ""));
-        processes_mentioning("ffmpeg", &needle)
-    };
-    assert_eq!(recorder_of("/aac").len(), 1);
+    let recorder_of = |camera: &Camera| processes_connected_to("segment", camera.port);
+    assert_eq!(recorder_of(&camera).len(), 1);
 
     // A new main URL: probed first (the PATCH waits for that), then the
     // recorder restarts on it within 2 s.
-    rec.patch(json!({ "rtspUrl": camera.url("", "/video-only") }));
+    rec.patch(json!({ "rtspUrl": other.url("", "/video-only") }));
     let changed = Instant::now();
     assert!(
-        wait_for(Duration::from_secs(2), || recorder_of("/aac").is_empty()
-            && recorder_of("/video-only").len() == 1),
+        wait_for(Duration::from_secs(2), || recorder_of(&camera).is_empty()
+            && recorder_of(&other).len() == 1),
         "not recording the new URL 2 s after the change: {:?} {:?}",
-        recorder_of("/aac"),
-        recorder_of("/video-only")
+        recorder_of(&camera),
+        recorder_of(&other)
     );
     eprintln!(
         "the recorder moved to the new URL in {:?}",
