@@ -328,8 +328,14 @@ pub fn service_address(field: &str, address: &str) -> Result<String, Error> {
     if authority.contains('@') {
         return bad("must not contain a user name or password");
     }
-    if rtsp_url::http_host(address).is_none() {
+    let Some(host) = rtsp_url::http_host(address) else {
         return bad("must name a host");
+    };
+    if !rtsp_url::reachable_host(host) {
+        return bad(
+            "must not name a loopback, link-local, unspecified, multicast or broadcast address: \
+             the node calls only devices on the LAN",
+        );
     }
     Ok(address.to_owned())
 }
@@ -663,6 +669,10 @@ mod tests {
             (
                 r#"{"name":"a","rtspUrl":"rtsp://h/","onvif":{"endpoint":"e","address":"http://u:pw@h/"}}"#,
                 "onvif.address must not contain a user name or password",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","onvif":{"endpoint":"e","address":"http://127.0.0.1:1984/"}}"#,
+                "onvif.address must not name a loopback",
             ),
             (
                 r#"{"name":"a","rtspUrl":"rtsp://h/","record":1}"#,

@@ -36,6 +36,8 @@ pub struct Stream {
     /// What the probe found, or why it found nothing.
     pub measured: Result<Capabilities, String>,
     pub role: Option<Role>,
+    /// On the device's own host: the only streams offered to be a camera's.
+    pub offered: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +106,9 @@ pub fn streams(
                             "not measured: only {MAX_PROBED} profiles are probed"
                         ));
                     }
+                    if !on_host(&profile.uri, address) {
+                        return Err(ANOTHER_HOST.to_owned());
+                    }
                     measure(prober, &profile.uri, credentials)
                 })
             })
@@ -121,8 +126,10 @@ pub fn streams(
         roles(&sizes)
     } else {
         // Nothing streamed: the device's word is all there is.
-        let reported: Vec<Option<(u32, u32)>> =
-            profiles.iter().map(|p| p.width.zip(p.height)).collect();
+        let reported: Vec<Option<(u32, u32)>> = profiles
+            .iter()
+            .map(|p| p.width.zip(p.height).filter(|_| on_host(&p.uri, address)))
+            .collect();
         roles(&reported)
     };
     let streams = profiles
@@ -130,6 +137,7 @@ pub fn streams(
         .zip(measured)
         .enumerate()
         .map(|(i, (profile, measured))| Stream {
+            offered: on_host(&profile.uri, address),
             profile,
             measured,
             role: if Some(i) == main {
@@ -142,6 +150,18 @@ pub fn streams(
         })
         .collect();
     Ok((device, streams))
+}
+
+/// Why a stream on another host than the device is not offered.
+const ANOTHER_HOST: &str = "its stream is on another host than the device: not probed and not offered, since the \
+     camera's account goes to the device's host only";
+
+/// Whether the RTSP address `uri` is on the host of the device service `address`.
+fn on_host(uri: &str, address: &str) -> bool {
+    let host = rtsp_url::rtsp_endpoint(uri).map(|(host, _, _)| host);
+    let device =
+        rtsp_url::http_host(address).map(|h| h.trim_start_matches('[').trim_end_matches(']'));
+    host.is_some_and(|h| device.is_some_and(|d| h.eq_ignore_ascii_case(d)))
 }
 
 /// Probes a profile's stream, with the credentials the device took.
@@ -185,6 +205,18 @@ fn roles(sizes: &[Option<(u32, u32)>]) -> (Option<usize>, Option<usize>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn streams_are_offered_on_the_device_s_host_only() {
+        let device = "http://10.0.0.5:8000/onvif/device_service";
+        assert!(on_host("rtsp://10.0.0.5:554/main", device));
+        assert!(on_host("rtsp://u:p@10.0.0.5/main", device));
+        assert!(!on_host("rtsp://127.0.0.1:8554/main", device));
+        assert!(!on_host("rtsp://10.0.0.50/main", device));
+        assert!(!on_host("rtsp://10.0.0.6/x?10.0.0.5", device));
+        assert!(on_host("rtsp://Cam.lan/x", "http://cam.LAN/onvif"));
+        assert!(on_host("rtsp://[fd00::1]:554/x", "http://[fd00::1]/onvif"));
+    }
 
     #[test]
     fn main_has_the_most_pixels_and_sub_the_fewest() {

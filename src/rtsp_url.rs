@@ -218,6 +218,34 @@ pub fn http_host(url: &str) -> Option<&str> {
     (!host.is_empty()).then_some(host)
 }
 
+/// Whether the node may call `host` (an http URL's or an RTSP URL's host,
+/// IPv6 in brackets or not) for a device: not an address of this machine's
+/// own (loopback, where go2rtc's API listens; unspecified), nor one that is
+/// no single device on the LAN (link-local, multicast, broadcast). A name
+/// counts unless it is `localhost`.
+pub fn reachable_host(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let bare = bare.split("%25").next().unwrap_or(bare);
+    if let Ok(v4) = bare.parse::<std::net::Ipv4Addr>() {
+        return !(v4.is_loopback()
+            || v4.is_unspecified()
+            || v4.is_link_local()
+            || v4.is_multicast()
+            || v4.is_broadcast());
+    }
+    if let Ok(v6) = bare.parse::<Ipv6Addr>() {
+        if let Some(v4) = v6.to_ipv4_mapped() {
+            return reachable_host(&v4.to_string());
+        }
+        return !(v6.is_loopback()
+            || v6.is_unspecified()
+            || v6.is_multicast()
+            || v6.is_unicast_link_local());
+    }
+    let name = bare.trim_end_matches('.').to_ascii_lowercase();
+    name != "localhost" && !name.ends_with(".localhost")
+}
+
 /// The URL without its user name and password, its path and query as they
 /// are (what the camera itself is sent).
 pub fn without_userinfo(url: &str) -> String {
@@ -354,6 +382,39 @@ mod tests {
         ];
         for (address, want) in cases {
             assert_eq!(http_host(address), want, "{address}");
+        }
+    }
+
+    #[test]
+    fn only_hosts_of_the_lan_are_called() {
+        for host in [
+            "127.0.0.1",
+            "127.8.9.1",
+            "0.0.0.0",
+            "169.254.1.2",
+            "224.0.0.1",
+            "239.255.255.250",
+            "255.255.255.255",
+            "[::1]",
+            "[::]",
+            "[fe80::1]",
+            "[fe80::1%25eth0]",
+            "[ff02::1]",
+            "[::ffff:127.0.0.1]",
+            "localhost",
+            "LocalHost.",
+            "cam.localhost",
+        ] {
+            assert!(!reachable_host(host), "{host}");
+        }
+        for host in [
+            "10.0.0.5",
+            "192.168.1.64",
+            "[fd00::1]",
+            "cam.lan",
+            "localhost.lan",
+        ] {
+            assert!(reachable_host(host), "{host}");
         }
     }
 

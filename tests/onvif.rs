@@ -12,13 +12,14 @@
 
 mod common;
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::go2rtc::Go2rtc;
 use common::netns::{self, TestNet};
-use common::onvif_device::{Auth, Device};
+use common::onvif_device::{Auth, Device, Says};
+use common::rtsp_trap::Trap;
 use common::wsd::Responder;
 use common::{Camera, Node, TempDir, wait_for};
 use serde_json::{Value, json};
@@ -295,21 +296,23 @@ fn listed_id(found: &Value, responder: &Responder) -> Option<String> {
 
 #[test]
 fn a_device_that_wants_a_password_gets_the_digest_and_a_wrong_one_is_refused_in_plain_words() {
-    // Loopback only: no discovery here, so no namespace.
+    // In the namespace: the node calls devices on the LAN only, never an
+    // address of its own.
+    let net = TestNet::new();
+    net.add_device();
     let camera = Camera::start();
+    // The device's streams, on the device's host (go2rtc's RTSP server).
+    let rtsp = device_go2rtc(&camera, netns::HOST, None);
     let data = TempDir::new("onvif-password");
-    let node = Node::start(
-        data.path(),
-        &format!("http://127.0.0.1:{}", common::closed_port()),
-        &[],
-    );
+    let relay_url = format!("http://{}:{}", netns::HOST, common::closed_port());
+    let node = Node::start_in(&net, data.path(), &relay_url, &[]);
     let password = common::password("door");
     let wrong = common::password("wrong");
-    let (main, sub) = (camera.url("", "/hd"), camera.url("", "/sub"));
+    let (main, sub) = (rtsp.rtsp_url("main"), rtsp.rtsp_url("sub"));
     let profiles = [("main", main.as_str()), ("sub", sub.as_str())];
 
     for auth in [Auth::UsernameToken, Auth::HttpDigest] {
-        let device = Device::start("127.0.0.1", auth, "admin", &password, &profiles);
+        let device = Device::start(netns::HOST, auth, "admin", &password, &profiles);
         let right = streams(&node, &device.address(), "admin", &password);
         assert_eq!(right.status, 200, "{auth:?}: {right}");
         let answer = right.json();
@@ -337,17 +340,101 @@ fn a_device_that_wants_a_password_gets_the_digest_and_a_wrong_one_is_refused_in_
         }
     }
 
-    let garbage = Device::start("127.0.0.1", Auth::Garbage, "admin", &password, &profiles);
+    let garbage = Device::start(netns::HOST, Auth::Garbage, "admin", &password, &profiles);
     let answer = streams(&node, &garbage.address(), "admin", &password);
     assert_eq!(answer.status, 502, "{answer}");
     let error = answer.error();
     assert!(error.contains("not ONVIF"), "{error}");
+
+    // A device that names its Media service and a stream on another host
+    // (a box of the LAN that asks for a password, recording whether it gets
+    // one): neither is given the account.
+    let trap = net.in_device(|| Trap::start(netns::OTHER.parse().unwrap(), 0));
+    let far = format!("rtsp://{}:{}/main", netns::OTHER, trap.port);
+    let says = Says {
+        media_host: Some(format!("{}:{}", netns::OTHER, trap.port)),
+        ..Says::default()
+    };
+    let profiles = [("main", main.as_str()), ("far", far.as_str())];
+    let device = Device::start_saying(
+        netns::HOST,
+        Auth::UsernameToken,
+        "admin",
+        &password,
+        &profiles,
+        says,
+    );
+    let response = streams(&node, &device.address(), "admin", &password);
+    assert_eq!(response.status, 200, "{response}");
+    let answer = response.json();
+    let near = profile(&answer, "main");
+    assert_eq!(
+        (&near["url"], &near["measured"], &near["role"]),
+        (&json!(main), &json!(true), &json!("main")),
+        "{answer}"
+    );
+    let far_profile = profile(&answer, "far");
+    assert_eq!(far_profile["url"], Value::Null, "{answer}");
+    assert_eq!(far_profile["measured"], false, "{answer}");
+    assert_eq!(far_profile["role"], Value::Null, "{answer}");
+    let problem = far_profile["problem"].as_str().unwrap_or_default();
+    assert!(problem.contains("another host"), "{answer}");
+    assert_eq!(trap.connections(), 0, "the other host was called");
 
     let logs = node.logs();
     assert!(
         !logs.contains(&password) && !logs.contains(&wrong),
         "{logs}"
     );
+}
+
+#[test]
+fn the_node_calls_no_address_of_its_own_as_a_device() {
+    let data = TempDir::new("onvif-loopback");
+    let node = Node::start(
+        data.path(),
+        &format!("http://127.0.0.1:{}", common::closed_port()),
+        &[],
+    );
+    // Where the node's go2rtc API or any service of the machine could be.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let password = common::password("loopback");
+    for host in ["127.0.0.1", "localhost", "[::ffff:127.0.0.1]", "0.0.0.0"] {
+        let address = format!("http://{host}:{port}/onvif/device_service");
+        let refused = streams(&node, &address, "admin", &password);
+        assert_eq!(refused.status, 400, "{address}: {refused}");
+        let error = refused.error();
+        assert!(
+            error.starts_with("address must not name a loopback"),
+            "{address}: {error}"
+        );
+    }
+    let linked = node.post_json(
+        "/api/cameras",
+        &json!({
+            "name": "Loop",
+            "rtspUrl": "rtsp://10.213.77.9/main",
+            "onvif": {
+                "endpoint": "urn:uuid:1",
+                "address": format!("http://127.0.0.1:{port}/onvif/device_service"),
+            },
+        })
+        .to_string(),
+    );
+    assert_eq!(linked.status, 400, "{linked}");
+    assert!(
+        linked
+            .error()
+            .starts_with("onvif.address must not name a loopback"),
+        "{linked}"
+    );
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("a connection reached the listener: {other:?}"),
+    }
+    common::assert_no_secret(&node.logs(), "the node's log");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::OnvifError;
 use super::soap;
 use super::xml::Element;
-use crate::rtsp_url::without_userinfo;
+use crate::rtsp_url::{http_host, without_userinfo};
 
 const TDS: &str = "http://www.onvif.org/ver10/device/wsdl";
 const TRT: &str = "http://www.onvif.org/ver10/media/wsdl";
@@ -70,7 +70,18 @@ pub fn streams(
         "<tds:GetCapabilities><tds:Category>Media</tds:Category></tds:GetCapabilities>",
     );
     let media = match capabilities {
-        Ok(answer) => media_address(&answer)?.unwrap_or_else(|| address.to_owned()),
+        Ok(answer) => match media_address(&answer)? {
+            Some(media) if http_host(&media) == http_host(address) => media,
+            // The account goes to the device's host only.
+            Some(_) => {
+                log::info!(
+                    "ONVIF device {address}: names its Media service on another host; \
+                     asked at its own address instead"
+                );
+                address.to_owned()
+            }
+            None => address.to_owned(),
+        },
         // A device that cannot say where its Media service is may serve it here.
         Err(OnvifError::Fault(_)) => address.to_owned(),
         Err(error) => return Err(error),

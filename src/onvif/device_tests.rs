@@ -447,6 +447,33 @@ fn streams_from_go2rtc_over_http() {
 }
 
 #[test]
+fn a_media_service_on_another_host_is_not_called() {
+    let host = Arc::new(Mutex::new(String::new()));
+    let for_server = host.clone();
+    let (base, seen) = serve(move |request| {
+        if request.contains("GetCapabilities") {
+            // The node's own relay, say.
+            return http("200 OK", "", &go2rtc_capabilities("127.0.0.2:1984"));
+        }
+        go2rtc_service(&for_server.lock().unwrap(), request)
+    });
+    *host.lock().unwrap() = base.trim_start_matches("http://").to_owned();
+    let address = format!("{base}/onvif/device_service");
+    let credentials = Credentials {
+        username: "admin".into(),
+        password: "pw".into(),
+    };
+    let streams = streams(&address, Some(&credentials), Duration::from_secs(5)).unwrap();
+    assert_eq!(streams.profiles.len(), 2);
+    let seen = seen.lock().unwrap();
+    assert!(
+        seen.iter()
+            .all(|r| r.starts_with("POST /onvif/device_service ")),
+        "{seen:?}"
+    );
+}
+
+#[test]
 fn streams_with_digest_after_401() {
     let host = Arc::new(Mutex::new(String::new()));
     let for_server = host.clone();
