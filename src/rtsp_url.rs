@@ -246,6 +246,47 @@ pub fn reachable_host(host: &str) -> bool {
     name != "localhost" && !name.ends_with(".localhost")
 }
 
+/// The port of an `http://` or `https://` URL (80 or 443 unless given).
+pub fn http_port(url: &str) -> Option<u16> {
+    let (default, rest) = match url.strip_prefix("http://") {
+        Some(rest) => (80, rest),
+        None => (443, url.strip_prefix("https://")?),
+    };
+    let host = http_host(url)?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    match authority[host.len()..].strip_prefix(':') {
+        Some(port) if !port.is_empty() => port.parse().ok(),
+        _ => Some(default),
+    }
+}
+
+/// The user name and password in `url`'s user info, `%`-decoded; None
+/// without user info.
+pub fn credentials(url: &str) -> Option<(String, String)> {
+    let (_, rest) = url.split_once("://")?;
+    let (userinfo, _) = authority(rest).rsplit_once('@')?;
+    let decoded = |text: &str| {
+        let mut bytes = Vec::with_capacity(text.len());
+        let mut rest = text.as_bytes();
+        while let Some((&b, after)) = rest.split_first() {
+            let hex = after.get(..2).and_then(|h| std::str::from_utf8(h).ok());
+            match (b, hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+                (b'%', Some(byte)) => {
+                    bytes.push(byte);
+                    rest = &after[2..];
+                }
+                _ => {
+                    bytes.push(b);
+                    rest = after;
+                }
+            }
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    Some((decoded(user), decoded(password)))
+}
+
 /// The URL without its user name and password, its path and query as they
 /// are (what the camera itself is sent).
 pub fn without_userinfo(url: &str) -> String {
@@ -416,6 +457,25 @@ mod tests {
         ] {
             assert!(reachable_host(host), "{host}");
         }
+        assert_eq!(http_port("http://10.0.0.5/onvif"), Some(80));
+        assert_eq!(http_port("https://10.0.0.5/onvif"), Some(443));
+        assert_eq!(http_port("http://10.0.0.5:8000/onvif"), Some(8000));
+        assert_eq!(http_port("http://[fd00::1]:8000"), Some(8000));
+        assert_eq!(http_port("http://10.0.0.5:x/"), None);
+    }
+
+    #[test]
+    fn credentials_come_out_decoded() {
+        let url = with_userinfo("rtsp://10.0.0.5/main", "ad min", "p@ss:w/rd%");
+        assert_eq!(
+            credentials(&url),
+            Some(("ad min".to_owned(), "p@ss:w/rd%".to_owned()))
+        );
+        assert_eq!(
+            credentials("rtsp://u@h/"),
+            Some(("u".to_owned(), String::new()))
+        );
+        assert_eq!(credentials("rtsp://h/x@y"), None);
     }
 
     #[test]

@@ -443,19 +443,47 @@ fn a_camera_whose_address_changes_is_followed_within_two_minutes_and_records_aga
     let camera = Camera::start();
     let mut device = device_go2rtc(&camera, netns::HOST, None);
     let relay = relay_go2rtc();
-    let responder = Responder::start(HOST, "Garage", &device.onvif_address());
+    let password = common::password("garage");
+    // go2rtc streams; the stand-in is the ONVIF device, since go2rtc's
+    // serial number is the Host it is asked at and so changes with its
+    // address, which a camera's does not.
+    let (main, sub) = (device.rtsp_url("main"), device.rtsp_url("sub"));
+    let profiles = [("main", main.as_str()), ("sub", sub.as_str())];
+    let says = Says {
+        serial: Some("SN-GARAGE-1".into()),
+        ..Says::default()
+    };
+    let onvif = Device::start_saying(
+        netns::HOST,
+        Auth::UsernameToken,
+        "admin",
+        &password,
+        &profiles,
+        says.clone(),
+    );
+    let responder = Responder::start(HOST, "Garage", &onvif.address());
     let data = TempDir::new("onvif-move");
     let node = node_in(&net, &data, &relay);
 
     let found = discover(&node);
     let listed = listed(&found, &responder).clone();
-    let password = common::password("garage");
-    let response = streams(&node, &device.onvif_address(), "admin", &password);
+    let response = streams(&node, &onvif.address(), "admin", &password);
     assert_eq!(response.status, 200, "{response}");
     let id = add_camera(&node, &response.json(), &listed, "admin", &password);
     assert!(
         wait_for(Duration::from_secs(40), || recording(&node, &id)),
         "never recorded: {}",
+        node.camera(&id)
+    );
+    // While it works, the node notes its hardware address and serial number.
+    assert!(
+        wait_for(Duration::from_secs(20), || {
+            let seen = &node.camera(&id)["onvif"];
+            seen["hardwareAddress"] == net.host_mac().as_str()
+                && seen["serialNumber"] == "SN-GARAGE-1"
+        }),
+        "the device was not noted (its MAC is {}): {}",
+        net.host_mac(),
         node.camera(&id)
     );
 
@@ -465,9 +493,18 @@ fn a_camera_whose_address_changes_is_followed_within_two_minutes_and_records_aga
     device.stop();
     let moved_at = Instant::now();
     let moved_ms = now_ms();
+    drop(onvif);
     net.add_host_address(MOVED);
-    let moved = device_go2rtc(&camera, MOVED, Some(port));
-    responder.move_to(MOVED.parse().unwrap(), &moved.onvif_address());
+    let _moved = device_go2rtc(&camera, MOVED, Some(port));
+    let moved = Device::start_saying(
+        MOVED,
+        Auth::UsernameToken,
+        "admin",
+        &password,
+        &profiles,
+        says,
+    );
+    responder.move_to(MOVED.parse().unwrap(), &moved.address());
 
     let followed = wait_for(Duration::from_secs(120), || {
         let camera = node.camera(&id);
@@ -507,8 +544,17 @@ fn a_camera_whose_address_changes_is_followed_within_two_minutes_and_records_aga
     );
     assert_eq!(
         camera_now["onvif"]["address"],
-        moved.onvif_address(),
+        moved.address(),
         "{camera_now}"
+    );
+    // Its serial number was read there, with the account: the same hardware
+    // address had been seen first.
+    let calls = moved.calls();
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.operation == "GetDeviceInformation" && c.allowed),
+        "{calls:?}"
     );
     assert_eq!(
         camera_now["onvif"]["endpoint"],
@@ -535,6 +581,149 @@ fn a_camera_whose_address_changes_is_followed_within_two_minutes_and_records_aga
         "the log does not say the camera moved:\n{logs}"
     );
     common::assert_no_secret(&logs, "the node's log");
+}
+
+#[test]
+fn a_device_that_claims_a_lost_camera_s_endpoint_gets_no_password_until_the_user_confirms() {
+    let net = TestNet::new();
+    net.add_device();
+    let camera = Camera::start();
+    let mut device = device_go2rtc(&camera, netns::HOST, None);
+    let relay = relay_go2rtc();
+    let responder = Responder::start(HOST, "Gate", &device.onvif_address());
+    let data = TempDir::new("onvif-claim");
+    let node = node_in(&net, &data, &relay);
+    let started = Instant::now();
+
+    let found = discover(&node);
+    let listed = listed(&found, &responder).clone();
+    let password = common::password("gate");
+    let response = streams(&node, &device.onvif_address(), "admin", &password);
+    assert_eq!(response.status, 200, "{response}");
+    let id = add_camera(&node, &response.json(), &listed, "admin", &password);
+    assert!(
+        wait_for(Duration::from_secs(20), || {
+            let seen = &node.camera(&id)["onvif"];
+            seen["hardwareAddress"] == net.host_mac().as_str() && seen["serialNumber"].is_string()
+        }),
+        "the device was not noted (its MAC is {}): {}",
+        net.host_mac(),
+        node.camera(&id)
+    );
+
+    // Another box on the LAN, with a hardware address of its own, answers
+    // with the camera's endpoint reference and go2rtc-shaped ONVIF answers,
+    // and its port where the camera's RTSP was asks for a password.
+    let port = device.rtsp_port();
+    let endpoint = responder.endpoint.clone();
+    let for_other = password.clone();
+    let (other, trap, other_responder) = net.in_device(move || {
+        let at: Ipv4Addr = netns::OTHER.parse().unwrap();
+        let trap = Trap::start(at, port);
+        let main = format!("rtsp://{}:{port}/main", netns::OTHER);
+        let other = Device::start(
+            netns::OTHER,
+            Auth::UsernameToken,
+            "admin",
+            &for_other,
+            &[("main", &main)],
+        );
+        let responder = Responder::start_as(at, "Gate", &other.address(), &endpoint);
+        (other, trap, responder)
+    });
+    // The camera is gone (unplugged, or on an address of its own now that
+    // has not answered yet): the other box's answer is the only one.
+    drop(responder);
+    device.stop();
+
+    let said = wait_for(Duration::from_secs(60), || {
+        !node.camera(&id)["onvif"]["message"].is_null()
+    });
+    let claimed = node.camera(&id);
+    assert!(
+        said,
+        "nothing said of the camera within 60 s: {claimed}\nthe other box heard probes from {:?}\n{}",
+        other_responder.probes(),
+        node.logs()
+    );
+    let message = claimed["onvif"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!(
+            "a device at {} answers as this camera's ONVIF device, but its hardware address",
+            netns::OTHER
+        )),
+        "{claimed}"
+    );
+    assert_eq!(claimed["onvif"]["claim"], netns::OTHER, "{claimed}");
+    assert_eq!(
+        claimed["onvif"]["address"],
+        device.onvif_address(),
+        "{claimed}"
+    );
+    assert_eq!(
+        trap.connections(),
+        0,
+        "the other box's RTSP port was called"
+    );
+    let calls = other.calls();
+    assert!(
+        calls.iter().all(|c| !c.credentials),
+        "credentials sent: {calls:?}"
+    );
+    let relayed = || relay.streams().get(&id).cloned().unwrap_or_default();
+    assert!(
+        relayed().iter().all(|s| !s.contains(netns::OTHER)),
+        "the relay was moved: {:?}",
+        relayed()
+    );
+    eprintln!(
+        "claim shown {:.1} s into the test: {message}",
+        started.elapsed().as_secs_f64()
+    );
+
+    // The user says it is the camera: it moves, with one PATCH.
+    let path = format!("/api/cameras/{id}");
+    for body in [
+        json!({ "onvif": { "confirmMove": "10.213.77.9" } }),
+        json!({ "onvif": { "confirmMove": true } }),
+        json!({ "onvif": { "confirmMove": netns::OTHER }, "rtspUrl": "rtsp://10.213.77.9/x" }),
+    ] {
+        let refused = node.patch_json(&path, &body.to_string());
+        assert_eq!(refused.status, 400, "{body}: {refused}");
+        assert!(
+            refused.error().starts_with("onvif.confirmMove"),
+            "{body}: {refused}"
+        );
+    }
+    let confirmed = node.patch_json(
+        &path,
+        &json!({ "onvif": { "confirmMove": netns::OTHER } }).to_string(),
+    );
+    assert_eq!(confirmed.status, 200, "{confirmed}");
+    let moved = confirmed.json();
+    assert_eq!(moved["onvif"]["address"], other.address(), "{moved}");
+    assert_eq!(moved["onvif"]["claim"], Value::Null, "{moved}");
+    assert_eq!(moved["onvif"]["hardwareAddress"], Value::Null, "{moved}");
+    let message = moved["onvif"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!("moved from {} to {}", netns::HOST, netns::OTHER)),
+        "{moved}"
+    );
+    // The user named the host: the new address was probed with the account.
+    assert!(
+        trap.authorized() >= 1,
+        "the new address was not probed with the account"
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            let sources = relayed();
+            !sources.is_empty() && sources.iter().all(|s| s.contains(netns::OTHER))
+        }),
+        "the relay still has {:?}",
+        relayed()
+    );
+    common::assert_no_secret(&node.logs(), "the node's log");
+    eprintln!("test took {:.1} s", started.elapsed().as_secs_f64());
 }
 
 fn now_ms() -> i64 {

@@ -92,7 +92,11 @@ fn body(answer: &str) -> Element {
 fn go2rtc_answers_parse() {
     assert_eq!(
         device_information(&body(&go2rtc_device_information())).unwrap(),
-        (String::new(), "go2rtc".to_owned())
+        Information {
+            make: String::new(),
+            model: "go2rtc".to_owned(),
+            serial: Some("serial".to_owned()),
+        }
     );
     assert_eq!(
         media_address(&body(&go2rtc_capabilities("10.213.77.1:1984"))).unwrap(),
@@ -465,6 +469,10 @@ fn a_media_service_on_another_host_is_not_called() {
     };
     let streams = streams(&address, Some(&credentials), Duration::from_secs(5)).unwrap();
     assert_eq!(streams.profiles.len(), 2);
+    assert_eq!(
+        serial_number(&address, Some(&credentials), Duration::from_secs(5)),
+        Ok(Some("serial".to_owned()))
+    );
     let seen = seen.lock().unwrap();
     assert!(
         seen.iter()
