@@ -681,7 +681,7 @@ fn a_device_that_claims_a_lost_camera_s_endpoint_gets_no_password_until_the_user
         started.elapsed().as_secs_f64()
     );
 
-    // The user says it is the camera: it moves, with one PATCH.
+    // The user says it is the camera: it moves, with one PATCH (bad ones first).
     let path = format!("/api/cameras/{id}");
     for body in [
         json!({ "onvif": { "confirmMove": "10.213.77.9" } }),
@@ -695,12 +695,11 @@ fn a_device_that_claims_a_lost_camera_s_endpoint_gets_no_password_until_the_user
             "{body}: {refused}"
         );
     }
-    let confirmed = node.patch_json(
-        &path,
-        &json!({ "onvif": { "confirmMove": netns::OTHER } }).to_string(),
-    );
-    assert_eq!(confirmed.status, 200, "{confirmed}");
-    let moved = confirmed.json();
+    // In the UI: the card names the claim, the edit dialog's button moves it.
+    let verdict = common::browser_script("confirm_move.mjs", &[&node.url(), &id, netns::OTHER]);
+    assert!(verdict["ok"] == true, "{verdict}");
+    eprintln!("confirm_move.mjs: {}", verdict["button"]);
+    let moved = node.camera(&id);
     assert_eq!(moved["onvif"]["address"], other.address(), "{moved}");
     assert_eq!(moved["onvif"]["claim"], Value::Null, "{moved}");
     assert_eq!(moved["onvif"]["hardwareAddress"], Value::Null, "{moved}");
