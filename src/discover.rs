@@ -121,7 +121,8 @@ impl Finder {
     }
 
     /// Forgets the claims on cameras for which `lost` is false (back online,
-    /// unlinked or disabled): a claim is only worth a move while it is lost.
+    /// unlinked or disabled: a claim is only worth a move while it is lost;
+    /// or no longer claimed).
     pub fn drop_claims(&self, lost: impl Fn(&Uuid) -> bool) {
         lock(&self.notes).retain(|id, note| matches!(note, Note::Moved(_)) || lost(id));
     }

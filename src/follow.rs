@@ -195,20 +195,23 @@ fn look_for(app: &App, camera: &Camera, link: &OnvifLink, devices: &[Found]) -> 
             }
         }
     }
-    if let Some(claim) = claim {
-        if app.finder.claim(camera.id).as_ref() != Some(&claim) {
-            log::warn!(
-                "camera {} {:?}: a device at {} answers as its ONVIF device {}, but {}: not \
-                 followed unless the user confirms the move",
-                camera.id,
-                camera.settings.name,
-                claim.address,
-                link.endpoint,
-                claim.why
-            );
-        }
-        app.finder.set_claim(camera.id, claim);
+    let Some(claim) = claim else {
+        // A device that claimed it and no longer does has no claim to show.
+        app.finder.drop_claims(|id| *id != camera.id);
+        return false;
+    };
+    if app.finder.claim(camera.id).as_ref() != Some(&claim) {
+        log::warn!(
+            "camera {} {:?}: a device at {} answers as its ONVIF device {}, but {}: not \
+             followed unless the user confirms the move",
+            camera.id,
+            camera.settings.name,
+            claim.address,
+            link.endpoint,
+            claim.why
+        );
     }
+    app.finder.set_claim(camera.id, claim);
     false
 }
 
