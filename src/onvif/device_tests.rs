@@ -482,6 +482,21 @@ fn a_media_service_on_another_host_is_not_called() {
 }
 
 #[test]
+fn a_name_is_called_only_at_an_address_on_the_lan() {
+    let (base, seen) = serve(|request| go2rtc_service("localhost", request));
+    let port = base.rsplit(':').next().unwrap();
+    // A name of this machine's own: refused when resolved, whatever the caller checked.
+    let address = format!("http://localhost:{port}/onvif/device_service");
+    assert_eq!(
+        streams(&address, None, Duration::from_secs(5)),
+        Err(OnvifError::Connect(
+            "its host name names no address on the LAN".into()
+        ))
+    );
+    assert!(seen.lock().unwrap().is_empty());
+}
+
+#[test]
 fn streams_with_digest_after_401() {
     let host = Arc::new(Mutex::new(String::new()));
     let for_server = host.clone();
