@@ -2,6 +2,8 @@
 
 mod areas;
 
+use std::net::Ipv4Addr;
+
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -93,6 +95,18 @@ pub struct OnvifLink {
     pub endpoint: String,
     /// The device service's address (`http://host[:port]/…`).
     pub address: String,
+    /// What the node saw of the device at that address while it worked:
+    /// how it tells the device from another that answers with its endpoint.
+    pub seen: Seen,
+}
+
+/// A linked device as the node saw it while the camera worked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// Its hardware (MAC) address, from the kernel's neighbour table.
+    pub mac: Option<String>,
+    /// Its serial number, as GetDeviceInformation gave it with the camera's account.
+    pub serial: Option<String>,
 }
 
 const MAX_NAME_CHARS: usize = 64;
@@ -104,6 +118,11 @@ impl Settings {
     pub fn from_json(body: &[u8], classify_by_default: bool) -> Result<Settings, Error> {
         let fields = json_object(body)?;
         let given = SettingsPatch::from_fields(&fields)?;
+        if given.confirm_move.is_some() {
+            return Err(Error::bad_request(
+                "onvif.confirmMove moves a camera that exists: send it with PATCH",
+            ));
+        }
         let required = |field: &str| Error::bad_request(format!("{field} is required"));
         let mut rtsp_url = given.rtsp_url.ok_or_else(|| required("rtspUrl"))?;
         let mut rtsp_sub_url = given.rtsp_sub_url.flatten();
@@ -184,6 +203,9 @@ pub struct SettingsPatch {
     pub kinds: Option<Vec<Kind>>,
     /// `Some(None)`: unlink the camera from its ONVIF device.
     pub onvif: Option<Option<OnvifLink>>,
+    /// `onvif: {"confirmMove": address}`: the user confirms that the device
+    /// answering there for the camera's ONVIF device is the camera.
+    pub confirm_move: Option<Ipv4Addr>,
     pub motion_masks: Option<Vec<Polygon>>,
     pub zones: Option<Vec<Zone>>,
     pub auto_mask: Option<bool>,
@@ -214,6 +236,11 @@ impl SettingsPatch {
             Some(Value::Null) => Some(None),
             _ => url("rtspSubUrl")?.map(Some),
         };
+        let confirm_move = fields
+            .get("onvif")
+            .map(confirmed_move)
+            .transpose()?
+            .flatten();
         Ok(SettingsPatch {
             name: optional_str(fields, "name")?
                 .map(checked_name)
@@ -236,9 +263,11 @@ impl SettingsPatch {
             kinds: field(fields, "kinds").map(checked_kinds).transpose()?,
             onvif: match fields.get("onvif") {
                 None => None,
+                _ if confirm_move.is_some() => None,
                 Some(Value::Null) => Some(None),
                 Some(link) => Some(Some(checked_onvif(link)?)),
             },
+            confirm_move,
             motion_masks: field(fields, "motionMasks")
                 .map(checked_masks)
                 .transpose()?,
@@ -267,7 +296,17 @@ impl SettingsPatch {
                 .unwrap_or(settings.detect_sensitivity),
             classify: self.classify.unwrap_or(settings.classify),
             kinds: self.kinds.clone().unwrap_or_else(|| settings.kinds.clone()),
-            onvif: self.onvif.clone().unwrap_or_else(|| settings.onvif.clone()),
+            onvif: match &self.onvif {
+                None => settings.onvif.clone(),
+                Some(None) => None,
+                // The same device at the same address: what was seen of it holds.
+                Some(Some(link)) => Some(match &settings.onvif {
+                    Some(old) if old.endpoint == link.endpoint && old.address == link.address => {
+                        old.clone()
+                    }
+                    _ => link.clone(),
+                }),
+            },
             motion_masks: self
                 .motion_masks
                 .clone()
@@ -295,7 +334,32 @@ fn checked_onvif(value: &Value) -> Result<OnvifLink, Error> {
     Ok(OnvifLink {
         endpoint: endpoint.to_owned(),
         address: service_address("onvif.address", address)?,
+        seen: Seen::default(),
     })
+}
+
+/// The address of `onvif: {"confirmMove": "<IPv4 address>"}`, None for
+/// another shape of `onvif`.
+fn confirmed_move(value: &Value) -> Result<Option<Ipv4Addr>, Error> {
+    let Value::Object(fields) = value else {
+        return Ok(None);
+    };
+    let Some(address) = fields.get("confirmMove") else {
+        return Ok(None);
+    };
+    let bad = || {
+        Error::bad_request(
+            "onvif.confirmMove must be the IPv4 address the camera's message names, alone in onvif",
+        )
+    };
+    if fields.len() != 1 {
+        return Err(bad());
+    }
+    address
+        .as_str()
+        .and_then(|a| a.parse().ok())
+        .map(Some)
+        .ok_or_else(bad)
 }
 
 /// A `POST /api/discover/streams` body: a device's service address and the
@@ -328,8 +392,14 @@ pub fn service_address(field: &str, address: &str) -> Result<String, Error> {
     if authority.contains('@') {
         return bad("must not contain a user name or password");
     }
-    if rtsp_url::http_host(address).is_none() {
+    let Some(host) = rtsp_url::http_host(address) else {
         return bad("must name a host");
+    };
+    if !rtsp_url::reachable_host(host) {
+        return bad(
+            "must not name a loopback, link-local, unspecified, multicast or broadcast address: \
+             the node calls only devices on the LAN",
+        );
     }
     Ok(address.to_owned())
 }
@@ -509,7 +579,8 @@ mod tests {
             settings.onvif,
             Some(OnvifLink {
                 endpoint: "urn:uuid:1".into(),
-                address: "http://10.0.0.5/onvif/device_service".into()
+                address: "http://10.0.0.5/onvif/device_service".into(),
+                seen: Seen::default(),
             })
         );
         let unlink = SettingsPatch::from_json(br#"{"onvif":null}"#).unwrap();
@@ -665,6 +736,14 @@ mod tests {
                 "onvif.address must not contain a user name or password",
             ),
             (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","onvif":{"endpoint":"e","address":"http://127.0.0.1:1984/"}}"#,
+                "onvif.address must not name a loopback",
+            ),
+            (
+                r#"{"name":"a","rtspUrl":"rtsp://h/","onvif":{"confirmMove":"10.0.0.9"}}"#,
+                "onvif.confirmMove moves a camera that exists",
+            ),
+            (
                 r#"{"name":"a","rtspUrl":"rtsp://h/","record":1}"#,
                 "record must be true or false",
             ),
@@ -695,6 +774,21 @@ mod tests {
     fn patches() {
         let patch = |body: &str| SettingsPatch::from_json(body.as_bytes());
         assert_eq!(patch("{}").unwrap(), SettingsPatch::default());
+        let confirm = patch(r#"{"onvif":{"confirmMove":"10.0.0.9"}}"#).unwrap();
+        assert_eq!(confirm.confirm_move, Some(Ipv4Addr::new(10, 0, 0, 9)));
+        assert_eq!(confirm.onvif, None);
+        for bad in [
+            r#"{"onvif":{"confirmMove":5}}"#,
+            r#"{"onvif":{"confirmMove":"cam.lan"}}"#,
+            r#"{"onvif":{"confirmMove":"10.0.0.9","endpoint":"e"}}"#,
+        ] {
+            let e = patch(bad).unwrap_err();
+            assert!(
+                e.message.starts_with("onvif.confirmMove must be"),
+                "{bad}: {}",
+                e.message
+            );
+        }
         let base =
             parse(r#"{"name":"a","rtspUrl":"rtsp://h/1","rtspSubUrl":"rtsp://h/2","make":"M"}"#)
                 .unwrap();

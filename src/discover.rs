@@ -4,6 +4,7 @@
 //! devices report sizes they do not stream.
 
 use std::collections::HashMap;
+use std::net::Ipv4Addr;
 use std::sync::Mutex;
 use std::thread;
 use std::time::Duration;
@@ -26,8 +27,27 @@ const MAX_PROBED: usize = 8;
 pub struct Finder {
     interfaces: Vec<String>,
     searching: Mutex<()>,
-    /// What the follower last did to each camera it moved, in plain words.
-    moves: Mutex<HashMap<Uuid, String>>,
+    /// What the follower last did or found of each camera.
+    notes: Mutex<HashMap<Uuid, Note>>,
+}
+
+enum Note {
+    /// It moved the camera: when, from where to where, in plain words.
+    Moved(String),
+    /// A device answers for the camera's and the node cannot tell it is the camera.
+    Claimed(Claim),
+}
+
+/// A device that answers with a camera's endpoint reference from an
+/// address where the node cannot tell it is the camera.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// Where the answer came from.
+    pub address: Ipv4Addr,
+    /// Its device service there.
+    pub service: String,
+    /// Why the node cannot tell, in plain words.
+    pub why: String,
 }
 
 /// A device's profile with what the node measured of its stream.
@@ -36,6 +56,8 @@ pub struct Stream {
     /// What the probe found, or why it found nothing.
     pub measured: Result<Capabilities, String>,
     pub role: Option<Role>,
+    /// On the device's own host: the only streams offered to be a camera's.
+    pub offered: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +81,7 @@ impl Finder {
         Finder {
             interfaces,
             searching: Mutex::new(()),
-            moves: Mutex::new(HashMap::new()),
+            notes: Mutex::new(HashMap::new()),
         }
     }
 
@@ -70,16 +92,43 @@ impl Finder {
         onvif::discover(&onvif::interfaces(&self.interfaces), LISTEN)
     }
 
-    pub fn moved(&self, camera: Uuid) -> Option<String> {
-        lock(&self.moves).get(&camera).cloned()
+    /// What the follower has to say of the camera, in plain words.
+    pub fn message(&self, camera: Uuid) -> Option<String> {
+        Some(match lock(&self.notes).get(&camera)? {
+            Note::Moved(what) => what.clone(),
+            Note::Claimed(claim) => format!(
+                "a device at {} answers as this camera's ONVIF device, but {}: the camera \
+                 stays where it was unless you confirm the move",
+                claim.address, claim.why
+            ),
+        })
+    }
+
+    /// The device that claims to be the camera, if one does.
+    pub fn claim(&self, camera: Uuid) -> Option<Claim> {
+        match lock(&self.notes).get(&camera)? {
+            Note::Claimed(claim) => Some(claim.clone()),
+            Note::Moved(_) => None,
+        }
     }
 
     pub fn set_moved(&self, camera: Uuid, what: String) {
-        lock(&self.moves).insert(camera, what);
+        lock(&self.notes).insert(camera, Note::Moved(what));
+    }
+
+    pub fn set_claim(&self, camera: Uuid, claim: Claim) {
+        lock(&self.notes).insert(camera, Note::Claimed(claim));
+    }
+
+    /// Forgets the claims on cameras for which `lost` is false (back online,
+    /// unlinked or disabled: a claim is only worth a move while it is lost;
+    /// or no longer claimed).
+    pub fn drop_claims(&self, lost: impl Fn(&Uuid) -> bool) {
+        lock(&self.notes).retain(|id, note| matches!(note, Note::Moved(_)) || lost(id));
     }
 
     pub fn forget(&self, camera: Uuid) {
-        lock(&self.moves).remove(&camera);
+        lock(&self.notes).remove(&camera);
     }
 }
 
@@ -104,6 +153,9 @@ pub fn streams(
                             "not measured: only {MAX_PROBED} profiles are probed"
                         ));
                     }
+                    if !on_host(&profile.uri, address) {
+                        return Err(ANOTHER_HOST.to_owned());
+                    }
                     measure(prober, &profile.uri, credentials)
                 })
             })
@@ -121,8 +173,10 @@ pub fn streams(
         roles(&sizes)
     } else {
         // Nothing streamed: the device's word is all there is.
-        let reported: Vec<Option<(u32, u32)>> =
-            profiles.iter().map(|p| p.width.zip(p.height)).collect();
+        let reported: Vec<Option<(u32, u32)>> = profiles
+            .iter()
+            .map(|p| p.width.zip(p.height).filter(|_| on_host(&p.uri, address)))
+            .collect();
         roles(&reported)
     };
     let streams = profiles
@@ -130,6 +184,7 @@ pub fn streams(
         .zip(measured)
         .enumerate()
         .map(|(i, (profile, measured))| Stream {
+            offered: on_host(&profile.uri, address),
             profile,
             measured,
             role: if Some(i) == main {
@@ -142,6 +197,18 @@ pub fn streams(
         })
         .collect();
     Ok((device, streams))
+}
+
+/// Why a stream on another host than the device is not offered.
+const ANOTHER_HOST: &str = "its stream is on another host than the device: not probed and not offered, since the \
+     camera's account goes to the device's host only";
+
+/// Whether the RTSP address `uri` is on the host of the device service `address`.
+fn on_host(uri: &str, address: &str) -> bool {
+    let host = rtsp_url::rtsp_endpoint(uri).map(|(host, _, _)| host);
+    let device =
+        rtsp_url::http_host(address).map(|h| h.trim_start_matches('[').trim_end_matches(']'));
+    host.is_some_and(|h| device.is_some_and(|d| h.eq_ignore_ascii_case(d)))
 }
 
 /// Probes a profile's stream, with the credentials the device took.
@@ -185,6 +252,44 @@ fn roles(sizes: &[Option<(u32, u32)>]) -> (Option<usize>, Option<usize>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn streams_are_offered_on_the_device_s_host_only() {
+        let device = "http://10.0.0.5:8000/onvif/device_service";
+        assert!(on_host("rtsp://10.0.0.5:554/main", device));
+        assert!(on_host("rtsp://u:p@10.0.0.5/main", device));
+        assert!(!on_host("rtsp://127.0.0.1:8554/main", device));
+        assert!(!on_host("rtsp://10.0.0.50/main", device));
+        assert!(!on_host("rtsp://10.0.0.6/x?10.0.0.5", device));
+        assert!(on_host("rtsp://Cam.lan/x", "http://cam.LAN/onvif"));
+        assert!(on_host("rtsp://[fd00::1]:554/x", "http://[fd00::1]/onvif"));
+    }
+
+    #[test]
+    fn a_claim_is_shown_until_the_camera_is_back_and_a_move_stays() {
+        let finder = Finder::new(Vec::new());
+        let (claimed, moved) = (Uuid::new_v4(), Uuid::new_v4());
+        let claim = Claim {
+            address: Ipv4Addr::new(10, 0, 0, 9),
+            service: "http://10.0.0.9/onvif/device_service".into(),
+            why: "its hardware address differs".into(),
+        };
+        finder.set_claim(claimed, claim.clone());
+        finder.set_moved(moved, "moved from a to b".into());
+        assert_eq!(finder.claim(claimed), Some(claim));
+        assert_eq!(finder.claim(moved), None);
+        let message = finder.message(claimed).unwrap();
+        assert!(
+            message.starts_with("a device at 10.0.0.9 answers as this camera's ONVIF device, but its hardware address differs"),
+            "{message}"
+        );
+        finder.drop_claims(|_| true);
+        assert!(finder.claim(claimed).is_some());
+        finder.drop_claims(|_| false);
+        assert_eq!(finder.claim(claimed), None);
+        assert_eq!(finder.message(claimed), None);
+        assert_eq!(finder.message(moved).as_deref(), Some("moved from a to b"));
+    }
 
     #[test]
     fn main_has_the_most_pixels_and_sub_the_fewest() {

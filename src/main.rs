@@ -29,6 +29,7 @@ mod media;
 mod monitor;
 mod motion;
 mod mqtt;
+mod neighbours;
 mod notices;
 mod onvif;
 mod prober;

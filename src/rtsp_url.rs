@@ -218,6 +218,75 @@ pub fn http_host(url: &str) -> Option<&str> {
     (!host.is_empty()).then_some(host)
 }
 
+/// Whether the node may call `host` (an http URL's or an RTSP URL's host,
+/// IPv6 in brackets or not) for a device: not an address of this machine's
+/// own (loopback, where go2rtc's API listens; unspecified), nor one that is
+/// no single device on the LAN (link-local, multicast, broadcast). A name
+/// counts unless it is `localhost`.
+pub fn reachable_host(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let bare = bare.split("%25").next().unwrap_or(bare);
+    if let Ok(v4) = bare.parse::<std::net::Ipv4Addr>() {
+        return !(v4.is_loopback()
+            || v4.is_unspecified()
+            || v4.is_link_local()
+            || v4.is_multicast()
+            || v4.is_broadcast());
+    }
+    if let Ok(v6) = bare.parse::<Ipv6Addr>() {
+        if let Some(v4) = v6.to_ipv4_mapped() {
+            return reachable_host(&v4.to_string());
+        }
+        return !(v6.is_loopback()
+            || v6.is_unspecified()
+            || v6.is_multicast()
+            || v6.is_unicast_link_local());
+    }
+    let name = bare.trim_end_matches('.').to_ascii_lowercase();
+    name != "localhost" && !name.ends_with(".localhost")
+}
+
+/// The port of an `http://` or `https://` URL (80 or 443 unless given).
+pub fn http_port(url: &str) -> Option<u16> {
+    let (default, rest) = match url.strip_prefix("http://") {
+        Some(rest) => (80, rest),
+        None => (443, url.strip_prefix("https://")?),
+    };
+    let host = http_host(url)?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    match authority[host.len()..].strip_prefix(':') {
+        Some(port) if !port.is_empty() => port.parse().ok(),
+        _ => Some(default),
+    }
+}
+
+/// The user name and password in `url`'s user info, `%`-decoded; None
+/// without user info.
+pub fn credentials(url: &str) -> Option<(String, String)> {
+    let (_, rest) = url.split_once("://")?;
+    let (userinfo, _) = authority(rest).rsplit_once('@')?;
+    let decoded = |text: &str| {
+        let mut bytes = Vec::with_capacity(text.len());
+        let mut rest = text.as_bytes();
+        while let Some((&b, after)) = rest.split_first() {
+            let hex = after.get(..2).and_then(|h| std::str::from_utf8(h).ok());
+            match (b, hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+                (b'%', Some(byte)) => {
+                    bytes.push(byte);
+                    rest = &after[2..];
+                }
+                _ => {
+                    bytes.push(b);
+                    rest = after;
+                }
+            }
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    Some((decoded(user), decoded(password)))
+}
+
 /// The URL without its user name and password, its path and query as they
 /// are (what the camera itself is sent).
 pub fn without_userinfo(url: &str) -> String {
@@ -355,6 +424,58 @@ mod tests {
         for (address, want) in cases {
             assert_eq!(http_host(address), want, "{address}");
         }
+    }
+
+    #[test]
+    fn only_hosts_of_the_lan_are_called() {
+        for host in [
+            "127.0.0.1",
+            "127.8.9.1",
+            "0.0.0.0",
+            "169.254.1.2",
+            "224.0.0.1",
+            "239.255.255.250",
+            "255.255.255.255",
+            "[::1]",
+            "[::]",
+            "[fe80::1]",
+            "[fe80::1%25eth0]",
+            "[ff02::1]",
+            "[::ffff:127.0.0.1]",
+            "localhost",
+            "LocalHost.",
+            "cam.localhost",
+        ] {
+            assert!(!reachable_host(host), "{host}");
+        }
+        for host in [
+            "10.0.0.5",
+            "192.168.1.64",
+            "[fd00::1]",
+            "cam.lan",
+            "localhost.lan",
+        ] {
+            assert!(reachable_host(host), "{host}");
+        }
+        assert_eq!(http_port("http://10.0.0.5/onvif"), Some(80));
+        assert_eq!(http_port("https://10.0.0.5/onvif"), Some(443));
+        assert_eq!(http_port("http://10.0.0.5:8000/onvif"), Some(8000));
+        assert_eq!(http_port("http://[fd00::1]:8000"), Some(8000));
+        assert_eq!(http_port("http://10.0.0.5:x/"), None);
+    }
+
+    #[test]
+    fn credentials_come_out_decoded() {
+        let url = with_userinfo("rtsp://10.0.0.5/main", "ad min", "p@ss:w/rd%");
+        assert_eq!(
+            credentials(&url),
+            Some(("ad min".to_owned(), "p@ss:w/rd%".to_owned()))
+        );
+        assert_eq!(
+            credentials("rtsp://u@h/"),
+            Some(("u".to_owned(), String::new()))
+        );
+        assert_eq!(credentials("rtsp://h/x@y"), None);
     }
 
     #[test]

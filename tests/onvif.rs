@@ -12,13 +12,14 @@
 
 mod common;
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::go2rtc::Go2rtc;
 use common::netns::{self, TestNet};
-use common::onvif_device::{Auth, Device};
+use common::onvif_device::{Auth, Device, Says};
+use common::rtsp_trap::Trap;
 use common::wsd::Responder;
 use common::{Camera, Node, TempDir, wait_for};
 use serde_json::{Value, json};
@@ -295,21 +296,23 @@ fn listed_id(found: &Value, responder: &Responder) -> Option<String> {
 
 #[test]
 fn a_device_that_wants_a_password_gets_the_digest_and_a_wrong_one_is_refused_in_plain_words() {
-    // Loopback only: no discovery here, so no namespace.
+    // In the namespace: the node calls devices on the LAN only, never an
+    // address of its own.
+    let net = TestNet::new();
+    net.add_device();
     let camera = Camera::start();
+    // The device's streams, on the device's host (go2rtc's RTSP server).
+    let rtsp = device_go2rtc(&camera, netns::HOST, None);
     let data = TempDir::new("onvif-password");
-    let node = Node::start(
-        data.path(),
-        &format!("http://127.0.0.1:{}", common::closed_port()),
-        &[],
-    );
+    let relay_url = format!("http://{}:{}", netns::HOST, common::closed_port());
+    let node = Node::start_in(&net, data.path(), &relay_url, &[]);
     let password = common::password("door");
     let wrong = common::password("wrong");
-    let (main, sub) = (camera.url("", "/hd"), camera.url("", "/sub"));
+    let (main, sub) = (rtsp.rtsp_url("main"), rtsp.rtsp_url("sub"));
     let profiles = [("main", main.as_str()), ("sub", sub.as_str())];
 
     for auth in [Auth::UsernameToken, Auth::HttpDigest] {
-        let device = Device::start("127.0.0.1", auth, "admin", &password, &profiles);
+        let device = Device::start(netns::HOST, auth, "admin", &password, &profiles);
         let right = streams(&node, &device.address(), "admin", &password);
         assert_eq!(right.status, 200, "{auth:?}: {right}");
         let answer = right.json();
@@ -337,11 +340,46 @@ fn a_device_that_wants_a_password_gets_the_digest_and_a_wrong_one_is_refused_in_
         }
     }
 
-    let garbage = Device::start("127.0.0.1", Auth::Garbage, "admin", &password, &profiles);
+    let garbage = Device::start(netns::HOST, Auth::Garbage, "admin", &password, &profiles);
     let answer = streams(&node, &garbage.address(), "admin", &password);
     assert_eq!(answer.status, 502, "{answer}");
     let error = answer.error();
     assert!(error.contains("not ONVIF"), "{error}");
+
+    // A device that names its Media service and a stream on another host
+    // (a box of the LAN that asks for a password, recording whether it gets
+    // one): neither is given the account.
+    let trap = net.in_device(|| Trap::start(netns::OTHER.parse().unwrap(), 0));
+    let far = format!("rtsp://{}:{}/main", netns::OTHER, trap.port);
+    let says = Says {
+        media_host: Some(format!("{}:{}", netns::OTHER, trap.port)),
+        ..Says::default()
+    };
+    let profiles = [("main", main.as_str()), ("far", far.as_str())];
+    let device = Device::start_saying(
+        netns::HOST,
+        Auth::UsernameToken,
+        "admin",
+        &password,
+        &profiles,
+        says,
+    );
+    let response = streams(&node, &device.address(), "admin", &password);
+    assert_eq!(response.status, 200, "{response}");
+    let answer = response.json();
+    let near = profile(&answer, "main");
+    assert_eq!(
+        (&near["url"], &near["measured"], &near["role"]),
+        (&json!(main), &json!(true), &json!("main")),
+        "{answer}"
+    );
+    let far_profile = profile(&answer, "far");
+    assert_eq!(far_profile["url"], Value::Null, "{answer}");
+    assert_eq!(far_profile["measured"], false, "{answer}");
+    assert_eq!(far_profile["role"], Value::Null, "{answer}");
+    let problem = far_profile["problem"].as_str().unwrap_or_default();
+    assert!(problem.contains("another host"), "{answer}");
+    assert_eq!(trap.connections(), 0, "the other host was called");
 
     let logs = node.logs();
     assert!(
@@ -351,24 +389,101 @@ fn a_device_that_wants_a_password_gets_the_digest_and_a_wrong_one_is_refused_in_
 }
 
 #[test]
+fn the_node_calls_no_address_of_its_own_as_a_device() {
+    let data = TempDir::new("onvif-loopback");
+    let node = Node::start(
+        data.path(),
+        &format!("http://127.0.0.1:{}", common::closed_port()),
+        &[],
+    );
+    // Where the node's go2rtc API or any service of the machine could be.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let password = common::password("loopback");
+    for host in ["127.0.0.1", "localhost", "[::ffff:127.0.0.1]", "0.0.0.0"] {
+        let address = format!("http://{host}:{port}/onvif/device_service");
+        let refused = streams(&node, &address, "admin", &password);
+        assert_eq!(refused.status, 400, "{address}: {refused}");
+        let error = refused.error();
+        assert!(
+            error.starts_with("address must not name a loopback"),
+            "{address}: {error}"
+        );
+    }
+    let linked = node.post_json(
+        "/api/cameras",
+        &json!({
+            "name": "Loop",
+            "rtspUrl": "rtsp://10.213.77.9/main",
+            "onvif": {
+                "endpoint": "urn:uuid:1",
+                "address": format!("http://127.0.0.1:{port}/onvif/device_service"),
+            },
+        })
+        .to_string(),
+    );
+    assert_eq!(linked.status, 400, "{linked}");
+    assert!(
+        linked
+            .error()
+            .starts_with("onvif.address must not name a loopback"),
+        "{linked}"
+    );
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("a connection reached the listener: {other:?}"),
+    }
+    common::assert_no_secret(&node.logs(), "the node's log");
+}
+
+#[test]
 fn a_camera_whose_address_changes_is_followed_within_two_minutes_and_records_again() {
     let net = TestNet::new();
     let camera = Camera::start();
     let mut device = device_go2rtc(&camera, netns::HOST, None);
     let relay = relay_go2rtc();
-    let responder = Responder::start(HOST, "Garage", &device.onvif_address());
+    let password = common::password("garage");
+    // go2rtc streams; the stand-in is the ONVIF device, since go2rtc's
+    // serial number is the Host it is asked at and so changes with its
+    // address, which a camera's does not.
+    let (main, sub) = (device.rtsp_url("main"), device.rtsp_url("sub"));
+    let profiles = [("main", main.as_str()), ("sub", sub.as_str())];
+    let says = Says {
+        serial: Some("SN-GARAGE-1".into()),
+        ..Says::default()
+    };
+    let onvif = Device::start_saying(
+        netns::HOST,
+        Auth::UsernameToken,
+        "admin",
+        &password,
+        &profiles,
+        says.clone(),
+    );
+    let responder = Responder::start(HOST, "Garage", &onvif.address());
     let data = TempDir::new("onvif-move");
     let node = node_in(&net, &data, &relay);
 
     let found = discover(&node);
     let listed = listed(&found, &responder).clone();
-    let password = common::password("garage");
-    let response = streams(&node, &device.onvif_address(), "admin", &password);
+    let response = streams(&node, &onvif.address(), "admin", &password);
     assert_eq!(response.status, 200, "{response}");
     let id = add_camera(&node, &response.json(), &listed, "admin", &password);
     assert!(
         wait_for(Duration::from_secs(40), || recording(&node, &id)),
         "never recorded: {}",
+        node.camera(&id)
+    );
+    // While it works, the node notes its hardware address and serial number.
+    assert!(
+        wait_for(Duration::from_secs(20), || {
+            let seen = &node.camera(&id)["onvif"];
+            seen["hardwareAddress"] == net.host_mac().as_str()
+                && seen["serialNumber"] == "SN-GARAGE-1"
+        }),
+        "the device was not noted (its MAC is {}): {}",
+        net.host_mac(),
         node.camera(&id)
     );
 
@@ -378,9 +493,18 @@ fn a_camera_whose_address_changes_is_followed_within_two_minutes_and_records_aga
     device.stop();
     let moved_at = Instant::now();
     let moved_ms = now_ms();
+    drop(onvif);
     net.add_host_address(MOVED);
-    let moved = device_go2rtc(&camera, MOVED, Some(port));
-    responder.move_to(MOVED.parse().unwrap(), &moved.onvif_address());
+    let _moved = device_go2rtc(&camera, MOVED, Some(port));
+    let moved = Device::start_saying(
+        MOVED,
+        Auth::UsernameToken,
+        "admin",
+        &password,
+        &profiles,
+        says,
+    );
+    responder.move_to(MOVED.parse().unwrap(), &moved.address());
 
     let followed = wait_for(Duration::from_secs(120), || {
         let camera = node.camera(&id);
@@ -420,8 +544,17 @@ fn a_camera_whose_address_changes_is_followed_within_two_minutes_and_records_aga
     );
     assert_eq!(
         camera_now["onvif"]["address"],
-        moved.onvif_address(),
+        moved.address(),
         "{camera_now}"
+    );
+    // Its serial number was read there, with the account: the same hardware
+    // address had been seen first.
+    let calls = moved.calls();
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.operation == "GetDeviceInformation" && c.allowed),
+        "{calls:?}"
     );
     assert_eq!(
         camera_now["onvif"]["endpoint"],
@@ -448,6 +581,148 @@ fn a_camera_whose_address_changes_is_followed_within_two_minutes_and_records_aga
         "the log does not say the camera moved:\n{logs}"
     );
     common::assert_no_secret(&logs, "the node's log");
+}
+
+#[test]
+fn a_device_that_claims_a_lost_camera_s_endpoint_gets_no_password_until_the_user_confirms() {
+    let net = TestNet::new();
+    net.add_device();
+    let camera = Camera::start();
+    let mut device = device_go2rtc(&camera, netns::HOST, None);
+    let relay = relay_go2rtc();
+    let responder = Responder::start(HOST, "Gate", &device.onvif_address());
+    let data = TempDir::new("onvif-claim");
+    let node = node_in(&net, &data, &relay);
+    let started = Instant::now();
+
+    let found = discover(&node);
+    let listed = listed(&found, &responder).clone();
+    let password = common::password("gate");
+    let response = streams(&node, &device.onvif_address(), "admin", &password);
+    assert_eq!(response.status, 200, "{response}");
+    let id = add_camera(&node, &response.json(), &listed, "admin", &password);
+    assert!(
+        wait_for(Duration::from_secs(20), || {
+            let seen = &node.camera(&id)["onvif"];
+            seen["hardwareAddress"] == net.host_mac().as_str() && seen["serialNumber"].is_string()
+        }),
+        "the device was not noted (its MAC is {}): {}",
+        net.host_mac(),
+        node.camera(&id)
+    );
+
+    // Another box on the LAN, with a hardware address of its own, answers
+    // with the camera's endpoint reference and go2rtc-shaped ONVIF answers,
+    // and its port where the camera's RTSP was asks for a password.
+    let port = device.rtsp_port();
+    let endpoint = responder.endpoint.clone();
+    let for_other = password.clone();
+    let (other, trap, other_responder) = net.in_device(move || {
+        let at: Ipv4Addr = netns::OTHER.parse().unwrap();
+        let trap = Trap::start(at, port);
+        let main = format!("rtsp://{}:{port}/main", netns::OTHER);
+        let other = Device::start(
+            netns::OTHER,
+            Auth::UsernameToken,
+            "admin",
+            &for_other,
+            &[("main", &main)],
+        );
+        let responder = Responder::start_as(at, "Gate", &other.address(), &endpoint);
+        (other, trap, responder)
+    });
+    // The camera is gone (unplugged, or on an address of its own now that
+    // has not answered yet): the other box's answer is the only one.
+    drop(responder);
+    device.stop();
+
+    let said = wait_for(Duration::from_secs(60), || {
+        !node.camera(&id)["onvif"]["message"].is_null()
+    });
+    let claimed = node.camera(&id);
+    assert!(
+        said,
+        "nothing said of the camera within 60 s: {claimed}\nthe other box heard probes from {:?}\n{}",
+        other_responder.probes(),
+        node.logs()
+    );
+    let message = claimed["onvif"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!(
+            "a device at {} answers as this camera's ONVIF device, but its hardware address",
+            netns::OTHER
+        )),
+        "{claimed}"
+    );
+    assert_eq!(claimed["onvif"]["claim"], netns::OTHER, "{claimed}");
+    assert_eq!(
+        claimed["onvif"]["address"],
+        device.onvif_address(),
+        "{claimed}"
+    );
+    assert_eq!(
+        trap.connections(),
+        0,
+        "the other box's RTSP port was called"
+    );
+    let calls = other.calls();
+    assert!(
+        calls.iter().all(|c| !c.credentials),
+        "credentials sent: {calls:?}"
+    );
+    let relayed = || relay.streams().get(&id).cloned().unwrap_or_default();
+    assert!(
+        relayed().iter().all(|s| !s.contains(netns::OTHER)),
+        "the relay was moved: {:?}",
+        relayed()
+    );
+    eprintln!(
+        "claim shown {:.1} s into the test: {message}",
+        started.elapsed().as_secs_f64()
+    );
+
+    // The user says it is the camera: it moves, with one PATCH (bad ones first).
+    let path = format!("/api/cameras/{id}");
+    for body in [
+        json!({ "onvif": { "confirmMove": "10.213.77.9" } }),
+        json!({ "onvif": { "confirmMove": true } }),
+        json!({ "onvif": { "confirmMove": netns::OTHER }, "rtspUrl": "rtsp://10.213.77.9/x" }),
+    ] {
+        let refused = node.patch_json(&path, &body.to_string());
+        assert_eq!(refused.status, 400, "{body}: {refused}");
+        assert!(
+            refused.error().starts_with("onvif.confirmMove"),
+            "{body}: {refused}"
+        );
+    }
+    // In the UI: the card names the claim, the edit dialog's button moves it.
+    let verdict = common::browser_script("confirm_move.mjs", &[&node.url(), &id, netns::OTHER]);
+    assert!(verdict["ok"] == true, "{verdict}");
+    eprintln!("confirm_move.mjs: {}", verdict["button"]);
+    let moved = node.camera(&id);
+    assert_eq!(moved["onvif"]["address"], other.address(), "{moved}");
+    assert_eq!(moved["onvif"]["claim"], Value::Null, "{moved}");
+    assert_eq!(moved["onvif"]["hardwareAddress"], Value::Null, "{moved}");
+    let message = moved["onvif"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!("moved from {} to {}", netns::HOST, netns::OTHER)),
+        "{moved}"
+    );
+    // The user named the host: the new address was probed with the account.
+    assert!(
+        trap.authorized() >= 1,
+        "the new address was not probed with the account"
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            let sources = relayed();
+            !sources.is_empty() && sources.iter().all(|s| s.contains(netns::OTHER))
+        }),
+        "the relay still has {:?}",
+        relayed()
+    );
+    common::assert_no_secret(&node.logs(), "the node's log");
+    eprintln!("test took {:.1} s", started.elapsed().as_secs_f64());
 }
 
 fn now_ms() -> i64 {

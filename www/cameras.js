@@ -333,6 +333,9 @@ function showLink(camera) {
   const link = camera.onvif;
   setText($('edit-onvif').firstElementChild, link ? `Linked to ONVIF device ${link.endpoint}. ${link.message || ''}` : '');
   show($('edit-onvif'), Boolean(link));
+  // A device that claims to be the camera: the node moves it only when the user says so.
+  setText($('edit-confirm-move'), link?.claim ? `It is my camera: move it to ${link.claim}` : '');
+  show($('edit-confirm-move'), Boolean(link?.claim));
   show($('edit-linking'), !link);
   show($('edit-link'), true);
   show($('edit-device'), false);
@@ -374,8 +377,28 @@ async function unlink() {
   $('edit-unlink').disabled = false;
 }
 
+/** Confirms the move to the device that claims to be the camera, apart from Save. */
+async function confirmMove() {
+  const id = editId;
+  const claim = state.cameras.get(id)?.onvif?.claim;
+  if (editBusy || !id || !claim) return;
+  editErrors.clear();
+  const button = $('edit-confirm-move');
+  button.disabled = true;
+  setText(button, `Moving the camera to ${claim} and checking its stream (up to 10 s)…`);
+  try {
+    const updated = await change(id, () => api('PATCH', `/api/cameras/${id}`, { onvif: { confirmMove: claim } }, { timeoutMs: 30000 }));
+    putCamera(updated);
+    if (editId === id) showLink(updated);
+  } catch (error) {
+    editErrors.showError(error.message, 'Could not move the camera: ');
+  }
+  button.disabled = false;
+}
+
 export function setUpCameras() {
   setUpAreas();
+  $('edit-confirm-move').addEventListener('click', confirmMove);
   $('edit-unlink').addEventListener('click', unlink);
   $('edit-link').addEventListener('click', findLink);
   $('confirm-cancel').addEventListener('click', () => $('confirm').close());

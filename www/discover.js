@@ -130,7 +130,9 @@ function row(p, i) {
     input.type = 'radio';
     input.name = `find-${role}`;
     input.value = i;
-    input.checked = p.role === role || (role === 'main' && i === 0 && !profiles.some((q) => q.role === 'main'));
+    // A stream the node does not offer (on another host than the camera) cannot be picked.
+    input.disabled = !p.url;
+    input.checked = Boolean(p.url) && (p.role === role || (role === 'main' && i === 0 && !profiles.some((q) => q.role === 'main')));
     input.setAttribute('aria-label', `${role === 'main' ? 'Main' : 'Sub'} stream: ${p.name || p.token}`);
     const l = el('label', '', 'check');
     l.append(input, el('span', role === 'main' ? 'Main' : 'Sub'));

@@ -10,6 +10,7 @@ use crate::camera::{Camera, Capabilities, Settings, SettingsPatch, Zone};
 use crate::clock::now_ms;
 use crate::error::{Error, Kind};
 use crate::event::format_timestamp;
+use crate::follow;
 use crate::media::polygon::Polygon;
 use crate::prober::ProbeError;
 use crate::reply::Reply;
@@ -44,10 +45,17 @@ pub struct CameraView<'a> {
 
 /// The ONVIF device a camera is, and what following it did.
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct OnvifView<'a> {
     endpoint: &'a str,
     address: &'a str,
+    /// What the node saw of the device while the camera worked.
+    hardware_address: Option<&'a str>,
+    serial_number: Option<&'a str>,
     message: Option<String>,
+    /// The address of a device that claims to be the camera, for
+    /// `PATCH {"onvif": {"confirmMove": …}}`.
+    claim: Option<String>,
 }
 
 /// What the camera's recorder is doing.
@@ -99,7 +107,10 @@ impl<'a> CameraView<'a> {
             onvif: settings.onvif.as_ref().map(|link| OnvifView {
                 endpoint: &link.endpoint,
                 address: &link.address,
-                message: app.finder.moved(camera.id),
+                hardware_address: link.seen.mac.as_deref(),
+                serial_number: link.seen.serial.as_deref(),
+                message: app.finder.message(camera.id),
+                claim: app.finder.claim(camera.id).map(|c| c.address.to_string()),
             }),
         }
     }
@@ -184,10 +195,15 @@ pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
     Ok(Reply::json(201, &CameraView::new(&camera, app)))
 }
 
-/// Changes the fields given (see [`App::update_camera`]).
+/// Changes the fields given (see [`App::update_camera`]), moving the camera
+/// where the user confirms a device that claims to be it is.
 pub fn update(app: &App, id: Uuid, body: &[u8]) -> Result<Reply, Error> {
     let patch = SettingsPatch::from_json(body)?;
-    let camera = app.update_camera(id, &patch)?.ok_or_else(no_such_camera)?;
+    let camera = match patch.confirm_move {
+        Some(to) => follow::confirm(app, id, to, patch)?,
+        None => app.update_camera(id, &patch)?,
+    };
+    let camera = camera.ok_or_else(no_such_camera)?;
     Ok(Reply::json(200, &CameraView::new(&camera, app)))
 }
 

@@ -97,7 +97,8 @@ struct StreamsView<'a> {
 struct ProfileView<'a> {
     token: &'a str,
     name: &'a str,
-    url: String,
+    /// None for a stream not offered (on another host than the device).
+    url: Option<String>,
     width: Option<u32>,
     height: Option<u32>,
     codec: Option<&'a str>,
@@ -129,7 +130,7 @@ impl<'a> ProfileView<'a> {
         ProfileView {
             token: &p.token,
             name: &p.name,
-            url: without_userinfo(&p.uri),
+            url: stream.offered.then(|| without_userinfo(&p.uri)),
             width,
             height,
             codec,
@@ -195,6 +196,18 @@ mod tests {
             (
                 br#"{"address":"http://admin:pw@h/"}"#,
                 "address must not contain a user name or password",
+            ),
+            (
+                br#"{"address":"http://127.0.0.1:1984/onvif/device_service"}"#,
+                "address must not name a loopback",
+            ),
+            (
+                br#"{"address":"http://localhost/onvif/device_service"}"#,
+                "address must not name a loopback",
+            ),
+            (
+                br#"{"address":"http://169.254.0.7/onvif/device_service"}"#,
+                "address must not name a loopback",
             ),
             (
                 br#"{"address":"http://h/","password":"pw"}"#,

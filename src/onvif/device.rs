@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::OnvifError;
 use super::soap;
 use super::xml::Element;
-use crate::rtsp_url::without_userinfo;
+use crate::rtsp_url::{http_host, without_userinfo};
 
 const TDS: &str = "http://www.onvif.org/ver10/device/wsdl";
 const TRT: &str = "http://www.onvif.org/ver10/media/wsdl";
@@ -48,29 +48,26 @@ pub fn streams(
     timeout: Duration,
 ) -> Result<Streams, OnvifError> {
     let agent = soap::agent(timeout);
-    // A camera whose clock is off refuses a digest signed with ours.
-    let skew = match credentials {
-        Some(_) => soap::call(
-            &agent,
-            address,
-            "<tds:GetSystemDateAndTime/>",
-            None,
-            0,
-            timeout,
-        )
-        .ok()
-        .and_then(|answer| clock_skew(&answer, unix_now()))
-        .unwrap_or(0),
-        None => 0,
-    };
+    let skew = device_skew(&agent, address, credentials, timeout);
     let call = |url: &str, body: &str| soap::call(&agent, url, body, credentials, skew, timeout);
-    let (make, model) = device_information(&call(address, "<tds:GetDeviceInformation/>")?)?;
+    let information = device_information(&call(address, "<tds:GetDeviceInformation/>")?)?;
     let capabilities = call(
         address,
         "<tds:GetCapabilities><tds:Category>Media</tds:Category></tds:GetCapabilities>",
     );
     let media = match capabilities {
-        Ok(answer) => media_address(&answer)?.unwrap_or_else(|| address.to_owned()),
+        Ok(answer) => match media_address(&answer)? {
+            Some(media) if http_host(&media) == http_host(address) => media,
+            // The account goes to the device's host only.
+            Some(_) => {
+                log::info!(
+                    "ONVIF device {address}: names its Media service on another host; \
+                     asked at its own address instead"
+                );
+                address.to_owned()
+            }
+            None => address.to_owned(),
+        },
         // A device that cannot say where its Media service is may serve it here.
         Err(OnvifError::Fault(_)) => address.to_owned(),
         Err(error) => return Err(error),
@@ -95,10 +92,54 @@ pub fn streams(
     }
     profiles.retain(|p| !p.uri.is_empty());
     Ok(Streams {
-        make,
-        model,
+        make: information.make,
+        model: information.model,
         profiles,
     })
+}
+
+/// The serial number the device at `address` (its device service URL)
+/// gives, if any.
+pub fn serial_number(
+    address: &str,
+    credentials: Option<&Credentials>,
+    timeout: Duration,
+) -> Result<Option<String>, OnvifError> {
+    let agent = soap::agent(timeout);
+    let skew = device_skew(&agent, address, credentials, timeout);
+    let answer = soap::call(
+        &agent,
+        address,
+        "<tds:GetDeviceInformation/>",
+        credentials,
+        skew,
+        timeout,
+    )?;
+    Ok(device_information(&answer)?.serial)
+}
+
+/// How far the device's clock is ahead of ours, in seconds: a camera whose
+/// clock is off refuses a digest signed with ours.
+fn device_skew(
+    agent: &ureq::Agent,
+    address: &str,
+    credentials: Option<&Credentials>,
+    timeout: Duration,
+) -> i64 {
+    if credentials.is_none() {
+        return 0;
+    }
+    soap::call(
+        agent,
+        address,
+        "<tds:GetSystemDateAndTime/>",
+        None,
+        0,
+        timeout,
+    )
+    .ok()
+    .and_then(|answer| clock_skew(&answer, unix_now()))
+    .unwrap_or(0)
 }
 
 fn unix_now() -> i64 {
@@ -161,11 +202,24 @@ fn expect<'a>(answer: &'a Element, namespace: &str, name: &str) -> Result<&'a El
     }
 }
 
-/// (manufacturer, model) from a GetDeviceInformationResponse.
-fn device_information(answer: &Element) -> Result<(String, String), OnvifError> {
+/// Who made the device, and its serial number (None if it gives none).
+#[derive(Debug, PartialEq, Eq)]
+struct Information {
+    make: String,
+    model: String,
+    serial: Option<String>,
+}
+
+/// The device's information from a GetDeviceInformationResponse.
+fn device_information(answer: &Element) -> Result<Information, OnvifError> {
     let answer = expect(answer, TDS, "GetDeviceInformationResponse")?;
     let text = |name| answer.child(TDS, name).map_or("", Element::text).to_owned();
-    Ok((text("Manufacturer"), text("Model")))
+    let serial = text("SerialNumber").trim().to_owned();
+    Ok(Information {
+        make: text("Manufacturer"),
+        model: text("Model"),
+        serial: (!serial.is_empty()).then_some(serial),
+    })
 }
 
 /// The Media service's address from a GetCapabilitiesResponse, if it has one.

@@ -92,7 +92,11 @@ fn body(answer: &str) -> Element {
 fn go2rtc_answers_parse() {
     assert_eq!(
         device_information(&body(&go2rtc_device_information())).unwrap(),
-        (String::new(), "go2rtc".to_owned())
+        Information {
+            make: String::new(),
+            model: "go2rtc".to_owned(),
+            serial: Some("serial".to_owned()),
+        }
     );
     assert_eq!(
         media_address(&body(&go2rtc_capabilities("10.213.77.1:1984"))).unwrap(),
@@ -444,6 +448,52 @@ fn streams_from_go2rtc_over_http() {
         seen[3]
     );
     assert!(!seen[0].contains("Security"), "{}", seen[0]);
+}
+
+#[test]
+fn a_media_service_on_another_host_is_not_called() {
+    let host = Arc::new(Mutex::new(String::new()));
+    let for_server = host.clone();
+    let (base, seen) = serve(move |request| {
+        if request.contains("GetCapabilities") {
+            // The node's own relay, say.
+            return http("200 OK", "", &go2rtc_capabilities("127.0.0.2:1984"));
+        }
+        go2rtc_service(&for_server.lock().unwrap(), request)
+    });
+    *host.lock().unwrap() = base.trim_start_matches("http://").to_owned();
+    let address = format!("{base}/onvif/device_service");
+    let credentials = Credentials {
+        username: "admin".into(),
+        password: "pw".into(),
+    };
+    let streams = streams(&address, Some(&credentials), Duration::from_secs(5)).unwrap();
+    assert_eq!(streams.profiles.len(), 2);
+    assert_eq!(
+        serial_number(&address, Some(&credentials), Duration::from_secs(5)),
+        Ok(Some("serial".to_owned()))
+    );
+    let seen = seen.lock().unwrap();
+    assert!(
+        seen.iter()
+            .all(|r| r.starts_with("POST /onvif/device_service ")),
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn a_name_is_called_only_at_an_address_on_the_lan() {
+    let (base, seen) = serve(|request| go2rtc_service("localhost", request));
+    let port = base.rsplit(':').next().unwrap();
+    // A name of this machine's own: refused when resolved, whatever the caller checked.
+    let address = format!("http://localhost:{port}/onvif/device_service");
+    assert_eq!(
+        streams(&address, None, Duration::from_secs(5)),
+        Err(OnvifError::Connect(
+            "its host name names no address on the LAN".into()
+        ))
+    );
+    assert!(seen.lock().unwrap().is_empty());
 }
 
 #[test]

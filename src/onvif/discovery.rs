@@ -35,7 +35,7 @@ pub struct Found {
     pub endpoint: String,
     /// Where the answer came from.
     pub address: Ipv4Addr,
-    /// Its XAddrs: device service URLs.
+    /// Its XAddrs: device service URLs, over all its answers from `address`.
     pub services: Vec<String>,
     pub name: Option<String>,
     pub make: Option<String>,
@@ -224,10 +224,12 @@ fn add(discovery: &mut Discovery, answer: &str, message_id: &str, from: Ipv4Addr
         return;
     };
     for device in found {
+        // Per address too: a device that answers with another's endpoint
+        // reference is listed apart, not merged into it.
         let known = discovery
             .devices
             .iter()
-            .position(|d| d.endpoint == device.endpoint);
+            .position(|d| d.endpoint == device.endpoint && d.address == device.address);
         match known {
             Some(at) => {
                 let known = &mut discovery.devices[at];

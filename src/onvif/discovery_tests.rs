@@ -169,18 +169,29 @@ fn dedup_merges_services_and_truncates() {
         id,
         FROM,
     );
-    let other = Ipv4Addr::new(10, 213, 77, 9);
     add(
         &mut discovery,
         &spec_match(id, "urn:uuid:a", "http://b/ http://10.213.77.1/onvif"),
         id,
-        other,
+        FROM,
     );
     assert_eq!(discovery.devices.len(), 1);
-    assert_eq!(discovery.devices[0].address, FROM, "the first answer wins");
     assert_eq!(
         discovery.devices[0].services,
         ["http://10.213.77.1/onvif", "http://b/"]
+    );
+    // The same endpoint reference from another address is another device.
+    let other = Ipv4Addr::new(10, 213, 77, 9);
+    add(
+        &mut discovery,
+        &spec_match(id, "urn:uuid:a", "http://10.213.77.9/onvif"),
+        id,
+        other,
+    );
+    assert_eq!(discovery.devices.len(), 2);
+    assert_eq!(
+        (discovery.devices[1].address, &discovery.devices[1].services),
+        (other, &vec!["http://10.213.77.9/onvif".to_owned()])
     );
     for i in 0..300 {
         add(

@@ -10,6 +10,6 @@ mod md5;
 mod soap;
 mod xml;
 
-pub use device::{Credentials, Profile, Streams, streams};
+pub use device::{Credentials, Profile, Streams, serial_number, streams};
 pub use discovery::{Discovery, Found, discover, interfaces};
 pub use error::OnvifError;

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use super::auth::{self, Challenge};
 use super::xml::{self, Element};
 use super::{Credentials, OnvifError};
+use crate::rtsp_url::reachable_host;
 
 pub const SOAP_ENVELOPE: &str = "http://www.w3.org/2003/05/soap-envelope";
 /// SOAP 1.1's, which older cameras answer in.
@@ -26,7 +27,38 @@ pub fn agent(timeout: Duration) -> ureq::Agent {
         .timeout(timeout)
         // A redirect could carry the Authorization header elsewhere.
         .redirects(0)
+        .resolver(lan_only)
         .build()
+}
+
+/// Resolves `netloc` (`host:port`) as the system does, keeping only the
+/// addresses of devices on the LAN when the host is a name: an IP address
+/// was checked by whoever gave it, but a name may resolve to this machine
+/// (go2rtc's API on loopback) or change between a check and the call, so
+/// it is checked here, on the addresses connected to.
+fn lan_only(netloc: &str) -> std::io::Result<Vec<std::net::SocketAddr>> {
+    use std::net::{IpAddr, ToSocketAddrs};
+    let addresses: Vec<_> = netloc.to_socket_addrs()?.collect();
+    let host = netloc.rsplit_once(':').map_or(netloc, |(host, _)| host);
+    if host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .is_ok()
+    {
+        return Ok(addresses);
+    }
+    let lan: Vec<_> = addresses
+        .into_iter()
+        .filter(|a| reachable_host(&a.ip().to_string()))
+        .collect();
+    if lan.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            "the name resolves to no address on the LAN",
+        ));
+    }
+    Ok(lan)
 }
 
 /// The envelope around `body` (which may use the tds:, trt: and tt: prefixes),
@@ -151,6 +183,9 @@ fn transport_error(transport: &ureq::Transport, timeout: Duration) -> OnvifError
     use ureq::ErrorKind::*;
     let io = std::error::Error::source(transport).and_then(|s| s.downcast_ref::<std::io::Error>());
     let why = match (transport.kind(), io) {
+        (Dns, Some(io)) if io.kind() == std::io::ErrorKind::AddrNotAvailable => {
+            "its host name names no address on the LAN"
+        }
         (_, Some(io)) => return io_error(io, timeout),
         (BadStatus | BadHeader, _) => return OnvifError::NotOnvif("not an HTTP answer".into()),
         (Dns, _) => "its host name does not resolve",

@@ -11,7 +11,7 @@ use super::events::tombstone_events_where;
 use super::segments::tombstone_where;
 use super::{Result, Store, uuid_column};
 use crate::camera::{
-    Camera, Capabilities, OnvifLink, Sensitivity, Settings, checked_masks, checked_zones,
+    Camera, Capabilities, OnvifLink, Seen, Sensitivity, Settings, checked_masks, checked_zones,
 };
 use crate::event::Kind;
 
@@ -61,9 +61,9 @@ impl Store {
             "INSERT INTO camera (id, name, make, model, rtsp_url, rtsp_sub_url, enabled,
                                  record, detect, capabilities, detect_sensitivity, classify,
                                  kinds, onvif_endpoint, onvif_address, motion_masks, zones,
-                                 auto_mask, created_at_ms)
+                                 auto_mask, onvif_mac, onvif_serial, created_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18, ?19)",
+                     ?18, ?19, ?20, ?21)",
             params_from_iter(values),
         )?;
         Ok(())
@@ -77,7 +77,7 @@ impl Store {
                                enabled = ?7, record = ?8, detect = ?9, capabilities = ?10,
                                detect_sensitivity = ?11, classify = ?12, kinds = ?13,
                                onvif_endpoint = ?14, onvif_address = ?15, motion_masks = ?16,
-                               zones = ?17, auto_mask = ?18
+                               zones = ?17, auto_mask = ?18, onvif_mac = ?19, onvif_serial = ?20
              WHERE id = ?1",
             params_from_iter(camera_values(camera)),
         )?;
@@ -111,6 +111,24 @@ impl Store {
         Ok(Some((camera, clips)))
     }
 
+    /// Records what was seen of the camera's ONVIF device, if the camera is
+    /// still linked to `link`'s endpoint at its address; returns whether it was.
+    pub fn set_onvif_seen(&self, id: Uuid, link: &OnvifLink) -> Result<bool> {
+        self.written();
+        let n = self.conn.execute(
+            "UPDATE camera SET onvif_mac = ?4, onvif_serial = ?5
+             WHERE id = ?1 AND onvif_endpoint = ?2 AND onvif_address = ?3",
+            params![
+                id.to_string(),
+                link.endpoint,
+                link.address,
+                link.seen.mac,
+                link.seen.serial
+            ],
+        )?;
+        Ok(n > 0)
+    }
+
     /// Returns whether the camera exists.
     pub fn set_capabilities(&self, id: Uuid, capabilities: &Capabilities) -> Result<bool> {
         self.written();
@@ -122,9 +140,10 @@ impl Store {
     }
 }
 
-/// A camera's columns from `id` to `auto_mask`, as parameters ?1 to ?18.
+/// A camera's columns from `id` to `onvif_serial`, as parameters ?1 to ?20.
 fn camera_values(camera: &Camera) -> Vec<Value> {
     let s = &camera.settings;
+    let seen = s.onvif.as_ref().map(|o| &o.seen);
     let text = |t: &str| Value::Text(t.to_owned());
     vec![
         text(&camera.id.to_string()),
@@ -148,6 +167,10 @@ fn camera_values(camera: &Camera) -> Vec<Value> {
         text(&json(&s.motion_masks)),
         text(&json(&s.zones)),
         Value::Integer(s.auto_mask.into()),
+        seen.and_then(|o| o.mac.clone())
+            .map_or(Value::Null, Value::Text),
+        seen.and_then(|o| o.serial.clone())
+            .map_or(Value::Null, Value::Text),
     ]
 }
 
@@ -188,8 +211,8 @@ fn kinds_from_text(text: &str) -> Vec<Kind> {
 
 const SELECT_CAMERA: &str = "SELECT id, name, make, model, rtsp_url, rtsp_sub_url, enabled, \
                              record, detect, capabilities, detect_sensitivity, classify, kinds, \
-                             onvif_endpoint, onvif_address, motion_masks, zones, auto_mask \
-                             FROM camera";
+                             onvif_endpoint, onvif_address, motion_masks, zones, auto_mask, \
+                             onvif_mac, onvif_serial FROM camera";
 
 fn camera_from_row(r: &Row) -> Result<Camera> {
     let capabilities: Option<String> = r.get(9)?;
@@ -210,7 +233,14 @@ fn camera_from_row(r: &Row) -> Result<Camera> {
             classify: r.get(11)?,
             kinds: kinds_from_text(&r.get::<_, String>(12)?),
             onvif: match (r.get(13)?, r.get(14)?) {
-                (Some(endpoint), Some(address)) => Some(OnvifLink { endpoint, address }),
+                (Some(endpoint), Some(address)) => Some(OnvifLink {
+                    endpoint,
+                    address,
+                    seen: Seen {
+                        mac: r.get(18)?,
+                        serial: r.get(19)?,
+                    },
+                }),
                 _ => None,
             },
             motion_masks: areas(&r.get::<_, String>(15)?, checked_masks),
@@ -242,6 +272,10 @@ mod tests {
         b.settings.onvif = Some(OnvifLink {
             endpoint: "urn:uuid:1".into(),
             address: "http://10.0.0.5/onvif/device_service".into(),
+            seen: Seen {
+                mac: Some("02:00:0a:00:00:05".into()),
+                serial: None,
+            },
         });
         let triangle = serde_json::json!([[0.1, 0.1], [0.9, 0.1], [0.5, 0.75]]);
         b.settings.motion_masks = checked_masks(&serde_json::json!([triangle])).unwrap();
@@ -291,6 +325,16 @@ mod tests {
         assert!(store.update_camera(&b).unwrap());
         assert!(!store.update_camera(&camera("ghost")).unwrap());
         assert_eq!(store.camera(b.id).unwrap(), Some(b.clone()));
+        // What was seen is kept only while the camera is linked to that address.
+        let mut seen = b.settings.onvif.clone().unwrap();
+        seen.seen.serial = Some("SN1".into());
+        let mut elsewhere = seen.clone();
+        elsewhere.address = "http://10.0.0.6/onvif/device_service".into();
+        assert!(!store.set_onvif_seen(b.id, &elsewhere).unwrap());
+        assert!(store.set_onvif_seen(b.id, &seen).unwrap());
+        let read = store.camera(b.id).unwrap().unwrap().settings.onvif;
+        assert_eq!(read, Some(seen));
+        assert!(store.update_camera(&b).unwrap());
         assert_eq!(
             store.delete_camera(a.id).unwrap(),
             Some((a.clone(), vec![]))

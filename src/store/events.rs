@@ -694,7 +694,8 @@ mod tests {
              ALTER TABLE camera DROP COLUMN onvif_address;
              ALTER TABLE camera DROP COLUMN motion_masks; ALTER TABLE camera DROP COLUMN zones;
              ALTER TABLE camera DROP COLUMN auto_mask; ALTER TABLE event DROP COLUMN zones;
-             ALTER TABLE event DROP COLUMN in_progress; DROP TABLE busy_cells;",
+             ALTER TABLE event DROP COLUMN in_progress; DROP TABLE busy_cells;
+             ALTER TABLE camera DROP COLUMN onvif_mac; ALTER TABLE camera DROP COLUMN onvif_serial;",
         )
         .unwrap();
         drop(conn);

@@ -119,6 +119,11 @@ const UPGRADES: &[&str] = &[
          camera_id TEXT PRIMARY KEY,
          cells BLOB NOT NULL
      ) STRICT, WITHOUT ROWID;",
+    // 10 -> 11: what the node saw of a linked ONVIF device while the camera
+    // worked (hardware address, serial number), to tell it from another
+    // device that answers with its endpoint reference; null until seen.
+    "ALTER TABLE camera ADD COLUMN onvif_mac TEXT;
+     ALTER TABLE camera ADD COLUMN onvif_serial TEXT;",
 ];
 
 pub struct Store {

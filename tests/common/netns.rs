@@ -19,10 +19,17 @@ const SUBNET: &str = "10.213.77.";
 /// The tests that use the network share its addresses: one at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// Address of the other device (`TestNet::add_device`).
+pub const OTHER: &str = "10.213.77.4";
+
 pub struct TestNet {
     pub namespace: String,
     pub host_veth: String,
     pub node_veth: String,
+    /// The namespace of another device on the network, with a hardware
+    /// address of its own (`add_device`).
+    pub device_namespace: String,
+    device_link: String,
     _turn: MutexGuard<'static, ()>,
 }
 
@@ -55,6 +62,8 @@ impl TestNet {
             namespace: format!("nvrt-{pid}"),
             host_veth: format!("nvrh{}", pid % 10000),
             node_veth: format!("nvrn{}", pid % 10000),
+            device_namespace: format!("nvrd-{pid}"),
+            device_link: format!("nvrm{}", pid % 10000),
             _turn: turn,
         };
         net.remove();
@@ -94,6 +103,61 @@ impl TestNet {
         ]);
     }
 
+    /// Another device on the network, at [`OTHER`]: a macvlan on the host
+    /// end (so a hardware address of its own, as another box on the LAN)
+    /// in a namespace of its own. [`TestNet::in_device`] makes its sockets.
+    pub fn add_device(&self) {
+        let (ns, link) = (&self.device_namespace, &self.device_link);
+        ip(&["netns", "add", ns]);
+        ip(&[
+            "link",
+            "add",
+            "link",
+            &self.host_veth,
+            "name",
+            link,
+            "type",
+            "macvlan",
+            "mode",
+            "bridge",
+        ]);
+        ip(&["link", "set", link, "netns", ns]);
+        ip(&[
+            "-n",
+            ns,
+            "address",
+            "add",
+            &format!("{OTHER}/24"),
+            "dev",
+            link,
+        ]);
+        ip(&["-n", ns, "link", "set", link, "up"]);
+        ip(&["-n", ns, "route", "add", "224.0.0.0/4", "dev", link]);
+    }
+
+    /// Runs `f` on a thread in the other device's namespace: the sockets it
+    /// makes, and the threads it starts, are the other device's.
+    pub fn in_device<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let path = format!("/var/run/netns/{}", self.device_namespace);
+        std::thread::spawn(move || {
+            let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            // SAFETY: setns on an open namespace file; it moves this thread only.
+            let done =
+                unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&file), libc::CLONE_NEWNET) };
+            assert_eq!(done, 0, "setns {path}: {}", std::io::Error::last_os_error());
+            f()
+        })
+        .join()
+        .expect("the other device's setup")
+    }
+
+    /// The hardware address of the host end (where the camera is), lowercase.
+    pub fn host_mac(&self) -> String {
+        let path = format!("/sys/class/net/{}/address", self.host_veth);
+        let mac = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        mac.trim().to_ascii_lowercase()
+    }
+
     /// `program` run inside the namespace: `ip netns exec NS` execs it, so
     /// the child's pid is the program's.
     pub fn wrapper(&self) -> [&str; 4] {
@@ -106,6 +170,7 @@ impl TestNet {
         for args in [
             ["link", "delete", self.host_veth.as_str()],
             ["netns", "delete", self.namespace.as_str()],
+            ["netns", "delete", self.device_namespace.as_str()],
         ] {
             let _ = Command::new("ip").args(args).output();
         }

@@ -44,11 +44,22 @@ pub enum Auth {
 }
 
 /// A call the device got: its operation (the Body's first element's local
-/// name, "" if unreadable) and whether it was let in.
+/// name, "" if unreadable), whether it was let in, and whether it carried
+/// credentials of any kind (a UsernameToken or an Authorization header).
 #[derive(Clone, Debug)]
 pub struct Call {
     pub operation: String,
     pub allowed: bool,
+    pub credentials: bool,
+}
+
+/// How the device describes itself, besides its profiles.
+#[derive(Clone, Debug, Default)]
+pub struct Says {
+    /// Its SerialNumber; by default the request's Host, as go2rtc's.
+    pub serial: Option<String>,
+    /// The host[:port] its Media XAddr names; by default the request's Host.
+    pub media_host: Option<String>,
 }
 
 pub struct Device {
@@ -65,6 +76,7 @@ struct Setup {
     /// (token, stream URI) of each profile.
     profiles: Vec<(String, String)>,
     nonce: String,
+    says: Says,
 }
 
 impl Device {
@@ -76,6 +88,18 @@ impl Device {
         password: &str,
         profiles: &[(&str, &str)],
     ) -> Device {
+        Device::start_saying(host, auth, username, password, profiles, Says::default())
+    }
+
+    /// As [`Device::start`], describing itself as `says` says.
+    pub fn start_saying(
+        host: &str,
+        auth: Auth,
+        username: &str,
+        password: &str,
+        profiles: &[(&str, &str)],
+        says: Says,
+    ) -> Device {
         let listener = TcpListener::bind((host, 0)).unwrap();
         listener.set_nonblocking(true).unwrap();
         let setup = Arc::new(Setup {
@@ -86,6 +110,7 @@ impl Device {
                 .map(|(t, u)| (t.to_string(), u.to_string()))
                 .collect(),
             nonce: uuid::Uuid::new_v4().simple().to_string(),
+            says,
         });
         let device = Device {
             port: listener.local_addr().unwrap().port(),
@@ -171,9 +196,14 @@ fn serve(stream: TcpStream, setup: &Setup, calls: &Mutex<Vec<Call>>) {
                 .is_some_and(|a| http_digest_is_right(&a, method, uri, setup)),
             Auth::Garbage => true,
         };
+    let token = (envelope.as_ref())
+        .and_then(|e| e.child(SOAP, "Header"))
+        .and_then(|h| h.child(WSSE, "Security"))
+        .is_some();
     calls.lock().unwrap().push(Call {
         operation: operation.clone(),
         allowed,
+        credentials: token || header("authorization").is_some(),
     });
     let (status, extra, content) = if setup.auth == Auth::Garbage {
         (
@@ -328,18 +358,20 @@ fn answer(
     host: &str,
     setup: &Setup,
 ) -> Option<String> {
+    let media = setup.says.media_host.as_deref().unwrap_or(host);
     let body = match operation {
         "GetSystemDateAndTime" => "<tds:GetSystemDateAndTimeResponse><tds:SystemDateAndTime><tt:DateTimeType>NTP</tt:DateTimeType></tds:SystemDateAndTime></tds:GetSystemDateAndTimeResponse>".to_owned(),
         "GetDeviceInformation" => format!(
             "<tds:GetDeviceInformationResponse><tds:Manufacturer>Acme</tds:Manufacturer>\
              <tds:Model>X1</tds:Model><tds:FirmwareVersion>1.2.3</tds:FirmwareVersion>\
-             <tds:SerialNumber>{host}</tds:SerialNumber><tds:HardwareId>1.00</tds:HardwareId>\
-             </tds:GetDeviceInformationResponse>"
+             <tds:SerialNumber>{}</tds:SerialNumber><tds:HardwareId>1.00</tds:HardwareId>\
+             </tds:GetDeviceInformationResponse>",
+            setup.says.serial.as_deref().unwrap_or(host)
         ),
         "GetCapabilities" => format!(
             "<tds:GetCapabilitiesResponse><tds:Capabilities>\
              <tt:Device><tt:XAddr>http://{host}/onvif/device_service</tt:XAddr></tt:Device>\
-             <tt:Media><tt:XAddr>http://{host}/onvif/media_service</tt:XAddr>\
+             <tt:Media><tt:XAddr>http://{media}/onvif/media_service</tt:XAddr>\
              <tt:StreamingCapabilities><tt:RTPMulticast>false</tt:RTPMulticast><tt:RTP_TCP>false</tt:RTP_TCP>\
              <tt:RTP_RTSP_TCP>true</tt:RTP_RTSP_TCP></tt:StreamingCapabilities></tt:Media>\
              </tds:Capabilities></tds:GetCapabilitiesResponse>"

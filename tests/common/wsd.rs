@@ -109,6 +109,13 @@ impl Responder {
     /// device named `name` (percent-encoded as in a scope) whose device
     /// service is `xaddrs`, answering from `interface`.
     pub fn start(interface: Ipv4Addr, name: &str, xaddrs: &str) -> Responder {
+        let endpoint = format!("urn:uuid:{}", uuid::Uuid::new_v4());
+        Responder::start_as(interface, name, xaddrs, &endpoint)
+    }
+
+    /// As [`Responder::start`], answering with `endpoint` as its endpoint
+    /// reference: another device's, to pass itself off as that device.
+    pub fn start_as(interface: Ipv4Addr, name: &str, xaddrs: &str, endpoint: &str) -> Responder {
         let socket = shared_socket();
         socket
             .join_multicast_v4(&GROUP, &interface)
@@ -125,7 +132,7 @@ impl Responder {
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let mut responder = Responder {
-            endpoint: format!("urn:uuid:{}", uuid::Uuid::new_v4()),
+            endpoint: endpoint.to_owned(),
             name: name.to_owned(),
             hardware: "X1".to_owned(),
             mfr: "Acme".to_owned(),
