@@ -9,11 +9,12 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{Camera, Node, TempDir, Tmpfs, browser_script, closed_port, probe_file, wait_for};
+use common::{
+    Camera, Node, TempDir, Tmpfs, browser_script, closed_port, probe_file, wait_for, write_segments,
+};
 use serde_json::{Value, json};
 
 fn now_ms() -> i64 {
@@ -340,51 +341,6 @@ fn a_clips_disk_under_its_floor_loses_its_oldest_events() {
         free >= floor,
         "{free} bytes free under a floor of {floor}: {shown}"
     );
-}
-
-/// Writes `count` segments of 10 s of `camera` (ffmpeg's test picture,
-/// 160x90, a key frame a second, in the recorder's fragmented MP4) into
-/// `recordings`, named as the node files them, the first from `start_ms`.
-fn write_segments(recordings: &Path, camera: &str, start_ms: i64, count: i64, scratch: &Path) {
-    let output = Command::new("ffmpeg")
-        .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
-        .args(["-f", "lavfi", "-i", "testsrc=size=160x90:rate=5"])
-        .args(["-t", &(count * 10).to_string()])
-        .args([
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-g",
-            "5",
-            "-pix_fmt",
-            "yuv420p",
-        ])
-        .args([
-            "-f",
-            "segment",
-            "-segment_time",
-            "10",
-            "-reset_timestamps",
-            "1",
-        ])
-        .args(["-segment_format", "mp4", "-segment_format_options"])
-        .arg("movflags=+frag_keyframe+empty_moov+default_base_moof")
-        .arg(scratch.join("%03d.mp4"))
-        .output()
-        .expect("ffmpeg (Debian package ffmpeg) runs");
-    assert!(
-        output.status.success(),
-        "ffmpeg: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    for i in 0..count {
-        let start = iso(start_ms + i * 10_000);
-        let folder = recordings.join(camera).join(format!("{}Z", &start[..13]));
-        std::fs::create_dir_all(&folder).unwrap();
-        let name = format!("{}.mp4", start.replace(':', "-"));
-        std::fs::rename(scratch.join(format!("{i:03}.mp4")), folder.join(name)).unwrap();
-    }
 }
 
 #[test]

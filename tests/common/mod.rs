@@ -57,6 +57,54 @@ pub fn read_database(data: &Path) -> rusqlite::Connection {
     db
 }
 
+/// Writes `count` segments of 10 s of `camera` (ffmpeg's test picture,
+/// 160x90, a key frame a second, in the recorder's fragmented MP4) into
+/// `recordings`, named as the node files them, the first from `start_ms`.
+pub fn write_segments(recordings: &Path, camera: &str, start_ms: i64, count: i64, scratch: &Path) {
+    let output = Command::new("ffmpeg")
+        .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
+        .args(["-f", "lavfi", "-i", "testsrc=size=160x90:rate=5"])
+        .args(["-t", &(count * 10).to_string()])
+        .args([
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-g",
+            "5",
+            "-pix_fmt",
+            "yuv420p",
+        ])
+        .args([
+            "-f",
+            "segment",
+            "-segment_time",
+            "10",
+            "-reset_timestamps",
+            "1",
+        ])
+        .args(["-segment_format", "mp4", "-segment_format_options"])
+        .arg("movflags=+frag_keyframe+empty_moov+default_base_moof")
+        .arg(scratch.join("%03d.mp4"))
+        .output()
+        .expect("ffmpeg (Debian package ffmpeg) runs");
+    assert!(
+        output.status.success(),
+        "ffmpeg: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for i in 0..count {
+        let start = humantime::format_rfc3339_millis(
+            std::time::UNIX_EPOCH + Duration::from_millis((start_ms + i * 10_000) as u64),
+        )
+        .to_string();
+        let folder = recordings.join(camera).join(format!("{}Z", &start[..13]));
+        std::fs::create_dir_all(&folder).unwrap();
+        let name = format!("{}.mp4", start.replace(':', "-"));
+        std::fs::rename(scratch.join(format!("{i:03}.mp4")), folder.join(name)).unwrap();
+    }
+}
+
 /// A segment's row in a node's index.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SegmentRow {
