@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Camera, Node, TempDir, cpu_ticks, segment_rows, wait_for};
+use common::{Camera, Node, TempDir, cpu_ticks, segment_rows, wait_for, write_segments};
 use serde_json::{Value, json};
 
 /// Every file under `dir` with its bytes' hash, relative paths as keys.
@@ -481,6 +481,30 @@ impl Ext4 {
     }
 }
 
+impl Ext4 {
+    /// Remounts it `ro` or `rw`, as an administrator does.
+    fn remount(&self, mode: &str) {
+        let status = Command::new("mount")
+            .args(["-o", &format!("remount,{mode}")])
+            .arg(&self.mount)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount -o remount,{mode}");
+    }
+
+    /// The bytes the node may still write on it (`statvfs`'s `f_bavail`).
+    fn free(&self) -> u64 {
+        let out = Command::new("stat")
+            .args(["-f", "-c", "%a %S"])
+            .arg(&self.mount)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut numbers = text.split_whitespace().map(|n| n.parse::<u64>().unwrap());
+        numbers.next().unwrap() * numbers.next().unwrap()
+    }
+}
+
 impl Drop for Ext4 {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
@@ -619,7 +643,7 @@ fn chattr(flag: &str, file: &Path) {
 }
 
 #[test]
-fn a_file_that_cannot_be_unlinked_keeps_its_tombstone_until_it_can() {
+fn a_file_that_cannot_be_unlinked_keeps_its_row_while_newer_ones_go_until_it_can() {
     let camera = Camera::start();
     // ext4, where an immutable file cannot be unlinked, even by root.
     let disk = Ext4::new(64);
@@ -630,36 +654,143 @@ fn a_file_that_cannot_be_unlinked_keeps_its_tombstone_until_it_can() {
     // About two segments' worth: the oldest goes as the third comes.
     let node = Node::start_recording(&data, &recordings, &[("RECORDINGS_MAX_BYTES", "450K")]);
     node.add_camera(json!({ "name": "Drive", "rtspUrl": camera.url("", "/aac"), "detect": false }));
-    assert!(wait_for(Duration::from_secs(40), || !segment_rows(&data).is_empty()));
-    let oldest = segment_rows(&data)[0].clone();
+    assert!(wait_for(Duration::from_secs(40), || segment_rows(&data)
+        .len()
+        >= 2));
+    let rows = segment_rows(&data);
+    let (oldest, next) = (rows[0].clone(), rows[1].clone());
     let file = recordings.join(&oldest.path);
     chattr("+i", &file);
+    // Its unlink fails: the file stays, and so does its row, while newer
+    // segments go in its place; the status says why.
     assert!(
-        wait_for(Duration::from_secs(60), || tombstones(&data)
-            .contains(&oldest.path)),
-        "retention never got to the oldest segment: {:?}",
+        wait_for(Duration::from_secs(60), || {
+            let rows = segment_rows(&data);
+            rows.contains(&oldest) && !rows.contains(&next)
+        }),
+        "newer segments did not go in its place: {:?}",
         segment_rows(&data)
     );
-    // Its unlink fails: the file stays, and so does its tombstone, pass after pass.
-    thread::sleep(Duration::from_secs(15));
     assert!(file.exists());
     assert!(
-        tombstones(&data).contains(&oldest.path),
-        "the tombstone went while its file is still there"
+        !tombstones(&data).contains(&oldest.path),
+        "a tombstone for a file that is still there"
     );
     assert!(
-        node.logs().contains("kept for the next pass"),
+        node.logs()
+            .contains(&format!("cannot delete {} (kept)", file.display())),
         "{}",
         node.logs()
     );
-    // Once it can be, it goes, with its tombstone.
+    let message = storage(&node)["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("cannot delete"), "{}", storage(&node));
+    eprintln!("status: {message}");
+    // Once it can be, it goes, tried again within a minute or so.
     chattr("-i", &file);
     assert!(
-        wait_for(Duration::from_secs(30), || !file.exists()
-            && !tombstones(&data).contains(&oldest.path)),
+        wait_for(Duration::from_secs(90), || !file.exists()
+            && !segment_rows(&data).contains(&oldest)
+            && tombstones(&data).is_empty()),
         "not deleted once it could be: {:?}",
-        tombstones(&data)
+        segment_rows(&data)
     );
+}
+
+#[test]
+fn a_disk_that_refuses_deletes_keeps_rows_and_spans_and_once_writable_loses_only_what_the_rule_asks()
+ {
+    let started = Instant::now();
+    // Declared first, dropped last: unmounted (and its loop device freed)
+    // after the node is gone, also when an assertion fails.
+    let disk = Ext4::new(64);
+    let dir = TempDir::new("refusing-disk");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let recordings = disk.mount.join("recordings");
+    let node = Node::start_recording(&data, &recordings, &[]);
+    let url = format!("rtsp://127.0.0.1:{}/gone", common::closed_port());
+    let id = node.add_camera(json!({ "name": "Attic", "rtspUrl": url, "enabled": false }))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    drop(node);
+    // Six segments of a minute ago, indexed by the node at its next start.
+    let scratch = disk.mount.join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    write_segments(&recordings, &id, common_now_ms() - 120_000, 6, &scratch);
+    std::fs::remove_dir(&scratch).unwrap();
+    let node = Node::start_recording(&data, &recordings, &[]);
+    let spans_of = |node: &Node| node.get(&format!("/api/cameras/{id}/recordings")).json();
+    assert!(
+        wait_for(Duration::from_secs(20), || segment_rows(&data).len() == 6
+            && spans_of(&node).as_array().is_some_and(|s| s.len() == 1)),
+        "the segments were not indexed: {:?}",
+        segment_rows(&data)
+    );
+    let rows = segment_rows(&data);
+    let spans = spans_of(&node);
+    drop(node);
+
+    // The disk goes read-only, and the node starts with less free space
+    // than its reserve: the rule asks for the two oldest segments and half
+    // of the third.
+    disk.remount("ro");
+    let files = || segments(&contents(&recordings));
+    let all_files = files();
+    assert_eq!(all_files.len(), 6, "{all_files:?}");
+    let reserve = disk.free() + rows[0].bytes + rows[1].bytes + rows[2].bytes / 2;
+    let reserve = reserve.to_string();
+    let node = Node::start_recording(&data, &recordings, &[("RECORDINGS_KEEP_FREE", &reserve)]);
+    let says_why = |s: &Value| {
+        s["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cannot be written") && m.contains("kept"))
+    };
+    wait_for(Duration::from_secs(20), || {
+        says_why(&storage(&node)) || segment_rows(&data) != rows
+    });
+    assert_eq!(
+        segment_rows(&data),
+        rows,
+        "rows dropped from a read-only disk"
+    );
+    assert!(
+        says_why(&storage(&node)),
+        "the status does not say why nothing is deleted: {}",
+        storage(&node)
+    );
+    eprintln!("status: {}", storage(&node)["message"]);
+    assert_eq!(spans_of(&node), spans, "spans lost on a read-only disk");
+    assert!(tombstones(&data).is_empty(), "{:?}", tombstones(&data));
+
+    // Writable again: the three oldest go, as the reserve asks, and no more.
+    disk.remount("rw");
+    assert!(
+        wait_for(Duration::from_secs(30), || storage(&node)["message"]
+            .is_null()
+            && segment_rows(&data).len() < 6),
+        "nothing deleted once the disk was writable: {}",
+        storage(&node)
+    );
+    assert_eq!(
+        segment_rows(&data),
+        rows[3..],
+        "not only the oldest three went"
+    );
+    let left: Vec<String> = files().into_keys().collect();
+    let wanted: Vec<String> = all_files.into_keys().skip(3).collect();
+    assert_eq!(left, wanted, "the files kept are not the rows kept");
+    assert!(
+        node.logs().contains("deleted the 3 oldest segments"),
+        "{}",
+        node.logs()
+    );
+    let free = storage(&node)["freeBytes"].as_u64().unwrap();
+    assert!(free >= reserve.parse().unwrap(), "{}", storage(&node));
+    eprintln!("took {:?}", started.elapsed());
 }
 
 #[test]
