@@ -591,6 +591,109 @@ impl Drop for Tmpfs {
     }
 }
 
+/// An ext4 file system in a file, mounted through a loop device with
+/// `errors=remount-ro`, as an SD card's root usually is; unmounted (and
+/// its loop device freed) on drop.
+pub struct Ext4 {
+    image: TempDir,
+    pub mount: PathBuf,
+}
+
+impl Ext4 {
+    pub fn new(size_mb: u32) -> Ext4 {
+        let image = TempDir::new("ext4");
+        let mount = image.path().join("mnt");
+        Ext4::mounted(image, size_mb, mount)
+    }
+
+    /// One mounted at `mount` (made if missing), as a disk of its own for
+    /// a folder of the node's.
+    pub fn at(mount: &Path, size_mb: u32) -> Ext4 {
+        Ext4::mounted(TempDir::new("ext4"), size_mb, mount.to_owned())
+    }
+
+    fn mounted(image: TempDir, size_mb: u32, mount: PathBuf) -> Ext4 {
+        let file = image.path().join("disk.img");
+        std::fs::create_dir_all(&mount).unwrap();
+        let run = |program: &str, args: &[&str]| {
+            let out = Command::new(program)
+                .args(args)
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run {program} (e2fsprogs, util-linux): {e}"));
+            assert!(
+                out.status.success(),
+                "{program} {args:?} failed (needs root and loop devices): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let file_arg = file.to_str().unwrap();
+        run("truncate", &["-s", &format!("{size_mb}M"), file_arg]);
+        run("mkfs.ext4", &["-q", file_arg]);
+        run(
+            "mount",
+            &[
+                "-o",
+                "loop,errors=remount-ro",
+                file_arg,
+                mount.to_str().unwrap(),
+            ],
+        );
+        Ext4 { image, mount }
+    }
+
+    /// Makes ext4 meet an error, as a failing card does: it remounts itself
+    /// read-only (`emergency_ro`).
+    pub fn fail(&self) {
+        let device = Command::new("findmnt")
+            .args(["-n", "-o", "SOURCE"])
+            .arg(&self.mount)
+            .output()
+            .unwrap();
+        let device = String::from_utf8_lossy(&device.stdout).trim().to_owned();
+        let name = device.rsplit('/').next().unwrap();
+        std::fs::write(format!("/sys/fs/ext4/{name}/trigger_fs_error"), "test")
+            .expect("trigger an ext4 error through sysfs");
+        let options = Command::new("findmnt")
+            .args(["-n", "-o", "OPTIONS"])
+            .arg(&self.mount)
+            .output()
+            .unwrap();
+        let options = String::from_utf8_lossy(&options.stdout).into_owned();
+        assert!(options.contains("ro"), "still read-write: {options}");
+    }
+}
+
+impl Ext4 {
+    /// Remounts it `ro` or `rw`, as an administrator does.
+    pub fn remount(&self, mode: &str) {
+        let status = Command::new("mount")
+            .args(["-o", &format!("remount,{mode}")])
+            .arg(&self.mount)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount -o remount,{mode}");
+    }
+
+    /// The bytes the node may still write on it (`statvfs`'s `f_bavail`).
+    pub fn free(&self) -> u64 {
+        let out = Command::new("stat")
+            .args(["-f", "-c", "%a %S"])
+            .arg(&self.mount)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut numbers = text.split_whitespace().map(|n| n.parse::<u64>().unwrap());
+        numbers.next().unwrap() * numbers.next().unwrap()
+    }
+}
+
+impl Drop for Ext4 {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
+        let _ = &self.image;
+    }
+}
+
 /// Collects a child's output, line by line, into `logs`, on a thread.
 pub fn drain_into(pipe: impl Read + Send + 'static, logs: Arc<Mutex<String>>) {
     thread::spawn(move || {
