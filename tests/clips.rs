@@ -13,7 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{
-    Camera, Node, TempDir, Tmpfs, browser_script, closed_port, probe_file, wait_for, write_segments,
+    Camera, Ext4, Node, TempDir, Tmpfs, browser_script, closed_port, probe_file, segment_rows,
+    wait_for, write_segments,
 };
 use serde_json::{Value, json};
 
@@ -341,6 +342,86 @@ fn a_clips_disk_under_its_floor_loses_its_oldest_events() {
         free >= floor,
         "{free} bytes free under a floor of {floor}: {shown}"
     );
+}
+
+#[test]
+fn a_clips_disk_that_refuses_deletes_keeps_its_events_and_once_writable_loses_only_the_oldest() {
+    let started = Instant::now();
+    let dir = TempDir::new("clips-refusing");
+    let data = dir.path().join("data");
+    // Declared after `dir`, dropped before it: unmounted (its loop device
+    // freed) first, also when an assertion fails.
+    let disk = Ext4::at(&data.join("clips"), 32);
+    let recordings = dir.path().join("recordings");
+    let keep = [("CLIPS_KEEP_FREE", "0")];
+    let node = Node::start_recording(&data, &recordings, &keep);
+    let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
+    let id = node.add_camera(json!({ "name": "Porch", "rtspUrl": url, "enabled": false }))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    drop(node);
+    // A minute recorded two minutes ago, indexed at the next start, and
+    // three events in it, with their clips.
+    let start = (now_ms() - 120_000) / 1000 * 1000;
+    let scratch = TempDir::new("clips-refusing-scratch");
+    write_segments(&recordings, &id, start, 6, scratch.path());
+    let node = Node::start_recording(&data, &recordings, &keep);
+    assert!(wait_for(Duration::from_secs(20), || segment_rows(&data)
+        .len()
+        == 6));
+    let events: Vec<String> = [10_000, 25_000, 40_000]
+        .iter()
+        .map(|at| post(&node, &id, start + at, start + at + 2_000))
+        .collect();
+    wait_for_clips(&node, &events, Duration::from_secs(60));
+    drop(node);
+
+    // The clips' disk goes read-only, and the node starts with less free
+    // space there than its floor: the rule asks for half the oldest event.
+    disk.remount("ro");
+    let oldest = bytes_on_disk(&data, &id, &events[0]).unwrap();
+    let floor = (disk.free() + oldest / 2).to_string();
+    let node = Node::start_recording(&data, &recordings, &[("CLIPS_KEEP_FREE", &floor)]);
+    let says_why = |s: &Value| {
+        s["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("old clips are not deleted") && m.contains("kept"))
+    };
+    wait_for(Duration::from_secs(20), || {
+        says_why(&storage(&node)) || events.iter().any(|e| !has_clip(&node, e))
+    });
+    for event in &events {
+        assert!(has_clip(&node, event), "{event} went from a read-only disk");
+    }
+    assert!(says_why(&storage(&node)), "{}", storage(&node));
+    eprintln!("status: {}", storage(&node)["message"]);
+
+    // Writable again: a new event (an hour ago, so no footage and no clip)
+    // wakes the clips' retention as any clip does; the oldest goes, only it.
+    disk.remount("rw");
+    let now = now_ms();
+    post(&node, &id, now - 3_600_000, now - 3_590_000);
+    assert!(
+        wait_for(Duration::from_secs(75), || node
+            .listed_event(&events[0])
+            .is_none()
+            && bytes_on_disk(&data, &id, &events[0]).is_none()),
+        "the oldest event outlived the floor: {}",
+        storage(&node)
+    );
+    for event in &events[1..] {
+        assert!(has_clip(&node, event), "{event} went too");
+    }
+    assert!(
+        wait_for(Duration::from_secs(5), || node.logs().contains(
+            "deleted the 1 oldest events with their clips and thumbnails"
+        ) && storage(&node)["message"]
+            .is_null()),
+        "{}",
+        storage(&node)
+    );
+    eprintln!("took {:?}", started.elapsed());
 }
 
 #[test]
