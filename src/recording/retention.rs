@@ -56,6 +56,19 @@ struct Cleaner {
     why_kept: Option<String>,
 }
 
+impl Cleaner {
+    /// What status says of the files kept, while any is.
+    fn kept_message(&mut self) -> Option<String> {
+        if self.kept.is_empty() {
+            self.why_kept = None;
+        }
+        let why = self.why_kept.as_ref()?;
+        Some(format!(
+            "old recordings that cannot be deleted are kept, and newer ones go in their place: {why}"
+        ))
+    }
+}
+
 pub(super) fn run(shared: &Shared, orders: mpsc::Receiver<Clean>) {
     let mut cleaner = Cleaner::default();
     let mut urgent = false;
@@ -68,10 +81,12 @@ pub(super) fn run(shared: &Shared, orders: mpsc::Receiver<Clean>) {
             // Nothing is deleted from a folder that is not this node's.
             refresh(shared, None, None)
         };
-        let wait = match outcome {
+        // The message is decided once the pass is over: status does not
+        // flicker while it runs.
+        let (wait, message) = match outcome {
             Ok(()) => {
                 cleaner.failures = 0;
-                PERIOD
+                (PERIOD, cleaner.kept_message())
             }
             Err(e) => {
                 cleaner.failures += 1;
@@ -82,12 +97,12 @@ pub(super) fn run(shared: &Shared, orders: mpsc::Receiver<Clean>) {
                     wait.as_secs()
                 );
                 log::warn!("recordings: {why}");
-                let mut storage = lock(&shared.storage).clone();
-                storage.message = Some(why);
-                shared.set_storage(storage);
-                wait
+                (wait, Some(why))
             }
         };
+        let mut storage = lock(&shared.storage).clone();
+        storage.message = message;
+        shared.set_storage(storage);
         // A new segment or ffmpeg's full disk wakes the cleaner early, but
         // not while it waits for the database.
         let until = Instant::now() + wait;
@@ -212,17 +227,7 @@ fn enforce(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), E
             deleted.len()
         );
     }
-    outcome?;
-    if cleaner.kept.is_empty() {
-        cleaner.why_kept = None;
-    } else if let Some(why) = &cleaner.why_kept {
-        let mut storage = lock(&shared.storage).clone();
-        storage.message = Some(format!(
-            "old recordings that cannot be deleted are kept, and newer ones go in their place: {why}"
-        ));
-        shared.set_storage(storage);
-    }
-    Ok(())
+    outcome
 }
 
 /// Deletes the oldest segments while the rule asks for room, adding those
@@ -476,8 +481,8 @@ fn remove_camera_folder(dir: &Path, camera: Uuid) -> bool {
     !camera_dir.exists()
 }
 
-/// Updates what status shows of storage (all is well: no message); with
-/// `used` and `space` when they were just read.
+/// Updates the figures status shows of storage (the message stays until
+/// the pass is over); with `used` and `space` when they were just read.
 fn refresh(shared: &Shared, used: Option<u64>, space: Option<Space>) -> Result<(), Error> {
     let (used, oldest_ms, unclaimed) = shared.db.run(|s| {
         let used = match used {
@@ -490,6 +495,7 @@ fn refresh(shared: &Shared, used: Option<u64>, space: Option<Space>) -> Result<(
             s.unclaimed_segment_bytes()?,
         ))
     })?;
+    let message = lock(&shared.storage).message.clone();
     shared.set_storage(Storage {
         used_bytes: used,
         unclaimed_bytes: unclaimed,
@@ -498,7 +504,7 @@ fn refresh(shared: &Shared, used: Option<u64>, space: Option<Space>) -> Result<(
         free_bytes: space.map(|s| s.free),
         total_bytes: space.map(|s| s.total),
         oldest_ms,
-        message: None,
+        message,
     });
     Ok(())
 }
