@@ -208,7 +208,7 @@ fn enforce(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), E
     let mut deleted = Vec::new();
     let outcome = make_room(shared, cleaner, urgent, &mut deleted);
     if !deleted.is_empty() {
-        // Unread cameras say nothing of whose segments went, not "unknown".
+        // When the cameras cannot be read, no segment is called unknown.
         let unclaimed = shared.db.run(|s| s.cameras()).map_or(0, |cameras| {
             deleted
                 .iter()
