@@ -196,14 +196,15 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
         &recordings,
         &[no_floor, ("CLIPS_MAX_BYTES", &budget_text)],
     );
+    // Its files go just after its row.
     assert!(
         wait_for(Duration::from_secs(10), || node
             .listed_event(&events[0])
-            .is_none()),
+            .is_none()
+            && bytes_on_disk(data.path(), &id, &events[0]).is_none()),
         "the oldest event outlived the budget: {}",
         node.get("/api/events").json()
     );
-    assert_eq!(bytes_on_disk(data.path(), &id, &events[0]), None);
     assert!(!orphan.exists(), "the unnamed file outlived the budget");
     assert!(stranger.exists(), "someone else's file was deleted");
     for event in &events[1..] {
