@@ -81,7 +81,7 @@ impl Settings {
 }
 
 /// Clips' use of storage, as status shows it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Storage {
     /// Events' clips and thumbnails, and clip files no event names.
     pub used_bytes: u64,
@@ -90,6 +90,8 @@ pub struct Storage {
     pub reserve_bytes: u64,
     /// Their file system, when it is not the recordings' (and was read).
     pub disk: Option<Space>,
+    /// Why old clips that should go are kept; None when none is.
+    pub message: Option<String>,
 }
 
 /// An event whose clip is to be cut.
@@ -241,7 +243,7 @@ impl Clips {
 
     /// What clips take of the disk.
     pub fn storage(&self) -> Storage {
-        *lock(&self.inner.storage)
+        lock(&self.inner.storage).clone()
     }
 
     /// An event's file (a clip or a thumbnail, relative to the data folder),

@@ -1,6 +1,7 @@
 //! What a file system has room for (`statvfs`), whether two folders share
-//! one, and making a folder's entries durable: the few calls the clips'
-//! retention and the recordings need of the disk.
+//! one, whether the node may change a folder's entries, and making them
+//! durable: the few calls the clips' retention and the recordings need of
+//! the disk.
 
 use std::fs::File;
 use std::io;
@@ -37,6 +38,22 @@ pub fn same_file_system(a: &Path, b: &Path) -> Option<bool> {
     Some(a.metadata().ok()?.dev() == b.metadata().ok()?.dev())
 }
 
+/// Whether the node may add and remove entries of `folder`: not when its
+/// file system is read-only (remounted so after an I/O error) or the folder
+/// is not the node's to change (owned by another user after a manual copy).
+pub fn writable(folder: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(folder.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `path` is NUL-terminated; faccessat only reads it.
+    // AT_EACCESS: as the node's effective user, the one that unlinks.
+    let mode = libc::W_OK | libc::X_OK;
+    if unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), mode, libc::AT_EACCESS) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Makes a folder's entries (a file created, renamed or unlinked) survive a power cut.
 pub fn sync_dir(path: &Path) -> io::Result<()> {
     File::open(path)?.sync_all()
@@ -57,6 +74,8 @@ mod tests {
             Some(false),
             "procfs is a file system of its own"
         );
+        assert!(writable(&std::env::temp_dir()).is_ok());
+        assert!(writable(Path::new("/nonexistent/nvr")).is_err());
         assert_eq!(
             same_file_system(Path::new("/"), Path::new("/nonexistent")),
             None

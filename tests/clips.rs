@@ -9,11 +9,13 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{Camera, Node, TempDir, Tmpfs, browser_script, closed_port, probe_file, wait_for};
+use common::{
+    Camera, Ext4, Node, TempDir, Tmpfs, browser_script, closed_port, probe_file, segment_rows,
+    wait_for, write_segments,
+};
 use serde_json::{Value, json};
 
 fn now_ms() -> i64 {
@@ -194,14 +196,15 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
         &recordings,
         &[no_floor, ("CLIPS_MAX_BYTES", &budget_text)],
     );
+    // Its files go just after its row.
     assert!(
         wait_for(Duration::from_secs(10), || node
             .listed_event(&events[0])
-            .is_none()),
+            .is_none()
+            && bytes_on_disk(data.path(), &id, &events[0]).is_none()),
         "the oldest event outlived the budget: {}",
         node.get("/api/events").json()
     );
-    assert_eq!(bytes_on_disk(data.path(), &id, &events[0]), None);
     assert!(!orphan.exists(), "the unnamed file outlived the budget");
     assert!(stranger.exists(), "someone else's file was deleted");
     for event in &events[1..] {
@@ -342,49 +345,84 @@ fn a_clips_disk_under_its_floor_loses_its_oldest_events() {
     );
 }
 
-/// Writes `count` segments of 10 s of `camera` (ffmpeg's test picture,
-/// 160x90, a key frame a second, in the recorder's fragmented MP4) into
-/// `recordings`, named as the node files them, the first from `start_ms`.
-fn write_segments(recordings: &Path, camera: &str, start_ms: i64, count: i64, scratch: &Path) {
-    let output = Command::new("ffmpeg")
-        .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
-        .args(["-f", "lavfi", "-i", "testsrc=size=160x90:rate=5"])
-        .args(["-t", &(count * 10).to_string()])
-        .args([
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-g",
-            "5",
-            "-pix_fmt",
-            "yuv420p",
-        ])
-        .args([
-            "-f",
-            "segment",
-            "-segment_time",
-            "10",
-            "-reset_timestamps",
-            "1",
-        ])
-        .args(["-segment_format", "mp4", "-segment_format_options"])
-        .arg("movflags=+frag_keyframe+empty_moov+default_base_moof")
-        .arg(scratch.join("%03d.mp4"))
-        .output()
-        .expect("ffmpeg (Debian package ffmpeg) runs");
-    assert!(
-        output.status.success(),
-        "ffmpeg: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    for i in 0..count {
-        let start = iso(start_ms + i * 10_000);
-        let folder = recordings.join(camera).join(format!("{}Z", &start[..13]));
-        std::fs::create_dir_all(&folder).unwrap();
-        let name = format!("{}.mp4", start.replace(':', "-"));
-        std::fs::rename(scratch.join(format!("{i:03}.mp4")), folder.join(name)).unwrap();
+#[test]
+fn a_clips_disk_that_refuses_deletes_keeps_its_events_and_once_writable_loses_only_the_oldest() {
+    let started = Instant::now();
+    let dir = TempDir::new("clips-refusing");
+    let data = dir.path().join("data");
+    // Declared after `dir`, dropped before it: unmounted (its loop device
+    // freed) first, also when an assertion fails.
+    let disk = Ext4::at(&data.join("clips"), 32);
+    let recordings = dir.path().join("recordings");
+    let keep = [("CLIPS_KEEP_FREE", "0")];
+    let node = Node::start_recording(&data, &recordings, &keep);
+    let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
+    let id = node.add_camera(json!({ "name": "Porch", "rtspUrl": url, "enabled": false }))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    drop(node);
+    // A minute recorded two minutes ago, indexed at the next start, and
+    // three events in it, with their clips.
+    let start = (now_ms() - 120_000) / 1000 * 1000;
+    let scratch = TempDir::new("clips-refusing-scratch");
+    write_segments(&recordings, &id, start, 6, scratch.path());
+    let node = Node::start_recording(&data, &recordings, &keep);
+    assert!(wait_for(Duration::from_secs(20), || segment_rows(&data)
+        .len()
+        == 6));
+    let events: Vec<String> = [10_000, 25_000, 40_000]
+        .iter()
+        .map(|at| post(&node, &id, start + at, start + at + 2_000))
+        .collect();
+    wait_for_clips(&node, &events, Duration::from_secs(60));
+    drop(node);
+
+    // The clips' disk goes read-only, and the node starts with less free
+    // space there than its floor: the rule asks for half the oldest event.
+    disk.remount("ro");
+    let oldest = bytes_on_disk(&data, &id, &events[0]).unwrap();
+    let floor = (disk.free() + oldest / 2).to_string();
+    let node = Node::start_recording(&data, &recordings, &[("CLIPS_KEEP_FREE", &floor)]);
+    let says_why = |s: &Value| {
+        s["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("old clips are not deleted") && m.contains("kept"))
+    };
+    wait_for(Duration::from_secs(20), || {
+        says_why(&storage(&node)) || events.iter().any(|e| !has_clip(&node, e))
+    });
+    for event in &events {
+        assert!(has_clip(&node, event), "{event} went from a read-only disk");
     }
+    assert!(says_why(&storage(&node)), "{}", storage(&node));
+    eprintln!("status: {}", storage(&node)["message"]);
+
+    // Writable again: a new event (an hour ago, so no footage and no clip)
+    // wakes the clips' retention as any clip does; the oldest goes, only it.
+    disk.remount("rw");
+    let now = now_ms();
+    post(&node, &id, now - 3_600_000, now - 3_590_000);
+    assert!(
+        wait_for(Duration::from_secs(75), || node
+            .listed_event(&events[0])
+            .is_none()
+            && bytes_on_disk(&data, &id, &events[0]).is_none()),
+        "the oldest event outlived the floor: {}",
+        storage(&node)
+    );
+    for event in &events[1..] {
+        assert!(has_clip(&node, event), "{event} went too");
+    }
+    assert!(
+        wait_for(Duration::from_secs(5), || node.logs().contains(
+            "deleted the 1 oldest events with their clips and thumbnails"
+        ) && storage(&node)["message"]
+            .is_null()),
+        "{}",
+        storage(&node)
+    );
+    eprintln!("took {:?}", started.elapsed());
 }
 
 #[test]

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Camera, Node, TempDir, cpu_ticks, segment_rows, wait_for};
+use common::{Camera, Ext4, Node, TempDir, cpu_ticks, segment_rows, wait_for, write_segments};
 use serde_json::{Value, json};
 
 /// Every file under `dir` with its bytes' hash, relative paths as keys.
@@ -420,74 +420,6 @@ fn after_a_crash_a_broken_ffprobe_neither_deletes_nor_cuts_a_segment() {
     drop(node);
 }
 
-/// An ext4 file system in a file, mounted through a loop device with
-/// `errors=remount-ro`, as an SD card's root usually is; unmounted on drop.
-struct Ext4 {
-    image: TempDir,
-    mount: PathBuf,
-}
-
-impl Ext4 {
-    fn new(size_mb: u32) -> Ext4 {
-        let image = TempDir::new("ext4");
-        let file = image.path().join("disk.img");
-        let mount = image.path().join("mnt");
-        std::fs::create_dir_all(&mount).unwrap();
-        let run = |program: &str, args: &[&str]| {
-            let out = Command::new(program)
-                .args(args)
-                .output()
-                .unwrap_or_else(|e| panic!("cannot run {program} (e2fsprogs, util-linux): {e}"));
-            assert!(
-                out.status.success(),
-                "{program} {args:?} failed (needs root and loop devices): {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        let file_arg = file.to_str().unwrap();
-        run("truncate", &["-s", &format!("{size_mb}M"), file_arg]);
-        run("mkfs.ext4", &["-q", file_arg]);
-        run(
-            "mount",
-            &[
-                "-o",
-                "loop,errors=remount-ro",
-                file_arg,
-                mount.to_str().unwrap(),
-            ],
-        );
-        Ext4 { image, mount }
-    }
-
-    /// Makes ext4 meet an error, as a failing card does: it remounts itself
-    /// read-only (`emergency_ro`).
-    fn fail(&self) {
-        let device = Command::new("findmnt")
-            .args(["-n", "-o", "SOURCE"])
-            .arg(&self.mount)
-            .output()
-            .unwrap();
-        let device = String::from_utf8_lossy(&device.stdout).trim().to_owned();
-        let name = device.rsplit('/').next().unwrap();
-        std::fs::write(format!("/sys/fs/ext4/{name}/trigger_fs_error"), "test")
-            .expect("trigger an ext4 error through sysfs");
-        let options = Command::new("findmnt")
-            .args(["-n", "-o", "OPTIONS"])
-            .arg(&self.mount)
-            .output()
-            .unwrap();
-        let options = String::from_utf8_lossy(&options.stdout).into_owned();
-        assert!(options.contains("ro"), "still read-write: {options}");
-    }
-}
-
-impl Drop for Ext4 {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
-        let _ = &self.image;
-    }
-}
-
 #[test]
 fn a_database_gone_read_only_makes_retention_wait_not_spin() {
     let camera = Camera::start();
@@ -619,7 +551,7 @@ fn chattr(flag: &str, file: &Path) {
 }
 
 #[test]
-fn a_file_that_cannot_be_unlinked_keeps_its_tombstone_until_it_can() {
+fn a_file_that_cannot_be_unlinked_keeps_its_row_while_newer_ones_go_until_it_can() {
     let camera = Camera::start();
     // ext4, where an immutable file cannot be unlinked, even by root.
     let disk = Ext4::new(64);
@@ -630,36 +562,144 @@ fn a_file_that_cannot_be_unlinked_keeps_its_tombstone_until_it_can() {
     // About two segments' worth: the oldest goes as the third comes.
     let node = Node::start_recording(&data, &recordings, &[("RECORDINGS_MAX_BYTES", "450K")]);
     node.add_camera(json!({ "name": "Drive", "rtspUrl": camera.url("", "/aac"), "detect": false }));
-    assert!(wait_for(Duration::from_secs(40), || !segment_rows(&data).is_empty()));
-    let oldest = segment_rows(&data)[0].clone();
+    assert!(wait_for(Duration::from_secs(40), || segment_rows(&data)
+        .len()
+        >= 2));
+    let rows = segment_rows(&data);
+    let (oldest, next) = (rows[0].clone(), rows[1].clone());
     let file = recordings.join(&oldest.path);
     chattr("+i", &file);
+    // Its unlink fails: the file stays, and so does its row, while newer
+    // segments go in its place; the status says why.
     assert!(
-        wait_for(Duration::from_secs(60), || tombstones(&data)
-            .contains(&oldest.path)),
-        "retention never got to the oldest segment: {:?}",
+        wait_for(Duration::from_secs(60), || {
+            let rows = segment_rows(&data);
+            rows.contains(&oldest) && !rows.contains(&next)
+        }),
+        "newer segments did not go in its place: {:?}",
         segment_rows(&data)
     );
-    // Its unlink fails: the file stays, and so does its tombstone, pass after pass.
-    thread::sleep(Duration::from_secs(15));
     assert!(file.exists());
     assert!(
-        tombstones(&data).contains(&oldest.path),
-        "the tombstone went while its file is still there"
+        !tombstones(&data).contains(&oldest.path),
+        "a tombstone for a file that is still there"
     );
     assert!(
-        node.logs().contains("kept for the next pass"),
+        node.logs()
+            .contains(&format!("cannot delete {} (kept)", file.display())),
         "{}",
         node.logs()
     );
-    // Once it can be, it goes, with its tombstone.
+    let message = storage(&node)["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("cannot delete"), "{}", storage(&node));
+    eprintln!("status: {message}");
+    // Once it can be, it goes, tried again within a minute or so.
     chattr("-i", &file);
     assert!(
-        wait_for(Duration::from_secs(30), || !file.exists()
-            && !tombstones(&data).contains(&oldest.path)),
+        wait_for(Duration::from_secs(90), || !file.exists()
+            && !segment_rows(&data).contains(&oldest)
+            && tombstones(&data).is_empty()),
         "not deleted once it could be: {:?}",
-        tombstones(&data)
+        segment_rows(&data)
     );
+}
+
+#[test]
+fn a_disk_that_refuses_deletes_keeps_rows_and_spans_and_once_writable_loses_only_what_the_rule_asks()
+ {
+    let started = Instant::now();
+    // Declared first, dropped last: unmounted (and its loop device freed)
+    // after the node is gone, also when an assertion fails.
+    let disk = Ext4::new(64);
+    let dir = TempDir::new("refusing-disk");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let recordings = disk.mount.join("recordings");
+    let node = Node::start_recording(&data, &recordings, &[]);
+    let url = format!("rtsp://127.0.0.1:{}/gone", common::closed_port());
+    let id = node.add_camera(json!({ "name": "Attic", "rtspUrl": url, "enabled": false }))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    drop(node);
+    // Six segments of a minute ago, indexed by the node at its next start.
+    let scratch = disk.mount.join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    write_segments(&recordings, &id, common_now_ms() - 120_000, 6, &scratch);
+    std::fs::remove_dir(&scratch).unwrap();
+    let node = Node::start_recording(&data, &recordings, &[]);
+    let spans_of = |node: &Node| node.get(&format!("/api/cameras/{id}/recordings")).json();
+    assert!(
+        wait_for(Duration::from_secs(20), || segment_rows(&data).len() == 6
+            && spans_of(&node).as_array().is_some_and(|s| s.len() == 1)),
+        "the segments were not indexed: {:?}",
+        segment_rows(&data)
+    );
+    let rows = segment_rows(&data);
+    let spans = spans_of(&node);
+    drop(node);
+
+    // The disk goes read-only, and the node starts with less free space
+    // than its reserve: the rule asks for the two oldest segments and half
+    // of the third.
+    disk.remount("ro");
+    let files = || segments(&contents(&recordings));
+    let all_files = files();
+    assert_eq!(all_files.len(), 6, "{all_files:?}");
+    let reserve = disk.free() + rows[0].bytes + rows[1].bytes + rows[2].bytes / 2;
+    let reserve = reserve.to_string();
+    let node = Node::start_recording(&data, &recordings, &[("RECORDINGS_KEEP_FREE", &reserve)]);
+    let says_why = |s: &Value| {
+        s["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cannot be written") && m.contains("kept"))
+    };
+    wait_for(Duration::from_secs(20), || {
+        says_why(&storage(&node)) || segment_rows(&data) != rows
+    });
+    assert_eq!(
+        segment_rows(&data),
+        rows,
+        "rows dropped from a read-only disk"
+    );
+    assert!(
+        says_why(&storage(&node)),
+        "the status does not say why nothing is deleted: {}",
+        storage(&node)
+    );
+    eprintln!("status: {}", storage(&node)["message"]);
+    assert_eq!(spans_of(&node), spans, "spans lost on a read-only disk");
+    assert!(tombstones(&data).is_empty(), "{:?}", tombstones(&data));
+
+    // Writable again: the three oldest go, as the reserve asks, and no more.
+    disk.remount("rw");
+    // The log line comes once the pass is over.
+    assert!(
+        wait_for(Duration::from_secs(30), || storage(&node)["message"]
+            .is_null()
+            && node.logs().contains("recordings: deleted the")),
+        "nothing deleted once the disk was writable: {}",
+        storage(&node)
+    );
+    assert_eq!(
+        segment_rows(&data),
+        rows[3..],
+        "not only the oldest three went"
+    );
+    let left: Vec<String> = files().into_keys().collect();
+    let wanted: Vec<String> = all_files.into_keys().skip(3).collect();
+    assert_eq!(left, wanted, "the files kept are not the rows kept");
+    assert!(
+        node.logs().contains("deleted the 3 oldest segments"),
+        "{}",
+        node.logs()
+    );
+    let free = storage(&node)["freeBytes"].as_u64().unwrap();
+    assert!(free >= reserve.parse().unwrap(), "{}", storage(&node));
+    eprintln!("took {:?}", started.elapsed());
 }
 
 #[test]

@@ -114,7 +114,11 @@ fn serialize(app: &App) -> Result<Vec<u8>, Error> {
                 free_bytes: storage.free_bytes,
                 total_bytes: storage.total_bytes,
                 oldest_recording_at: storage.oldest_ms.map(format_timestamp),
-                message: storage.message,
+                // Both, when both say something: the recordings' first.
+                message: match (storage.message, clips.message) {
+                    (Some(recordings), Some(clips)) => Some(format!("{recordings}; {clips}")),
+                    (recordings, clips) => recordings.or(clips),
+                },
                 clips_bytes: clips.used_bytes,
                 clips_budget_bytes: clips.budget_bytes,
                 clips_reserve_bytes: clips.reserve_bytes,

@@ -7,16 +7,23 @@
 //! minute. Deletion is in the order of the design's rule 2: rows to
 //! tombstones in one transaction, then the files unlinked and their folder
 //! fsynced, then the tombstones dropped; a file that cannot be unlinked
-//! (for any reason but its being gone already) keeps its tombstone.
+//! (for any reason but its being gone already) keeps its tombstone, and
+//! only bytes of files gone count as freed. A disk that refuses deletes
+//! keeps the events: before each batch the clips' folder, and each event's
+//! folder, must be the node's to change (not read-only, not another
+//! user's), and a batch that frees nothing ends the pass; the status says
+//! why.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
 use super::{Inner, Storage, orphans};
+use crate::error::Kind;
 use crate::filesystem::{self, Space};
 use crate::recording::fewest_to_free;
 use crate::store::EventFiles;
@@ -29,6 +36,8 @@ const DEFAULT_FLOOR: u64 = 512 << 20;
 const BATCH: usize = 64;
 /// Tombstones unlinked per round, and events measured.
 const GARBAGE_BATCH: usize = 256;
+/// How long what could not be deleted is left out of the choices.
+const KEPT_FOR: Duration = Duration::from_secs(60);
 
 /// The free space to keep on a file system of `total` bytes.
 pub fn floor(configured: Option<u64>, total: u64) -> u64 {
@@ -65,7 +74,7 @@ pub fn to_free(used: u64, budget: u64, free: Option<u64>, floor: u64) -> Option<
 }
 
 /// What may go to make room.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Doomed {
     /// An event, with its files.
     Event(Uuid),
@@ -122,6 +131,12 @@ pub fn choose(candidates: &[Candidate], bytes: u64) -> &[Candidate] {
 pub(super) struct Retention {
     /// Clip files no event names, found at start, oldest first.
     orphans: Vec<Candidate>,
+    /// What could not be deleted (events kept whole), and when: left out
+    /// of the choices for [`KEPT_FOR`], so that one folder the disk
+    /// refuses does not stop all deletion; tried again after.
+    kept: HashMap<Doomed, Instant>,
+    /// Why something could not be deleted lately, for the status.
+    why_kept: Option<String>,
 }
 
 impl Retention {
@@ -144,7 +159,11 @@ impl Retention {
                 dir.display()
             );
         }
-        Retention { orphans }
+        Retention {
+            orphans,
+            kept: HashMap::new(),
+            why_kept: None,
+        }
     }
 
     /// Deletes the oldest clips while they take more than their budget or
@@ -164,16 +183,30 @@ impl Retention {
         };
         let floor = floor(settings.keep_free, space.map_or(0, |s| s.total));
         let need = to_free(used, settings.max_bytes, space.map(|s| s.free), floor);
+        // Tombstones left by an earlier refusal are tried again.
+        collect_garbage(inner);
+        self.kept.retain(|_, since| since.elapsed() < KEPT_FOR);
+        let mut refused = None;
         if let Some((need, rule)) = need {
-            self.free(inner, need, rule);
+            refused = self.free(inner, need, rule);
         }
+        if self.kept.is_empty() && refused.is_none() {
+            self.why_kept = None;
+        }
+        let message = match (refused, &self.why_kept) {
+            (Some(why), _) => Some(format!("old clips are not deleted: {why}")),
+            (None, Some(why)) => Some(format!(
+                "old clips that cannot be deleted are kept, and newer ones go in their place: {why}"
+            )),
+            (None, None) => None,
+        };
         let space = if need.is_some() {
             filesystem::space(&dir).ok()
         } else {
             space
         };
         if let Some(used) = self.used(inner) {
-            self.refresh(inner, used, space);
+            self.refresh(inner, used, space, message);
         }
     }
 
@@ -183,52 +216,91 @@ impl Retention {
         Some(events + self.orphans.iter().map(|o| o.bytes).sum::<u64>())
     }
 
-    /// Deletes the oldest events and unnamed files until `need` bytes are freed.
-    fn free(&mut self, inner: &Inner, need: u64, rule: Rule) {
+    /// Deletes the oldest events and unnamed files until `need` bytes are
+    /// freed, counting only files gone. Returns why it stopped short, when
+    /// the disk refused: the clips' folder cannot be written, or a batch
+    /// freed nothing.
+    fn free(&mut self, inner: &Inner, need: u64, rule: Rule) -> Option<String> {
+        let data_dir = &inner.settings.data_dir;
         let (mut events, mut event_bytes, mut files, mut file_bytes) = (0, 0, 0, 0);
+        let mut refused = None;
         while event_bytes + file_bytes < need {
-            let Ok(oldest) = inner.db.run(|s| s.oldest_event_files(BATCH)) else {
+            // Looked at again each round: the disk may have gone read-only.
+            if let Err(e) = filesystem::writable(&inner.settings.clips_dir()) {
+                refused = Some(format!(
+                    "the clips' folder cannot be written to ({e}); the events and their files are kept"
+                ));
+                break;
+            }
+            let limit = BATCH + self.kept.len();
+            let Ok(oldest) = inner.db.run(|s| s.oldest_event_files(limit)) else {
                 break;
             };
-            let all = oldest.len() < BATCH;
-            let events_in_order = oldest.into_iter().map(Candidate::from).collect();
-            let candidates = order(events_in_order, &self.orphans, all);
+            let all = oldest.len() < limit;
+            let events_in_order = oldest
+                .into_iter()
+                .map(Candidate::from)
+                .filter(|c| !self.kept.contains_key(&c.what))
+                .collect();
+            let orphans: Vec<Candidate> = self
+                .orphans
+                .iter()
+                .filter(|o| !self.kept.contains_key(&o.what))
+                .cloned()
+                .collect();
+            let candidates = order(events_in_order, &orphans, all);
             let chosen = choose(&candidates, need - event_bytes - file_bytes);
             if chosen.is_empty() {
                 break;
             }
+            let now = Instant::now();
+            let mut freed = 0;
+            let mut why = None;
             // The unnamed files first (no row names them): a failed event
-            // deletion below then leaves none of them counted but gone. One
-            // that cannot be unlinked stays counted, and is tried again at
-            // the next round, not in this one (it would be chosen again).
-            let mut stuck = false;
+            // deletion below then leaves none of them counted but gone.
+            let mut ids = Vec::new();
             for candidate in chosen {
-                if let Doomed::File(path) = &candidate.what {
-                    if unlink(&inner.settings.data_dir, std::slice::from_ref(path)).is_empty() {
-                        stuck = true;
-                        continue;
+                match &candidate.what {
+                    Doomed::File(path) => {
+                        let (gone, refusal) = unlink(data_dir, std::slice::from_ref(path));
+                        if gone.is_empty() {
+                            self.kept.insert(candidate.what.clone(), now);
+                            why = why.or(refusal);
+                            continue;
+                        }
+                        self.orphans.retain(|o| o.what != candidate.what);
+                        files += 1;
+                        file_bytes += candidate.bytes;
+                        freed += candidate.bytes;
                     }
-                    self.orphans.retain(|o| o.what != candidate.what);
-                    files += 1;
-                    file_bytes += candidate.bytes;
+                    Doomed::Event(id) => ids.push(*id),
                 }
             }
-            let ids: Vec<Uuid> = chosen
-                .iter()
-                .filter_map(|c| match &c.what {
-                    Doomed::Event(id) => Some(*id),
-                    Doomed::File(_) => None,
-                })
-                .collect();
+            // An event whose files' folder the node may not change is kept
+            // whole, its row too: a tombstone could not be unlinked.
+            let Some(held) = refusing_folders(inner, &ids) else {
+                break;
+            };
+            ids.retain(|id| !held.iter().any(|(h, _)| h == id));
+            for (id, refusal) in held {
+                self.kept.insert(Doomed::Event(id), now);
+                why = why.or(Some(refusal));
+            }
             if !ids.is_empty() {
-                let Some(freed) = delete_events(inner, &ids) else {
+                let Some((gone_bytes, refusal)) = delete_events(inner, &ids) else {
                     break;
                 };
                 events += ids.len();
-                event_bytes += freed;
+                event_bytes += gone_bytes;
+                freed += gone_bytes;
+                why = why.or(refusal);
             }
-            if stuck {
-                break;
+            if let Some(why) = why {
+                self.why_kept = Some(why.clone());
+                if freed == 0 {
+                    refused = Some(format!("{why}; tried again at the next check"));
+                    break;
+                }
             }
         }
         if events > 0 {
@@ -243,13 +315,17 @@ impl Retention {
                 rule.words()
             );
         }
+        if let Some(why) = &refused {
+            log::warn!("clips: old clips are not deleted: {why}");
+        }
+        refused
     }
 
     /// Updates what status shows of the clips: their disk's figures only
     /// when it is known not to be the recordings' (looked at each time: the
     /// recordings folder may be made after the clips', or be on a disk
     /// mounted late; until it is there, the figures wait for the next time).
-    fn refresh(&self, inner: &Inner, used: u64, space: Option<Space>) {
+    fn refresh(&self, inner: &Inner, used: u64, space: Option<Space>, message: Option<String>) {
         let settings = &inner.settings;
         let own_disk =
             filesystem::same_file_system(&settings.clips_dir(), &settings.recordings_dir)
@@ -259,28 +335,70 @@ impl Retention {
             budget_bytes: settings.max_bytes,
             reserve_bytes: floor(settings.keep_free, space.map_or(0, |s| s.total)),
             disk: space.filter(|_| own_disk),
+            message,
         });
     }
 }
 
-/// Deletes events with their files; returns the bytes freed. When the
-/// database cannot write (its disk, often the clips', is full), the files
-/// go first to make room, and the events after them.
-fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<u64> {
-    match inner.db.run(|s| s.tombstone_events(ids)) {
-        Ok(freed) => {
-            collect_garbage(inner);
-            Some(freed)
-        }
-        Err(e) => {
-            log::warn!("clips: cannot mark events deleted ({e}); deleting their files first");
-            let files = inner.db.run(|s| s.files_of_events(ids)).unwrap_or_default();
-            unlink(&inner.settings.data_dir, &files);
-            let freed = inner.db.run(|s| s.tombstone_events(ids)).ok();
-            collect_garbage(inner);
-            freed
+/// Of `ids`, the events with a file in a folder the node may not change
+/// (read-only, another user's), each with why; None when the database
+/// cannot tell.
+fn refusing_folders(inner: &Inner, ids: &[Uuid]) -> Option<Vec<(Uuid, String)>> {
+    let mut held = Vec::new();
+    for id in ids {
+        let files = inner.db.run(|s| s.files_of_events(&[*id])).ok()?;
+        let refusal = files.iter().find_map(|file| {
+            let folder = inner.settings.data_dir.join(file);
+            let folder = folder.parent()?;
+            let e = filesystem::writable(folder).err()?;
+            Some(format!("cannot delete {file}: {}: {e}", folder.display()))
+        });
+        if let Some(why) = refusal {
+            held.push((*id, why));
         }
     }
+    Some(held)
+}
+
+/// Deletes events with their files; returns the bytes of the files gone,
+/// and why others are not (their tombstones stay). When the database's
+/// disk is full and is the clips' disk too, the files go first to make
+/// room, and the events after them; any other failure to write the
+/// database deletes nothing.
+fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<(u64, Option<String>)> {
+    let data_dir = &inner.settings.data_dir;
+    let files = inner.db.run(|s| s.files_of_events(ids)).ok()?;
+    let (bytes, gone, refusal) = match inner.db.run(|s| s.tombstone_events(ids)) {
+        Ok(bytes) => {
+            let (gone, refusal) = unlink(data_dir, &files);
+            // A tombstone left on failure is dropped by a later collection.
+            let _ = inner.db.run(|s| s.forget_clip_garbage(&gone));
+            (bytes, gone, refusal)
+        }
+        Err(e)
+            if e.kind == Kind::InsufficientStorage
+                && filesystem::same_file_system(data_dir, &inner.settings.clips_dir())
+                    == Some(true) =>
+        {
+            log::warn!("clips: cannot mark events deleted ({e}); deleting their files first");
+            let (gone, refusal) = unlink(data_dir, &files);
+            let bytes = inner.db.run(|s| s.tombstone_events(ids)).ok()?;
+            collect_garbage(inner);
+            (bytes, gone, refusal)
+        }
+        Err(e) => {
+            log::warn!("clips: cannot mark events deleted ({e}); nothing is deleted");
+            return None;
+        }
+    };
+    // What is still there was not freed.
+    let left: u64 = files
+        .iter()
+        .filter(|f| !gone.contains(f))
+        .filter_map(|f| fs::metadata(data_dir.join(f)).ok())
+        .map(|m| m.len())
+        .sum();
+    Some((bytes.saturating_sub(left), refusal))
 }
 
 /// Unlinks the files of tombstones and drops the tombstones of those gone.
@@ -302,7 +420,7 @@ pub(super) fn bury(inner: &Inner, paths: &[String]) -> usize {
     if paths.is_empty() {
         return 0;
     }
-    let gone = unlink(&inner.settings.data_dir, paths);
+    let (gone, _) = unlink(&inner.settings.data_dir, paths);
     if !gone.is_empty() && inner.db.run(|s| s.forget_clip_garbage(&gone)).is_err() {
         return 0;
     }
@@ -311,16 +429,20 @@ pub(super) fn bury(inner: &Inner, paths: &[String]) -> usize {
 
 /// Unlinks files (relative to `data_dir`; a missing one is fine), makes
 /// that durable, and removes the camera folders it left empty. Returns the
-/// files that are gone.
-fn unlink(data_dir: &Path, paths: &[String]) -> Vec<String> {
+/// files that are gone, and why the first of the others is not.
+fn unlink(data_dir: &Path, paths: &[String]) -> (Vec<String>, Option<String>) {
     let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
     let mut gone = Vec::new();
+    let mut refusal = None;
     for path in paths {
         let file = data_dir.join(path);
         match fs::remove_file(&file) {
             Ok(()) => gone.push(path.clone()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => gone.push(path.clone()),
-            Err(e) => log::warn!("cannot delete {}: {e}", file.display()),
+            Err(e) => {
+                log::warn!("cannot delete {}: {e}", file.display());
+                refusal.get_or_insert_with(|| format!("cannot delete {path}: {e}"));
+            }
         }
         if let Some(folder) = file.parent() {
             folders.insert(folder.to_owned());
@@ -333,7 +455,7 @@ fn unlink(data_dir: &Path, paths: &[String]) -> Vec<String> {
             let _ = fs::remove_dir(folder);
         }
     }
-    gone
+    (gone, refusal)
 }
 
 /// Measures the files of events whose bytes are not known (from before the

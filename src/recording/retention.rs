@@ -6,12 +6,14 @@
 //! each new segment, every minute, and at once when ffmpeg runs out of
 //! space, and only while the recordings folder is this node's. Deletion is
 //! in the order of the design's rule 2: rows to tombstones, files unlinked,
-//! tombstones dropped (kept for a file whose unlink failed). When the
-//! database cannot be written, it deletes nothing, says why in the status,
+//! tombstones dropped; a file whose unlink failed gets its row back, and
+//! only bytes of files gone count as freed. A disk that refuses deletes
+//! (read-only, not the node's to change) or a database that cannot be
+//! written stops the pass with every row left: it says why in the status,
 //! and looks again after 10 s, doubling to 5 minutes: it never spins.
 //! The folders of deleted cameras are emptied here too.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -32,6 +34,8 @@ const DEFAULT_RESERVE: u64 = 1 << 30;
 const BATCH: usize = 64;
 /// Tombstones unlinked per round.
 const GARBAGE_BATCH: usize = 256;
+/// How long a file that could not be unlinked is left out of the choices.
+const KEPT_FOR: Duration = Duration::from_secs(60);
 /// The first wait after a pass the database did not let finish, and the longest.
 const FIRST_BACKOFF: Duration = Duration::from_secs(10);
 const LAST_BACKOFF: Duration = Duration::from_secs(300);
@@ -44,6 +48,25 @@ struct Cleaner {
     unlinked: Vec<Segment>,
     /// Passes in a row that the database did not let finish.
     failures: u32,
+    /// Files that could not be unlinked (their rows kept), and when:
+    /// left out of the choices for [`KEPT_FOR`], so that one file the disk
+    /// refuses does not stop all deletion; tried again after.
+    kept: HashMap<String, Instant>,
+    /// Why the last of them could not be.
+    why_kept: Option<String>,
+}
+
+impl Cleaner {
+    /// What status says of the files kept, while any is.
+    fn kept_message(&mut self) -> Option<String> {
+        if self.kept.is_empty() {
+            self.why_kept = None;
+        }
+        let why = self.why_kept.as_ref()?;
+        Some(format!(
+            "old recordings that cannot be deleted are kept, and newer ones go in their place: {why}"
+        ))
+    }
 }
 
 pub(super) fn run(shared: &Shared, orders: mpsc::Receiver<Clean>) {
@@ -58,10 +81,12 @@ pub(super) fn run(shared: &Shared, orders: mpsc::Receiver<Clean>) {
             // Nothing is deleted from a folder that is not this node's.
             refresh(shared, None, None)
         };
-        let wait = match outcome {
+        // The message is decided once the pass is over: status does not
+        // flicker while it runs.
+        let (wait, message) = match outcome {
             Ok(()) => {
                 cleaner.failures = 0;
-                PERIOD
+                (PERIOD, cleaner.kept_message())
             }
             Err(e) => {
                 cleaner.failures += 1;
@@ -72,12 +97,12 @@ pub(super) fn run(shared: &Shared, orders: mpsc::Receiver<Clean>) {
                     wait.as_secs()
                 );
                 log::warn!("recordings: {why}");
-                let mut storage = lock(&shared.storage).clone();
-                storage.message = Some(why);
-                shared.set_storage(storage);
-                wait
+                (wait, Some(why))
             }
         };
+        let mut storage = lock(&shared.storage).clone();
+        storage.message = message;
+        shared.set_storage(storage);
         // A new segment or ffmpeg's full disk wakes the cleaner early, but
         // not while it waits for the database.
         let until = Instant::now() + wait;
@@ -179,10 +204,44 @@ pub fn fewest_to_free<T>(candidates: &[T], bytes: u64, size: impl Fn(&T) -> u64)
 }
 
 fn enforce(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), Error> {
+    cleaner.kept.retain(|_, since| since.elapsed() < KEPT_FOR);
+    let mut deleted = Vec::new();
+    let outcome = make_room(shared, cleaner, urgent, &mut deleted);
+    if !deleted.is_empty() {
+        // When the cameras cannot be read, no segment is called unknown.
+        let unclaimed = shared.db.run(|s| s.cameras()).map_or(0, |cameras| {
+            deleted
+                .iter()
+                .filter(|s| !cameras.iter().any(|c| c.id == s.camera_id))
+                .count()
+        });
+        let of_unknown = if unclaimed > 0 {
+            format!(", {unclaimed} of them of cameras this node does not know")
+        } else {
+            String::new()
+        };
+        let freed: u64 = deleted.iter().map(|s| s.bytes).sum();
+        log::info!(
+            "recordings: deleted the {} oldest segments ({freed} bytes{of_unknown}) to keep within \
+             the budget and the free-space reserve",
+            deleted.len()
+        );
+    }
+    outcome
+}
+
+/// Deletes the oldest segments while the rule asks for room, adding those
+/// whose files are gone to `deleted`. It stops, keeping every row left,
+/// when the folder is no longer this node's or cannot be written, or when
+/// a batch frees nothing: a disk that refuses deletes must not empty the
+/// index.
+fn make_room(
+    shared: &Shared,
+    cleaner: &mut Cleaner,
+    urgent: bool,
+    deleted: &mut Vec<Segment>,
+) -> Result<(), Error> {
     let settings = &shared.settings;
-    let mut deleted = 0usize;
-    let mut unclaimed = 0usize;
-    let mut freed_total = 0u64;
     let mut urgent = urgent;
     loop {
         let unindexed = shared.unindexed_bytes.load(Ordering::Relaxed);
@@ -202,9 +261,24 @@ fn enforce(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), E
         let headroom = if urgent { headroom(shared, used)? } else { 0 };
         let need = to_free(used, settings.max_bytes, space, reserve, urgent, headroom);
         if need == 0 {
-            break;
+            return Ok(());
         }
-        let skipped: HashSet<&str> = cleaner.unlinked.iter().map(|s| s.path.as_str()).collect();
+        // Looked at again each round: the disk may have gone, or gone
+        // read-only, since the last.
+        if !shared.folder_is_ours() {
+            return Err(refused("the recordings folder is not this node's disk now"));
+        }
+        if let Err(e) = filesystem::writable(&settings.dir) {
+            return Err(refused(&format!(
+                "the recordings disk cannot be written to ({e}); its files and their index are kept"
+            )));
+        }
+        let skipped: HashSet<&str> = cleaner
+            .unlinked
+            .iter()
+            .map(|s| s.path.as_str())
+            .chain(cleaner.kept.keys().map(String::as_str))
+            .collect();
         let limit = BATCH + skipped.len();
         let candidates: Vec<Segment> = shared
             .db
@@ -217,29 +291,24 @@ fn enforce(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), E
             if urgent {
                 log::warn!("recordings: the disk is full and there is no recording left to delete");
             }
-            break;
+            return Ok(());
         }
-        let cameras = shared.db.run(|s| s.cameras())?;
-        unclaimed += chosen
-            .iter()
-            .filter(|s| !cameras.iter().any(|c| c.id == s.camera_id))
-            .count();
-        freed_total += delete(shared, cleaner, chosen)?;
-        deleted += chosen.len();
+        let (gone, refusal) = delete(shared, cleaner, chosen)?;
+        let now = Instant::now();
+        for segment in chosen.iter().filter(|s| !gone.contains(s)) {
+            cleaner.kept.insert(segment.path.clone(), now);
+        }
+        if let Some(why) = refusal {
+            cleaner.why_kept = Some(why.clone());
+            if gone.is_empty() {
+                return Err(refused(&format!(
+                    "{why}; its files and their index are kept"
+                )));
+            }
+        }
+        deleted.extend(gone);
         urgent = false;
     }
-    if deleted > 0 {
-        let of_unknown = if unclaimed > 0 {
-            format!(", {unclaimed} of them of cameras this node does not know")
-        } else {
-            String::new()
-        };
-        log::info!(
-            "recordings: deleted the {deleted} oldest segments ({freed_total} bytes{of_unknown}) to keep within \
-             the budget and the free-space reserve"
-        );
-    }
-    Ok(())
 }
 
 /// Room for a few more segments of each recorder: three times the mean
@@ -252,29 +321,53 @@ fn headroom(shared: &Shared, used: u64) -> Result<u64, Error> {
         .map_or(0, |mean| 3 * mean * recorders))
 }
 
+/// Why old recordings are not deleted, when the disk refuses.
+fn refused(why: &str) -> Error {
+    Error::new(Kind::Unavailable, why)
+}
+
 /// Deletes `segments`: rows to tombstones, then the files, then the
-/// tombstones. When the database's disk is full and it is the recordings'
-/// disk too, the files go first (that frees it), their rows after, once it
-/// can; any other failure to write the database deletes nothing. Returns
-/// the bytes freed.
-fn delete(shared: &Shared, cleaner: &mut Cleaner, segments: &[Segment]) -> Result<u64, Error> {
+/// tombstones; a file that cannot be unlinked gets its row back. When the
+/// database's disk is full and it is the recordings' disk too, the files
+/// go first (that frees it), their rows after, once it can; any other
+/// failure to write the database deletes nothing. Returns the segments
+/// whose files are gone, and why others are not.
+fn delete(
+    shared: &Shared,
+    cleaner: &mut Cleaner,
+    segments: &[Segment],
+) -> Result<(Vec<Segment>, Option<String>), Error> {
+    let paths: Vec<String> = segments.iter().map(|s| s.path.clone()).collect();
     match shared.db.run(|s| s.tombstone_segments(segments)) {
-        Ok(freed) => {
-            collect_garbage(shared)?;
-            Ok(freed)
+        Ok(_) => {
+            let (gone_paths, refusal) = unlink(shared, &paths);
+            let (gone, kept) = split(segments, &gone_paths);
+            shared.db.run(|s| {
+                s.forget_garbage(&gone_paths)?;
+                s.restore_segments(&kept)
+            })?;
+            Ok((gone, refusal))
         }
         Err(e) if e.kind == Kind::InsufficientStorage && shares_disk(shared) => {
             log::warn!("recordings: the disk is full, the database's too: deleting files first");
-            let paths: Vec<String> = segments.iter().map(|s| s.path.clone()).collect();
-            unlink(shared, &paths);
-            cleaner.unlinked.extend_from_slice(segments);
-            if shared.db.run(|s| s.forget_segments(segments)).is_ok() {
-                cleaner.unlinked.retain(|s| !segments.contains(s));
+            let (gone, refusal) = unlink(shared, &paths);
+            let (gone, _) = split(segments, &gone);
+            cleaner.unlinked.extend_from_slice(&gone);
+            if shared.db.run(|s| s.forget_segments(&gone)).is_ok() {
+                cleaner.unlinked.retain(|s| !gone.contains(s));
             }
-            Ok(segments.iter().map(|s| s.bytes).sum())
+            Ok((gone, refusal))
         }
         Err(e) => Err(e),
     }
+}
+
+/// `segments` parted into those whose files are `gone` and the others.
+fn split(segments: &[Segment], gone: &[String]) -> (Vec<Segment>, Vec<Segment>) {
+    segments
+        .iter()
+        .cloned()
+        .partition(|s| gone.contains(&s.path))
 }
 
 /// Whether the database is known to be on the recordings' file system.
@@ -290,7 +383,7 @@ pub(super) fn collect_garbage(shared: &Shared) -> Result<(), Error> {
         if paths.is_empty() {
             return Ok(());
         }
-        let gone = unlink(shared, &paths);
+        let (gone, _) = unlink(shared, &paths);
         shared.db.run(|s| s.forget_garbage(&gone))?;
         if paths.len() < GARBAGE_BATCH || gone.len() < paths.len() {
             return Ok(());
@@ -300,8 +393,8 @@ pub(super) fn collect_garbage(shared: &Shared) -> Result<(), Error> {
 
 /// Unlinks files (a missing one is fine), makes that durable, and removes
 /// the folders it left empty; playback forgets them at once. Returns the
-/// paths that are gone.
-fn unlink(shared: &Shared, paths: &[String]) -> Vec<String> {
+/// paths that are gone, and why the first of the others is not.
+fn unlink(shared: &Shared, paths: &[String]) -> (Vec<String>, Option<String>) {
     let dir = &shared.settings.dir;
     let files: Vec<PathBuf> = paths.iter().map(|p| dir.join(p)).collect();
     shared
@@ -311,15 +404,16 @@ fn unlink(shared: &Shared, paths: &[String]) -> Vec<String> {
         .segments
         .forget_files(files.iter().map(PathBuf::as_path));
     let mut gone = Vec::with_capacity(paths.len());
+    let mut refusal = None;
     let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
     for (path, file) in paths.iter().zip(&files) {
         match std::fs::remove_file(file) {
             Ok(()) => gone.push(path.clone()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => gone.push(path.clone()),
-            Err(e) => log::warn!(
-                "cannot delete {} (kept for the next pass): {e}",
-                file.display()
-            ),
+            Err(e) => {
+                log::warn!("cannot delete {} (kept): {e}", file.display());
+                refusal.get_or_insert_with(|| format!("cannot delete {}: {e}", file.display()));
+            }
         }
         if let Some(folder) = file.parent() {
             folders.insert(folder.to_owned());
@@ -329,7 +423,7 @@ fn unlink(shared: &Shared, paths: &[String]) -> Vec<String> {
         let _ = filesystem::sync_dir(folder);
         files::remove_if_empty(folder);
     }
-    gone
+    (gone, refusal)
 }
 
 /// Empties the folders of deleted cameras whose recorders have stopped: the
@@ -387,8 +481,8 @@ fn remove_camera_folder(dir: &Path, camera: Uuid) -> bool {
     !camera_dir.exists()
 }
 
-/// Updates what status shows of storage (all is well: no message); with
-/// `used` and `space` when they were just read.
+/// Updates the figures status shows of storage (the message stays until
+/// the pass is over); with `used` and `space` when they were just read.
 fn refresh(shared: &Shared, used: Option<u64>, space: Option<Space>) -> Result<(), Error> {
     let (used, oldest_ms, unclaimed) = shared.db.run(|s| {
         let used = match used {
@@ -401,6 +495,7 @@ fn refresh(shared: &Shared, used: Option<u64>, space: Option<Space>) -> Result<(
             s.unclaimed_segment_bytes()?,
         ))
     })?;
+    let message = lock(&shared.storage).message.clone();
     shared.set_storage(Storage {
         used_bytes: used,
         unclaimed_bytes: unclaimed,
@@ -409,7 +504,7 @@ fn refresh(shared: &Shared, used: Option<u64>, space: Option<Space>) -> Result<(
         free_bytes: space.map(|s| s.free),
         total_bytes: space.map(|s| s.total),
         oldest_ms,
-        message: None,
+        message,
     });
     Ok(())
 }

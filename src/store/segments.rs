@@ -288,6 +288,39 @@ impl Store {
         Ok(())
     }
 
+    /// Undoes [`Store::tombstone_segments`] for segments whose files could
+    /// not be unlinked, in one transaction: their rows come back, their
+    /// tombstones go. Footage still on the disk stays in the index.
+    pub fn restore_segments(&mut self, segments: &[Segment]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        let mut added = Vec::with_capacity(segments.len());
+        for segment in segments {
+            tx.execute(
+                "DELETE FROM segment_garbage WHERE path = ?1",
+                [&segment.path],
+            )?;
+            let inserted = tx.execute(
+                "INSERT OR IGNORE INTO segment (camera_id, start_ms, end_ms, bytes, path)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    segment.camera_id.to_string(),
+                    segment.start_ms,
+                    segment.end_ms,
+                    segment.bytes as i64,
+                    segment.path
+                ],
+            )?;
+            if inserted > 0 {
+                added.push((segment.camera_id, segment.bytes));
+            }
+        }
+        tx.commit()?;
+        for (camera, bytes) in added {
+            self.segments_added(camera, bytes);
+        }
+        Ok(())
+    }
+
     /// Up to `limit` files of deleted segments still to unlink.
     pub fn garbage(&self, limit: usize) -> Result<Vec<String>> {
         let mut stmt = self
@@ -519,6 +552,13 @@ mod tests {
             ..segment(a.id, 90_000, 10)
         };
         assert_eq!(store.insert_found_segment(&doomed_file).unwrap(), None);
+        // One file could not be unlinked: its row comes back, counted.
+        let stayed = doomed[..1].to_vec();
+        store.restore_segments(&stayed).unwrap();
+        assert_eq!(store.segment_bytes().unwrap(), 40);
+        assert_eq!(store.garbage(10).unwrap().len(), 1);
+        assert_eq!(store.segments_to_delete(1).unwrap(), stayed);
+        store.tombstone_segments(&stayed).unwrap();
         store.forget_garbage(&garbage).unwrap();
         assert!(store.garbage(10).unwrap().is_empty());
 

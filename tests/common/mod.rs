@@ -58,6 +58,54 @@ pub fn read_database(data: &Path) -> rusqlite::Connection {
     db
 }
 
+/// Writes `count` segments of 10 s of `camera` (ffmpeg's test picture,
+/// 160x90, a key frame a second, in the recorder's fragmented MP4) into
+/// `recordings`, named as the node files them, the first from `start_ms`.
+pub fn write_segments(recordings: &Path, camera: &str, start_ms: i64, count: i64, scratch: &Path) {
+    let output = Command::new("ffmpeg")
+        .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
+        .args(["-f", "lavfi", "-i", "testsrc=size=160x90:rate=5"])
+        .args(["-t", &(count * 10).to_string()])
+        .args([
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-g",
+            "5",
+            "-pix_fmt",
+            "yuv420p",
+        ])
+        .args([
+            "-f",
+            "segment",
+            "-segment_time",
+            "10",
+            "-reset_timestamps",
+            "1",
+        ])
+        .args(["-segment_format", "mp4", "-segment_format_options"])
+        .arg("movflags=+frag_keyframe+empty_moov+default_base_moof")
+        .arg(scratch.join("%03d.mp4"))
+        .output()
+        .expect("ffmpeg (Debian package ffmpeg) runs");
+    assert!(
+        output.status.success(),
+        "ffmpeg: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for i in 0..count {
+        let start = humantime::format_rfc3339_millis(
+            std::time::UNIX_EPOCH + Duration::from_millis((start_ms + i * 10_000) as u64),
+        )
+        .to_string();
+        let folder = recordings.join(camera).join(format!("{}Z", &start[..13]));
+        std::fs::create_dir_all(&folder).unwrap();
+        let name = format!("{}.mp4", start.replace(':', "-"));
+        std::fs::rename(scratch.join(format!("{i:03}.mp4")), folder.join(name)).unwrap();
+    }
+}
+
 /// A segment's row in a node's index.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SegmentRow {
@@ -541,6 +589,109 @@ impl Tmpfs {
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+/// An ext4 file system in a file, mounted through a loop device with
+/// `errors=remount-ro`, as an SD card's root usually is; unmounted (and
+/// its loop device freed) on drop.
+pub struct Ext4 {
+    image: TempDir,
+    pub mount: PathBuf,
+}
+
+impl Ext4 {
+    pub fn new(size_mb: u32) -> Ext4 {
+        let image = TempDir::new("ext4");
+        let mount = image.path().join("mnt");
+        Ext4::mounted(image, size_mb, mount)
+    }
+
+    /// One mounted at `mount` (made if missing), as a disk of its own for
+    /// a folder of the node's.
+    pub fn at(mount: &Path, size_mb: u32) -> Ext4 {
+        Ext4::mounted(TempDir::new("ext4"), size_mb, mount.to_owned())
+    }
+
+    fn mounted(image: TempDir, size_mb: u32, mount: PathBuf) -> Ext4 {
+        let file = image.path().join("disk.img");
+        std::fs::create_dir_all(&mount).unwrap();
+        let run = |program: &str, args: &[&str]| {
+            let out = Command::new(program)
+                .args(args)
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run {program} (e2fsprogs, util-linux): {e}"));
+            assert!(
+                out.status.success(),
+                "{program} {args:?} failed (needs root and loop devices): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let file_arg = file.to_str().unwrap();
+        run("truncate", &["-s", &format!("{size_mb}M"), file_arg]);
+        run("mkfs.ext4", &["-q", file_arg]);
+        run(
+            "mount",
+            &[
+                "-o",
+                "loop,errors=remount-ro",
+                file_arg,
+                mount.to_str().unwrap(),
+            ],
+        );
+        Ext4 { image, mount }
+    }
+
+    /// Makes ext4 meet an error, as a failing card does: it remounts itself
+    /// read-only (`emergency_ro`).
+    pub fn fail(&self) {
+        let device = Command::new("findmnt")
+            .args(["-n", "-o", "SOURCE"])
+            .arg(&self.mount)
+            .output()
+            .unwrap();
+        let device = String::from_utf8_lossy(&device.stdout).trim().to_owned();
+        let name = device.rsplit('/').next().unwrap();
+        std::fs::write(format!("/sys/fs/ext4/{name}/trigger_fs_error"), "test")
+            .expect("trigger an ext4 error through sysfs");
+        let options = Command::new("findmnt")
+            .args(["-n", "-o", "OPTIONS"])
+            .arg(&self.mount)
+            .output()
+            .unwrap();
+        let options = String::from_utf8_lossy(&options.stdout).into_owned();
+        assert!(options.contains("ro"), "still read-write: {options}");
+    }
+}
+
+impl Ext4 {
+    /// Remounts it `ro` or `rw`, as an administrator does.
+    pub fn remount(&self, mode: &str) {
+        let status = Command::new("mount")
+            .args(["-o", &format!("remount,{mode}")])
+            .arg(&self.mount)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount -o remount,{mode}");
+    }
+
+    /// The bytes the node may still write on it (`statvfs`'s `f_bavail`).
+    pub fn free(&self) -> u64 {
+        let out = Command::new("stat")
+            .args(["-f", "-c", "%a %S"])
+            .arg(&self.mount)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut numbers = text.split_whitespace().map(|n| n.parse::<u64>().unwrap());
+        numbers.next().unwrap() * numbers.next().unwrap()
+    }
+}
+
+impl Drop for Ext4 {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
+        let _ = &self.image;
     }
 }
 
