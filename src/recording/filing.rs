@@ -12,9 +12,10 @@ use std::path::Path;
 
 use uuid::Uuid;
 
-use super::Shared;
 use super::files;
 use super::ring::Ring;
+use super::{Shared, lock};
+use crate::clock;
 use crate::filesystem;
 use crate::media::fmp4;
 use crate::store::Segment;
@@ -22,7 +23,8 @@ use crate::store::Segment;
 /// What became of a closed segment.
 #[derive(Debug)]
 pub enum Filed {
-    Indexed,
+    /// As indexed (its start moved on if another segment had it).
+    Indexed(Segment),
     /// In its place, but its row could not be written (the database's disk
     /// is full): to be indexed later, or by recovery at the next start.
     Unindexed(Segment),
@@ -97,6 +99,89 @@ pub fn file_segment(
     )
 }
 
+/// Moves the segments indexed while the clock was not set to their true
+/// times, once it is (their times ran on from the newest footage: they
+/// were later by as much as the clock jumped past them). Newest first, so
+/// that none lands on one still to move. One that cannot be moved keeps
+/// the time it was given, after the footage that was there before it.
+pub fn place_untimed(shared: &Shared) {
+    let mut settled = Vec::new();
+    lock(&shared.untimed).retain(|(segment, stretch)| match clock::shift(*stretch) {
+        Some(shift_ms) => {
+            settled.push((segment.clone(), shift_ms));
+            false
+        }
+        None => true,
+    });
+    let mut moved = 0;
+    for (segment, shift_ms) in settled.iter().rev().filter(|(_, shift)| *shift > 0) {
+        match move_later(shared, segment, *shift_ms) {
+            Ok(true) => moved += 1,
+            Ok(false) => {}
+            Err(e) => log::warn!(
+                "camera {}: cannot move {} to its true time ({e}): it keeps the time it was given",
+                segment.camera_id,
+                segment.path
+            ),
+        }
+    }
+    if moved > 0 {
+        log::info!(
+            "recordings: the clock was set: {moved} segments recorded while it was not moved to their true times"
+        );
+    }
+}
+
+/// Moves a segment `shift_ms` later: its file (into its new hour folder,
+/// made durable), then its row; false when it is gone (deleted by
+/// retention, or with its camera: the cleaner empties its folder). A crash
+/// between leaves a file without a row, which the next start's
+/// reconciliation indexes by its name, the true time.
+fn move_later(shared: &Shared, segment: &Segment, shift_ms: i64) -> io::Result<bool> {
+    let dir = &shared.settings.dir;
+    let from = dir.join(&segment.path);
+    let mut start_ms = segment.start_ms.saturating_add(shift_ms);
+    let mut path = files::segment_path(segment.camera_id, start_ms);
+    while dir.join(&path).exists() {
+        start_ms += 1;
+        path = files::segment_path(segment.camera_id, start_ms);
+    }
+    let to = dir.join(&path);
+    let folder = to.parent().expect("a segment path has a folder");
+    if !folder.is_dir() {
+        fs::create_dir_all(folder)?;
+        filesystem::sync_dir(
+            folder
+                .parent()
+                .expect("an hour folder is in a camera folder"),
+        )?;
+    }
+    match fs::rename(&from, &to) {
+        // Deleted by retention before the clock was set.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            files::remove_if_empty(folder);
+            return Ok(false);
+        }
+        moved => moved?,
+    }
+    filesystem::sync_dir(folder)?;
+    let old_folder = from.parent().expect("a segment path has a folder");
+    filesystem::sync_dir(old_folder)?;
+    files::remove_if_empty(old_folder);
+    shared.clips.forget_files([from.as_path()]);
+    shared.segments.forget_files([from.as_path()]);
+    let moved = Segment {
+        start_ms,
+        end_ms: segment.end_ms.saturating_add(shift_ms),
+        path,
+        ..segment.clone()
+    };
+    shared
+        .db
+        .run(|s| s.move_segment(segment, &moved))
+        .map_err(|e| io::Error::other(e.message))
+}
+
 /// Puts a closed segment of a camera that only keeps a ring into the ring
 /// (RAM: no fsync, no row). Returns whether it was kept.
 pub fn file_in_ring(
@@ -150,7 +235,7 @@ pub fn index(shared: &Shared, mut segment: Segment, by: By) -> io::Result<Filed>
                 segment.end_ms - segment.start_ms
             );
             shared.clean(super::Clean::Check);
-            Ok(Filed::Indexed)
+            Ok(Filed::Indexed(segment))
         }
         // Its deletion is under way: the cleaner unlinks it.
         Ok(None) if by == By::Reconciliation => Ok(Filed::Dropped),
@@ -295,7 +380,7 @@ pub fn recover_file(shared: &Shared, camera: Uuid, path: &Path, start_ms: i64, b
         return left(&e);
     }
     match file_segment(shared, camera, path, (start_ms, start_ms + duration_ms), by) {
-        Ok(Filed::Indexed | Filed::Unindexed(_)) => {
+        Ok(Filed::Indexed(_) | Filed::Unindexed(_)) => {
             log::info!("camera {camera}: recovered segment {name} ({duration_ms} ms)");
             true
         }

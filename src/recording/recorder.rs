@@ -16,7 +16,8 @@ use uuid::Uuid;
 use super::files::{self, INCOMING_PATTERN};
 use super::filing::{self, By, Filed};
 use super::{Clean, Shared, State};
-use crate::clock::now_ms;
+use crate::clock::{self, now_ms};
+use crate::db::lock;
 use crate::media::child::{Child, MALLOC_TRIM, Output};
 use crate::media::failure::Failure;
 use crate::media::restart::{self, Restartable};
@@ -291,7 +292,8 @@ impl Recorder {
             return false;
         };
         let path: PathBuf = incoming.join(name);
-        let reported = now_ms();
+        let reading = clock::read();
+        let reported = reading.ms;
         let content_ms = filing::content_ms(&path);
         let (start_ms, end_ms) = placing.place(reported, (start, end), content_ms);
         // The next segment, now being written, starts where this one ends.
@@ -309,7 +311,12 @@ impl Recorder {
             By::Recorder,
         );
         match filed {
-            Ok(Filed::Indexed) => true,
+            Ok(Filed::Indexed(segment)) => {
+                if let Some(stretch) = reading.unset {
+                    lock(&self.shared.untimed).push((segment, stretch));
+                }
+                true
+            }
             Ok(Filed::Unindexed(segment)) => {
                 self.shared
                     .unindexed_bytes
