@@ -270,14 +270,16 @@ pub fn recover_folder(shared: &Shared, camera: Uuid, incoming: &Path, by: By) {
         let path = incoming.join(&name);
         let started = files::incoming_start(&name).expect("filtered above");
         // The run's last filed segment ends where this one begins, to within
-        // the second ffmpeg's name gives.
+        // the second ffmpeg's name gives. While the clock is not set, ffmpeg
+        // names by it (the system's): a name before that end says nothing.
+        let unset = !clock::is_set();
         let follows = shared
             .db
             .run(|s| s.last_segment(camera))
             .ok()
             .flatten()
             .map(|last| last.end_ms)
-            .filter(|end| (started - 500..=started + 1_500).contains(end));
+            .filter(|end| *end >= started - 500 && (unset || *end <= started + 1_500));
         recover_file(shared, camera, &path, follows.unwrap_or(started), by);
     }
 }
