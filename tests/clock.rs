@@ -83,7 +83,9 @@ fn footage_recorded_while_the_clock_was_not_set_moves_to_its_true_time_and_goes_
 
     // Footage recorded ten minutes ago, by a node whose clock is right: the
     // clock file stands for the passing time (the node is then off for ten
-    // minutes, a power cut).
+    // minutes, a power cut). (A build from a commit not ten minutes old
+    // takes that clock for one not set, and times this footage from the
+    // commit on: the node is off for less, and all below holds the same.)
     let clock_file = data.path().join("faketime");
     std::fs::write(&clock_file, "-10m\n").unwrap();
     let preload = libfaketime();
@@ -101,11 +103,10 @@ fn footage_recorded_while_the_clock_was_not_set_moves_to_its_true_time_and_goes_
     let created = node
         .add_camera(json!({ "name": "Yard", "rtspUrl": camera.url("", "/aac"), "detect": false }));
     let id = created["id"].as_str().unwrap().to_owned();
-    assert!(wait_for(Duration::from_secs(40), || segment_rows(
-        data.path()
-    )
-    .len()
-        >= 2));
+    let one = wait_for(Duration::from_secs(30), || {
+        !segment_rows(data.path()).is_empty()
+    });
+    assert!(one, "nothing recorded");
     node.terminate();
     node.wait();
     let older = segment_rows(data.path());
