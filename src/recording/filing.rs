@@ -23,8 +23,7 @@ use crate::store::Segment;
 /// What became of a closed segment.
 #[derive(Debug)]
 pub enum Filed {
-    /// As indexed (its start moved on if another segment had it).
-    Indexed(Segment),
+    Indexed,
     /// In its place, but its row could not be written (the database's disk
     /// is full): to be indexed later, or by recovery at the next start.
     Unindexed(Segment),
@@ -41,13 +40,16 @@ pub enum By {
     Reconciliation,
 }
 
-/// Files the closed segment at `from` as `start_ms..end_ms` of `camera`.
+/// Files the closed segment at `from` as `start_ms..end_ms` of `camera`;
+/// `untimed`: the stretch (`clock::Reading::unset`) those times are of,
+/// while the clock is not set.
 pub fn file_segment(
     shared: &Shared,
     camera: Uuid,
     from: &Path,
     (start_ms, end_ms): (i64, i64),
     by: By,
+    untimed: Option<usize>,
 ) -> io::Result<Filed> {
     let file = File::open(from)?;
     let bytes = file.metadata()?.len();
@@ -96,6 +98,7 @@ pub fn file_segment(
             path,
         },
         by,
+        untimed,
     )
 }
 
@@ -217,8 +220,14 @@ pub fn file_in_ring(
     true
 }
 
-/// Writes the row of a segment that is in its place.
-pub fn index(shared: &Shared, mut segment: Segment, by: By) -> io::Result<Filed> {
+/// Writes the row of a segment that is in its place; one timed while the
+/// clock was not set (`untimed`) is kept for [`place_untimed`].
+pub fn index(
+    shared: &Shared,
+    mut segment: Segment,
+    by: By,
+    untimed: Option<usize>,
+) -> io::Result<Filed> {
     let inserted = shared.db.run(|s| match by {
         By::Recorder => s.insert_segment(&segment),
         By::Reconciliation => s.insert_found_segment(&segment),
@@ -234,8 +243,11 @@ pub fn index(shared: &Shared, mut segment: Segment, by: By) -> io::Result<Filed>
                 segment.bytes,
                 segment.end_ms - segment.start_ms
             );
+            if let Some(stretch) = untimed {
+                lock(&shared.untimed).push((segment, stretch));
+            }
             shared.clean(super::Clean::Check);
-            Ok(Filed::Indexed(segment))
+            Ok(Filed::Indexed)
         }
         // Its deletion is under way: the cleaner unlinks it.
         Ok(None) if by == By::Reconciliation => Ok(Filed::Dropped),
@@ -272,15 +284,24 @@ pub fn recover_folder(shared: &Shared, camera: Uuid, incoming: &Path, by: By) {
         // The run's last filed segment ends where this one begins, to within
         // the second ffmpeg's name gives. While the clock is not set, ffmpeg
         // names by it (the system's): a name before that end says nothing.
-        let unset = !clock::is_set();
+        let unset = clock::read().unset;
         let follows = shared
             .db
             .run(|s| s.last_segment(camera))
             .ok()
             .flatten()
             .map(|last| last.end_ms)
-            .filter(|end| *end >= started - 500 && (unset || *end <= started + 1_500));
-        recover_file(shared, camera, &path, follows.unwrap_or(started), by);
+            .filter(|end| *end >= started - 500 && (unset.is_some() || *end <= started + 1_500));
+        // After a segment timed while the clock is not set, it is too.
+        let untimed = unset.filter(|_| follows.is_some());
+        recover_file(
+            shared,
+            camera,
+            &path,
+            follows.unwrap_or(started),
+            by,
+            untimed,
+        );
     }
 }
 
@@ -339,7 +360,14 @@ fn examine(path: &Path) -> Content {
 /// cut after its last whole fragment and indexed; deleted only if it holds
 /// no whole fragment; left alone (and tried again at the next start) if it
 /// cannot be read or written. Returns whether it was indexed.
-pub fn recover_file(shared: &Shared, camera: Uuid, path: &Path, start_ms: i64, by: By) -> bool {
+pub fn recover_file(
+    shared: &Shared,
+    camera: Uuid,
+    path: &Path,
+    start_ms: i64,
+    by: By,
+    untimed: Option<usize>,
+) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -381,8 +409,9 @@ pub fn recover_file(shared: &Shared, camera: Uuid, path: &Path, start_ms: i64, b
     if let Err(e) = cut {
         return left(&e);
     }
-    match file_segment(shared, camera, path, (start_ms, start_ms + duration_ms), by) {
-        Ok(Filed::Indexed(_) | Filed::Unindexed(_)) => {
+    let times = (start_ms, start_ms + duration_ms);
+    match file_segment(shared, camera, path, times, by, untimed) {
+        Ok(Filed::Indexed | Filed::Unindexed(_)) => {
             log::info!("camera {camera}: recovered segment {name} ({duration_ms} ms)");
             true
         }

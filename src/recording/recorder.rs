@@ -17,7 +17,6 @@ use super::files::{self, INCOMING_PATTERN};
 use super::filing::{self, By, Filed};
 use super::{Clean, Shared, State};
 use crate::clock::{self, now_ms};
-use crate::db::lock;
 use crate::media::child::{Child, MALLOC_TRIM, Output};
 use crate::media::failure::Failure;
 use crate::media::restart::{self, Restartable};
@@ -60,8 +59,9 @@ pub struct Recorder {
     source: Source,
     stop: Arc<AtomicBool>,
     /// Segments on disk whose row could not be written yet (the database's
-    /// disk was full): tried again with each new segment.
-    unindexed: Vec<Segment>,
+    /// disk was full), with the stretch they were timed in if the clock
+    /// was not set: tried again with each new segment.
+    unindexed: Vec<(Segment, Option<usize>)>,
     /// Why the last run ended.
     ended: Ended,
 }
@@ -142,7 +142,7 @@ impl Recorder {
         restart::keep_running(&mut self, &stop);
         self.index_pending();
         // What is left is found by the next reconciliation.
-        let left: u64 = self.unindexed.iter().map(|s| s.bytes).sum();
+        let left: u64 = self.unindexed.iter().map(|(s, _)| s.bytes).sum();
         self.shared
             .unindexed_bytes
             .fetch_sub(left, Ordering::Relaxed);
@@ -309,19 +309,15 @@ impl Recorder {
             &path,
             (start_ms, end_ms),
             By::Recorder,
+            reading.unset,
         );
         match filed {
-            Ok(Filed::Indexed(segment)) => {
-                if let Some(stretch) = reading.unset {
-                    lock(&self.shared.untimed).push((segment, stretch));
-                }
-                true
-            }
+            Ok(Filed::Indexed) => true,
             Ok(Filed::Unindexed(segment)) => {
                 self.shared
                     .unindexed_bytes
                     .fetch_add(segment.bytes, Ordering::Relaxed);
-                self.unindexed.push(segment);
+                self.unindexed.push((segment, reading.unset));
                 true
             }
             Ok(Filed::Dropped) => false,
@@ -339,9 +335,10 @@ impl Recorder {
     /// while the oldest still cannot be, the others wait (the database
     /// cannot be written: trying them all at each segment would only cost).
     fn index_pending(&mut self) {
-        while let Some(segment) = self.unindexed.first().cloned() {
+        while let Some((segment, untimed)) = self.unindexed.first().cloned() {
             let bytes = segment.bytes;
-            if let Ok(Filed::Unindexed(_)) = filing::index(&self.shared, segment, By::Recorder) {
+            let indexed = filing::index(&self.shared, segment, By::Recorder, untimed);
+            if let Ok(Filed::Unindexed(_)) = indexed {
                 break;
             }
             self.unindexed.remove(0);
