@@ -6,14 +6,14 @@
 mod trust;
 
 use std::sync::{Mutex, OnceLock};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::db::lock;
 pub use trust::Reading;
 use trust::Trust;
 
-/// When this build's source was committed (build.rs), in seconds since
-/// the epoch: no clock reading earlier than that is true.
+/// The build's date (build.rs: `SOURCE_DATE_EPOCH`, or the source's last
+/// commit), in seconds since the epoch: no clock reading before it is true.
 const BUILT_S: &str = env!("NVR_BUILD_TIME");
 
 struct Clock {
@@ -47,13 +47,17 @@ pub fn read() -> Reading {
         match reading.unset {
             Some(_) => log::warn!(
                 "the clock is not set (it says {}): times run on from {} until it is",
-                crate::event::format_timestamp(wall_ms),
-                crate::event::format_timestamp(reading.ms)
+                rfc3339(wall_ms),
+                rfc3339(reading.ms)
             ),
             None => log::info!("the clock is set: what was timed while it was not moves later"),
         }
     }
     reading
+}
+
+fn rfc3339(ms: i64) -> humantime::Rfc3339Timestamp {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64))
 }
 
 /// Now, in ms since the Unix epoch (UTC).
