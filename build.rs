@@ -1,6 +1,7 @@
 //! Embeds every file under `www/` in the binary, gzip-compressed: writes the
 //! compressed copies and the table of (URL path, contents) that
-//! `src/static_files.rs` includes.
+//! `src/static_files.rs` includes. Also names the build's date,
+//! `NVR_BUILD_TIME` (`src/clock.rs`).
 //!
 //! The system's `gzip` compresses, so the build needs no crate and the binary
 //! no compressor; `-n` leaves out the file's name and time, so a build is the
@@ -37,6 +38,30 @@ fn main() {
     }
     table.push(']');
     fs::write(out.join("www.rs"), table).unwrap();
+    println!("cargo:rustc-env=NVR_BUILD_TIME={}", build_time());
+}
+
+/// The build's date, in seconds since the epoch, from its source rather
+/// than the clock of the machine that builds it (so that a build is the
+/// same bytes whenever it runs): `SOURCE_DATE_EPOCH` where the packager
+/// sets it, else the checkout's last commit, else 0 (unknown). A date left
+/// from an earlier commit is only earlier: the node believes a little more.
+fn build_time() -> u64 {
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    if let Some(seconds) = env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+    {
+        return seconds;
+    }
+    Command::new("git")
+        .args(["log", "-1", "--format=%ct"])
+        .current_dir(env::var("CARGO_MANIFEST_DIR").unwrap())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 fn gzip(file: &Path) -> Vec<u8> {

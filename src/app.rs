@@ -12,6 +12,7 @@ use uuid::Uuid;
 use crate::camera::{Camera, SettingsPatch};
 use crate::classify::{self, Classifier};
 use crate::clips::{self, Clips};
+use crate::clock;
 use crate::config::Config;
 use crate::db::{Db, lock};
 use crate::discover::Finder;
@@ -59,7 +60,7 @@ pub struct App {
     pub notices: Arc<Notices>,
     /// The MQTT connection's state; None: MQTT is off.
     mqtt: Mutex<Option<mqtt::State>>,
-    /// The last status body, with the (`live_changes`, store generation) it
+    /// The last status body, with the [`Versions`] it
     /// was built at: status is asked for far more often than it changes.
     status_body: Mutex<Option<(Versions, StatusBody)>>,
 }
@@ -73,8 +74,8 @@ pub struct StatusBody {
     pub tag: u64,
 }
 
-/// (`live_changes`, the store's generation).
-type Versions = (u64, u64);
+/// (`live_changes`, the store's generation, whether the clock is set).
+type Versions = (u64, u64, bool);
 
 impl App {
     pub fn new(config: &Config, store: Store, relay_nudges: mpsc::Sender<()>) -> App {
@@ -185,7 +186,7 @@ impl App {
         // Versions first, state after: a change racing the build leaves a
         // newer body under an older key, which the next call rebuilds.
         let live = self.live_changes.get();
-        let key = (live, self.db(|s| Ok(s.generation()))?);
+        let key = (live, self.db(|s| Ok(s.generation()))?, clock::is_set());
         if let Some((built_at, body)) = lock(&self.status_body).as_ref()
             && *built_at == key
         {

@@ -95,10 +95,12 @@ fn status_has_the_spec_fields() {
             "relayVersion",
             "mqtt",
             "classifier",
+            "clock",
             "cameras",
             "storage"
         ])
     );
+    assert_eq!(status["clock"], Value::Null, "this machine's clock is set");
     assert_eq!(
         status["classifier"],
         json!({ "installed": false, "running": false, "failures": 0 }),

@@ -11,7 +11,7 @@ phase() { echo "phase: $1 took $(( $(date +%s) - $2 )) s (all so far: $(( $(date
 # camera; cross compilers, musl for aarch64 and qemu for the board builds; wrk
 # and nginx for the benchmark's smoke run; the MQTT broker and its clients
 # (and openssl for its TLS certificates) for the Home Assistant tests;
-# mkfs.ext4 for the read-only database test.
+# mkfs.ext4 for the read-only database test; libfaketime for the clock's.
 packages=(
   ffmpeg
   chromium
@@ -37,6 +37,7 @@ packages=(
   mosquitto-clients
   openssl
   e2fsprogs
+  faketime
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"

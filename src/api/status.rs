@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::cameras::CameraView;
 use crate::app::{App, StatusBody};
+use crate::clock;
 use crate::error::Error;
 use crate::event::format_timestamp;
 use crate::mqtt;
@@ -26,6 +27,9 @@ struct Status<'a> {
     mqtt: serde_json::Value,
     /// Whether motion events can be classified, and how it goes.
     classifier: serde_json::Value,
+    /// "the clock is not set" and what the node does meanwhile, in plain
+    /// words; null when it is set.
+    clock: Option<&'static str>,
     cameras: Vec<CameraView<'a>>,
     storage: StorageView,
 }
@@ -102,6 +106,9 @@ fn serialize(app: &App) -> Result<Vec<u8>, Error> {
         relay_version: app.relay_version(),
         mqtt: mqtt_view(app.mqtt_state()),
         classifier: classifier_view(app),
+        clock: (!clock::is_set()).then_some(
+            "the clock is not set: recordings are timed from the newest one on until it is, then moved to their true times",
+        ),
         cameras: cameras.iter().map(|c| CameraView::new(c, app)).collect(),
         storage: {
             let storage = app.recordings.storage();

@@ -12,9 +12,10 @@ use std::path::Path;
 
 use uuid::Uuid;
 
-use super::Shared;
 use super::files;
 use super::ring::Ring;
+use super::{Shared, lock};
+use crate::clock;
 use crate::filesystem;
 use crate::media::fmp4;
 use crate::store::Segment;
@@ -39,13 +40,16 @@ pub enum By {
     Reconciliation,
 }
 
-/// Files the closed segment at `from` as `start_ms..end_ms` of `camera`.
+/// Files the closed segment at `from` as `start_ms..end_ms` of `camera`;
+/// `untimed`: the stretch (`clock::Reading::unset`) those times are of,
+/// while the clock is not set.
 pub fn file_segment(
     shared: &Shared,
     camera: Uuid,
     from: &Path,
     (start_ms, end_ms): (i64, i64),
     by: By,
+    untimed: Option<usize>,
 ) -> io::Result<Filed> {
     let file = File::open(from)?;
     let bytes = file.metadata()?.len();
@@ -94,7 +98,91 @@ pub fn file_segment(
             path,
         },
         by,
+        untimed,
     )
+}
+
+/// Moves the segments indexed while the clock was not set to their true
+/// times, once it is (their times ran on from the newest footage: they
+/// were later by as much as the clock jumped past them). Newest first, so
+/// that none lands on one still to move. One that cannot be moved keeps
+/// the time it was given, after the footage that was there before it.
+pub fn place_untimed(shared: &Shared) {
+    let mut settled = Vec::new();
+    lock(&shared.untimed).retain(|(segment, stretch)| match clock::shift(*stretch) {
+        Some(shift_ms) => {
+            settled.push((segment.clone(), shift_ms));
+            false
+        }
+        None => true,
+    });
+    let mut moved = 0;
+    for (segment, shift_ms) in settled.iter().rev().filter(|(_, shift)| *shift > 0) {
+        match move_later(shared, segment, *shift_ms) {
+            Ok(true) => moved += 1,
+            Ok(false) => {}
+            Err(e) => log::warn!(
+                "camera {}: cannot move {} to its true time ({e}): it keeps the time it was given",
+                segment.camera_id,
+                segment.path
+            ),
+        }
+    }
+    if moved > 0 {
+        log::info!(
+            "recordings: the clock was set: {moved} segments recorded while it was not moved to their true times"
+        );
+    }
+}
+
+/// Moves a segment `shift_ms` later: its file (into its new hour folder,
+/// made durable), then its row; false when it is gone (deleted by
+/// retention, or with its camera: the cleaner empties its folder). A crash
+/// between leaves a file without a row, which the next start's
+/// reconciliation indexes by its name, the true time.
+fn move_later(shared: &Shared, segment: &Segment, shift_ms: i64) -> io::Result<bool> {
+    let dir = &shared.settings.dir;
+    let from = dir.join(&segment.path);
+    let mut start_ms = segment.start_ms.saturating_add(shift_ms);
+    let mut path = files::segment_path(segment.camera_id, start_ms);
+    while dir.join(&path).exists() {
+        start_ms += 1;
+        path = files::segment_path(segment.camera_id, start_ms);
+    }
+    let to = dir.join(&path);
+    let folder = to.parent().expect("a segment path has a folder");
+    if !folder.is_dir() {
+        fs::create_dir_all(folder)?;
+        filesystem::sync_dir(
+            folder
+                .parent()
+                .expect("an hour folder is in a camera folder"),
+        )?;
+    }
+    match fs::rename(&from, &to) {
+        // Deleted by retention before the clock was set.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            files::remove_if_empty(folder);
+            return Ok(false);
+        }
+        moved => moved?,
+    }
+    filesystem::sync_dir(folder)?;
+    let old_folder = from.parent().expect("a segment path has a folder");
+    filesystem::sync_dir(old_folder)?;
+    files::remove_if_empty(old_folder);
+    shared.clips.forget_files([from.as_path()]);
+    shared.segments.forget_files([from.as_path()]);
+    let moved = Segment {
+        start_ms,
+        end_ms: segment.end_ms.saturating_add(shift_ms),
+        path,
+        ..segment.clone()
+    };
+    shared
+        .db
+        .run(|s| s.move_segment(segment, &moved))
+        .map_err(|e| io::Error::other(e.message))
 }
 
 /// Puts a closed segment of a camera that only keeps a ring into the ring
@@ -132,8 +220,14 @@ pub fn file_in_ring(
     true
 }
 
-/// Writes the row of a segment that is in its place.
-pub fn index(shared: &Shared, mut segment: Segment, by: By) -> io::Result<Filed> {
+/// Writes the row of a segment that is in its place; one timed while the
+/// clock was not set (`untimed`) is kept for [`place_untimed`].
+pub fn index(
+    shared: &Shared,
+    mut segment: Segment,
+    by: By,
+    untimed: Option<usize>,
+) -> io::Result<Filed> {
     let inserted = shared.db.run(|s| match by {
         By::Recorder => s.insert_segment(&segment),
         By::Reconciliation => s.insert_found_segment(&segment),
@@ -149,6 +243,9 @@ pub fn index(shared: &Shared, mut segment: Segment, by: By) -> io::Result<Filed>
                 segment.bytes,
                 segment.end_ms - segment.start_ms
             );
+            if let Some(stretch) = untimed {
+                lock(&shared.untimed).push((segment, stretch));
+            }
             shared.clean(super::Clean::Check);
             Ok(Filed::Indexed)
         }
@@ -185,15 +282,26 @@ pub fn recover_folder(shared: &Shared, camera: Uuid, incoming: &Path, by: By) {
         let path = incoming.join(&name);
         let started = files::incoming_start(&name).expect("filtered above");
         // The run's last filed segment ends where this one begins, to within
-        // the second ffmpeg's name gives.
+        // the second ffmpeg's name gives. While the clock is not set, ffmpeg
+        // names by it (the system's): a name before that end says nothing.
+        let unset = clock::read().unset;
         let follows = shared
             .db
             .run(|s| s.last_segment(camera))
             .ok()
             .flatten()
             .map(|last| last.end_ms)
-            .filter(|end| (started - 500..=started + 1_500).contains(end));
-        recover_file(shared, camera, &path, follows.unwrap_or(started), by);
+            .filter(|end| *end >= started - 500 && (unset.is_some() || *end <= started + 1_500));
+        // After a segment timed while the clock is not set, it is too.
+        let untimed = unset.filter(|_| follows.is_some());
+        recover_file(
+            shared,
+            camera,
+            &path,
+            follows.unwrap_or(started),
+            by,
+            untimed,
+        );
     }
 }
 
@@ -252,7 +360,14 @@ fn examine(path: &Path) -> Content {
 /// cut after its last whole fragment and indexed; deleted only if it holds
 /// no whole fragment; left alone (and tried again at the next start) if it
 /// cannot be read or written. Returns whether it was indexed.
-pub fn recover_file(shared: &Shared, camera: Uuid, path: &Path, start_ms: i64, by: By) -> bool {
+pub fn recover_file(
+    shared: &Shared,
+    camera: Uuid,
+    path: &Path,
+    start_ms: i64,
+    by: By,
+    untimed: Option<usize>,
+) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -294,7 +409,8 @@ pub fn recover_file(shared: &Shared, camera: Uuid, path: &Path, start_ms: i64, b
     if let Err(e) = cut {
         return left(&e);
     }
-    match file_segment(shared, camera, path, (start_ms, start_ms + duration_ms), by) {
+    let times = (start_ms, start_ms + duration_ms);
+    match file_segment(shared, camera, path, times, by, untimed) {
         Ok(Filed::Indexed | Filed::Unindexed(_)) => {
             log::info!("camera {camera}: recovered segment {name} ({duration_ms} ms)");
             true

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use crate::camera::Camera;
-use crate::clock::now_ms;
+use crate::clock::{self, now_ms};
 use crate::db::{Db, lock};
 use crate::error::{Error, Kind};
 use crate::live::LiveChanges;
@@ -105,6 +105,10 @@ struct Shared {
     /// The segments being written: camera -> (in the ring, its start). Known
     /// once a run has closed its first segment.
     writing: Mutex<HashMap<Uuid, (bool, i64)>>,
+    /// Segments indexed while the clock was not set, with the number of
+    /// that stretch (`clock::Reading::unset`): the cleaner moves them to
+    /// their true times once it is.
+    untimed: Mutex<Vec<(Segment, usize)>>,
     clips: cache::Clips,
     segments: cache::Segments,
 }
@@ -246,6 +250,12 @@ impl Recordings {
             ..Storage::default()
         };
         let ring = ring::Ring::new(&settings.dir);
+        // The newest footage is the strongest floor under the clock: a
+        // board without a real-time clock boots with an older time.
+        match db.run(|s| s.newest_segment_end()) {
+            Ok(newest) => clock::raise_floor(newest.unwrap_or(0)),
+            Err(e) => log::warn!("recordings: the newest segment cannot be read: {e}"),
+        }
         Recordings {
             shared: Arc::new(Shared {
                 settings,
@@ -264,6 +274,7 @@ impl Recordings {
                 reconciling: AtomicBool::new(false),
                 ring,
                 writing: Mutex::new(HashMap::new()),
+                untimed: Mutex::new(Vec::new()),
                 clips: cache::Clips::default(),
                 segments: cache::Segments::default(),
             }),

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::files::{self, INCOMING_PATTERN};
 use super::filing::{self, By, Filed};
 use super::{Clean, Shared, State};
-use crate::clock::now_ms;
+use crate::clock::{self, now_ms};
 use crate::media::child::{MALLOC_TRIM, Output};
 use crate::media::failure::Failure;
 use crate::media::input::Input;
@@ -60,8 +60,9 @@ pub struct Recorder {
     source: Source,
     stop: Arc<AtomicBool>,
     /// Segments on disk whose row could not be written yet (the database's
-    /// disk was full): tried again with each new segment.
-    unindexed: Vec<Segment>,
+    /// disk was full), with the stretch they were timed in if the clock
+    /// was not set: tried again with each new segment.
+    unindexed: Vec<(Segment, Option<usize>)>,
     /// Why the last run ended.
     ended: Ended,
 }
@@ -142,7 +143,7 @@ impl Recorder {
         restart::keep_running(&mut self, &stop);
         self.index_pending();
         // What is left is found by the next reconciliation.
-        let left: u64 = self.unindexed.iter().map(|s| s.bytes).sum();
+        let left: u64 = self.unindexed.iter().map(|(s, _)| s.bytes).sum();
         self.shared
             .unindexed_bytes
             .fetch_sub(left, Ordering::Relaxed);
@@ -290,7 +291,8 @@ impl Recorder {
             return false;
         };
         let path: PathBuf = incoming.join(name);
-        let reported = now_ms();
+        let reading = clock::read();
+        let reported = reading.ms;
         let content_ms = filing::content_ms(&path);
         let (start_ms, end_ms) = placing.place(reported, (start, end), content_ms);
         // The next segment, now being written, starts where this one ends.
@@ -306,6 +308,7 @@ impl Recorder {
             &path,
             (start_ms, end_ms),
             By::Recorder,
+            reading.unset,
         );
         match filed {
             Ok(Filed::Indexed) => true,
@@ -313,7 +316,7 @@ impl Recorder {
                 self.shared
                     .unindexed_bytes
                     .fetch_add(segment.bytes, Ordering::Relaxed);
-                self.unindexed.push(segment);
+                self.unindexed.push((segment, reading.unset));
                 true
             }
             Ok(Filed::Dropped) => false,
@@ -331,9 +334,10 @@ impl Recorder {
     /// while the oldest still cannot be, the others wait (the database
     /// cannot be written: trying them all at each segment would only cost).
     fn index_pending(&mut self) {
-        while let Some(segment) = self.unindexed.first().cloned() {
+        while let Some((segment, untimed)) = self.unindexed.first().cloned() {
             let bytes = segment.bytes;
-            if let Ok(Filed::Unindexed(_)) = filing::index(&self.shared, segment, By::Recorder) {
+            let indexed = filing::index(&self.shared, segment, By::Recorder, untimed);
+            if let Ok(Filed::Unindexed(_)) = indexed {
                 break;
             }
             self.unindexed.remove(0);

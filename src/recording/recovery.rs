@@ -220,7 +220,7 @@ fn reconcile_hour(shared: &Shared, camera: Uuid, hour: i64, report: &mut Report)
     for (name, (start, before)) in on_disk {
         if before && !indexed.contains(&name) {
             let by = By::Reconciliation;
-            if filing::recover_file(shared, camera, &folder.join(&name), start, by) {
+            if filing::recover_file(shared, camera, &folder.join(&name), start, by, None) {
                 report.files_indexed += 1;
             }
         }

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use super::files::{self, INCOMING};
+use super::filing;
 use super::{Clean, Shared, Storage, lock};
 use crate::error::{Error, Kind};
 use crate::filesystem::{self, Space};
@@ -159,6 +160,8 @@ fn pass(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), Erro
     }
     collect_garbage(shared)?;
     empty_deleted_cameras(shared)?;
+    // Before retention, which deletes by these times.
+    filing::place_untimed(shared);
     enforce(shared, cleaner, urgent)
 }
 

@@ -137,6 +137,35 @@ impl Store {
             .optional()
     }
 
+    /// Where the newest segment of any camera ends (the newest by start,
+    /// which the index finds at once: within a segment of the newest end).
+    pub fn newest_segment_end(&self) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached("SELECT end_ms FROM segment ORDER BY start_ms DESC LIMIT 1")?
+            .query_row([], |r| r.get(0))
+            .optional()
+    }
+
+    /// Moves a segment's row to `to` (its file was moved there): false when
+    /// it has no row any more.
+    pub fn move_segment(&mut self, from: &Segment, to: &Segment) -> Result<bool> {
+        let moved = self
+            .conn
+            .prepare_cached(
+                "UPDATE segment SET start_ms = ?4, end_ms = ?5, path = ?6
+                 WHERE camera_id = ?1 AND start_ms = ?2 AND path = ?3",
+            )?
+            .execute(params![
+                from.camera_id.to_string(),
+                from.start_ms,
+                from.path,
+                to.start_ms,
+                to.end_ms,
+                to.path
+            ])?;
+        Ok(moved == 1)
+    }
+
     /// The files of the `limit` newest segments of any camera.
     pub fn newest_segment_paths(&self, limit: usize) -> Result<Vec<String>> {
         let mut stmt = self
