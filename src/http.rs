@@ -307,7 +307,7 @@ fn read_body(request: &mut Request, kind: BodyKind) -> Result<Vec<u8>, Error> {
         })
     };
     match request.body_length() {
-        Some(n) if n > MAX_BODY_BYTES => return Err(too_large()),
+        Some(n) if n > MAX_BODY_BYTES as u64 => return Err(too_large()),
         Some(0) => return Err(missing()),
         _ => {}
     }

@@ -119,7 +119,7 @@ impl Reply {
         let status = self.status.into();
         let response = match self.body {
             Body::Bytes(bytes) => {
-                let len = bytes.len();
+                let len = bytes.len() as u64;
                 Response::new(
                     status,
                     headers,
@@ -129,12 +129,65 @@ impl Reply {
                 )
             }
             Body::Shared(bytes) => Response::from_shared(status, headers, bytes).boxed(),
-            Body::Stream(reader, len) => {
-                Response::new(status, headers, reader, Some(len as usize), None)
-            }
+            Body::Stream(reader, len) => Response::new(status, headers, reader, Some(len), None),
         };
         // With a known length, always Content-Length rather than chunks:
         // media players need it to ask for ranges.
-        response.with_chunked_threshold(usize::MAX)
+        response.with_chunked_threshold(u64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{self, Write};
+
+    /// Keeps the first 4 KiB written to it, then fails: the head of a
+    /// response, and no more of a long body.
+    #[derive(Default)]
+    struct Head(Vec<u8>);
+
+    impl Write for Head {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let room = 4096 - self.0.len();
+            if room == 0 {
+                return Err(io::Error::other("only the head is wanted"));
+            }
+            let n = buf.len().min(room);
+            self.0.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The head tiny_http sends for `reply` to an HTTP/1.1 request.
+    fn head(reply: Reply) -> String {
+        let mut out = Head::default();
+        // It fails once the head is out, the body being longer than 4 KiB.
+        let _ = reply
+            .into_response()
+            .raw_print(&mut out, (1, 1).into(), &[], false, None);
+        let text = String::from_utf8_lossy(&out.0);
+        // Each header line with its CRLF.
+        let end = text.find("\r\n\r\n").map_or(text.len(), |at| at + 2);
+        text[..end].to_owned()
+    }
+
+    /// A download of over 4 GiB (an hour of a 4K camera) has its length,
+    /// not what is left of it modulo 2^32 on a 32-bit board.
+    #[test]
+    fn bodies_over_4_gib_keep_their_length() {
+        for len in [5 << 30, (4 << 30) + 100, 1 << 32] {
+            let body = Box::new(io::repeat(0).take(len));
+            let head = head(Reply::stream(200, "video/mp4", body, len));
+            assert!(
+                head.contains(&format!("\r\nContent-Length: {len}\r\n")),
+                "{len}: {head}"
+            );
+            assert!(!head.contains("Transfer-Encoding"), "{len}: {head}");
+        }
     }
 }

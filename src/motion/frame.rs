@@ -45,7 +45,9 @@ pub fn parse_header(format: Format, magic: &str, size: &str, max: &str) -> Optio
             (height, width % 2 == 0 && rows % 3 == 0 && height % 2 == 0)
         }
     };
-    let fits = width >= 2 && height >= 2 && width * height <= MAX_PIXELS;
+    // Checked: on a 32-bit board a wrapped product could pass as small.
+    let pixels = width.checked_mul(height);
+    let fits = width >= 2 && height >= 2 && pixels.is_some_and(|p| p <= MAX_PIXELS);
     (magic == "P5" && max == "255" && whole && fits).then_some((width, height))
 }
 
@@ -116,6 +118,8 @@ mod tests {
             (Grey, "P6", "160 90", "255", None),
             (Grey, "P5", "160 1", "255", None),
             (Grey, "P5", "2000 2000", "255", None),
+            // 2^32 + 65,536 pixels: 65,536 once wrapped in 32 bits.
+            (Grey, "P5", "65536 65537", "255", None),
             (Grey, "P5", "160 90", "65535", None),
         ] {
             assert_eq!(

@@ -321,13 +321,13 @@ impl Read for ClipReader {
         if self.pos >= self.end || buf.is_empty() {
             return Ok(0);
         }
-        let want = buf
-            .len()
-            .min((self.end - self.pos).min(usize::MAX as u64) as usize);
+        // What is left can be over 4 GiB, more than a 32-bit usize: no
+        // more than a buffer is wanted anyway.
+        let left = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let want = buf.len().min(left(self.end - self.pos));
         let clip = self.clip.clone();
-        let header_len = clip.header.len() as u64;
-        if self.pos < header_len {
-            let from = self.pos as usize;
+        let in_header = usize::try_from(self.pos).ok();
+        if let Some(from) = in_header.filter(|&from| from < clip.header.len()) {
             let n = want.min(clip.header.len() - from);
             buf[..n].copy_from_slice(&clip.header[from..from + n]);
             self.pos += n as u64;
@@ -336,9 +336,11 @@ impl Read for ClipReader {
         let index = clip.parts.partition_point(|p| p.at <= self.pos) - 1;
         let part = &clip.parts[index];
         let within = self.pos - part.at;
-        let n = if within < u64::from(part.moof_len) {
+        let in_moof = usize::try_from(within).ok();
+        let n = if let Some(from) = in_moof.filter(|_| within < u64::from(part.moof_len)) {
             if self.moof.as_ref().is_none_or(|(i, _)| *i != index) {
-                let mut moof = vec![0; part.moof_len as usize];
+                let len = usize::try_from(part.moof_len).map_err(io::Error::other)?;
+                let mut moof = vec![0; len];
                 self.file(&part.file)?
                     .read_exact_at(&mut moof, part.offset)?;
                 let sequence = (part.sequence_field, part.sequence);
@@ -346,12 +348,11 @@ impl Read for ClipReader {
                 self.moof = Some((index, moof));
             }
             let moof = &self.moof.as_ref().expect("just read").1;
-            let from = within as usize;
             let n = want.min(moof.len() - from);
             buf[..n].copy_from_slice(&moof[from..from + n]);
             n
         } else {
-            let n = want.min((part.len - within).min(usize::MAX as u64) as usize);
+            let n = want.min(left(part.len - within));
             let read = self
                 .file(&part.file)?
                 .read_at(&mut buf[..n], part.offset + within)?;

@@ -79,8 +79,11 @@ fn walk(bytes: &[u8], start: usize, end: usize, found: &mut Vec<Found>) {
         let kind: [u8; 4] = bytes[at + 4..at + 8].try_into().unwrap();
         let (header, len) = match word(at) {
             0 => (8, end - at),
-            1 => (16, (word(at + 8) as usize) << 32 | word(at + 12) as usize),
-            n => (8, n as usize),
+            1 => {
+                let len = u64::from(word(at + 8)) << 32 | u64::from(word(at + 12));
+                (16, usize::try_from(len).expect("a box of a file in memory"))
+            }
+            n => (8, usize::try_from(n).expect("a box of a file in memory")),
         };
         let b = Found {
             kind,

@@ -1,3 +1,4 @@
+use std::convert::TryFrom;
 use std::io::Error as IoError;
 use std::io::{self, Cursor, ErrorKind, Read, Write};
 
@@ -67,7 +68,9 @@ pub struct Request {
 
     headers: Vec<Header>,
 
-    body_length: Option<usize>,
+    /// u64 on a 32-bit board too: a length past 4 GiB, not parsed as
+    /// usize, was taken for no body at all (an nvr-node patch).
+    body_length: Option<u64>,
 
     // true if a `100 Continue` response must be sent when `as_reader()` is called
     must_send_continue: bool,
@@ -191,7 +194,10 @@ where
     } else if let Some(content_length) = content_length {
         if content_length == 0 {
             Box::new(io::empty()) as Box<dyn Read + Send + 'static>
-        } else if content_length <= 1024 && !expects_continue {
+        } else if let Some(content_length) = usize::try_from(content_length)
+            .ok()
+            .filter(|&l| l <= 1024 && !expects_continue)
+        {
             // if the content-length is small enough, we just read everything into a buffer
 
             let mut buffer = vec![0; content_length];
@@ -276,7 +282,7 @@ impl Request {
     ///
     /// Returns `None` if the length is unknown.
     #[inline]
-    pub fn body_length(&self) -> Option<usize> {
+    pub fn body_length(&self) -> Option<u64> {
         self.body_length
     }
 
@@ -506,6 +512,27 @@ impl<T> ReadWrite for T where T: Read + Write {}
 #[cfg(test)]
 mod tests {
     use super::Request;
+
+    #[test]
+    fn a_body_over_4_gib_keeps_its_length() {
+        use super::new_request;
+        use crate::{Header, Method};
+        use std::io::{empty, sink};
+
+        let header = Header::from_bytes(&b"Content-Length"[..], &b"5368709120"[..]).unwrap();
+        let request = new_request(
+            false,
+            Method::Post,
+            "/".to_owned(),
+            (1, 1).into(),
+            vec![header],
+            None,
+            empty(),
+            sink(),
+        )
+        .unwrap();
+        assert_eq!(request.body_length(), Some(5 << 30));
+    }
 
     #[test]
     fn must_be_send() {

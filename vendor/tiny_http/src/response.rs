@@ -1,5 +1,6 @@
 use crate::common::{HTTPVersion, Header, StatusCode};
 use httpdate::HttpDate;
+use std::convert::TryFrom;
 use std::cmp::Ordering;
 use std::sync::mpsc::Receiver;
 
@@ -43,8 +44,10 @@ pub struct Response<R> {
     reader: R,
     status_code: StatusCode,
     headers: Vec<Header>,
-    data_length: Option<usize>,
-    chunked_threshold: Option<usize>,
+    /// u64, not usize, on a 32-bit board too: a recording can be over
+    /// 4 GiB (an nvr-node patch, as the threshold's type).
+    data_length: Option<u64>,
+    chunked_threshold: Option<u64>,
     /// A body in memory, shared with other responses, used instead of
     /// `reader` (an nvr-node patch: see `from_shared`).
     shared: Option<Arc<[u8]>>,
@@ -151,9 +154,9 @@ fn choose_transfer_encoding(
     status_code: StatusCode,
     request_headers: &[Header],
     http_version: &HTTPVersion,
-    entity_length: &Option<usize>,
+    entity_length: &Option<u64>,
     has_additional_headers: bool,
-    chunked_threshold: usize,
+    chunked_threshold: u64,
 ) -> TransferEncoding {
     use crate::util;
 
@@ -235,7 +238,7 @@ where
         status_code: StatusCode,
         headers: Vec<Header>,
         data: R,
-        data_length: Option<usize>,
+        data_length: Option<u64>,
         additional_headers: Option<Receiver<Header>>,
     ) -> Response<R> {
         let mut response = Response {
@@ -265,7 +268,7 @@ where
     /// transfer. Notice that chunked transfer might happen regardless of
     /// this threshold, for instance when the request headers indicate
     /// it is wanted or when there is no `Content-Length`.
-    pub fn with_chunked_threshold(mut self, length: usize) -> Response<R> {
+    pub fn with_chunked_threshold(mut self, length: u64) -> Response<R> {
         self.chunked_threshold = Some(length);
         self
     }
@@ -281,7 +284,7 @@ where
     /// chunked transfer. The default is 32768 bytes. Notice that
     /// chunked transfer is mutually exclusive with sending a
     /// `Content-Length` header as per the HTTP spec.
-    pub fn chunked_threshold(&self) -> usize {
+    pub fn chunked_threshold(&self) -> u64 {
         self.chunked_threshold.unwrap_or(32768)
     }
 
@@ -304,7 +307,7 @@ where
 
         // if the header is Content-Length, setting the data length
         if header.field.equiv("Content-Length") {
-            if let Ok(val) = usize::from_str(header.value.as_str()) {
+            if let Ok(val) = u64::from_str(header.value.as_str()) {
                 self.data_length = Some(val)
             }
 
@@ -348,7 +351,7 @@ where
     }
 
     /// Returns the same request, but with different data.
-    pub fn with_data<S>(self, reader: S, data_length: Option<usize>) -> Response<S>
+    pub fn with_data<S>(self, reader: S, data_length: Option<u64>) -> Response<S>
     where
         S: Read,
     {
@@ -412,7 +415,7 @@ where
                 (None, Some(TransferEncoding::Identity)) => {
                     let mut buf = Vec::new();
                     self.reader.read_to_end(&mut buf)?;
-                    let l = buf.len();
+                    let l = buf.len() as u64;
                     (Box::new(Cursor::new(buf)), Some(l))
                 }
                 _ => (Box::new(self.reader), None),
@@ -460,11 +463,10 @@ where
         if let Some(bytes) = shared.filter(|_| send_body && identity) {
             return write_all_vectored(&mut writer, &mut [IoSlice::new(&head), IoSlice::new(&bytes)]);
         }
-        if send_body
-            && matches!(transfer_encoding, Some(TransferEncoding::Identity))
-            && data_length.is_some_and(|l| l <= INLINE_BODY_BYTES)
-        {
-            let length = data_length.unwrap_or(0);
+        let inline = data_length
+            .and_then(|l| usize::try_from(l).ok())
+            .filter(|&l| l <= INLINE_BODY_BYTES);
+        if let Some(length) = inline.filter(|_| send_body && identity) {
             head.reserve_exact(length);
             reader.by_ref().take(length as u64).read_to_end(&mut head)?;
             return writer.write_all(&head);
@@ -481,9 +483,12 @@ where
                     io::copy(&mut reader, &mut writer)?;
                 }
 
+                // No more than the Content-Length said, whatever the
+                // reader holds: more would be taken for the next response
+                // (an nvr-node patch).
                 Some(TransferEncoding::Identity) => {
-                    if data_length.is_some_and(|l| l >= 1) {
-                        io::copy(&mut reader, &mut writer)?;
+                    if let Some(l) = data_length.filter(|&l| l >= 1) {
+                        io::copy(&mut reader.take(l), &mut writer)?;
                     }
                 }
 
@@ -500,7 +505,7 @@ where
     }
 
     /// Retrieves the current value of the `Response` data length
-    pub fn data_length(&self) -> Option<usize> {
+    pub fn data_length(&self) -> Option<u64> {
         self.data_length
     }
 
@@ -533,7 +538,7 @@ impl Response<File> {
     /// The `Content-Type` will **not** be automatically detected,
     ///  you must set it yourself.
     pub fn from_file(file: File) -> Response<File> {
-        let file_size = file.metadata().ok().map(|v| v.len() as usize);
+        let file_size = file.metadata().ok().map(|v| v.len());
 
         Response::new(
             StatusCode(200),
@@ -551,7 +556,7 @@ impl Response<Cursor<Vec<u8>>> {
         D: Into<Vec<u8>>,
     {
         let data = data.into();
-        let data_len = data.len();
+        let data_len = data.len() as u64;
 
         Response::new(
             StatusCode(200),
@@ -567,7 +572,7 @@ impl Response<Cursor<Vec<u8>>> {
         S: Into<String>,
     {
         let data = data.into();
-        let data_len = data.len();
+        let data_len = data.len() as u64;
 
         Response::new(
             StatusCode(200),
@@ -605,7 +610,7 @@ impl Response<io::Empty> {
         headers: Vec<Header>,
         bytes: Arc<[u8]>,
     ) -> Response<io::Empty> {
-        let length = bytes.len();
+        let length = bytes.len() as u64;
         let mut response = Response::new(status_code, headers, io::empty(), Some(length), None);
         response.shared = Some(bytes);
         response

@@ -1,3 +1,4 @@
+use std::convert::TryFrom;
 use std::io::Read;
 use std::io::Result as IoResult;
 use std::sync::mpsc::channel;
@@ -13,7 +14,7 @@ where
     R: Read,
 {
     reader: R,
-    size: usize,
+    size: u64,
     last_read_signal: Sender<IoResult<()>>,
 }
 
@@ -21,7 +22,7 @@ impl<R> EqualReader<R>
 where
     R: Read,
 {
-    pub fn new(reader: R, size: usize) -> (EqualReader<R>, Receiver<IoResult<()>>) {
+    pub fn new(reader: R, size: u64) -> (EqualReader<R>, Receiver<IoResult<()>>) {
         let (tx, rx) = channel();
 
         let r = EqualReader {
@@ -43,15 +44,14 @@ where
             return Ok(0);
         }
 
-        let buf = if buf.len() < self.size {
-            buf
-        } else {
-            &mut buf[..self.size]
+        let buf = match usize::try_from(self.size) {
+            Ok(size) if size < buf.len() => &mut buf[..size],
+            _ => buf,
         };
 
         match self.reader.read(buf) {
             Ok(len) => {
-                self.size -= len;
+                self.size -= len as u64;
                 Ok(len)
             }
             err @ Err(_) => err,
@@ -65,11 +65,17 @@ where
 {
     fn drop(&mut self) {
         let mut remaining_to_read = self.size;
+        // A buffer of a fixed size (an nvr-node patch): upstream's was as
+        // long as what was left, which is the client's word: a request
+        // with a Content-Length of a terabyte, answered without its body
+        // being read, made the process abort allocating it.
+        let mut buf = [0; 8192];
 
         while remaining_to_read > 0 {
-            let mut buf = vec![0; remaining_to_read];
+            let want = usize::try_from(remaining_to_read)
+                .map_or(buf.len(), |r| r.min(buf.len()));
 
-            match self.reader.read(&mut buf) {
+            match self.reader.read(&mut buf[..want]) {
                 Err(e) => {
                     self.last_read_signal.send(Err(e)).ok();
                     break;
@@ -79,7 +85,7 @@ where
                     break;
                 }
                 Ok(other) => {
-                    remaining_to_read -= other;
+                    remaining_to_read -= other as u64;
                 }
             }
         }
@@ -108,6 +114,16 @@ mod tests {
         let mut string = String::new();
         org_reader.read_to_string(&mut string).unwrap();
         assert_eq!(string, " world");
+    }
+
+    #[test]
+    fn what_is_left_of_a_huge_length_is_read_in_pieces() {
+        use std::io::Cursor;
+
+        let mut org_reader = Cursor::new(vec![7; 100_000]);
+        let (equal_reader, _) = EqualReader::new(org_reader.by_ref(), u64::MAX);
+        drop(equal_reader);
+        assert_eq!(org_reader.position(), 100_000);
     }
 
     #[test]
