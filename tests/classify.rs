@@ -12,7 +12,9 @@ use std::process::Command;
 use std::thread;
 use std::time::Duration;
 
-use common::{Camera, Node, TempDir, browser_script, children_of, cpu_ticks, is_running, wait_for};
+use common::{
+    Camera, Node, TempDir, browser_script, children_of, cpu_ticks, is_running, now_ms, wait_for,
+};
 use serde_json::{Value, json};
 
 /// Waits for the camera's `count`-th event with its clip and thumbnail.
@@ -253,17 +255,7 @@ const CAR_IN_MS: i64 = 5_500;
 const CAR_GONE_MS: i64 = 38_000;
 
 fn ms(iso: &Value) -> i64 {
-    let time = humantime::parse_rfc3339(iso.as_str().unwrap()).unwrap();
-    time.duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
+    common::ms(iso.as_str().unwrap())
 }
 
 #[test]

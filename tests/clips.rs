@@ -10,25 +10,13 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use common::{
-    Camera, Ext4, Node, TempDir, Tmpfs, browser_script, closed_port, probe_file, segment_rows,
-    wait_for, write_segments,
+    Camera, Ext4, Node, TempDir, Tmpfs, browser_script, closed_port, iso, now_ms, probe_file,
+    segment_rows, wait_for, write_segments,
 };
 use serde_json::{Value, json};
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-/// `2026-11-22T10:04:05.123Z` for a time in ms since the epoch.
-fn iso(ms: i64) -> String {
-    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms as u64)).to_string()
-}
 
 /// Adds a camera of the test camera's `path` that records and does not
 /// detect; returns its id.

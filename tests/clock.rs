@@ -9,29 +9,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Camera, Node, SegmentRow as Row, TempDir, segment_rows, wait_for};
+use common::{Camera, Node, SegmentRow as Row, TempDir, iso, ms, now_ms, segment_rows, wait_for};
 use serde_json::json;
 
 const DAY_MS: i64 = 86_400_000;
-
-fn iso(ms: i64) -> String {
-    let time = std::time::UNIX_EPOCH + Duration::from_millis(ms as u64);
-    humantime::format_rfc3339_millis(time).to_string()
-}
-
-fn ms(iso: &str) -> i64 {
-    let time = humantime::parse_rfc3339(iso).unwrap();
-    time.duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
 
 /// Debian's libfaketime (package faketime), the variant for threaded programs.
 fn libfaketime() -> PathBuf {

@@ -12,19 +12,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::cloud::Cloud;
-use common::{Camera, Node, TempDir, browser_script, probe_file, processes_connected_to, wait_for};
+use common::{
+    Camera, Node, TempDir, browser_script, ms, probe_file, processes_connected_to, wait_for,
+};
 use serde_json::{Value, json};
 
 /// How far an event's start or end may be from the scene's change: frames
 /// reach the detector about 0.6 s after they are made, 5 a second.
 const WITHIN_MS: i64 = 1_000;
-
-fn ms(iso: &str) -> i64 {
-    let time = humantime::parse_rfc3339(iso).unwrap();
-    time.duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
 
 /// An event's `startedAt` and `endedAt`, in ms since the epoch.
 fn span(event: &Value) -> (i64, i64) {

@@ -21,7 +21,7 @@ use common::netns::{self, TestNet};
 use common::onvif_device::{Auth, Device, Says};
 use common::rtsp_trap::Trap;
 use common::wsd::Responder;
-use common::{Camera, Node, TempDir, wait_for};
+use common::{Camera, Node, TempDir, now_ms, wait_for};
 use serde_json::{Value, json};
 
 const HOST: Ipv4Addr = Ipv4Addr::new(10, 213, 77, 1);
@@ -723,11 +723,4 @@ fn a_device_that_claims_a_lost_camera_s_endpoint_gets_no_password_until_the_user
     );
     common::assert_no_secret(&node.logs(), "the node's log");
     eprintln!("test took {:.1} s", started.elapsed().as_secs_f64());
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }

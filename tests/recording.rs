@@ -11,8 +11,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{
-    Camera, Node, TempDir, Tmpfs, browser_script, closed_port, is_running, password, probe_file,
-    processes_connected_to, processes_mentioning, segment_rows, wait_for,
+    Camera, Node, TempDir, Tmpfs, browser_script, closed_port, is_running, iso, ms, now_ms,
+    password, probe_file, processes_connected_to, processes_mentioning, segment_rows, wait_for,
 };
 use serde_json::{Value, json};
 
@@ -76,22 +76,6 @@ fn decodes(path: &Path) -> Result<(), String> {
     } else {
         Err(errors)
     }
-}
-
-fn iso(ms: i64) -> String {
-    let time = std::time::UNIX_EPOCH + Duration::from_millis(ms as u64);
-    humantime::format_rfc3339_millis(time).to_string()
-}
-
-fn ms(iso: &str) -> i64 {
-    let time = humantime::parse_rfc3339(iso).unwrap();
-    time.duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-fn now_ms() -> i64 {
-    ms(&humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string())
 }
 
 /// A node recording one camera, with its folders.

@@ -46,6 +46,28 @@ pub fn assert_no_secret(text: &str, what: &str) {
     );
 }
 
+/// Now, in ms since the epoch (the node's times in the API are these).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// `2026-11-22T10:04:05.123Z` for a time in ms since the epoch.
+pub fn iso(ms: i64) -> String {
+    let time = std::time::UNIX_EPOCH + Duration::from_millis(ms as u64);
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// An API time (`2026-11-22T10:04:05.123Z`) in ms since the epoch.
+pub fn ms(iso: &str) -> i64 {
+    let time = humantime::parse_rfc3339(iso).unwrap();
+    time.duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
 /// The database of the node whose data folder is `data`, opened to read
 /// beside the running node (waiting out its writes).
 pub fn read_database(data: &Path) -> rusqlite::Connection {
