@@ -40,15 +40,18 @@ export function prepareBrowser(prefix) {
 /**
  * Starts Chromium in `browser` (from prepareBrowser) with FLAGS only and sets
  * browser.context and browser.page. `options` go to launchPersistentContext
- * (viewport, timeout, ...).
+ * (viewport, timeout, ...), but for `reach`: a host besides 127.0.0.1 that
+ * the resolver rules let through (a node in a network namespace).
  */
 export async function launchBrowser(browser, options = {}) {
+  const { reach, ...rest } = options;
+  const rules = (f) => (reach && f.startsWith('--host-resolver-rules=') ? `${f} , EXCLUDE ${reach}` : f);
   browser.context = await chromium.launchPersistentContext(browser.userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
     ignoreDefaultArgs: true, // only FLAGS; playwright adds --user-data-dir and the pipe
-    args: [...FLAGS, `--user-data-dir=${browser.userDataDir}`, '--remote-debugging-pipe', 'about:blank'],
-    ...options,
+    args: [...FLAGS.map(rules), `--user-data-dir=${browser.userDataDir}`, '--remote-debugging-pipe', 'about:blank'],
+    ...rest,
   });
   browser.page = browser.context.pages()[0] || (await browser.context.newPage());
   return browser;

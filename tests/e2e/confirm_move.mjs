@@ -14,7 +14,7 @@
 // or {"ok":false,"step":"…","error":"…"} and exits 1, within 60 s, and
 // always closes the browser.
 
-import { prepareBrowser, launchBrowser, closeBrowser, FLAGS } from './browser.mjs';
+import { prepareBrowser, launchBrowser, closeBrowser } from './browser.mjs';
 
 const TIMEOUT_MS = 60000;
 const CLOSE_RESERVE_MS = 3000;
@@ -38,13 +38,7 @@ function check(condition, message) {
 
 async function run(browser) {
   // The node may be in a network namespace: its host is let through the resolver rules.
-  const rules = `--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE ${host}`;
-  const args = FLAGS.map((f) => (f.startsWith('--host-resolver-rules=') ? rules : f));
-  await launchBrowser(browser, {
-    viewport: { width: 1280, height: 800 },
-    timeout: within(30000),
-    args: [...args, `--user-data-dir=${browser.userDataDir}`, '--remote-debugging-pipe', 'about:blank'],
-  });
+  await launchBrowser(browser, { viewport: { width: 1280, height: 800 }, timeout: within(30000), reach: host });
   const { page } = browser;
   page.setDefaultTimeout(within(20000));
   page.on('pageerror', (error) => errors.push(error.message));
