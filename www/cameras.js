@@ -334,7 +334,7 @@ function showLink(camera) {
   setText($('edit-onvif').firstElementChild, link ? `Linked to ONVIF device ${link.endpoint}. ${link.message || ''}` : '');
   show($('edit-onvif'), Boolean(link));
   // A device that claims to be the camera: the node moves it only when the user says so.
-  setText($('edit-confirm-move'), link?.claim ? `It is my camera: move it to ${link.claim}` : '');
+  if (link?.claim) setText($('edit-confirm-move'), `It is my camera: move it to ${link.claim}`);
   show($('edit-confirm-move'), Boolean(link?.claim));
   show($('edit-linking'), !link);
   show($('edit-link'), true);
