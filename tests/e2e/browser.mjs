@@ -105,8 +105,11 @@ export function readFlags(argv, names, defaults, usage) {
  * Runs `run()` (which uses `browser`, from prepareBrowser) for at most
  * `limitMs`, closes the browser, prints one JSON line, `{"ok":true, ...}`
  * with what `run` gave or `{"ok":false,"error":"..."}`, and exits 0 or 1.
+ * With `steps` ({ name, step: () => the step under way, errors: the page's
+ * errors }), a failure names its step and the page's first errors, on
+ * stdout and on stderr.
  */
-export async function reportAndExit(browser, run, limitMs) {
+export async function reportAndExit(browser, run, limitMs, steps = null) {
   let result;
   try {
     const read = await Promise.race([
@@ -116,6 +119,12 @@ export async function reportAndExit(browser, run, limitMs) {
     result = { ok: true, ...read };
   } catch (error) {
     result = { ok: false, error: String(error.message || error) };
+    if (steps) {
+      const why = result.error.split('\n')[0];
+      const seen = steps.errors.length ? ` (page errors: ${steps.errors.slice(0, 3).join(' | ')})` : '';
+      result = { ok: false, step: steps.step(), error: `${why}${seen}` };
+      process.stderr.write(`${steps.name}: ${result.step}: ${result.error}\n`);
+    }
   } finally {
     await closeBrowser(browser, 3000);
   }

@@ -14,7 +14,7 @@
 // or {"ok":false,"step":"…","error":"…"} and exits 1, within 60 s, and
 // always closes the browser.
 
-import { prepareBrowser, launchBrowser, closeBrowser } from './browser.mjs';
+import { prepareBrowser, launchBrowser, reportAndExit } from './browser.mjs';
 
 const TIMEOUT_MS = 60000;
 const CLOSE_RESERVE_MS = 3000;
@@ -83,21 +83,8 @@ async function run(browser) {
 }
 
 const browser = prepareBrowser('confirm_move');
-const hardStop = setTimeout(() => {
-  process.stdout.write(`${JSON.stringify({ ok: false, step: stepName, error: `timed out after ${TIMEOUT_MS} ms` })}\n`);
-  process.exit(1);
-}, TIMEOUT_MS);
-let code = 1;
-try {
-  const result = await run(browser);
-  process.stdout.write(`${JSON.stringify({ ok: true, ...result })}\n`);
-  code = 0;
-} catch (error) {
-  const why = String(error.message || error).split('\n')[0];
-  const seen = errors.length ? ` (page errors: ${errors.slice(0, 3).join(' | ')})` : '';
-  process.stdout.write(`${JSON.stringify({ ok: false, step: stepName, error: `${why}${seen}` })}\n`);
-  process.stderr.write(`confirm_move: ${stepName}: ${why}${seen}\n`);
-}
-await closeBrowser(browser, CLOSE_RESERVE_MS - 300);
-clearTimeout(hardStop);
-process.exit(code);
+await reportAndExit(browser, () => run(browser), TIMEOUT_MS - CLOSE_RESERVE_MS, {
+  name: 'confirm_move',
+  step: () => stepName,
+  errors,
+});

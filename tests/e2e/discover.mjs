@@ -21,7 +21,7 @@
 // own host is excluded from them here, so a node in a network namespace
 // (http://10.213.77.2:PORT) can be reached.
 
-import { prepareBrowser, launchBrowser, closeBrowser } from './browser.mjs';
+import { prepareBrowser, launchBrowser, reportAndExit } from './browser.mjs';
 
 const TIMEOUT_MS = 120000;
 const CLOSE_RESERVE_MS = 3000;
@@ -145,22 +145,8 @@ async function run(browser) {
 }
 
 const browser = prepareBrowser('discover');
-const hardStop = setTimeout(() => {
-  process.stdout.write(`${JSON.stringify({ ok: false, step: stepName, error: `timed out after ${TIMEOUT_MS} ms` })}\n`);
-  process.stderr.write(`discover: ${stepName}: timed out after ${TIMEOUT_MS} ms\n`);
-  process.exit(1);
-}, TIMEOUT_MS);
-let code = 1;
-try {
-  const result = await run(browser);
-  process.stdout.write(`${JSON.stringify({ ok: true, ...result })}\n`);
-  code = 0;
-} catch (error) {
-  const why = String(error.message || error).split('\n')[0];
-  const seen = errors.length ? ` (page errors: ${errors.slice(0, 3).join(' | ')})` : '';
-  process.stdout.write(`${JSON.stringify({ ok: false, step: stepName, error: `${why}${seen}` })}\n`);
-  process.stderr.write(`discover: ${stepName}: ${why}${seen}\n`);
-}
-await closeBrowser(browser, CLOSE_RESERVE_MS - 300);
-clearTimeout(hardStop);
-process.exit(code);
+await reportAndExit(browser, () => run(browser), TIMEOUT_MS - CLOSE_RESERVE_MS, {
+  name: 'discover',
+  step: () => stepName,
+  errors,
+});
