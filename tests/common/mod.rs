@@ -1001,8 +1001,10 @@ impl Drop for SilentCamera {
 pub fn processes_mentioning(program: &str, needle: &str) -> Vec<u32> {
     all_pids()
         .into_iter()
-        .filter(|pid| command_line(*pid).contains(program) && command_line(*pid).contains(needle))
-        .filter(|pid| is_running(*pid))
+        .filter(|pid| {
+            let line = command_line(*pid);
+            line.contains(program) && line.contains(needle) && is_running(*pid)
+        })
         .collect()
 }
 
