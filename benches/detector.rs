@@ -6,34 +6,10 @@
 //! one JSON line of medians and 99th percentiles in µs. `benches/bench.py`
 //! runs it.
 
-/// The detector's one dependency in the node, where it looks for it
-/// (`crate::media::area`).
-#[path = "../src/media/area.rs"]
-pub mod area;
-#[path = "../src/motion/detector.rs"]
-#[allow(dead_code)]
-mod detector;
-/// The masks' pixels (`crate::media::polygon`), for the detector's `mask`.
-#[path = "../src/media/polygon.rs"]
-#[allow(dead_code)]
-pub mod polygon;
-mod media {
-    pub use super::{area, polygon};
-}
-/// What halves the frames, where the detector's tests find it too
-/// (`crate::motion::frame`; its own tests are not run here).
-#[path = "../src/motion/frame.rs"]
-#[allow(dead_code, unused_imports)]
-pub mod frame;
-mod motion {
-    pub use super::frame;
-}
-
 use std::hint::black_box;
 use std::time::Instant;
 
-use detector::{Detector, Params};
-use polygon::Polygon;
+use nvr_node::bench::{Detector, Params, Polygon, for_detector, rasterise};
 
 const W: usize = 320;
 const H: usize = 180;
@@ -65,18 +41,18 @@ fn time(frames: &[Vec<u8>], masked: bool) -> (f64, f64) {
     let mut detector = Detector::new(W / 2, H / 2, Params::MEDIUM);
     if masked {
         let half = Polygon::new(vec![[0.0, 0.0], [0.5, 0.0], [0.5, 1.0], [0.0, 1.0]]);
-        detector.mask(&polygon::rasterise(&[half], W / 2, H / 2));
+        detector.mask(&rasterise(&[half], W / 2, H / 2));
     }
     let mut small = Vec::new();
     for seed in 0..20 {
         let scene = scene(1000 + seed, None);
-        detector.frame(frame::for_detector(&scene, W, H, &mut small).0);
+        detector.frame(for_detector(&scene, W, H, &mut small).0);
     }
     let mut took: Vec<f64> = (0..FRAMES)
         .map(|i| {
             let started = Instant::now();
             let (picture, _, _) =
-                frame::for_detector(black_box(&frames[i % frames.len()]), W, H, &mut small);
+                for_detector(black_box(&frames[i % frames.len()]), W, H, &mut small);
             black_box(detector.frame(picture));
             started.elapsed().as_secs_f64() * 1e6
         })

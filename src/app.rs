@@ -9,27 +9,27 @@ use std::time::Instant;
 
 use uuid::Uuid;
 
-use crate::camera::{Camera, SettingsPatch};
+use crate::cameras::camera::{Camera, SettingsPatch};
+use crate::cameras::discover::Finder;
+use crate::cameras::prober::{self, Prober};
+use crate::cameras::snapshot::Snapshots;
+use crate::changes::StateChanges;
 use crate::classify::{self, Classifier};
 use crate::clips::{self, Clips};
 use crate::clock;
+use crate::cloud::state::LinkState;
 use crate::config::Config;
 use crate::db::{Db, lock};
-use crate::discover::Finder;
 use crate::error::Error;
-use crate::link_state::LinkState;
-use crate::live::LiveChanges;
 use crate::media::gate::Gate;
 use crate::motion::{self, Motion};
 use crate::mqtt;
 use crate::notices::Notices;
-use crate::prober::{self, Prober};
 use crate::recording::{self, Recordings};
-use crate::relay::{Relay, RelayError};
-use crate::sessions::Sessions;
-use crate::snapshot::Snapshots;
-use crate::static_files::Ui;
+use crate::relay::client::{Relay, RelayError};
+use crate::relay::sessions::Sessions;
 use crate::store::{self, Store};
+use crate::web::static_files::Ui;
 
 pub struct App {
     pub node_name: String,
@@ -55,7 +55,7 @@ pub struct App {
     online: Mutex<HashMap<Uuid, bool>>,
     /// Asks the relay sync loop for a reconcile.
     relay_nudges: mpsc::Sender<()>,
-    live_changes: Arc<LiveChanges>,
+    state_changes: Arc<StateChanges>,
     /// Motion and events as they happen, for Home Assistant.
     pub notices: Arc<Notices>,
     /// The MQTT connection's state; None: MQTT is off.
@@ -74,13 +74,13 @@ pub struct StatusBody {
     pub tag: u64,
 }
 
-/// (`live_changes`, the store's generation, whether the clock is set).
+/// (`state_changes`, the store's generation, whether the clock is set).
 type Versions = (u64, u64, bool);
 
 impl App {
     pub fn new(config: &Config, store: Store, relay_nudges: mpsc::Sender<()>) -> App {
         let db = Arc::new(Db::new(store));
-        let live_changes = Arc::new(LiveChanges::default());
+        let state_changes = Arc::new(StateChanges::default());
         let notices = Arc::new(Notices::default());
         // Another on the probes and snapshots that requests start.
         let readers = prober::readers();
@@ -90,7 +90,7 @@ impl App {
         let recordings = Arc::new(Recordings::new(
             recording::Settings::from_config(config),
             db.clone(),
-            live_changes.clone(),
+            state_changes.clone(),
             gate.clone(),
         ));
         let clips = Arc::new(Clips::new(
@@ -98,14 +98,14 @@ impl App {
             db.clone(),
             recordings.clone(),
             notices.clone(),
-            live_changes.clone(),
+            state_changes.clone(),
         ));
         let classifier = Arc::new(Classifier::new(
             classify::Settings {
                 program: config.classifier.clone(),
                 model_dir: config.model_dir.clone(),
             },
-            live_changes.clone(),
+            state_changes.clone(),
         ));
         let motion = Motion::new(
             motion::Settings {
@@ -117,7 +117,7 @@ impl App {
             recordings.clone(),
             notices.clone(),
             classifier.clone(),
-            live_changes.clone(),
+            state_changes.clone(),
         );
         App {
             node_name: config.node_name.clone(),
@@ -139,7 +139,7 @@ impl App {
             cloud: Mutex::new(LinkState::Disabled),
             online: Mutex::new(HashMap::new()),
             relay_nudges,
-            live_changes,
+            state_changes,
             status_body: Mutex::new(None),
             notices,
             mqtt: Mutex::new(None),
@@ -174,7 +174,7 @@ impl App {
     }
 
     fn live_changed(&self) {
-        self.live_changes.bump();
+        self.state_changes.bump();
     }
 
     /// The status body for the current state, from `build` only when
@@ -185,7 +185,7 @@ impl App {
     ) -> Result<StatusBody, Error> {
         // Versions first, state after: a change racing the build leaves a
         // newer body under an older key, which the next call rebuilds.
-        let live = self.live_changes.get();
+        let live = self.state_changes.get();
         let key = (live, self.db(|s| Ok(s.generation()))?, clock::is_set());
         if let Some((built_at, body)) = lock(&self.status_body).as_ref()
             && *built_at == key
@@ -314,7 +314,7 @@ impl App {
 
     /// Drops the state of cameras for which `keep` is false.
     pub fn retain_online(&self, keep: impl Fn(&Uuid) -> bool) {
-        self.live_changes.retain(&self.online, keep);
+        self.state_changes.retain(&self.online, keep);
     }
 
     /// Tells the relay sync loop and the recorders that cameras changed;

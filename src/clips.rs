@@ -24,18 +24,18 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
+use crate::changes::StateChanges;
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::data_file;
 use crate::db::{Db, lock};
 use crate::error::Error;
 use crate::event::Event;
-use crate::filesystem::{self, Space};
-use crate::live::LiveChanges;
 use crate::media::area::Area;
 use crate::media::child::Child;
 use crate::notices::{Notice, Notices};
 use crate::recording::{Clip, Recordings};
+use crate::sys::data_file;
+use crate::sys::filesystem::{self, Space};
 use retention::Retention;
 use schedule::{Look, Schedule, window};
 
@@ -137,7 +137,7 @@ struct Inner {
     db: Arc<Db>,
     recordings: Arc<Recordings>,
     notices: Arc<Notices>,
-    live: Arc<LiveChanges>,
+    live: Arc<StateChanges>,
     storage: Mutex<Storage>,
 }
 
@@ -164,7 +164,7 @@ impl Clips {
         db: Arc<Db>,
         recordings: Arc<Recordings>,
         notices: Arc<Notices>,
-        live: Arc<LiveChanges>,
+        live: Arc<StateChanges>,
     ) -> Clips {
         let (orders, pending) = mpsc::channel();
         let storage = Storage {

@@ -5,8 +5,8 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::cameras::rtsp_url::http_host;
 use crate::mqtt;
-use crate::rtsp_url::http_host;
 
 pub struct Config {
     pub listen_address: IpAddr,

@@ -5,7 +5,7 @@ use std::path::{Component, Path};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::camera::{MAX_ZONES, checked_zone_name};
+use crate::cameras::camera::{MAX_ZONES, checked_zone_name};
 use crate::error::Error;
 
 #[derive(Clone, Debug, PartialEq)]

@@ -19,8 +19,8 @@ use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::changes::StateChanges;
 use crate::db::lock;
-use crate::live::LiveChanges;
 use crate::media::child::{Child, Output};
 use crate::media::restart::{self, Restartable};
 use protocol::{Object, READY};
@@ -85,12 +85,12 @@ pub struct Classifier {
     halt: AtomicBool,
     figures: Mutex<Figures>,
     /// Told when the status would show something else.
-    live: Arc<LiveChanges>,
+    live: Arc<StateChanges>,
     thread: Mutex<Option<thread::JoinHandle<()>>>,
 }
 
 impl Classifier {
-    pub fn new(settings: Settings, live: Arc<LiveChanges>) -> Classifier {
+    pub fn new(settings: Settings, live: Arc<StateChanges>) -> Classifier {
         Classifier {
             settings,
             waiting: Mutex::new(VecDeque::new()),

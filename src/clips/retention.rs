@@ -24,9 +24,9 @@ use uuid::Uuid;
 
 use super::{Inner, Storage, orphans};
 use crate::error::Kind;
-use crate::filesystem::{self, Space};
 use crate::recording::fewest_to_free;
 use crate::store::EventFiles;
+use crate::sys::filesystem::{self, Space};
 
 /// The floor when none is set: 512 MiB or 5 % of the file system, the
 /// larger; half the recordings' reserve (1 GiB or 10 %), so that on a disk

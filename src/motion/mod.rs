@@ -7,7 +7,7 @@
 
 pub mod detector;
 pub mod episodes;
-mod frame;
+pub mod frame;
 pub mod frame_requests;
 mod still;
 pub mod suggestion;
@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
-use crate::camera::{Camera, Sensitivity};
+use crate::cameras::camera::{Camera, Sensitivity};
+use crate::changes::StateChanges;
 use crate::classify::Classifier;
 use crate::clips::{Clips, Job};
 use crate::db::{Db, lock};
-use crate::live::LiveChanges;
 use crate::media::gate::Gate;
 use crate::media::polygon::Polygon;
 use crate::notices::Notices;
@@ -48,7 +48,7 @@ struct Shared {
     /// What each camera's detector learnt is always moving, as masks to
     /// suggest (status shows them: a change is counted in `live`).
     learnt: Mutex<HashMap<Uuid, Vec<Polygon>>>,
-    live: Arc<LiveChanges>,
+    live: Arc<StateChanges>,
     settings: Settings,
     db: Arc<Db>,
     clips: Arc<Clips>,
@@ -86,7 +86,7 @@ impl Motion {
         recordings: Arc<Recordings>,
         notices: Arc<Notices>,
         classifier: Arc<Classifier>,
-        live: Arc<LiveChanges>,
+        live: Arc<StateChanges>,
     ) -> Motion {
         let (supervisor, orders) = mpsc::channel();
         Motion {
@@ -221,7 +221,7 @@ fn wanted(cameras: &[Camera], classifier_installed: bool) -> HashMap<Uuid, Spec>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::camera::Zone;
+    use crate::cameras::camera::Zone;
     use crate::event::Kind;
     use crate::store::test_support;
 

@@ -9,7 +9,7 @@
 //! the busy cells).
 
 use super::detector::BusyCells;
-use crate::camera::{MAX_MASKS, MAX_POINTS};
+use crate::cameras::camera::{MAX_MASKS, MAX_POINTS};
 use crate::media::polygon::Polygon;
 
 /// Cells a suggestion reaches past the busy ones.

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::Shared;
 use super::zones::Entered;
-use crate::camera::Zone;
+use crate::cameras::camera::Zone;
 use crate::event::{Event, Kind};
 use crate::media::area::Area;
 use crate::notices::Notice;

@@ -25,7 +25,7 @@ use super::still::{self, Left, LeftBehind};
 use super::suggestion;
 use super::underway::Underway;
 use super::zones::Entered;
-use crate::camera::Zone;
+use crate::cameras::camera::Zone;
 use crate::classify::crop::{self, Yuv420};
 use crate::classify::protocol::Object;
 use crate::classify::regions::{self, Square};

@@ -4,7 +4,7 @@
 //! lawn does not enter it. With zones, an event is made only when what
 //! moved entered a zone meant for its kind; without any, every event is.
 
-use crate::camera::Zone;
+use crate::cameras::camera::Zone;
 use crate::event::Kind;
 use crate::media::area::Area;
 

@@ -1,12 +1,11 @@
-//! MQTT for Home Assistant (issue 16): the packets (`codec`), the session
-//! that owns the broker connection (`session`), the topics and discovery
-//! messages the node publishes (`topics`), and how much the broker's
-//! messages may cost it (`limit`).
+//! MQTT, as Home Assistant (`crate::home_assistant`) uses it: the packets
+//! (`codec`), the session that owns the broker connection (`session`), its
+//! settings (`config`), and how much the broker's messages may cost the
+//! node (`limit`).
 
 pub mod codec;
 pub mod config;
 pub mod limit;
 pub mod session;
-pub mod topics;
 
 pub use session::State;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::OnvifError;
 use super::soap;
 use super::xml::Element;
-use crate::rtsp_url::{http_host, without_userinfo};
+use crate::cameras::rtsp_url::{http_host, without_userinfo};
 
 const TDS: &str = "http://www.onvif.org/ver10/device/wsdl";
 const TRT: &str = "http://www.onvif.org/ver10/media/wsdl";

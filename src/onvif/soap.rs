@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use super::auth::{self, Challenge};
 use super::xml::{self, Element};
 use super::{Credentials, OnvifError};
-use crate::rtsp_url::reachable_host;
+use crate::cameras::rtsp_url::reachable_host;
 
 pub const SOAP_ENVELOPE: &str = "http://www.w3.org/2003/05/soap-envelope";
 /// SOAP 1.1's, which older cameras answer in.

@@ -13,7 +13,7 @@ use std::path::Path;
 use uuid::Uuid;
 
 use crate::db::Db;
-use crate::filesystem;
+use crate::sys::filesystem;
 
 /// The marker file, in the recordings folder.
 pub const MARKER: &str = ".nvr-node-recordings";

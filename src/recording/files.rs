@@ -60,7 +60,7 @@ const SOURCE: &str = "source";
 
 pub fn fingerprint(url: &str) -> String {
     // FNV-1a, 64 bits: stable across builds, unlike std's hasher.
-    let hash = crate::rtsp_url::redact(url)
+    let hash = crate::cameras::rtsp_url::redact(url)
         .bytes()
         .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
@@ -86,7 +86,7 @@ pub fn note_source(dir: &Path, camera: Uuid, url: &str) -> io::Result<()> {
     io::Write::write_all(&mut file, note.as_bytes())?;
     file.sync_all()?;
     std::fs::rename(&part, folder.join(SOURCE))?;
-    crate::filesystem::sync_dir(&folder)
+    crate::sys::filesystem::sync_dir(&folder)
 }
 
 /// The camera folders whose recorder last recorded `url`.

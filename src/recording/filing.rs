@@ -16,9 +16,9 @@ use super::files;
 use super::ring::Ring;
 use super::{Shared, lock};
 use crate::clock;
-use crate::filesystem;
 use crate::media::fmp4;
 use crate::store::Segment;
+use crate::sys::filesystem;
 
 /// What became of a closed segment.
 #[derive(Debug)]

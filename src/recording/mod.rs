@@ -35,11 +35,11 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
-use crate::camera::Camera;
+use crate::cameras::camera::Camera;
+use crate::changes::StateChanges;
 use crate::clock::{self, now_ms};
 use crate::db::{Db, lock};
 use crate::error::{Error, Kind};
-use crate::live::LiveChanges;
 use crate::media::gate::Gate;
 use crate::store::Segment;
 use crate::workers::{self, Order};
@@ -80,7 +80,7 @@ enum Disk {
 struct Shared {
     settings: Settings,
     db: Arc<Db>,
-    live: Arc<LiveChanges>,
+    live: Arc<StateChanges>,
     /// Bounds how many ffmpeg start at once.
     gate: Arc<Gate>,
     states: Mutex<state::States>,
@@ -240,7 +240,7 @@ impl Recordings {
     pub fn new(
         settings: Settings,
         db: Arc<Db>,
-        live: Arc<LiveChanges>,
+        live: Arc<StateChanges>,
         gate: Arc<Gate>,
     ) -> Recordings {
         let (supervisor, orders) = mpsc::channel();

@@ -25,8 +25,8 @@ use super::files::{self, INCOMING};
 use super::filing;
 use super::{Clean, Shared, Storage, lock};
 use crate::error::{Error, Kind};
-use crate::filesystem::{self, Space};
 use crate::store::Segment;
+use crate::sys::filesystem::{self, Space};
 
 const PERIOD: Duration = Duration::from_secs(60);
 /// The reserve when none is set: 1 GiB or 10 % of the file system, the larger.

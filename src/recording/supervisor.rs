@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::recorder::{Recorder, Source};
 use super::{Clean, Disk, Shared, State, disk, recovery};
-use crate::camera::Camera;
+use crate::cameras::camera::Camera;
 use crate::clock::now_ms;
 use crate::db::lock;
 use crate::workers::{self, Order, Workers};
@@ -126,7 +126,7 @@ fn wanted(cameras: &[Camera], disk_ready: bool) -> HashMap<Uuid, Source> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::camera::Capabilities;
+    use crate::cameras::camera::Capabilities;
     use crate::store::test_support;
 
     fn camera(enabled: bool, record: bool, audio: Option<&str>) -> Camera {

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::events::tombstone_events_where;
 use super::segments::tombstone_where;
 use super::{Result, Store, uuid_column};
-use crate::camera::{
+use crate::cameras::camera::{
     Camera, Capabilities, OnvifLink, Seen, Sensitivity, Settings, checked_masks, checked_zones,
 };
 use crate::event::Kind;

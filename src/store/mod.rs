@@ -16,7 +16,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, Row};
 use uuid::Uuid;
 
-use crate::camera::Camera;
+use crate::cameras::camera::Camera;
 
 pub use events::EventFiles;
 pub use node::Identity;
@@ -212,7 +212,7 @@ fn uuid_column(r: &Row, index: usize) -> Result<Uuid> {
 #[cfg(test)]
 pub(crate) mod test_support {
     use super::*;
-    use crate::camera::Settings;
+    use crate::cameras::camera::Settings;
 
     pub fn temp_dir(name: &str) -> std::path::PathBuf {
         let dir =

@@ -17,7 +17,7 @@ use super::{
     FIRST_SAMPLE_FLAGS, SAMPLE_CTO, SAMPLE_DESCRIPTION_INDEX, SAMPLE_DURATION, SAMPLE_FLAGS,
     SAMPLE_SIZE,
 };
-use crate::properties::Rng;
+use crate::rng::Rng;
 
 /// A segment written by the recorder's ffmpeg command (testdata/README.md).
 pub const SEGMENT: &[u8] = include_bytes!("../testdata/segment.mp4");

@@ -11,7 +11,7 @@ use crate::clock;
 use crate::error::Error;
 use crate::event::format_timestamp;
 use crate::mqtt;
-use crate::reply::Reply;
+use crate::web::reply::Reply;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

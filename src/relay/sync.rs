@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use crate::app::App;
-use crate::camera::Camera;
-use crate::relay::RelayError;
-use crate::rtsp_url::{redact, with_lowercase_scheme};
+use crate::cameras::camera::Camera;
+use crate::cameras::rtsp_url::{redact, with_lowercase_scheme};
+use crate::relay::client::RelayError;
 
 const HEALTH_INTERVAL: Duration = Duration::from_secs(5);
 const RECONCILE_INTERVAL: Duration = Duration::from_secs(10);
@@ -210,7 +210,7 @@ fn reconcile(app: &App) -> Result<Outcome, RelayError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::camera::Settings;
+    use crate::cameras::camera::Settings;
 
     #[test]
     fn ownership_of_stream_names() {

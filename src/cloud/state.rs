@@ -1,4 +1,4 @@
-//! The cloud link's state as status shows it; the link itself (`cloud.rs`)
+//! The cloud link's state as status shows it; the link itself (`link.rs`)
 //! moves it along.
 
 use serde_json::json;

@@ -7,9 +7,9 @@ use std::thread;
 use std::time::Duration;
 
 use crate::app::App;
-use crate::cloud::{Client, CloudError};
-use crate::data_file::is_absent;
-use crate::link_state::LinkState;
+use crate::cloud::link::{Client, CloudError};
+use crate::cloud::state::LinkState;
+use crate::sys::data_file::is_absent;
 
 /// How often to look for work while there is none.
 const IDLE: Duration = Duration::from_secs(2);

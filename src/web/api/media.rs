@@ -6,8 +6,8 @@
 use std::io::Read;
 
 use crate::error::{Error, Kind};
-use crate::range::{Ranged, ranged};
-use crate::reply::Reply;
+use crate::web::range::{Ranged, ranged};
+use crate::web::reply::Reply;
 
 /// The reply for `len` bytes of `content_type` and the `Range` header
 /// `range`; `read(start, end)` reads bytes `start..end` as they are sent.

@@ -7,10 +7,10 @@ use std::net::Ipv4Addr;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+use crate::cameras::rtsp_url;
 use crate::error::Error;
 use crate::event::Kind;
 use crate::media::polygon::Polygon;
-use crate::rtsp_url;
 pub use areas::{
     MAX_MASKS, MAX_POINTS, MAX_ZONES, Zone, checked_masks, checked_zone_name, checked_zones,
 };

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::app::App;
 use uuid::Uuid;
 
-use crate::rtsp_url::{rtsp_endpoint, without_userinfo};
+use crate::cameras::rtsp_url::{rtsp_endpoint, without_userinfo};
 
 /// How long one check may take, connection included.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5);

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::db::lock;
 
 #[derive(Default)]
-pub struct LiveChanges(AtomicU64);
+pub struct StateChanges(AtomicU64);
 
-impl LiveChanges {
+impl StateChanges {
     pub fn bump(&self) {
         self.0.fetch_add(1, Ordering::AcqRel);
     }

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use crate::camera::Capabilities;
+use crate::cameras::camera::Capabilities;
+use crate::cameras::prober::Prober;
+use crate::cameras::rtsp_url;
 use crate::db::lock;
 use crate::onvif::{self, Credentials, Discovery, OnvifError, Profile};
-use crate::prober::Prober;
-use crate::rtsp_url;
 
 /// How long a search listens for answers.
 const LISTEN: Duration = Duration::from_secs(3);

@@ -7,10 +7,10 @@ use uuid::Uuid;
 use super::no_such_camera;
 use crate::app::App;
 use crate::error::{Error, Kind};
-use crate::query;
-use crate::relay::RelayError;
-use crate::relay_sync::stream_name;
-use crate::reply::Reply;
+use crate::relay::client::RelayError;
+use crate::relay::sync::stream_name;
+use crate::web::query;
+use crate::web::reply::Reply;
 
 /// `POST /api/whep/{id}[?stream=main|sub]` with an SDP offer.
 pub fn offer(app: &App, id: Uuid, query: &str, body: Vec<u8>) -> Result<Reply, Error> {

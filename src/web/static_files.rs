@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use crate::encoding;
 use crate::error::{Error, Kind};
-use crate::reply::Reply;
+use crate::web::encoding;
+use crate::web::reply::Reply;
 
 /// (URL path, gzip-compressed contents) of every file under `www/`, written
 /// by `build.rs`. Compressed, the UI takes a third of the space in the binary,

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::limit::shorten;
 use crate::event::{Event, Kind, format_timestamp};
+use crate::mqtt::limit::shorten;
 
 /// Where the node publishes, and as what.
 #[derive(Clone, Debug)]

@@ -5,12 +5,12 @@
 use serde::Serialize;
 
 use crate::app::App;
-use crate::camera::{Camera, device_login};
-use crate::discover::{self, Stream};
+use crate::cameras::camera::{Camera, device_login};
+use crate::cameras::discover::{self, Stream};
+use crate::cameras::rtsp_url::{rtsp_endpoint, without_userinfo};
 use crate::error::{Error, Kind};
 use crate::onvif::{Credentials, Found};
-use crate::reply::Reply;
-use crate::rtsp_url::{rtsp_endpoint, without_userinfo};
+use crate::web::reply::Reply;
 
 #[derive(Serialize)]
 struct Devices<'a> {

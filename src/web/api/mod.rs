@@ -13,8 +13,8 @@ use std::net::IpAddr;
 
 use crate::app::App;
 use crate::error::Error;
-use crate::reply::Reply;
-use crate::routes::Route;
+use crate::web::reply::Reply;
+use crate::web::routes::Route;
 
 /// What a handler may need of the request besides its route.
 pub struct Call<'a> {

@@ -22,14 +22,14 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use crate::app::App;
-use crate::camera::{Camera, OnvifLink, Seen, SettingsPatch};
+use crate::cameras::camera::{Camera, OnvifLink, Seen, SettingsPatch};
+use crate::cameras::discover::Claim;
+use crate::cameras::neighbours;
+use crate::cameras::rtsp_url::{self, http_host, http_port, reachable_host, with_host};
 use crate::clock::now_ms;
-use crate::discover::Claim;
 use crate::error::Error;
 use crate::event::format_timestamp;
-use crate::neighbours;
 use crate::onvif::{self, Credentials, Found};
-use crate::rtsp_url::{self, http_host, http_port, reachable_host, with_host};
 
 /// How often offline cameras are looked at.
 const TICK: Duration = Duration::from_secs(5);

@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use tiny_http::{Limits, Request, Server};
 
-use crate::api;
 use crate::app::App;
 use crate::error::{Error, Kind};
-use crate::guard;
-use crate::reply::Reply;
-use crate::routes::{self, BodyKind};
+use crate::web::api;
+use crate::web::guard;
+use crate::web::reply::Reply;
+use crate::web::routes::{self, BodyKind};
 
 /// Requests handled at once, each from when its body is in until its answer
 /// (a download's whole body) is sent; past this the node answers 503.

@@ -6,16 +6,16 @@ use uuid::Uuid;
 
 use super::no_such_camera;
 use crate::app::App;
-use crate::camera::{Camera, Capabilities, Settings, SettingsPatch, Zone};
+use crate::cameras::camera::{Camera, Capabilities, Settings, SettingsPatch, Zone};
+use crate::cameras::follow;
+use crate::cameras::prober::ProbeError;
+use crate::cameras::rtsp_url::redact;
+use crate::cameras::snapshot::NoPicture;
 use crate::clock::now_ms;
 use crate::error::{Error, Kind};
 use crate::event::format_timestamp;
-use crate::follow;
 use crate::media::polygon::Polygon;
-use crate::prober::ProbeError;
-use crate::reply::Reply;
-use crate::rtsp_url::redact;
-use crate::snapshot::NoPicture;
+use crate::web::reply::Reply;
 
 /// A camera as every response shows it.
 #[derive(Serialize)]

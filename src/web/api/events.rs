@@ -10,12 +10,12 @@ use uuid::Uuid;
 use super::media;
 use crate::app::App;
 use crate::clips::Job;
-use crate::data_file::is_absent;
 use crate::error::Error;
 use crate::error::Kind;
 use crate::event::{Event, NewEvent, format_timestamp};
 use crate::notices::Notice;
-use crate::reply::Reply;
+use crate::sys::data_file::is_absent;
+use crate::web::reply::Reply;
 
 /// The spec's limit on events returned.
 const RECENT_EVENTS: u32 = 50;

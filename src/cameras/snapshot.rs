@@ -12,14 +12,14 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::camera::Camera;
+use crate::cameras::camera::Camera;
+use crate::cameras::prober::{PROBE_TIMEOUT, ProbeError, READER_WAIT};
 use crate::media::child::Child;
 use crate::media::failure::Failure;
 use crate::media::gate::Gate;
 use crate::media::input::Input;
 use crate::motion::Motion;
 use crate::motion::frame_requests::Yuv420Frame;
-use crate::prober::{PROBE_TIMEOUT, ProbeError, READER_WAIT};
 
 /// The longest wait for the watcher's next frame (it sends 5 a second).
 const FRAME_WAIT: Duration = Duration::from_secs(2);
@@ -160,7 +160,7 @@ fn jpeg(child: &mut Child, deadline: Instant) -> Result<Vec<u8>, ProbeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prober::readers;
+    use crate::cameras::prober::readers;
 
     #[test]
     fn a_watchers_frame_becomes_a_jpeg_of_its_size() {

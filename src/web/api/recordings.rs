@@ -10,9 +10,9 @@ use crate::app::App;
 use crate::clock::now_ms;
 use crate::error::Error;
 use crate::event::{format_timestamp, parse_timestamp};
-use crate::query;
 use crate::recording::{MAX_CLIP, MAX_LISTING};
-use crate::reply::Reply;
+use crate::web::query;
+use crate::web::reply::Reply;
 
 /// The window listed when none is given: the last 24 hours.
 const DEFAULT_LISTING_MS: i64 = 24 * 3600 * 1000;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use crate::camera::Capabilities;
+use crate::cameras::camera::Capabilities;
 use crate::media::failure::Failure;
 use crate::media::gate::Gate;
 use crate::media::input::Input;

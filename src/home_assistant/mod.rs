@@ -8,7 +8,10 @@
 //! connection and sends everything again after each connect and when Home
 //! Assistant comes back (at most once in 5 s); commands go through the same
 //! path as a `PATCH`, except those the broker kept (retained), which are
-//! stale by the time it sends them.
+//! stale by the time it sends them. What is published, and what an incoming
+//! message means, is `topics`.
+
+pub mod topics;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -18,16 +21,16 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use crate::app::App;
-use crate::camera::SettingsPatch;
+use crate::cameras::camera::SettingsPatch;
 use crate::db::lock;
 use crate::event::Kind;
 use crate::mqtt;
 use crate::mqtt::limit::{Throttle, held_back};
 use crate::mqtt::session::{self, Handler, Message, Session};
-use crate::mqtt::topics::{self, CameraState, Incoming, Names, NodeState, Retained, Switch};
 use crate::notices::Notice;
 use crate::recording::Storage;
 use crate::tls;
+use topics::{CameraState, Incoming, Names, NodeState, Retained, Switch};
 
 /// How often the node's state is compared with what was published.
 const TICK: Duration = Duration::from_millis(250);

@@ -1,0 +1,121 @@
+//! Start-up: the node's parts started in order, the server run until a
+//! signal, and the recorders given their time to finish.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::app::App;
+use crate::cameras::{follow, monitor};
+use crate::cloud;
+use crate::config::Config;
+use crate::home_assistant;
+use crate::relay;
+use crate::store::Store;
+use crate::web::server;
+
+/// Runs the node until SIGTERM or SIGINT: opens the store in the data
+/// folder, binds the port, starts every subsystem, serves, and stops.
+pub fn run(config: &Config) -> Result<(), String> {
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| format!("cannot create DATA_DIR {}: {e}", config.data_dir.display()))?;
+    let store = Store::open(&config.data_dir).map_err(|e| {
+        format!(
+            "cannot open the database in {}: {e}",
+            config.data_dir.display()
+        )
+    })?;
+    // Uploads a crash cut short start again.
+    store
+        .reset_uploading()
+        .map_err(|e| format!("cannot reset uploads: {e}"))?;
+    let listener = server::bind(config.listen_address, config.port).map_err(|e| {
+        format!(
+            "cannot listen on {}:{}: {e}",
+            config.listen_address, config.port
+        )
+    })?;
+    let address = listener.local_addr().map_err(|e| e.to_string())?;
+
+    let (relay_nudges, nudged) = mpsc::channel();
+    let app = Arc::new(App::new(config, store, relay_nudges));
+    app.start();
+    relay::sync::spawn(app.clone(), nudged);
+    monitor::spawn(app.clone(), config.camera_check_interval);
+    follow::spawn(app.clone());
+    if let Some(cloud_url) = &config.cloud_url {
+        cloud::link::spawn(app.clone(), cloud_url);
+        cloud::uploader::spawn(app.clone(), cloud_url);
+    }
+    if let Some(mqtt) = &config.mqtt {
+        let node_url = config
+            .node_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}:{}", config.host_name, address.port()));
+        home_assistant::spawn(app.clone(), mqtt, node_url)?;
+    }
+
+    println!("listening on http://{address}");
+    let _ = std::io::stdout().flush();
+    log::info!(
+        "nvr-node {} serving as {:?}",
+        env!("CARGO_PKG_VERSION"),
+        app.node_name
+    );
+    exit_when_tiny_http_panics();
+    // On SIGTERM the recorders finish their segments while requests drain.
+    let (recorders_stopped, stopped) = mpsc::channel();
+    let stopping = app.clone();
+    let stop_recorders = move || {
+        let deadline = Instant::now() + STOP_RECORDERS;
+        thread::spawn(move || {
+            stopping.stop(deadline);
+            let _ = recorders_stopped.send(());
+        });
+    };
+    server::serve(listener, app, stop_flag(), stop_recorders)
+        .map_err(|e| format!("stopped accepting connections: {e}"))?;
+    let _ = stopped.recv_timeout(STOP_RECORDERS);
+    log::info!("stopped");
+    Ok(())
+}
+
+/// tiny_http unwraps in its accept thread (e.g. cloning a socket when file
+/// descriptors run out): that thread dies and the node would run on deaf.
+/// Exit instead, so the supervisor starts it again.
+fn exit_when_tiny_http_panics() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        if info
+            .location()
+            .is_some_and(|l| l.file().contains("tiny_http"))
+        {
+            log::error!("stopped accepting connections: the HTTP server failed");
+            std::process::exit(1);
+        }
+    }));
+}
+
+/// How long the recorders get to finish their last segments on SIGTERM:
+/// within the 5 s the node takes to stop.
+const STOP_RECORDERS: Duration = Duration::from_millis(4500);
+
+/// Set when SIGTERM or SIGINT arrives.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn stop_flag() -> &'static AtomicBool {
+    let handler: extern "C" fn(libc::c_int) = on_stop_signal;
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        // SAFETY: the handler only stores to an atomic.
+        unsafe { libc::signal(signal, handler as libc::sighandler_t) };
+    }
+    &STOP
+}
