@@ -133,8 +133,8 @@ setsid nice -n 19 bash -euc '
   cargo build --locked --profile classify --target aarch64-unknown-linux-musl --bin nvr-classify
   PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --release --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-node
   PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --profile classify --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-classify
-  cargo test --locked --no-run --target aarch64-unknown-linux-musl --bins
-  cargo test --locked --no-run --target armv7-unknown-linux-gnueabihf --bins
+  cargo test --locked --no-run --target aarch64-unknown-linux-musl --lib --bins
+  cargo test --locked --no-run --target armv7-unknown-linux-gnueabihf --lib --bins
   cargo test --locked --no-run --target armv7-unknown-linux-gnueabihf -p tiny_http --lib
 ' >target/board-builds.log 2>&1 &
 builds=$!
@@ -149,7 +149,7 @@ tests=()
 for f in tests/*.rs; do
   [ "$f" = tests/arm.rs ] || tests+=(--test "$(basename "$f" .rs)")
 done
-cargo test --locked --bins "${tests[@]}"
+cargo test --locked --lib --bins "${tests[@]}"
 phase "unit and integration tests" "$t"
 
 t=$(date +%s)
@@ -159,10 +159,10 @@ phase "waiting for the board builds" "$t"
 # of its static binary; armv7 for a 32-bit usize, where a length over 4 GiB
 # (an hour's recording of a 4K camera) does not fit, and tiny_http's with it.
 t=$(date +%s)
-cargo test --locked --target aarch64-unknown-linux-musl --bins
+cargo test --locked --target aarch64-unknown-linux-musl --lib --bins
 phase "aarch64 unit tests under qemu" "$t"
 t=$(date +%s)
-cargo test --locked --target armv7-unknown-linux-gnueabihf --bins
+cargo test --locked --target armv7-unknown-linux-gnueabihf --lib --bins
 cargo test --locked --target armv7-unknown-linux-gnueabihf -p tiny_http --lib
 phase "armv7 unit tests under qemu" "$t"
 t=$(date +%s)
