@@ -12,16 +12,17 @@ use uuid::Uuid;
 use crate::cameras::camera::{Camera, SettingsPatch};
 use crate::cameras::discover::Finder;
 use crate::cameras::prober::{self, Prober};
-use crate::cameras::snapshot::Snapshots;
 use crate::changes::StateChanges;
 use crate::classify::{self, Classifier};
 use crate::clips::{self, Clips};
 use crate::clock;
-use crate::cloud::state::LinkState;
 use crate::config::Config;
-use crate::db::{Db, lock};
+use crate::db::Db;
 use crate::error::Error;
+use crate::link_state::LinkState;
+use crate::lock::lock;
 use crate::media::gate::Gate;
+use crate::motion::snapshot::Snapshots;
 use crate::motion::{self, Motion};
 use crate::mqtt;
 use crate::notices::Notices;
@@ -29,7 +30,6 @@ use crate::recording::{self, Recordings};
 use crate::relay::client::{Relay, RelayError};
 use crate::relay::sessions::Sessions;
 use crate::store::{self, Store};
-use crate::web::static_files::Ui;
 
 pub struct App {
     pub node_name: String,
@@ -38,7 +38,6 @@ pub struct App {
     pub prober: Prober,
     pub relay: Relay,
     pub whep_sessions: Sessions,
-    pub ui: Ui,
     db: Arc<Db>,
     pub recordings: Arc<Recordings>,
     pub clips: Arc<Clips>,
@@ -126,7 +125,6 @@ impl App {
             prober,
             relay: Relay::new(&config.relay_url),
             whep_sessions: Sessions::default(),
-            ui: Ui::new(config.www_dir.clone()),
             db,
             recordings,
             clips,

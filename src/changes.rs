@@ -7,7 +7,7 @@ use std::hash::Hash;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::db::lock;
+use crate::lock::lock;
 
 #[derive(Default)]
 pub struct StateChanges(AtomicU64);

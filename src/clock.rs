@@ -8,7 +8,7 @@ mod trust;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::db::lock;
+use crate::lock::lock;
 pub use trust::Reading;
 use trust::Trust;
 

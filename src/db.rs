@@ -1,10 +1,11 @@
 //! The database behind its lock, shared by the API and the background work,
 //! and the one place where SQLite failures become the node's errors.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Kind};
+use crate::lock::lock;
 use crate::store::{self, Store};
 
 /// A hold of the lock longer than this is logged: something slow ran under it.
@@ -75,11 +76,4 @@ fn database_error(e: rusqlite::Error) -> Error {
 fn storage_fault(e: &rusqlite::Error, message: &str) -> Error {
     log::warn!("database: {e}");
     Error::new(Kind::Internal, message)
-}
-
-/// A panic in one request must not take the lock down for all others.
-pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -5,8 +5,11 @@ use std::path::{Component, Path};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::cameras::camera::{MAX_ZONES, checked_zone_name};
 use crate::error::Error;
+
+/// The most zones a camera has, so also the most an event enters.
+pub const MAX_ZONES: usize = 8;
+const MAX_ZONE_NAME_CHARS: usize = 32;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
@@ -41,6 +44,25 @@ pub const LONGEST_EVENT_MS: i64 = 5 * 60_000;
 pub fn format_timestamp(ms: i64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// A zone's name (`field`): trimmed, 1 to 32 characters, no control characters.
+pub fn checked_zone_name(field: &str, value: &Value) -> Result<String, Error> {
+    let Value::String(name) = value else {
+        return Err(Error::bad_request(format!("{field} must be a string")));
+    };
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > MAX_ZONE_NAME_CHARS {
+        return Err(Error::bad_request(format!(
+            "{field} must be 1 to {MAX_ZONE_NAME_CHARS} characters"
+        )));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(Error::bad_request(format!(
+            "{field} must not contain control characters"
+        )));
+    }
+    Ok(name.to_owned())
 }
 
 #[cfg(test)]

@@ -4,30 +4,33 @@
 //!
 //! # Layers
 //!
-//! A module imports only from the layers below its own, never from above:
+//! From the top down; a module imports only from layers below its own (and
+//! its own folder), never from above, and no two modules import each other:
 //!
-//! 1. `node`: start-up. Opens the store, binds the port, starts every
-//!    subsystem and the server, and stops them on a signal.
-//! 2. `web`: the HTTP side (server loop, route table, handlers in `web::api`,
-//!    the UI's files); beside it, the background work that acts on the whole
-//!    node: `relay::sync`, `cameras::monitor`, `cameras::follow`, `cloud`
-//!    and `home_assistant`.
-//! 3. `app`: the node at run time, handed to the handlers and to that
-//!    background work.
-//! 4. The subsystems, each owning its threads and children: `recording`,
-//!    `motion`, `clips`, `classify`, `cameras`, `onvif`, `relay`, `mqtt`,
-//!    `clock`, `workers`, with `notices` and `changes` telling others of
-//!    what they did.
-//! 5. The store: `db` (SQLite behind one lock, and the one place SQLite's
-//!    errors become the node's) over `store` (the SQL).
-//! 6. The ground: `media` (ffmpeg and ffprobe as supervised children, fMP4),
-//!    `sys` (the operating system's calls that std does not make), `tls`,
-//!    `config`, `error` and `event`.
+//! 1. `node`: start-up. Opens the store, binds the port, starts every part
+//!    and the server, and stops them on a signal.
+//! 2. `web`: the HTTP side: the server loop, the route table, the handlers
+//!    (`web::api`) and the UI's files.
+//! 3. The work that acts on the whole node, beside the HTTP side:
+//!    `background` (cameras answering, cameras that moved, the relay's
+//!    streams), `cloud` and `home_assistant`.
+//! 4. `app`: the node at run time, handed to the handlers and to that work.
+//! 5. The footage: `motion` (over `clips`, over `recording`), each owning
+//!    its threads and its children.
+//! 6. The database: `db` (SQLite behind one lock, the one place where
+//!    SQLite's errors become the node's) over `store` (the SQL).
+//! 7. What those build on: `cameras` (a camera, its address, probing it,
+//!    ONVIF), `classify`, `notices` and `config`.
+//! 8. The ground: `media` (ffmpeg and ffprobe as supervised children,
+//!    fMP4), `event`, `clock`, `workers`, `changes`, `link_state`, `mqtt`,
+//!    `relay`, `tls`, `sys` (the system calls std does not make), `lock`
+//!    and `error`.
 //!
 //! The documents are in `docs/`; the design of recording and motion, whose
 //! rules the code cites, in `docs/design/`.
 
 mod app;
+mod background;
 mod cameras;
 mod changes;
 pub mod classify;
@@ -39,12 +42,13 @@ mod db;
 mod error;
 mod event;
 mod home_assistant;
+mod link_state;
+mod lock;
 mod media;
 mod motion;
 mod mqtt;
 mod node;
 mod notices;
-mod onvif;
 #[cfg(test)]
 mod properties;
 mod recording;

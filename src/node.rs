@@ -8,13 +8,13 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::app::App;
-use crate::cameras::{follow, monitor};
+use crate::background::{follow, monitor, relay_sync};
 use crate::cloud;
 use crate::config::Config;
 use crate::home_assistant;
-use crate::relay;
 use crate::store::Store;
 use crate::web::server;
+use crate::web::static_files::Ui;
 
 /// Runs the node until SIGTERM or SIGINT: opens the store in the data
 /// folder, binds the port, starts every subsystem, serves, and stops.
@@ -42,7 +42,7 @@ pub fn run(config: &Config) -> Result<(), String> {
     let (relay_nudges, nudged) = mpsc::channel();
     let app = Arc::new(App::new(config, store, relay_nudges));
     app.start();
-    relay::sync::spawn(app.clone(), nudged);
+    relay_sync::spawn(app.clone(), nudged);
     monitor::spawn(app.clone(), config.camera_check_interval);
     follow::spawn(app.clone());
     if let Some(cloud_url) = &config.cloud_url {
@@ -75,8 +75,14 @@ pub fn run(config: &Config) -> Result<(), String> {
             let _ = recorders_stopped.send(());
         });
     };
-    server::serve(listener, app, stop_flag(), stop_recorders)
-        .map_err(|e| format!("stopped accepting connections: {e}"))?;
+    server::serve(
+        listener,
+        app,
+        Ui::new(config.www_dir.clone()),
+        stop_flag(),
+        stop_recorders,
+    )
+    .map_err(|e| format!("stopped accepting connections: {e}"))?;
     let _ = stopped.recv_timeout(STOP_RECORDERS);
     log::info!("stopped");
     Ok(())

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use crate::db::lock;
 use crate::event::Kind;
+use crate::lock::lock;
 
 /// Notices kept for a listener that has not taken them yet.
 const MAX_WAITING: usize = 256;

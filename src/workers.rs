@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
-use crate::db::lock;
+use crate::lock::lock;
 
 /// How often the wanted workers are looked at again without being told.
 const RECHECK: Duration = Duration::from_secs(10);

@@ -11,9 +11,7 @@ use crate::cameras::rtsp_url;
 use crate::error::Error;
 use crate::event::Kind;
 use crate::media::polygon::Polygon;
-pub use areas::{
-    MAX_MASKS, MAX_POINTS, MAX_ZONES, Zone, checked_masks, checked_zone_name, checked_zones,
-};
+pub use areas::{MAX_MASKS, MAX_POINTS, Zone, checked_masks, checked_zones};
 
 /// A stored camera, with its stream addresses. Never serialized as is: the
 /// URLs carry credentials.

@@ -12,10 +12,10 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use crate::cameras::camera::Capabilities;
+use crate::cameras::onvif::{self, Credentials, Discovery, OnvifError, Profile};
 use crate::cameras::prober::Prober;
 use crate::cameras::rtsp_url;
-use crate::db::lock;
-use crate::onvif::{self, Credentials, Discovery, OnvifError, Profile};
+use crate::lock::lock;
 
 /// How long a search listens for answers.
 const LISTEN: Duration = Duration::from_secs(3);

@@ -1,13 +1,11 @@
 //! The cameras: what one is and its settings (`camera`), its RTSP address
-//! (`rtsp_url`), probing it (`prober`), watching that it answers
-//! (`monitor`), finding cameras on the LAN (`discover`), following one that
-//! moved (`follow`, `neighbours`) and its picture now (`snapshot`).
+//! (`rtsp_url`), probing it (`prober`), the ONVIF devices they are
+//! (`onvif`), finding them on the LAN (`discover`) and telling a device by
+//! its hardware address (`neighbours`).
 
 pub mod camera;
 pub mod discover;
-pub mod follow;
-pub mod monitor;
 pub mod neighbours;
+pub mod onvif;
 pub mod prober;
 pub mod rtsp_url;
-pub mod snapshot;

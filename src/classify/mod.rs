@@ -20,7 +20,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::changes::StateChanges;
-use crate::db::lock;
+use crate::lock::lock;
 use crate::media::child::{Child, Output};
 use crate::media::restart::{self, Restartable};
 use protocol::{Object, READY};

@@ -17,7 +17,7 @@ use serde_json::json;
 
 use crate::app::App;
 use crate::clock::now_ms;
-use crate::cloud::state::LinkState;
+use crate::link_state::LinkState;
 use crate::store::Identity;
 use crate::tls;
 

@@ -1,6 +1,5 @@
-//! The cloud: pairing and the heartbeat (`link`), the link's state as status
-//! shows it (`state`), and clip uploads (`uploader`).
+//! The cloud: pairing and the heartbeat (`link`), and clip uploads
+//! (`uploader`). The link's state, which the node holds, is `link_state`.
 
 pub mod link;
-pub mod state;
 pub mod uploader;

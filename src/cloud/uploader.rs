@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::app::App;
 use crate::cloud::link::{Client, CloudError};
-use crate::cloud::state::LinkState;
+use crate::link_state::LinkState;
 use crate::sys::data_file::is_absent;
 
 /// How often to look for work while there is none.

@@ -22,8 +22,8 @@ use uuid::Uuid;
 
 use crate::app::App;
 use crate::cameras::camera::SettingsPatch;
-use crate::db::lock;
 use crate::event::Kind;
+use crate::lock::lock;
 use crate::mqtt;
 use crate::mqtt::limit::{Throttle, held_back};
 use crate::mqtt::session::{self, Handler, Message, Session};

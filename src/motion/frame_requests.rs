@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use super::frame::Format;
-use crate::db::lock;
+use crate::lock::lock;
 
 /// A watcher that has sent no colour frame for this long (stopped, or
 /// restarting its decoder) is not waited for.

@@ -1,4 +1,4 @@
-//! MQTT, as Home Assistant (`crate::home_assistant`) uses it: the packets
+//! MQTT, as the node speaks it to Home Assistant's broker: the packets
 //! (`codec`), the session that owns the broker connection (`session`), its
 //! settings (`config`), and how much the broker's messages may cost the
 //! node (`limit`).

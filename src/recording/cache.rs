@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use super::playback::{self, Clip};
-use crate::db::lock;
+use crate::lock::lock;
 use crate::media::fmp4::FileIndex;
 
 /// Clips kept at once, and for how long unused (segments' boxes too).

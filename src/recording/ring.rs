@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use uuid::Uuid;
 
-use crate::db::lock;
+use crate::lock::lock;
 use crate::store::Segment;
 
 /// Segments kept beyond those pinned: a minute of 10 s segments.

@@ -15,7 +15,7 @@ use super::recorder::{Recorder, Source};
 use super::{Clean, Disk, Shared, State, disk, recovery};
 use crate::cameras::camera::Camera;
 use crate::clock::now_ms;
-use crate::db::lock;
+use crate::lock::lock;
 use crate::workers::{self, Order, Workers};
 
 /// Audio codecs a browser plays from MP4: copied into recordings; any other

@@ -19,6 +19,7 @@ use crate::web::api;
 use crate::web::guard;
 use crate::web::reply::Reply;
 use crate::web::routes::{self, BodyKind};
+use crate::web::static_files::Ui;
 
 /// Requests handled at once, each from when its body is in until its answer
 /// (a download's whole body) is sent; past this the node answers 503.
@@ -156,6 +157,7 @@ const STOP_CHECK: Duration = Duration::from_millis(250);
 pub fn serve(
     listener: TcpListener,
     app: Arc<App>,
+    ui: Ui,
     stop: &AtomicBool,
     on_stop: impl FnOnce(),
 ) -> io::Result<()> {
@@ -171,7 +173,7 @@ pub fn serve(
                 let _ = request.respond(Reply::error(&stopping).into_response());
                 return;
             }
-            handle(&app, &in_flight, request);
+            handle(&app, &ui, &in_flight, request);
         }
     };
     let server =
@@ -214,12 +216,12 @@ impl Drop for InFlight<'_> {
     }
 }
 
-fn handle(app: &App, in_flight: &AtomicUsize, mut request: Request) {
+fn handle(app: &App, ui: &Ui, in_flight: &AtomicUsize, mut request: Request) {
     let method = request.method().as_str().to_owned();
     let url = request.url().to_owned();
     let (path, query) = url.split_once('?').unwrap_or((&url, ""));
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        answer(app, in_flight, &mut request, &method, path, query)
+        answer(app, ui, in_flight, &mut request, &method, path, query)
     }));
     let (reply, place) = match outcome {
         Ok(Ok((reply, place))) => (reply, Some(place)),
@@ -246,6 +248,7 @@ fn handle(app: &App, in_flight: &AtomicUsize, mut request: Request) {
 /// all the places.
 fn answer<'a>(
     app: &App,
+    ui: &Ui,
     in_flight: &'a AtomicUsize,
     request: &mut Request,
     method: &str,
@@ -287,7 +290,7 @@ fn answer<'a>(
         accept_encoding,
         if_none_match,
     };
-    let reply = api::dispatch(app, route, call).unwrap_or_else(|error| Reply::error(&error));
+    let reply = api::dispatch(app, ui, route, call).unwrap_or_else(|error| Reply::error(&error));
     Ok((reply, place))
 }
 

@@ -10,16 +10,13 @@ use serde_json::{Map, Value};
 
 use super::kind_names;
 use crate::error::Error;
-use crate::event::Kind;
+use crate::event::{Kind, MAX_ZONES, checked_zone_name};
 use crate::media::polygon::{Point, Polygon};
 
 /// The most masks a camera has, and points a polygon.
 pub const MAX_MASKS: usize = 16;
-/// The most zones a camera has, so also the most an event enters.
-pub const MAX_ZONES: usize = 8;
 const MIN_POINTS: usize = 3;
 pub const MAX_POINTS: usize = 32;
-const MAX_ZONE_NAME_CHARS: usize = 32;
 
 /// Where what moved must go for an event to be made, and of which kinds.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -61,25 +58,6 @@ pub fn checked_zones(value: &Value) -> Result<Vec<Zone>, Error> {
         zones.push(zone);
     }
     Ok(zones)
-}
-
-/// A zone's name (`field`): trimmed, 1 to 32 characters, no control characters.
-pub fn checked_zone_name(field: &str, value: &Value) -> Result<String, Error> {
-    let Value::String(name) = value else {
-        return Err(Error::bad_request(format!("{field} must be a string")));
-    };
-    let name = name.trim();
-    if name.is_empty() || name.chars().count() > MAX_ZONE_NAME_CHARS {
-        return Err(Error::bad_request(format!(
-            "{field} must be 1 to {MAX_ZONE_NAME_CHARS} characters"
-        )));
-    }
-    if name.chars().any(char::is_control) {
-        return Err(Error::bad_request(format!(
-            "{field} must not contain control characters"
-        )));
-    }
-    Ok(name.to_owned())
 }
 
 /// The items of `value`, an array of at most `most` `what`.

@@ -6,15 +6,15 @@ use uuid::Uuid;
 
 use super::no_such_camera;
 use crate::app::App;
+use crate::background::follow;
 use crate::cameras::camera::{Camera, Capabilities, Settings, SettingsPatch, Zone};
-use crate::cameras::follow;
 use crate::cameras::prober::ProbeError;
 use crate::cameras::rtsp_url::redact;
-use crate::cameras::snapshot::NoPicture;
 use crate::clock::now_ms;
 use crate::error::{Error, Kind};
 use crate::event::format_timestamp;
 use crate::media::polygon::Polygon;
+use crate::motion::snapshot::NoPicture;
 use crate::web::reply::Reply;
 
 /// A camera as every response shows it.

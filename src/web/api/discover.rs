@@ -7,9 +7,9 @@ use serde::Serialize;
 use crate::app::App;
 use crate::cameras::camera::{Camera, device_login};
 use crate::cameras::discover::{self, Stream};
+use crate::cameras::onvif::{Credentials, Found};
 use crate::cameras::rtsp_url::{rtsp_endpoint, without_userinfo};
 use crate::error::{Error, Kind};
-use crate::onvif::{Credentials, Found};
 use crate::web::reply::Reply;
 
 #[derive(Serialize)]

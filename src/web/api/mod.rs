@@ -15,6 +15,7 @@ use crate::app::App;
 use crate::error::Error;
 use crate::web::reply::Reply;
 use crate::web::routes::Route;
+use crate::web::static_files::Ui;
 
 /// What a handler may need of the request besides its route.
 pub struct Call<'a> {
@@ -31,7 +32,7 @@ pub struct Call<'a> {
 }
 
 /// Runs the handler for `route`.
-pub fn dispatch(app: &App, route: Route, call: Call) -> Result<Reply, Error> {
+pub fn dispatch(app: &App, ui: &Ui, route: Route, call: Call) -> Result<Reply, Error> {
     let Call {
         query,
         body,
@@ -59,7 +60,7 @@ pub fn dispatch(app: &App, route: Route, call: Call) -> Result<Reply, Error> {
         Route::EndWhepSession(camera, session) => whep::end(app, camera, session),
         Route::Discover => discover::devices(app),
         Route::DiscoverStreams => discover::streams(app, &body),
-        Route::Ui(path) => app.ui.get(&path, accept_encoding.as_deref()),
+        Route::Ui(path) => ui.get(&path, accept_encoding.as_deref()),
     }
 }
 

@@ -6,9 +6,9 @@ use uuid::Uuid;
 
 use super::no_such_camera;
 use crate::app::App;
+use crate::background::relay_sync::stream_name;
 use crate::error::{Error, Kind};
 use crate::relay::client::RelayError;
-use crate::relay::sync::stream_name;
 use crate::web::query;
 use crate::web::reply::Reply;
 

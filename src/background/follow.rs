@@ -25,11 +25,11 @@ use crate::app::App;
 use crate::cameras::camera::{Camera, OnvifLink, Seen, SettingsPatch};
 use crate::cameras::discover::Claim;
 use crate::cameras::neighbours;
+use crate::cameras::onvif::{self, Credentials, Found};
 use crate::cameras::rtsp_url::{self, http_host, http_port, reachable_host, with_host};
 use crate::clock::now_ms;
 use crate::error::Error;
 use crate::event::format_timestamp;
-use crate::onvif::{self, Credentials, Found};
 
 /// How often offline cameras are looked at.
 const TICK: Duration = Duration::from_secs(5);

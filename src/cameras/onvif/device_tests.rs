@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
 use super::*;
-use crate::onvif::soap;
+use crate::cameras::onvif::soap;
 
 /// go2rtc's envelope (pkg/onvif/envelope.go) around `body`.
 fn go2rtc(body: &str) -> String {

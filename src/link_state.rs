@@ -1,5 +1,5 @@
-//! The cloud link's state as status shows it; the link itself (`link.rs`)
-//! moves it along.
+//! The cloud link's state, as status shows it: held by the node (`App`),
+//! moved along by the link (`cloud::link`).
 
 use serde_json::json;
 

@@ -194,7 +194,7 @@ pub fn authorization(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::onvif::xml;
+    use crate::cameras::onvif::xml;
 
     fn mufasa() -> Credentials {
         Credentials {
