@@ -33,7 +33,7 @@ mod app;
 mod background;
 mod cameras;
 mod changes;
-pub mod classify;
+mod classify;
 mod clips;
 mod clock;
 mod cloud;
@@ -62,6 +62,9 @@ mod web;
 mod workers;
 
 pub use node::run;
+
+/// What the node and `nvr-classify` say to each other.
+pub use classify::protocol as classify_protocol;
 
 /// What the detector's benchmark (`benches/detector.rs`) runs: the motion
 /// detector as the node runs it, the masks' pixels and the frames' halving.

@@ -10,22 +10,17 @@
 mod model;
 mod ssd;
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use serde_json::json;
+use nvr_node::classify_protocol as protocol;
 
-/// Longest header line accepted, newline included: a u64 and two sizes.
-const MAX_LINE: usize = 64;
 /// Objects reported per crop, their least score and the suppression IoU.
 const MAX_OBJECTS: usize = 10;
 const MIN_SCORE: f32 = 0.1;
 const NMS_IOU: f32 = 0.5;
-/// Largest payload skipped after a header with the wrong size (so the
-/// stream stays in step); past it the stream is given up.
-const MAX_SKIP: u64 = 4096 * 4096 * 3;
 /// The label of the background and of the ids the labels do not name.
 const UNNAMED: &str = "???";
 
@@ -58,21 +53,21 @@ fn run(dir: &Path) -> Result<(), String> {
     let mut out = io::stdout().lock();
     let mut input = BufReader::with_capacity(1 << 16, io::stdin().lock());
     let fail = |e: io::Error| format!("stdout: {e}");
-    writeln!(out, "ready")
+    writeln!(out, "{}", protocol::READY)
         .and_then(|()| out.flush())
         .map_err(fail)?;
     let mut rgb = vec![0u8; ssd::INPUT_SIZE * ssd::INPUT_SIZE * 3];
     loop {
-        let Some(line) = read_line(&mut input)? else {
+        let Some(line) = protocol::read_line(&mut input)? else {
             return Ok(());
         };
-        let id = match parse_header(&line) {
+        let id = match protocol::parse_header(&line, ssd::INPUT_SIZE) {
             Ok(id) => id,
             Err(bad) => {
                 let Some(id) = bad.id else {
                     return Err(format!("bad record header: {}", bad.message));
                 };
-                writeln!(out, "{}", json!({"id": id, "error": bad.message})).map_err(fail)?;
+                writeln!(out, "{}", protocol::error_line(id, &bad.message)).map_err(fail)?;
                 out.flush().map_err(fail)?;
                 match bad.skip {
                     Some(n) => {
@@ -88,12 +83,8 @@ fn run(dir: &Path) -> Result<(), String> {
             }
         };
         if let Err(e) = input.read_exact(&mut rgb) {
-            writeln!(
-                out,
-                "{}",
-                json!({"id": id, "error": "stdin ended inside the record"})
-            )
-            .map_err(fail)?;
+            let message = "stdin ended inside the record";
+            writeln!(out, "{}", protocol::error_line(id, message)).map_err(fail)?;
             return Err(format!("record {id}: {e}"));
         }
         let started = Instant::now();
@@ -102,7 +93,7 @@ fn run(dir: &Path) -> Result<(), String> {
                 let ms = started.elapsed().as_secs_f64() * 1000.0;
                 reply(id, ms, &objects(&raw, &anchors), &labels)
             }
-            Err(e) => json!({"id": id, "error": format!("{e:#}")}),
+            Err(e) => protocol::error_line(id, &format!("{e:#}")),
         };
         writeln!(out, "{reply}")
             .and_then(|()| out.flush())
@@ -162,165 +153,22 @@ fn parse_labels(text: &str) -> Result<Vec<String>, String> {
     Ok(labels)
 }
 
-/// The next header line without its newline; `None` at a clean end of input.
-fn read_line(input: &mut impl BufRead) -> Result<Option<Vec<u8>>, String> {
-    let mut line = Vec::with_capacity(MAX_LINE);
-    input
-        .take(MAX_LINE as u64)
-        .read_until(b'\n', &mut line)
-        .map_err(|e| format!("stdin: {e}"))?;
-    match line.pop() {
-        None => Ok(None),
-        Some(b'\n') => Ok(Some(line)),
-        Some(_) if line.len() + 1 == MAX_LINE => {
-            Err(format!("a header line longer than {MAX_LINE} bytes"))
-        }
-        Some(_) => Err("stdin ended inside a header line".into()),
-    }
-}
-
-/// Why a header was refused: the id when it could be read, and how many
-/// payload bytes to skip to stay in step (`None`: the stream is lost).
-#[derive(Debug, PartialEq)]
-struct BadHeader {
-    id: Option<u64>,
-    message: String,
-    skip: Option<u64>,
-}
-
-/// Parses `<id> <width> <height>` (decimal, single spaces) into the id,
-/// refusing any size but 300x300.
-fn parse_header(line: &[u8]) -> Result<u64, BadHeader> {
-    let bad = |id, message: &str, skip| BadHeader {
-        id,
-        message: message.into(),
-        skip,
-    };
-    let number = |s: &str| -> Option<u64> {
-        // u64::from_str takes a leading '+'; the protocol is digits only.
-        if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
-            s.parse().ok()
-        } else {
-            None
-        }
-    };
-    let text = std::str::from_utf8(line).map_err(|_| bad(None, "not ASCII", None))?;
-    let mut fields = text.split(' ');
-    let id = fields
-        .next()
-        .and_then(number)
-        .ok_or_else(|| bad(None, "no record id", None))?;
-    let (Some(w), Some(h), None) = (fields.next(), fields.next(), fields.next()) else {
-        return Err(bad(Some(id), "expected <id> <width> <height>", None));
-    };
-    let (Some(w), Some(h)) = (number(w), number(h)) else {
-        return Err(bad(Some(id), "width and height must be numbers", None));
-    };
-    let size = ssd::INPUT_SIZE as u64;
-    if (w, h) != (size, size) {
-        let bytes = w.checked_mul(h).and_then(|p| p.checked_mul(3));
-        let skip = bytes.filter(|&n| n <= MAX_SKIP);
-        let message = format!("the crop must be {size}x{size}, not {w}x{h}");
-        return Err(bad(Some(id), &message, skip));
-    }
-    Ok(id)
-}
-
-fn round(v: f64, places: i32) -> f64 {
-    let f = 10f64.powi(places);
-    (v * f).round() / f
-}
-
-fn reply(id: u64, ms: f64, objects: &[ssd::Object], labels: &[String]) -> serde_json::Value {
+fn reply(id: u64, ms: f64, objects: &[ssd::Object], labels: &[String]) -> String {
+    let round = |v: f32| (v * 10_000.0).round() / 10_000.0;
     let objects: Vec<_> = objects
         .iter()
-        .map(|o| {
-            json!({
-                "label": labels[o.class],
-                "score": round(o.score as f64, 4),
-                "box": o.bbox.map(|v| round(v as f64, 4)),
-            })
+        .map(|o| protocol::Object {
+            label: labels[o.class].clone(),
+            score: round(o.score),
+            area: o.bbox.map(round),
         })
         .collect();
-    json!({"id": id, "ms": round(ms, 1), "objects": objects})
+    protocol::answer_line(id, ms, &objects)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_good_header_gives_its_id() {
-        assert_eq!(parse_header(b"7 300 300"), Ok(7));
-        assert_eq!(parse_header(b"18446744073709551615 300 300"), Ok(u64::MAX));
-    }
-
-    #[test]
-    fn a_header_without_an_id_is_refused_without_one() {
-        for line in [
-            &b""[..],
-            b"x 300 300",
-            b"-1 300 300",
-            b"+7 300 300",
-            b" 7 300 300",
-            b"\xff",
-        ] {
-            let bad = parse_header(line).unwrap_err();
-            assert_eq!(bad.id, None, "{line:?}: {bad:?}");
-            assert_eq!(bad.skip, None);
-        }
-        // One past u64::MAX.
-        assert_eq!(
-            parse_header(b"18446744073709551616 300 300")
-                .unwrap_err()
-                .id,
-            None
-        );
-    }
-
-    #[test]
-    fn a_header_with_an_id_but_no_sizes_loses_the_stream() {
-        for line in [
-            &b"7"[..],
-            b"7 300",
-            b"7 300 300 1",
-            b"7  300 300",
-            b"7 300 30a",
-            b"7 300 300\r",
-        ] {
-            let bad = parse_header(line).unwrap_err();
-            assert_eq!((bad.id, bad.skip), (Some(7), None), "{line:?}: {bad:?}");
-        }
-    }
-
-    #[test]
-    fn a_header_with_another_size_says_how_much_to_skip() {
-        let bad = parse_header(b"9 320 240").unwrap_err();
-        assert_eq!((bad.id, bad.skip), (Some(9), Some(320 * 240 * 3)));
-        assert!(bad.message.contains("300x300"), "{}", bad.message);
-        // Too large to skip, or overflowing: the stream is given up.
-        assert_eq!(parse_header(b"9 5000 5000").unwrap_err().skip, None);
-        let bad = parse_header(b"9 18446744073709551615 2").unwrap_err();
-        assert_eq!((bad.id, bad.skip), (Some(9), None));
-    }
-
-    #[test]
-    fn header_lines_are_bounded_and_must_end() {
-        let mut input = &b"1 300 300\n"[..];
-        assert_eq!(read_line(&mut input), Ok(Some(b"1 300 300".to_vec())));
-        assert_eq!(read_line(&mut input), Ok(None));
-        let long = [b'1'; 200];
-        assert!(
-            read_line(&mut &long[..])
-                .unwrap_err()
-                .contains("longer than 64")
-        );
-        assert!(
-            read_line(&mut &b"1 300"[..])
-                .unwrap_err()
-                .contains("ended inside")
-        );
-    }
 
     #[test]
     fn labels_are_read_as_the_package_ships_them() {
@@ -402,8 +250,8 @@ mod tests {
         };
         let reply = reply(7, 35.25, &[object], &labels);
         assert_eq!(
-            reply.to_string(),
-            r#"{"id":7,"ms":35.3,"objects":[{"box":[0.1,0.2,0.3,1.0],"label":"person","score":0.1235}]}"#
+            reply,
+            r#"{"id":7,"ms":35.3,"objects":[{"label":"person","score":0.1235,"box":[0.1,0.2,0.3,1.0]}]}"#
         );
     }
 }
