@@ -1,14 +1,13 @@
 //! The spec's endpoints and errors, against the real binary. Cameras here point
 //! at closed ports, so their probes fail fast; `probe.rs` uses a real camera.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Node, TempDir, Tmpfs, closed_port};
+use crate::common;
+use crate::common::{Node, TempDir, Tmpfs, closed_port};
 use serde_json::{Value, json};
 
 /// A node without the classifier (its paths named, so one built beside the
@@ -664,7 +663,7 @@ fn masks_and_zones_are_set_checked_and_kept() {
     assert_eq!(listed, settled(&json!([plain, renamed])));
     assert_eq!(settled(&node.get("/api/status").json()["cameras"]), listed);
     node.kill();
-    let restarted = crate::node(&dir);
+    let restarted = self::node(&dir);
     assert_eq!(
         settled(&restarted.get("/api/cameras").json()),
         listed,

@@ -7,13 +7,11 @@
 //! The classifier's aarch64 build also runs under qemu on a real photograph
 //! and must agree with the native build.
 
-mod common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{Node, TempDir, closed_port};
+use crate::common::{Node, TempDir, closed_port};
 use serde_json::json;
 
 /// A board target: where its binary is, how to run it here, and what it may link.

@@ -5,14 +5,13 @@
 //! `deploy/model/install-model.sh` installs) says what it is; the events
 //! are stored with their kind, clip and a thumbnail with the object boxed.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 use std::thread;
 use std::time::Duration;
 
-use common::{
+use crate::common;
+use crate::common::{
     Camera, Node, TempDir, browser_script, children_of, cpu_ticks, is_running, now_ms, wait_for,
 };
 use serde_json::{Value, json};

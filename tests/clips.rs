@@ -6,13 +6,11 @@
 //! the UI's header; a posted event of an hour gets 5 minutes of clip; and a
 //! clip waiting for its recording holds up no other camera's.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{
+use crate::common::{
     Camera, Ext4, Node, TempDir, Tmpfs, browser_script, closed_port, iso, now_ms, probe_file,
     segment_rows, wait_for, write_segments,
 };

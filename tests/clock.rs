@@ -4,12 +4,12 @@
 //! while it runs, as NTP does minutes later. The monotonic clock is left
 //! alone, as it is on the board.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Camera, Node, SegmentRow as Row, TempDir, iso, ms, now_ms, segment_rows, wait_for};
+use crate::common::{
+    Camera, Node, SegmentRow as Row, TempDir, iso, ms, now_ms, segment_rows, wait_for,
+};
 use serde_json::json;
 
 const DAY_MS: i64 = 86_400_000;

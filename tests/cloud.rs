@@ -1,14 +1,12 @@
 //! The cloud link against a scripted cloud stand-in (`common/cloud.rs`): every
 //! state status can show, restarts at each stage, and clip uploads.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::cloud::Cloud;
-use common::{Node, TempDir, closed_port, wait_for};
+use crate::common::cloud::Cloud;
+use crate::common::{Node, TempDir, closed_port, wait_for};
 use serde_json::{Value, json};
 
 fn start(dir: &Path, cloud: &Cloud) -> Node {

@@ -2,12 +2,11 @@
 //! network namespace of the test's own gives a real non-loopback client);
 //! retention drops the oldest with their clips; a camera takes its events along.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::{Node, TempDir, closed_port};
+use crate::common;
+use crate::common::{Node, TempDir, closed_port};
 use serde_json::{Value, json};
 
 fn node(dir: &Path, extra: &[(&str, &str)]) -> Node {

@@ -5,8 +5,6 @@
 //! clock jumps. The lost-database tests work on copies of one recorded
 //! folder, recorded once per run of this file.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,7 +12,10 @@ use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Camera, Ext4, Node, TempDir, cpu_ticks, segment_rows, wait_for, write_segments};
+use crate::common;
+use crate::common::{
+    Camera, Ext4, Node, TempDir, cpu_ticks, segment_rows, wait_for, write_segments,
+};
 use serde_json::{Value, json};
 
 /// Every file under `dir` with its bytes' hash, relative paths as keys.

@@ -7,16 +7,17 @@
 //! image, which Home Assistant fetches from the node by NODE_URL, and the
 //! sensors of the kinds of event (person, …), which go with classify.
 
-mod common;
-
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::mosquitto::Broker;
-use common::{Camera, Node, Response, TempDir, closed_port, drain_into, http, password, wait_for};
+use crate::common;
+use crate::common::mosquitto::Broker;
+use crate::common::{
+    Camera, Node, Response, TempDir, closed_port, drain_into, http, password, wait_for,
+};
 use serde_json::{Value, json};
 
 fn repo() -> &'static Path {

@@ -13,8 +13,6 @@
 //! `nvr` and `go2rtc` in DESTDIR's own account files (useradd --prefix), and
 //! runs the supervised programs as `nobody` through start-stop-daemon --chuid.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -23,7 +21,8 @@ use std::process::{Command, Output};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{TempDir, closed_port};
+use crate::common;
+use crate::common::{TempDir, closed_port};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_nvr-node");
 

@@ -2,13 +2,12 @@
 //! real test camera through the node and the real go2rtc, on the main and the
 //! sub stream, and again after go2rtc restarts with its configuration emptied.
 
-mod common;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::go2rtc::{Go2rtc, Restart};
-use common::{Camera, Node, TempDir, live_view_in_browser, wait_for};
+use crate::common;
+use crate::common::go2rtc::{Go2rtc, Restart};
+use crate::common::{Camera, Node, TempDir, live_view_in_browser, wait_for};
 use serde_json::{Value, json};
 
 fn screenshot(name: &str) -> String {

@@ -4,15 +4,14 @@
 //! the clips it cuts from the recording (ffprobe and Chromium judge them),
 //! and the cloud stand-in the clips go up to.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::cloud::Cloud;
-use common::{
+use crate::common;
+use crate::common::cloud::Cloud;
+use crate::common::{
     Camera, Node, TempDir, browser_script, ms, probe_file, processes_connected_to, wait_for,
 };
 use serde_json::{Value, json};

@@ -5,16 +5,16 @@
 //! Assistant would. The broker password carries the secret marker, so the
 //! harness's sweep of every response and log line covers it.
 
-mod common;
-
 use std::collections::HashSet;
 use std::net::TcpListener;
 use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
-use common::mosquitto::{Broker, Seen};
-use common::{Camera, Node, TempDir, closed_port, password, processes_connected_to, wait_for};
+use crate::common::mosquitto::{Broker, Seen};
+use crate::common::{
+    Camera, Node, TempDir, closed_port, password, processes_connected_to, wait_for,
+};
 use serde_json::{Value, json};
 
 const USER: &str = "nvr";

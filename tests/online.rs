@@ -1,11 +1,10 @@
 //! The live `online` state: a background RTSP OPTIONS check of each enabled
 //! camera (every second here), against the real GStreamer camera.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Camera, Node, SilentCamera, TempDir, closed_port, wait_for};
+use crate::common;
+use crate::common::{Camera, Node, SilentCamera, TempDir, closed_port, wait_for};
 use serde_json::{Value, json};
 
 /// The camera's `online` in the camera list, checked to be the same in status.

@@ -10,18 +10,17 @@
 //! stand-ins and go2rtc on the host end of a veth pair (10.213.77.1). These
 //! tests need root (`ip netns`, `ip link`) and say so otherwise.
 
-mod common;
-
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::go2rtc::Go2rtc;
-use common::netns::{self, TestNet};
-use common::onvif_device::{Auth, Device, Says};
-use common::rtsp_trap::Trap;
-use common::wsd::Responder;
-use common::{Camera, Node, TempDir, now_ms, wait_for};
+use crate::common;
+use crate::common::go2rtc::Go2rtc;
+use crate::common::netns::{self, TestNet};
+use crate::common::onvif_device::{Auth, Device, Says};
+use crate::common::rtsp_trap::Trap;
+use crate::common::wsd::Responder;
+use crate::common::{Camera, Node, TempDir, now_ms, wait_for};
 use serde_json::{Value, json};
 
 const HOST: Ipv4Addr = Ipv4Addr::new(10, 213, 77, 1);

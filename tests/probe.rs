@@ -2,8 +2,6 @@
 //! silent camera, a camera that cuts its first reader, a closed port, a wrong
 //! path and wrong credentials.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -11,7 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Camera, Node, SilentCamera, TempDir, closed_port, ffprobes_connected_to};
+use crate::common;
+use crate::common::{Camera, Node, SilentCamera, TempDir, closed_port, ffprobes_connected_to};
 use serde_json::{Value, json};
 
 /// The node's bound on streams read at once on request (probes, snapshots).

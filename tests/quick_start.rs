@@ -6,8 +6,6 @@
 //! machine in `target/`, as a user's first run would (minutes the first
 //! time; nothing when they are up to date).
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -16,7 +14,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Camera, TempDir, closed_port, drain_into, http, wait_for};
+use crate::common;
+use crate::common::{Camera, TempDir, closed_port, drain_into, http, wait_for};
 use serde_json::{Value, json};
 
 /// Building both profiles from nothing on a loaded 2-core machine.

@@ -2,21 +2,19 @@
 //! node's ffmpeg recorders, ffprobe to judge every file, SQLite read
 //! straight from the node's database, and Chromium to play a recording back.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{
+use crate::common::{
     Camera, Node, TempDir, Tmpfs, browser_script, closed_port, is_running, iso, ms, now_ms,
     password, probe_file, processes_connected_to, processes_mentioning, segment_rows, wait_for,
 };
 use serde_json::{Value, json};
 
-use common::SegmentRow as Row;
+use crate::common::SegmentRow as Row;
 
 /// The segment files in the hour folders (not those being written), as
 /// paths relative to the recordings folder.

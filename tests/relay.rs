@@ -3,15 +3,14 @@
 //! tests keep the stand-in of `common/relay.rs`, each for a fault the real
 //! go2rtc cannot be made to show, named beside it.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::go2rtc::{Config, Go2rtc, OFFER, Restart};
-use common::relay::{Relay, WebrtcMode};
-use common::{Camera, Node, SECRET_MARKER, TempDir, closed_port, wait_for};
+use crate::common;
+use crate::common::go2rtc::{Config, Go2rtc, OFFER, Restart};
+use crate::common::relay::{Relay, WebrtcMode};
+use crate::common::{Camera, Node, SECRET_MARKER, TempDir, closed_port, wait_for};
 use serde_json::{Value, json};
 
 fn dead_url(secret: &str) -> String {

@@ -1,13 +1,12 @@
 //! Slow, idle, oversized and many clients: each is let go or refused, and
 //! none starves the others.
 
-mod common;
-
 use std::io::{BufReader, ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{Node, TempDir, closed_port};
+use crate::common;
+use crate::common::{Node, TempDir, closed_port};
 
 /// A node with `extra` settings whose relay is not there (these tests need none).
 fn start_node(dir: &TempDir, extra: &[(&str, &str)]) -> Node {

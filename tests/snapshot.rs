@@ -6,11 +6,10 @@
 //! one that classifies (the real classifier); 404 for an unknown camera,
 //! 502 in plain words when no picture can be had.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Camera, Node, TempDir, closed_port, wait_for};
+use crate::common;
+use crate::common::{Camera, Node, TempDir, closed_port, wait_for};
 use serde_json::json;
 
 /// A JPEG's width and height, from its frame header.

@@ -12,15 +12,14 @@
 //! snapshot with a mouse and with a finger, and filters events by zone
 //! (`tests/e2e/zones.mjs`).
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use common::go2rtc::Go2rtc;
-use common::{Camera, Node, TempDir};
+use crate::common;
+use crate::common::go2rtc::Go2rtc;
+use crate::common::{Camera, Node, TempDir};
 use serde_json::json;
 
 fn post_events(node: &Node, camera: &str) {

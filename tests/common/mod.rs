@@ -3,8 +3,6 @@
 //! stand-in for the faults go2rtc cannot show (`relay.rs`), and speaks raw HTTP.
 //! On a failed assertion the node's command line and logs are printed.
 
-#![allow(dead_code)] // Each test binary uses a different part of the harness.
-
 pub mod classifier;
 pub mod cloud;
 pub mod go2rtc;

@@ -346,12 +346,6 @@ impl Broker {
         watch
     }
 
-    /// After a restart, waits until `watch` has resubscribed. mosquitto_sub reconnects
-    /// by itself, about 1 s after the broker went away; until then it misses messages.
-    pub fn wait_resubscribed(&self, watch: &Watch) {
-        self.await_suback(&watch.id, &mut || None);
-    }
-
     /// Waits for the current broker process to log the SUBACK for client `id`;
     /// `exited` describes the subscriber if it died meanwhile.
     fn await_suback(&self, id: &str, exited: &mut dyn FnMut() -> Option<String>) {
@@ -468,11 +462,6 @@ impl Watch {
     /// Everything received so far, in arrival order.
     pub fn all(&self) -> Vec<Seen> {
         self.seen.0.lock().unwrap().clone()
-    }
-
-    /// Client id of the mosquitto_sub, as it appears in [`Broker::log`].
-    pub fn client_id(&self) -> &str {
-        &self.id
     }
 }
 

@@ -12,7 +12,7 @@
 //! ProbeMatches: RelatesTo = the probe's MessageID, a fixed EndpointReference
 //! (`urn:uuid:…`, one per responder), Types dn:NetworkVideoTransmitter,
 //! Scopes name/hardware/mfr, XAddrs (changeable while it runs) and
-//! MetadataVersion. Anything else is counted as `ignored` and not answered.
+//! MetadataVersion. Anything else is not answered.
 //!
 //! How it differs from a real camera: it answers only Probe (no Hello or Bye
 //! announcements, no Resolve), ignores the probe's Scopes filter, answers at
@@ -44,7 +44,6 @@ struct State {
     xaddrs: String,
     garbage: bool,
     probes: Vec<SocketAddr>,
-    ignored: usize,
 }
 
 pub struct Responder {
@@ -128,7 +127,6 @@ impl Responder {
             xaddrs: xaddrs.to_owned(),
             garbage: false,
             probes: Vec::new(),
-            ignored: 0,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let mut responder = Responder {
@@ -155,7 +153,6 @@ impl Responder {
                 };
                 let text = String::from_utf8_lossy(&buffer[..n]);
                 let Some(message_id) = probe_for_cameras(&text) else {
-                    state.lock().unwrap().ignored += 1;
                     continue;
                 };
                 let (from, xaddrs, garbage) = {
@@ -190,11 +187,6 @@ impl Responder {
     /// The senders of the probes it answered, in order.
     pub fn probes(&self) -> Vec<SocketAddr> {
         self.state.lock().unwrap().probes.clone()
-    }
-
-    /// Datagrams that were not a probe for cameras.
-    pub fn ignored(&self) -> usize {
-        self.state.lock().unwrap().ignored
     }
 }
 

@@ -1,0 +1,35 @@
+//! Every integration test, in one binary: the harness (`common/`) compiles
+//! once, links once, and libtest runs the tests of all modules in one pool,
+//! so a module that waits on a camera or a clock leaves the processor to
+//! the others. One module a file, named after what it tests; run one with
+//! `cargo test --test tests motion::`, one test with its full name.
+//!
+//! `tests/run.sh` runs them all but `arm::` with `RUST_TEST_THREADS` set
+//! (docs/testing.md says why that many), then `arm::`, which needs the
+//! board builds, once they are done.
+
+mod common;
+
+mod api;
+mod arm;
+mod bench_smoke;
+mod classify;
+mod clips;
+mod clock;
+mod cloud;
+mod events;
+mod footage;
+mod home_assistant;
+mod install;
+mod live_view;
+mod motion;
+mod mqtt;
+mod online;
+mod onvif;
+mod probe;
+mod quick_start;
+mod recording;
+mod relay;
+mod slow_clients;
+mod snapshot;
+mod ui;
