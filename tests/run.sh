@@ -145,11 +145,7 @@ trap 'kill -- -"$builds" 2>/dev/null || true' EXIT
 # between a connection's requests), then the node's, and every integration
 # test but the boards'.
 cargo test --locked -p tiny_http --lib
-tests=()
-for f in tests/*.rs; do
-  [ "$f" = tests/arm.rs ] || tests+=(--test "$(basename "$f" .rs)")
-done
-cargo test --locked --lib --bins "${tests[@]}"
+cargo test --locked --lib --bins --test tests -- --skip arm::
 phase "unit and integration tests" "$t"
 
 t=$(date +%s)
@@ -166,6 +162,6 @@ cargo test --locked --target armv7-unknown-linux-gnueabihf --lib --bins
 cargo test --locked --target armv7-unknown-linux-gnueabihf -p tiny_http --lib
 phase "armv7 unit tests under qemu" "$t"
 t=$(date +%s)
-cargo test --locked --test arm
+cargo test --locked --test tests arm::
 phase "board binaries" "$t"
 echo "all tests passed in $(( $(date +%s) - started )) s"
