@@ -1,7 +1,8 @@
 //! The benchmark's parts (`benches/bench_*.py`, over `benches/harness.py`)
 //! in their short smoke mode, each run alone, against this build's binary:
 //! each must finish, exit 0 and write exactly its own figures as JSON. Their
-//! targets are not enforced here. They need Debian's `wrk`, `nginx`
+//! targets are not enforced here, so the parts run side by side with each
+//! other and the other tests, whose load their figures then include. They need Debian's `wrk`, `nginx`
 //! (`nginx-light`), `mosquitto` and `mosquitto-clients`; when one is missing
 //! the script's error names the package. The classification part also needs
 //! nvr-classify (target/classify/nvr-classify), its model (target/model) and
@@ -10,7 +11,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Instant;
 
 /// Each part's program and the figures it reports, as named in its JSON.
@@ -77,13 +77,9 @@ const PARTS: [(&str, &str, &[&str]); 6] = [
     ),
 ];
 
-/// One benchmark at a time: they measure, and share two cores.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
 /// Runs `program` (a part's own file, or bench.py with `args` naming parts)
 /// in smoke mode; checks that it reports exactly the figures of `parts`.
 fn smoke_run(program: &str, args: &[&str], parts: &[&str]) {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Not target/bench.json: that is where a real run's figures go.
     let json: PathBuf = std::env::temp_dir().join(format!(
@@ -153,11 +149,35 @@ fn smoke_run(program: &str, args: &[&str], parts: &[&str]) {
     }
 }
 
+/// Runs the part `name` from its own file.
+fn part_alone(name: &str) {
+    let (_, program, _) = PARTS.iter().find(|(part, _, _)| *part == name).unwrap();
+    smoke_run(program, &[], &[name]);
+}
+
 #[test]
-fn each_part_run_alone_reports_its_own_figures() {
-    for (name, program, _) in &PARTS[..5] {
-        smoke_run(program, &[], &[name]);
-    }
+fn the_http_part_run_alone_reports_its_own_figures() {
+    part_alone("http");
+}
+
+#[test]
+fn the_recording_part_run_alone_reports_its_own_figures() {
+    part_alone("recording");
+}
+
+#[test]
+fn the_motion_part_run_alone_reports_its_own_figures() {
+    part_alone("motion");
+}
+
+#[test]
+fn the_mqtt_part_run_alone_reports_its_own_figures() {
+    part_alone("mqtt");
+}
+
+#[test]
+fn the_memory_part_run_alone_reports_its_own_figures() {
+    part_alone("memory");
 }
 
 /// Through bench.py, naming the part: the classifier's figures, measured
