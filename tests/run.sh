@@ -1,11 +1,64 @@
 #!/usr/bin/env bash
-# Installs what the tests need (idempotently) and runs all of them.
+# Installs what the tests need (idempotently) and runs all of them, with a
+# line for each phase as it ends: how long it took and the time since the
+# start (docs/testing.md says how to read them).
 # Usage: bash tests/run.sh   (from anywhere; root or sudo for the apt step)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The time of each phase, printed as it ends (CI allows the whole 90 minutes).
-started=$(date +%s)
+started=${RUN_STARTED:-$(date +%s)}
 phase() { echo "phase: $1 took $(( $(date +%s) - $2 )) s (all so far: $(( $(date +%s) - started )) s)"; }
+# Runs a command as a phase of its own.
+step() {
+  local name=$1 t
+  shift
+  t=$(date +%s)
+  "$@"
+  phase "$name" "$t"
+}
+
+# The builds that no test waits on at its start, run in the background at
+# the lowest priority (below): the tests wait on cameras, clocks and
+# browsers more than they compute, and these take the processor they leave.
+background() {
+  # The quick start's node and classifier (tests/quick_start.rs runs its
+  # command, which then finds them built) and the motion benchmark's
+  # detector (the benchmark's smoke test runs it): the tests' own cargo
+  # would otherwise build them at the tests' priority.
+  step "the quick start's node" cargo build --locked --release --no-default-features --bin nvr-node
+  step "the detector's benchmark" cargo bench --locked --no-run --bench detector
+  step "the quick start's classifier" cargo build --locked --profile classify --bin nvr-classify
+  # The library's unit tests for both boards, run under qemu once the
+  # integration tests are done. Without the classifier (the library holds
+  # what the architecture matters to: parsers, sizes, the detector, the
+  # crops): its tract built unoptimised for two more targets took longer
+  # than all the rest; the classifier itself runs under qemu in arm::.
+  # In a target folder of their own: a cross build locks the host's folder
+  # of its profile (build scripts), which the tests' own cargo uses.
+  step "aarch64 unit test build" env CARGO_TARGET_DIR=target/qemu \
+    cargo test --locked --no-run --no-default-features --target aarch64-unknown-linux-musl --lib
+  step "armv7 unit test build" env CARGO_TARGET_DIR=target/qemu \
+    cargo test --locked --no-run --no-default-features --target armv7-unknown-linux-gnueabihf --lib
+  step "armv7 tiny_http test build" env CARGO_TARGET_DIR=target/qemu \
+    cargo test --locked --no-run --target armv7-unknown-linux-gnueabihf -p tiny_http --lib
+  # The board binaries (README "Building for a board", checked by arm::):
+  # the node built for size (the release profile, whose size arm:: checks),
+  # without the classifier's crate, which it does not link; the classifier
+  # for speed (Cargo.toml's profiles). armv7's with zig, for glibc 2.17.
+  step "aarch64 node" cargo build --locked --release --no-default-features \
+    --target aarch64-unknown-linux-musl --bin nvr-node
+  step "armv7 node" env PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --release \
+    --no-default-features --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-node
+  step "aarch64 classifier" cargo build --locked --profile classify \
+    --target aarch64-unknown-linux-musl --bin nvr-classify
+  step "armv7 classifier" env PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --profile classify \
+    --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-classify
+  # The lints, in a folder of their own for the same reason.
+  step "clippy" env CARGO_TARGET_DIR=target/clippy cargo clippy --locked --all-targets -- -D warnings
+}
+if [ "${1:-}" = --background ]; then
+  background
+  exit
+fi
 
 # Debian packages: ffprobe, Chromium, and GStreamer's RTSP server for the test
 # camera; cross compilers, musl for aarch64, glibc's headers for armv7 (the
@@ -110,58 +163,49 @@ if [ ! -x target/go2rtc/go2rtc ] || [ "$(cat target/go2rtc/stamp 2>/dev/null)" !
 fi
 export GO2RTC="$PWD/target/go2rtc/go2rtc"
 
-# The tests' own builds first, with the whole machine.
-t=$(date +%s)
-cargo test --locked --no-run
-phase "test builds" "$t"
-
-# The quick start's builds (tests/quick_start.rs runs the README's command,
-# which then finds them done), the board builds (README "Building for a
-# board", checked by tests/arm.rs) and the unit tests' aarch64 and armv7
-# builds (plain cargo with Debian's cross gcc: no glibc floor for tests), in the
-# background at the lowest priority while the integration tests run: those
-# wait on cameras and clocks more than they compute, and the builds, which
-# took a third of the run one after another, take the processor they leave.
 rustup target add aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf
+rustup component add rustfmt clippy
+# Formatting first: it takes a second.
+step "format check" cargo fmt --check
+
 mkdir -p target
-t=$(date +%s)
-setsid nice -n 19 bash -euc '
-  cargo build --locked --release --no-default-features --bin nvr-node
-  cargo build --locked --profile classify --bin nvr-classify
-  # The node built for size, the classifier for speed (Cargo.toml profiles).
-  cargo build --locked --release --target aarch64-unknown-linux-musl --bin nvr-node
-  cargo build --locked --profile classify --target aarch64-unknown-linux-musl --bin nvr-classify
-  PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --release --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-node
-  PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --profile classify --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-classify
-  cargo test --locked --no-run --target aarch64-unknown-linux-musl --lib --bins
-  cargo test --locked --no-run --target armv7-unknown-linux-gnueabihf --lib --bins
-  cargo test --locked --no-run --target armv7-unknown-linux-gnueabihf -p tiny_http --lib
-' >target/board-builds.log 2>&1 &
-builds=$!
-# However this script ends, the builds end with it.
-trap 'kill -- -"$builds" 2>/dev/null || true' EXIT
+RUN_STARTED=$started setsid nice -n 19 bash tests/run.sh --background >target/background.log 2>&1 &
+background=$!
+# However this script ends, the background ends with it.
+trap 'kill -- -"$background" 2>/dev/null || true' EXIT
+
+# The tests' own builds, with the machine.
+step "test build" cargo test --locked --no-run
 
 # The patched tiny_http's own unit tests (the write buffer, the handoff
-# between a connection's requests), then the node's, and every integration
-# test but the boards'.
+# between a connection's requests), the library's and the binaries'.
+t=$(date +%s)
 cargo test --locked -p tiny_http --lib
-cargo test --locked --lib --bins --test tests -- --skip arm::
-phase "unit and integration tests" "$t"
+cargo test --locked --lib --bins
+phase "unit tests" "$t"
+# Every integration test but the boards', in one pool of threads, more
+# than the cores: most of them wait on cameras, clocks and browsers
+# (docs/testing.md: how many, and why).
+step "integration tests" env RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}" \
+  cargo test --locked --test tests -- --skip arm::
 
 t=$(date +%s)
-wait "$builds" || { echo "the board builds failed:" >&2; tail -50 target/board-builds.log >&2; exit 1; }
-phase "waiting for the board builds" "$t"
-# The unit tests on both boards under qemu: aarch64 for musl, the C library
-# of its static binary; armv7 for a 32-bit usize, where a length over 4 GiB
-# (an hour's recording of a 4K camera) does not fit, and tiny_http's with it.
+wait "$background" || { echo "the background builds failed:" >&2; tail -50 target/background.log >&2; exit 1; }
+phase "waiting for the background builds" "$t"
+sed -n 's/^phase: /phase: (background) /p' target/background.log
+# The library's unit tests on both boards under qemu, side by side: aarch64
+# for musl, the C library of its static binary; armv7 for a 32-bit usize,
+# where a length over 4 GiB (an hour's recording of a 4K camera) does not
+# fit, and tiny_http's with it.
 t=$(date +%s)
-cargo test --locked --target aarch64-unknown-linux-musl --lib --bins
-phase "aarch64 unit tests under qemu" "$t"
-t=$(date +%s)
-cargo test --locked --target armv7-unknown-linux-gnueabihf --lib --bins
-cargo test --locked --target armv7-unknown-linux-gnueabihf -p tiny_http --lib
-phase "armv7 unit tests under qemu" "$t"
-t=$(date +%s)
-cargo test --locked --test tests arm::
-phase "board binaries" "$t"
+CARGO_TARGET_DIR=target/qemu cargo test --locked --no-default-features \
+  --target aarch64-unknown-linux-musl --lib >target/qemu-aarch64.log 2>&1 &
+aarch64=$!
+CARGO_TARGET_DIR=target/qemu cargo test --locked --no-default-features \
+  --target armv7-unknown-linux-gnueabihf --lib
+CARGO_TARGET_DIR=target/qemu cargo test --locked --target armv7-unknown-linux-gnueabihf -p tiny_http --lib
+wait "$aarch64" || { cat target/qemu-aarch64.log; exit 1; }
+cat target/qemu-aarch64.log
+phase "unit tests under qemu" "$t"
+step "board binaries" cargo test --locked --test tests arm::
 echo "all tests passed in $(( $(date +%s) - started )) s"
