@@ -476,7 +476,14 @@ fn past_512_connections_a_new_one_is_answered_503_and_the_node_goes_on() {
     let node = Node::start_wrapped(&wrapper, dir.path(), &relay, &[("LOG_LEVEL", "info")]);
     let before = resident_kib(node.pid());
     let idle = idle_connections(node.port, MAX_CONNECTIONS);
-    // The node accepts in order: this one comes after the 512 others.
+    // The node takes them in order, each on a thread of its own: once it
+    // holds them all (a loaded machine takes seconds), the next is past the cap.
+    assert!(
+        common::wait_for(Duration::from_secs(20), || threads_of(node.pid())
+            > MAX_CONNECTIONS),
+        "the node does not hold all {MAX_CONNECTIONS} connections: {} threads",
+        threads_of(node.pid())
+    );
     let refused = send_head(
         node.port,
         b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
