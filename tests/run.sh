@@ -6,57 +6,80 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=${RUN_STARTED:-$(date +%s)}
-phase() { echo "phase: $1 took $(( $(date +%s) - $2 )) s (all so far: $(( $(date +%s) - started )) s)"; }
+# Processor seconds (user and system) of the commands this shell has waited
+# for: on a shared machine, steadier than the time they took.
+cpu() {
+  times | awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
+    printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }'
+}
+# The line of phase $1, begun at time $2 with $3 processor seconds used.
+phase() {
+  echo "phase: $1 took $(( $(date +%s) - $2 )) s${3:+, $(( $(cpu) - $3 )) s of processor} (all so far: $(( $(date +%s) - started )) s)"
+}
 # Runs a command as a phase of its own.
 step() {
-  local name=$1 t
+  local name=$1 t c
   shift
-  t=$(date +%s)
+  t=$(date +%s) c=$(cpu)
   "$@"
-  phase "$name" "$t"
+  phase "$name" "$t" "$c"
 }
 
-# The builds that no test waits on at its start, run in the background at
-# the lowest priority (below): the tests wait on cameras, clocks and
-# browsers more than they compute, and these take the processor they leave.
-background() {
-  # The quick start's node and classifier (tests/quick_start.rs runs its
-  # command, which then finds them built) and the motion benchmark's
-  # detector (the benchmark's smoke test runs it): the tests' own cargo
-  # would otherwise build them at the tests' priority.
-  step "the quick start's node" cargo build --locked --release --no-default-features --bin nvr-node
-  step "the detector's benchmark" cargo bench --locked --no-run --bench detector
-  step "the quick start's classifier" cargo build --locked --profile classify --bin nvr-classify
-  # The library's unit tests for both boards, run under qemu once the
-  # integration tests are done. Without the classifier (the library holds
-  # what the architecture matters to: parsers, sizes, the detector, the
-  # crops): its tract built unoptimised for two more targets took longer
-  # than all the rest; the classifier itself runs under qemu in arm::.
-  # In a target folder of their own: a cross build locks the host's folder
-  # of its profile (build scripts), which the tests' own cargo uses.
-  step "aarch64 unit test build" env CARGO_TARGET_DIR=target/qemu \
-    cargo test --locked --no-run --no-default-features --target aarch64-unknown-linux-musl --lib
-  step "armv7 unit test build" env CARGO_TARGET_DIR=target/qemu \
-    cargo test --locked --no-run --no-default-features --target armv7-unknown-linux-gnueabihf --lib
-  step "armv7 tiny_http test build" env CARGO_TARGET_DIR=target/qemu \
-    cargo test --locked --no-run --target armv7-unknown-linux-gnueabihf -p tiny_http --lib
-  # The board binaries (docs/install.md, "Building for a board"; arm::):
-  # the node built for size (the release profile, whose size arm:: checks),
-  # without the classifier's crate, which it does not link; the classifier
-  # for speed (Cargo.toml's profiles). armv7's with zig, for glibc 2.17.
-  step "aarch64 node" cargo build --locked --release --no-default-features \
-    --target aarch64-unknown-linux-musl --bin nvr-node
-  step "armv7 node" env PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --release \
-    --no-default-features --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-node
-  step "aarch64 classifier" cargo build --locked --profile classify \
-    --target aarch64-unknown-linux-musl --bin nvr-classify
-  step "armv7 classifier" env PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --profile classify \
-    --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-classify
-  # The lints, in a folder of their own for the same reason.
-  step "clippy" env CARGO_TARGET_DIR=target/clippy cargo clippy --locked --all-targets -- -D warnings
+# The builds that no test needs at its start, in four chains side by side
+# in the background at the lowest priority (below): the tests wait on
+# cameras, clocks and browsers more than they compute, and these take the
+# processor they leave. The builds of a chain share a target folder, which
+# cargo locks while it builds (a cross build the host's folder of its
+# profile too, for build scripts): no chain waits on another, nor the
+# tests' own cargo on them.
+chain() {
+  case $1 in
+    release)
+      # The quick start's node (tests/quick_start.rs runs its command, which
+      # then finds it built) and the detector's benchmark (run by the
+      # benchmark's smoke test): the tests' own cargo would otherwise build
+      # them at the tests' priority. Then the board nodes (docs/install.md,
+      # "Building for a board"; arm::), built for size: the release profile,
+      # whose size arm:: checks, without the classifier's crate, which the
+      # node does not link. armv7's with zig, for glibc 2.17.
+      step "the quick start's node" cargo build --locked --release --no-default-features --bin nvr-node
+      step "the detector's benchmark" cargo bench --locked --no-run --bench detector
+      step "aarch64 node" cargo build --locked --release --no-default-features \
+        --target aarch64-unknown-linux-musl --bin nvr-node
+      step "armv7 node" env PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --release \
+        --no-default-features --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-node
+      ;;
+    classify)
+      # The classifier built for speed (Cargo.toml's profile classify): the
+      # quick start's, then the boards'.
+      step "the quick start's classifier" cargo build --locked --profile classify --bin nvr-classify
+      step "aarch64 classifier" cargo build --locked --profile classify \
+        --target aarch64-unknown-linux-musl --bin nvr-classify
+      step "armv7 classifier" env PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked \
+        --profile classify --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-classify
+      ;;
+    qemu)
+      # The library's unit tests for both boards (plain cargo with Debian's
+      # cross gcc: no glibc floor for tests), without the classifier: the
+      # library holds what the architecture matters to (parsers, sizes and
+      # times, the detector, the crops), and the classifier's tract, which
+      # the test builds optimise, took longer for two more targets than all
+      # the rest; the classifier runs on both boards under qemu in arm::.
+      export CARGO_TARGET_DIR=target/qemu
+      step "aarch64 unit test build" cargo test --locked --no-run --no-default-features \
+        --target aarch64-unknown-linux-musl --lib
+      step "armv7 unit test build" cargo test --locked --no-run --no-default-features \
+        --target armv7-unknown-linux-gnueabihf --lib
+      step "armv7 tiny_http test build" cargo test --locked --no-run \
+        --target armv7-unknown-linux-gnueabihf -p tiny_http --lib
+      ;;
+    clippy)
+      step "clippy" env CARGO_TARGET_DIR=target/clippy cargo clippy --locked --all-targets -- -D warnings
+      ;;
+  esac
 }
-if [ "${1:-}" = --background ]; then
-  background
+if [ "${1:-}" = --chain ]; then
+  chain "$2"
   exit
 fi
 
@@ -145,11 +168,12 @@ done
 # already there and unchanged.
 sh deploy/model/install-model.sh target/model
 
-phase "installs" "$started"
+phase "installs" "$started" 0
 
 # The real go2rtc (v1.9.14) for the relay tests, built from its source beside
 # the project (../shared/go2rtc, or GO2RTC_SRC) into target/go2rtc, again only
 # when that source changes (about 40 s; the Go toolchain comes from PyPI).
+t=$(date +%s) c=$(cpu)
 go2rtc_src=${GO2RTC_SRC:-}
 for d in ../shared/go2rtc /work/shared/go2rtc; do
   [ -n "$go2rtc_src" ] || { [ -f "$d/go2rtc-src.tar.gz" ] && go2rtc_src=$d; }
@@ -162,6 +186,7 @@ if [ ! -x target/go2rtc/go2rtc ] || [ "$(cat target/go2rtc/stamp 2>/dev/null)" !
   echo "$stamp" >target/go2rtc/stamp
 fi
 export GO2RTC="$PWD/target/go2rtc/go2rtc"
+phase "go2rtc" "$t" "$c"
 
 rustup target add aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf
 rustup component add rustfmt clippy
@@ -169,43 +194,91 @@ rustup component add rustfmt clippy
 step "format check" cargo fmt --check
 
 mkdir -p target
-RUN_STARTED=$started setsid nice -n 19 bash tests/run.sh --background >target/background.log 2>&1 &
-background=$!
-# However this script ends, the background ends with it.
-trap 'kill -- -"$background" 2>/dev/null || true' EXIT
+declare -A chains
+for name in release classify qemu clippy; do
+  RUN_STARTED=$started setsid nice -n 19 bash tests/run.sh --chain "$name" \
+    >"target/chain-$name.log" 2>&1 &
+  chains[$name]=$!
+done
+pool="" heavy_pool=""
+# However this script ends, what it started in the background ends with it.
+trap 'for pid in "${chains[@]}" $pool $heavy_pool; do kill -- -"$pid" 2>/dev/null || true; done' EXIT
+# Waits for chain $1; prints its log and fails if it failed.
+wait_chain() {
+  wait "${chains[$1]}" || { echo "the background chain $1 failed:" >&2; tail -50 "target/chain-$1.log" >&2; exit 1; }
+}
 
-# The tests' own builds, with the machine.
+# The tests' own builds, with the machine but for the background.
 step "test build" cargo test --locked --no-run
 
 # The patched tiny_http's own unit tests (the write buffer, the handoff
 # between a connection's requests), the library's and the binaries'.
+unit_tests() {
+  cargo test --locked -p tiny_http --lib
+  cargo test --locked --lib --bins
+}
+step "unit tests" unit_tests
+
+# The integration tests but the boards', in two pools of threads side by
+# side, more threads than cores: most tests wait on cameras, clocks and
+# browsers. Those that compute (classify:: runs a network on what moves,
+# bench_smoke:: loads the node to measure it) in a pool of their own, so
+# that no more than a few of them run at once (docs/testing.md: how many,
+# and why). In the background of this script, at its priority, while the
+# library's unit tests run under qemu; the second pool's output follows.
 t=$(date +%s)
-cargo test --locked -p tiny_http --lib
-cargo test --locked --lib --bins
-phase "unit tests" "$t"
-# Every integration test but the boards', in one pool of threads, more
-# than the cores: most of them wait on cameras, clocks and browsers
-# (docs/testing.md: how many, and why).
-step "integration tests" env RUST_TEST_THREADS="${RUST_TEST_THREADS:-8}" \
-  cargo test --locked --test tests -- --skip arm::
+RUST_TEST_THREADS=${RUST_TEST_THREADS:-8} setsid cargo test --locked --test tests -- \
+  --skip arm:: --skip classify:: --skip bench_smoke:: &
+pool=$!
+RUST_TEST_THREADS=${HEAVY_TEST_THREADS:-3} setsid cargo test --locked --test tests -- \
+  classify:: bench_smoke:: >target/heavy-tests.log 2>&1 &
+heavy_pool=$!
+
+# The library's unit tests on both boards under qemu, side by side, once
+# built: aarch64 for musl, the C library of its static binary; armv7 for a
+# 32-bit usize, where a length over 4 GiB (an hour's recording of a 4K
+# camera) does not fit, and tiny_http's with it. Their output follows the
+# integration tests'.
+qemu_tests() {
+  local aarch64 failed=0
+  CARGO_TARGET_DIR=target/qemu cargo test --locked --no-default-features \
+    --target aarch64-unknown-linux-musl --lib >target/qemu-aarch64.log 2>&1 &
+  aarch64=$!
+  CARGO_TARGET_DIR=target/qemu cargo test --locked --no-default-features \
+    --target armv7-unknown-linux-gnueabihf --lib || failed=1
+  CARGO_TARGET_DIR=target/qemu cargo test --locked \
+    --target armv7-unknown-linux-gnueabihf -p tiny_http --lib || failed=1
+  wait "$aarch64" || failed=1
+  cat target/qemu-aarch64.log
+  return "$failed"
+}
+wait_chain qemu
+q=$(date +%s) qc=$(cpu) qemu=ok
+qemu_tests >target/qemu.log 2>&1 || qemu=failed
+qemu_line=$(phase "unit tests under qemu" "$q" "$qc")
+
+# Each pool's processor time is counted when it ends.
+c=$(cpu) failed=""
+wait "$pool" || failed="$failed integration"
+pool=""
+phase "integration tests" "$t" "$c"
+c=$(cpu)
+wait "$heavy_pool" || failed="$failed heavy"
+heavy_pool=""
+cat target/heavy-tests.log
+phase "integration tests that compute" "$t" "$c"
+cat target/qemu.log
+echo "$qemu_line"
+[ "$qemu" = ok ] || failed="$failed qemu"
+[ -z "$failed" ] || { echo "tests failed:$failed" >&2; exit 1; }
 
 t=$(date +%s)
-wait "$background" || { echo "the background builds failed:" >&2; tail -50 target/background.log >&2; exit 1; }
+for name in release classify clippy; do
+  wait_chain "$name"
+done
 phase "waiting for the background builds" "$t"
-sed -n 's/^phase: /phase: (background) /p' target/background.log
-# The library's unit tests on both boards under qemu, side by side: aarch64
-# for musl, the C library of its static binary; armv7 for a 32-bit usize,
-# where a length over 4 GiB (an hour's recording of a 4K camera) does not
-# fit, and tiny_http's with it.
-t=$(date +%s)
-CARGO_TARGET_DIR=target/qemu cargo test --locked --no-default-features \
-  --target aarch64-unknown-linux-musl --lib >target/qemu-aarch64.log 2>&1 &
-aarch64=$!
-CARGO_TARGET_DIR=target/qemu cargo test --locked --no-default-features \
-  --target armv7-unknown-linux-gnueabihf --lib
-CARGO_TARGET_DIR=target/qemu cargo test --locked --target armv7-unknown-linux-gnueabihf -p tiny_http --lib
-wait "$aarch64" || { cat target/qemu-aarch64.log; exit 1; }
-cat target/qemu-aarch64.log
-phase "unit tests under qemu" "$t"
+for name in release classify qemu clippy; do
+  sed -n 's/^phase: /phase: (background) /p' "target/chain-$name.log"
+done
 step "board binaries" cargo test --locked --test tests arm::
-echo "all tests passed in $(( $(date +%s) - started )) s"
+echo "all tests passed in $(( $(date +%s) - started )) s, $(cpu) s of processor"
