@@ -4,9 +4,9 @@
 //! the others. One module a file, named after what it tests; run one with
 //! `cargo test --test tests motion::`, one test with its full name.
 //!
-//! `tests/run.sh` runs them all but `arm::` with `RUST_TEST_THREADS` set
-//! (docs/testing.md says why that many), then `arm::`, which needs the
-//! board builds, once they are done.
+//! `tests/run.sh` runs them in two pools side by side, `classify::` and
+//! `bench_smoke::` (which compute) in the smaller (docs/testing.md says
+//! why, and how many threads), then `arm::`, which needs the board builds.
 
 mod common;
 
