@@ -6,21 +6,32 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=${RUN_STARTED:-$(date +%s)}
-# Processor seconds (user and system) of the commands this shell has waited
-# for: on a shared machine, steadier than the time they took.
-cpu() {
-  times | awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
-    printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }'
+# Sets $cpu to the processor seconds (user and system) of the commands this
+# shell has waited for: on a shared machine, steadier than the time they
+# took. (`times` in this shell: in a subshell it counts the subshell's.)
+times_file=$(mktemp)
+trap 'rm -f "$times_file"' EXIT
+measure_cpu() {
+  times >"$times_file"
+  cpu=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
+    printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$times_file")
 }
 # The line of phase $1, begun at time $2 with $3 processor seconds used.
 phase() {
-  echo "phase: $1 took $(( $(date +%s) - $2 )) s${3:+, $(( $(cpu) - $3 )) s of processor} (all so far: $(( $(date +%s) - started )) s)"
+  local used=""
+  if [ -n "${3:-}" ]; then
+    measure_cpu
+    used=", $(( cpu - $3 )) s of processor"
+  fi
+  echo "phase: $1 took $(( $(date +%s) - $2 )) s$used (all so far: $(( $(date +%s) - started )) s)"
 }
 # Runs a command as a phase of its own.
 step() {
   local name=$1 t c
   shift
-  t=$(date +%s) c=$(cpu)
+  t=$(date +%s)
+  measure_cpu
+  c=$cpu
   "$@"
   phase "$name" "$t" "$c"
 }
@@ -173,7 +184,9 @@ phase "installs" "$started" 0
 # The real go2rtc (v1.9.14) for the relay tests, built from its source beside
 # the project (../shared/go2rtc, or GO2RTC_SRC) into target/go2rtc, again only
 # when that source changes (about 40 s; the Go toolchain comes from PyPI).
-t=$(date +%s) c=$(cpu)
+t=$(date +%s)
+measure_cpu
+c=$cpu
 go2rtc_src=${GO2RTC_SRC:-}
 for d in ../shared/go2rtc /work/shared/go2rtc; do
   [ -n "$go2rtc_src" ] || { [ -f "$d/go2rtc-src.tar.gz" ] && go2rtc_src=$d; }
@@ -202,7 +215,7 @@ for name in release classify qemu clippy; do
 done
 pool="" heavy_pool=""
 # However this script ends, what it started in the background ends with it.
-trap 'for pid in "${chains[@]}" $pool $heavy_pool; do kill -- -"$pid" 2>/dev/null || true; done' EXIT
+trap 'rm -f "$times_file"; for pid in "${chains[@]}" $pool $heavy_pool; do kill -- -"$pid" 2>/dev/null || true; done' EXIT
 # Waits for chain $1; prints its log and fails if it failed.
 wait_chain() {
   wait "${chains[$1]}" || { echo "the background chain $1 failed:" >&2; tail -50 "target/chain-$1.log" >&2; exit 1; }
@@ -253,22 +266,26 @@ qemu_tests() {
   return "$failed"
 }
 wait_chain qemu
-q=$(date +%s) qc=$(cpu) qemu=ok
+q=$(date +%s) qemu=ok
+measure_cpu
+qc=$cpu
 qemu_tests >target/qemu.log 2>&1 || qemu=failed
-qemu_line=$(phase "unit tests under qemu" "$q" "$qc")
+phase "unit tests under qemu" "$q" "$qc" >>target/qemu.log
 
 # Each pool's processor time is counted when it ends.
-c=$(cpu) failed=""
+failed=""
+measure_cpu
+c=$cpu
 wait "$pool" || failed="$failed integration"
 pool=""
 phase "integration tests" "$t" "$c"
-c=$(cpu)
+measure_cpu
+c=$cpu
 wait "$heavy_pool" || failed="$failed heavy"
 heavy_pool=""
 cat target/heavy-tests.log
 phase "integration tests that compute" "$t" "$c"
 cat target/qemu.log
-echo "$qemu_line"
 [ "$qemu" = ok ] || failed="$failed qemu"
 [ -z "$failed" ] || { echo "tests failed:$failed" >&2; exit 1; }
 
@@ -281,4 +298,5 @@ for name in release classify qemu clippy; do
   sed -n 's/^phase: /phase: (background) /p' "target/chain-$name.log"
 done
 step "board binaries" cargo test --locked --test tests arm::
-echo "all tests passed in $(( $(date +%s) - started )) s, $(cpu) s of processor"
+measure_cpu
+echo "all tests passed in $(( $(date +%s) - started )) s, $cpu s of processor"
