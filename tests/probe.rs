@@ -198,16 +198,21 @@ fn a_silent_camera_times_out_at_10_seconds_and_blocks_nothing() {
     );
     assert_eq!(created["capabilities"], json!({}));
 
-    // While the re-probe hangs, the rest of the API answers at once: no lock is held.
+    // While the re-probe hangs (once it has reached the camera), the rest of
+    // the API answers at once: no lock is held.
     let port = node.port;
-    let watcher = thread::spawn(move || {
-        thread::sleep(Duration::from_secs(2));
-        let started = Instant::now();
-        let status = common::http::request(port, "GET", "/api/status", &[], b"");
-        let cameras = common::http::request(port, "GET", "/api/cameras", &[], b"");
-        (status.status, cameras.status, started.elapsed())
+    let before = silent.accepted();
+    let (watcher, (response, took)) = thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            let reached = common::wait_for(Duration::from_secs(5), || silent.accepted() > before);
+            let started = Instant::now();
+            let status = common::http::request(port, "GET", "/api/status", &[], b"");
+            let cameras = common::http::request(port, "GET", "/api/cameras", &[], b"");
+            (reached, status.status, cameras.status, started.elapsed())
+        });
+        let probed = probe(&node, &created["id"]);
+        (watcher.join().unwrap(), probed)
     });
-    let (response, took) = probe(&node, &created["id"]);
     eprintln!("re-probe of a silent camera took {took:?}");
     assert_eq!(response.status, 502, "{response}");
     assert!(
@@ -220,7 +225,8 @@ fn a_silent_camera_times_out_at_10_seconds_and_blocks_nothing() {
         took >= Duration::from_secs(10) && took <= Duration::from_secs(12),
         "{took:?}"
     );
-    let (status, cameras, during) = watcher.join().unwrap();
+    let (reached, status, cameras, during) = watcher;
+    assert!(reached, "the re-probe did not reach the camera within 5 s");
     assert_eq!((status, cameras), (200, 200));
     assert!(
         during < Duration::from_secs(1),
