@@ -26,7 +26,7 @@ use super::{Inner, Storage, orphans};
 use crate::error::Kind;
 use crate::filesystem::{self, Space};
 use crate::recording::fewest_to_free;
-use crate::store::EventFiles;
+use crate::store::{EventFiles, Tombstones};
 
 /// The floor when none is set: 512 MiB or 5 % of the file system, the
 /// larger; half the recordings' reserve (1 GiB or 10 %), so that on a disk
@@ -372,7 +372,9 @@ fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<(u64, Option<String>)> {
         Ok(bytes) => {
             let (gone, refusal) = unlink(data_dir, &files);
             // A tombstone left on failure is dropped by a later collection.
-            let _ = inner.db.run(|s| s.forget_clip_garbage(&gone));
+            let _ = inner
+                .db
+                .run(|s| s.forget_tombstones(Tombstones::Clips, &gone));
             (bytes, gone, refusal)
         }
         Err(e)
@@ -404,7 +406,10 @@ fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<(u64, Option<String>)> {
 /// Unlinks the files of tombstones and drops the tombstones of those gone.
 pub(super) fn collect_garbage(inner: &Inner) {
     loop {
-        let Ok(paths) = inner.db.run(|s| s.clip_garbage(GARBAGE_BATCH)) else {
+        let Ok(paths) = inner
+            .db
+            .run(|s| s.tombstones(Tombstones::Clips, GARBAGE_BATCH))
+        else {
             return;
         };
         let gone = bury(inner, &paths);
@@ -421,7 +426,12 @@ pub(super) fn bury(inner: &Inner, paths: &[String]) -> usize {
         return 0;
     }
     let (gone, _) = unlink(&inner.settings.data_dir, paths);
-    if !gone.is_empty() && inner.db.run(|s| s.forget_clip_garbage(&gone)).is_err() {
+    if !gone.is_empty()
+        && inner
+            .db
+            .run(|s| s.forget_tombstones(Tombstones::Clips, &gone))
+            .is_err()
+    {
         return 0;
     }
     gone.len()

@@ -26,7 +26,7 @@ use super::filing;
 use super::{Clean, Shared, Storage, lock};
 use crate::error::{Error, Kind};
 use crate::filesystem::{self, Space};
-use crate::store::Segment;
+use crate::store::{Segment, Tombstones};
 
 const PERIOD: Duration = Duration::from_secs(60);
 /// The reserve when none is set: 1 GiB or 10 % of the file system, the larger.
@@ -346,7 +346,7 @@ fn delete(
             let (gone_paths, refusal) = unlink(shared, &paths);
             let (gone, kept) = split(segments, &gone_paths);
             shared.db.run(|s| {
-                s.forget_garbage(&gone_paths)?;
+                s.forget_tombstones(Tombstones::Segments, &gone_paths)?;
                 s.restore_segments(&kept)
             })?;
             Ok((gone, refusal))
@@ -382,12 +382,16 @@ fn shares_disk(shared: &Shared) -> bool {
 /// those of files that could not be unlinked.
 pub(super) fn collect_garbage(shared: &Shared) -> Result<(), Error> {
     loop {
-        let paths = shared.db.run(|s| s.garbage(GARBAGE_BATCH))?;
+        let paths = shared
+            .db
+            .run(|s| s.tombstones(Tombstones::Segments, GARBAGE_BATCH))?;
         if paths.is_empty() {
             return Ok(());
         }
         let (gone, _) = unlink(shared, &paths);
-        shared.db.run(|s| s.forget_garbage(&gone))?;
+        shared
+            .db
+            .run(|s| s.forget_tombstones(Tombstones::Segments, &gone))?;
         if paths.len() < GARBAGE_BATCH || gone.len() < paths.len() {
             return Ok(());
         }
