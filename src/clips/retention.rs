@@ -14,10 +14,9 @@
 //! user's), and a batch that frees nothing ends the pass; the status says
 //! why.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fs;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use uuid::Uuid;
@@ -437,35 +436,17 @@ pub(super) fn bury(inner: &Inner, paths: &[String]) -> usize {
     gone.len()
 }
 
-/// Unlinks files (relative to `data_dir`; a missing one is fine), makes
-/// that durable, and removes the camera folders it left empty. Returns the
-/// files that are gone, and why the first of the others is not.
+/// Unlinks clip files (relative to `data_dir`) durably (see
+/// [`filesystem::unlink_durably`]), and removes the camera folders it left
+/// empty. Returns the files that are gone, and why the first of the others
+/// is not.
 fn unlink(data_dir: &Path, paths: &[String]) -> (Vec<String>, Option<String>) {
-    let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut gone = Vec::new();
-    let mut refusal = None;
-    for path in paths {
-        let file = data_dir.join(path);
-        match fs::remove_file(&file) {
-            Ok(()) => gone.push(path.clone()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => gone.push(path.clone()),
-            Err(e) => {
-                log::warn!("cannot delete {}: {e}", file.display());
-                refusal.get_or_insert_with(|| format!("cannot delete {path}: {e}"));
-            }
-        }
-        if let Some(folder) = file.parent() {
-            folders.insert(folder.to_owned());
-        }
-    }
-    for folder in &folders {
-        let _ = filesystem::sync_dir(folder);
+    filesystem::unlink_durably(data_dir, paths, |folder| {
         if orphans::is_camera_folder(data_dir, folder) {
             // Only when empty: a clip may be written into it meanwhile.
             let _ = fs::remove_dir(folder);
         }
-    }
-    (gone, refusal)
+    })
 }
 
 /// Measures the files of events whose bytes are not known (from before the

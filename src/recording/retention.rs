@@ -13,7 +13,7 @@
 //! and looks again after 10 s, doubling to 5 minutes: it never spins.
 //! The folders of deleted cameras are emptied here too.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -398,9 +398,9 @@ pub(super) fn collect_garbage(shared: &Shared) -> Result<(), Error> {
     }
 }
 
-/// Unlinks files (a missing one is fine), makes that durable, and removes
-/// the folders it left empty; playback forgets them at once. Returns the
-/// paths that are gone, and why the first of the others is not.
+/// Unlinks segments' files durably (see [`filesystem::unlink_durably`])
+/// and removes the folders it left empty; playback forgets them at once.
+/// Returns the paths that are gone, and why the first of the others is not.
 fn unlink(shared: &Shared, paths: &[String]) -> (Vec<String>, Option<String>) {
     let dir = &shared.settings.dir;
     let files: Vec<PathBuf> = paths.iter().map(|p| dir.join(p)).collect();
@@ -410,27 +410,7 @@ fn unlink(shared: &Shared, paths: &[String]) -> (Vec<String>, Option<String>) {
     shared
         .segments
         .forget_files(files.iter().map(PathBuf::as_path));
-    let mut gone = Vec::with_capacity(paths.len());
-    let mut refusal = None;
-    let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
-    for (path, file) in paths.iter().zip(&files) {
-        match std::fs::remove_file(file) {
-            Ok(()) => gone.push(path.clone()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => gone.push(path.clone()),
-            Err(e) => {
-                log::warn!("cannot delete {} (kept): {e}", file.display());
-                refusal.get_or_insert_with(|| format!("cannot delete {}: {e}", file.display()));
-            }
-        }
-        if let Some(folder) = file.parent() {
-            folders.insert(folder.to_owned());
-        }
-    }
-    for folder in &folders {
-        let _ = filesystem::sync_dir(folder);
-        files::remove_if_empty(folder);
-    }
-    (gone, refusal)
+    filesystem::unlink_durably(dir, paths, files::remove_if_empty)
 }
 
 /// Empties the folders of deleted cameras whose recorders have stopped: the
