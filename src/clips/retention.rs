@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
-use super::{Inner, Storage, orphans};
+use super::orphans::{self, Orphan};
+use super::{Inner, Storage};
 use crate::error::Kind;
 use crate::filesystem::{self, Space};
 use crate::recording::fewest_to_free;
@@ -90,6 +91,16 @@ pub struct Candidate {
     pub what: Doomed,
 }
 
+impl From<Orphan> for Candidate {
+    fn from(file: Orphan) -> Candidate {
+        Candidate {
+            at_ms: file.changed_ms,
+            bytes: file.bytes,
+            what: Doomed::File(file.path),
+        }
+    }
+}
+
 impl From<EventFiles> for Candidate {
     fn from(event: EventFiles) -> Candidate {
         Candidate {
@@ -146,8 +157,11 @@ impl Retention {
         collect_garbage(inner);
         measure(inner);
         let dir = inner.settings.clips_dir();
-        let orphans = match inner.db.run(|s| s.event_files()) {
-            Ok(named) => orphans::find(&inner.settings.data_dir, &named),
+        let orphans: Vec<Candidate> = match inner.db.run(|s| s.event_files()) {
+            Ok(named) => orphans::find(&inner.settings.data_dir, &named)
+                .into_iter()
+                .map(Candidate::from)
+                .collect(),
             Err(_) => Vec::new(),
         };
         if !orphans.is_empty() {
