@@ -43,6 +43,7 @@ mod recording;
 mod relay;
 mod relay_sync;
 mod reply;
+mod retention;
 mod routes;
 mod rtsp_url;
 mod sessions;

@@ -1,7 +1,7 @@
 //! Retention of clips by space: the oldest events go, each with its clip
 //! and thumbnail, while events' files take more than their budget
 //! (`CLIPS_MAX_BYTES`) or their file system has less free space than its
-//! floor (`CLIPS_KEEP_FREE`, read with `statvfs`, so files that others write
+//! reserve (`CLIPS_KEEP_FREE`, read with `statvfs`, so files that others write
 //! count too). Clip files that no event names count as well, and go oldest
 //! first by their time of change. It runs after each new clip and every
 //! minute. Deletion is in the order of the design's rule 2: rows to
@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use uuid::Uuid;
 
@@ -25,51 +25,19 @@ use super::orphans::{self, Orphan};
 use super::{Inner, Storage};
 use crate::error::Kind;
 use crate::filesystem::{self, Space};
-use crate::recording::fewest_to_free;
+use crate::retention::{self, CLIPS, KEPT_FOR, Rule};
 use crate::store::{EventFiles, Tombstones};
 
-/// The floor when none is set: 512 MiB or 5 % of the file system, the
-/// larger; half the recordings' reserve (1 GiB or 10 %), so that on a disk
-/// they share the continuous recordings give way before the events' clips.
-const DEFAULT_FLOOR: u64 = 512 << 20;
 /// Events looked at per round.
 const BATCH: usize = 64;
 /// Tombstones unlinked per round, and events measured.
 const GARBAGE_BATCH: usize = 256;
-/// How long what could not be deleted is left out of the choices.
-const KEPT_FOR: Duration = Duration::from_secs(60);
 
-/// The free space to keep on a file system of `total` bytes.
-pub fn floor(configured: Option<u64>, total: u64) -> u64 {
-    configured.unwrap_or((total / 20).max(DEFAULT_FLOOR))
-}
-
-/// Why clips are deleted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rule {
-    Budget,
-    Floor,
-}
-
-impl Rule {
-    fn words(self) -> &'static str {
-        match self {
-            Rule::Budget => "clips over their budget",
-            Rule::Floor => "free space under the floor",
-        }
-    }
-}
-
-/// How many bytes of clips must go, and the rule that asks it: what they
-/// take over the budget, or what the free space is short of the floor,
-/// whichever is more. None: nothing must go.
-pub fn to_free(used: u64, budget: u64, free: Option<u64>, floor: u64) -> Option<(u64, Rule)> {
-    let over = used.saturating_sub(budget);
-    let short = free.map_or(0, |free| floor.saturating_sub(free));
-    match (over, short) {
-        (0, 0) => None,
-        (over, short) if over >= short => Some((over, Rule::Budget)),
-        (_, short) => Some((short, Rule::Floor)),
+/// The rule that deleted clips, as the log names it.
+fn words(rule: Rule) -> &'static str {
+    match rule {
+        Rule::Budget => "clips over their budget",
+        Rule::Reserve => "free space under the reserve",
     }
 }
 
@@ -132,11 +100,6 @@ pub fn order(events: Vec<Candidate>, files: &[Candidate], all: bool) -> Vec<Cand
     order
 }
 
-/// Of the candidates in deletion order, the fewest that free `bytes`.
-pub fn choose(candidates: &[Candidate], bytes: u64) -> &[Candidate] {
-    fewest_to_free(candidates, bytes, |c| c.bytes)
-}
-
 /// The clips' retention, as the clip thread keeps it.
 pub(super) struct Retention {
     /// Clip files no event names, found at start, oldest first.
@@ -180,7 +143,7 @@ impl Retention {
     }
 
     /// Deletes the oldest clips while they take more than their budget or
-    /// their disk has less free space than its floor.
+    /// their disk has less free space than its reserve.
     pub fn enforce(&mut self, inner: &Inner) {
         let settings = &inner.settings;
         let dir = settings.clips_dir();
@@ -194,8 +157,13 @@ impl Retention {
                 None
             }
         };
-        let floor = floor(settings.keep_free, space.map_or(0, |s| s.total));
-        let need = to_free(used, settings.max_bytes, space.map(|s| s.free), floor);
+        let reserve = retention::reserve(settings.reserve, space.map_or(0, |s| s.total), CLIPS);
+        let need = retention::to_free(
+            used,
+            Some(settings.max_bytes),
+            space.map(|s| s.free),
+            reserve,
+        );
         // Tombstones left by an earlier refusal are tried again.
         collect_garbage(inner);
         self.kept.retain(|_, since| since.elapsed() < KEPT_FOR);
@@ -262,7 +230,10 @@ impl Retention {
                 .cloned()
                 .collect();
             let candidates = order(events_in_order, &orphans, all);
-            let chosen = choose(&candidates, need - event_bytes - file_bytes);
+            let chosen =
+                retention::fewest_to_free(&candidates, need - event_bytes - file_bytes, |c| {
+                    c.bytes
+                });
             if chosen.is_empty() {
                 break;
             }
@@ -319,13 +290,13 @@ impl Retention {
         if events > 0 {
             log::info!(
                 "clips: deleted the {events} oldest events with their clips and thumbnails ({event_bytes} bytes): {}",
-                rule.words()
+                words(rule)
             );
         }
         if files > 0 {
             log::info!(
                 "clips: deleted the {files} oldest clip files that no event names ({file_bytes} bytes): {}",
-                rule.words()
+                words(rule)
             );
         }
         if let Some(why) = &refused {
@@ -346,7 +317,11 @@ impl Retention {
         inner.set_storage(Storage {
             used_bytes: used,
             budget_bytes: settings.max_bytes,
-            reserve_bytes: floor(settings.keep_free, space.map_or(0, |s| s.total)),
+            reserve_bytes: retention::reserve(
+                settings.reserve,
+                space.map_or(0, |s| s.total),
+                CLIPS,
+            ),
             disk: space.filter(|_| own_disk),
             message,
         });
@@ -497,38 +472,6 @@ fn measure(inner: &Inner) {
 mod tests {
     use super::*;
 
-    const MIB: u64 = 1 << 20;
-
-    #[test]
-    fn floors() {
-        assert_eq!(floor(None, 15 << 30), 768 * MIB, "5 % of a 16 GB card");
-        assert_eq!(floor(None, 4 << 30), 512 * MIB, "512 MiB on a small disk");
-        assert_eq!(floor(Some(5), 15 << 30), 5);
-    }
-
-    #[test]
-    fn what_must_go_and_why() {
-        let table = [
-            // used, budget, free, floor -> bytes to free, rule
-            (100, 200, Some(50), 10, None),
-            (100, 200, None, 10, None),
-            (250, 200, Some(50), 10, Some((50, Rule::Budget))),
-            (250, 200, Some(5), 10, Some((50, Rule::Budget))),
-            (250, 200, Some(0), 60, Some((60, Rule::Floor))),
-            (100, 200, Some(0), 60, Some((60, Rule::Floor))),
-            (100, 0, Some(0), 0, Some((100, Rule::Budget))),
-        ];
-        for (used, budget, free, floor, want) in table {
-            assert_eq!(
-                to_free(used, budget, free, floor),
-                want,
-                "{used} {budget} {free:?} {floor}"
-            );
-        }
-        assert_eq!(Rule::Budget.words(), "clips over their budget");
-        assert_eq!(Rule::Floor.words(), "free space under the floor");
-    }
-
     fn event(at_ms: i64, bytes: u64) -> Candidate {
         Candidate {
             at_ms,
@@ -583,17 +526,5 @@ mod tests {
         );
         assert_eq!(ages(&order(Vec::new(), &files, true)).len(), 4);
         assert!(order(Vec::new(), &files, false).is_empty());
-    }
-
-    #[test]
-    fn the_fewest_oldest_that_free_enough() {
-        let candidates = [file(0, 40), event(1, 30), event(2, 0), event(3, 10)];
-        let count = |bytes| choose(&candidates, bytes).len();
-        assert_eq!(count(0), 0);
-        assert_eq!(count(1), 1);
-        assert_eq!(count(40), 1);
-        assert_eq!(count(41), 2);
-        assert_eq!(count(71), 4, "an event without bytes goes on the way");
-        assert_eq!(count(1000), 4);
     }
 }
