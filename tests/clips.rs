@@ -1,5 +1,5 @@
 //! Events' clips, through the real node, the GStreamer test camera and
-//! ffmpeg: kept within their byte budget and their disk's free-space floor
+//! ffmpeg: kept within their byte budget and their disk's free-space reserve
 //! (a small tmpfs of the test's own), the oldest events going first with
 //! their files, clip files no event names counted and deleted first when
 //! room is needed (never at start), all of it in the log, in status and in
@@ -120,8 +120,8 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
     let camera = Camera::start();
     let data = TempDir::new("clips-budget");
     let recordings = data.path().join("recordings");
-    let no_floor = ("CLIPS_KEEP_FREE", "0");
-    let node = Node::start_recording(data.path(), &recordings, &[no_floor]);
+    let no_reserve = ("CLIPS_KEEP_FREE", "0");
+    let node = Node::start_recording(data.path(), &recordings, &[no_reserve]);
     let id = add_camera(&node, &camera, "/main");
     let events = three_events(&node, &id);
     let sizes: Vec<u64> = events
@@ -165,7 +165,7 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
     std::fs::write(&stranger, b"mine").unwrap();
 
     // At start it is counted, and kept.
-    let node = Node::start_recording(data.path(), &recordings, &[no_floor]);
+    let node = Node::start_recording(data.path(), &recordings, &[no_reserve]);
     assert!(
         wait_for(Duration::from_secs(10), || storage(&node)["clipsBytes"]
             == total + orphan_bytes),
@@ -182,7 +182,7 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
     let node = Node::start_recording(
         data.path(),
         &recordings,
-        &[no_floor, ("CLIPS_MAX_BYTES", &budget_text)],
+        &[no_reserve, ("CLIPS_MAX_BYTES", &budget_text)],
     );
     // Its files go just after its row.
     assert!(
@@ -262,11 +262,11 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
 }
 
 #[test]
-fn a_clips_disk_under_its_floor_loses_its_oldest_events() {
+fn a_clips_disk_under_its_reserve_loses_its_oldest_events() {
     let camera = Camera::start();
     let disk = Tmpfs::new("64m");
-    let recordings = TempDir::new("clips-floor-recordings");
-    let floor: u64 = 16 << 20;
+    let recordings = TempDir::new("clips-reserve-recordings");
+    let reserve: u64 = 16 << 20;
     let node = Node::start_recording(
         disk.path(),
         recordings.path(),
@@ -275,22 +275,25 @@ fn a_clips_disk_under_its_floor_loses_its_oldest_events() {
     let id = add_camera(&node, &camera, "/main");
     let events = three_events(&node, &id);
     let shown = storage(&node);
-    assert_eq!(shown["clipsReserveBytes"], floor, "{shown}");
+    assert_eq!(shown["clipsReserveBytes"], reserve, "{shown}");
     assert_eq!(
         shown["clipsTotalBytes"],
         64_u64 << 20,
         "another disk: {shown}"
     );
-    assert!(shown["clipsFreeBytes"].as_u64().unwrap() > floor, "{shown}");
+    assert!(
+        shown["clipsFreeBytes"].as_u64().unwrap() > reserve,
+        "{shown}"
+    );
     // No more segments (nor their rows in the database on that disk): only
     // the filler below changes its free space.
     node.patch_camera(&id, json!({ "record": false }));
     thread::sleep(Duration::from_secs(3));
     let oldest = bytes_on_disk(disk.path(), &id, &events[0]).unwrap();
 
-    // Another program fills the disk to half the oldest event short of the floor.
+    // Another program fills the disk to half the oldest event short of the reserve.
     let filler = disk.path().join("filler");
-    let wanted_free = floor - oldest / 2;
+    let wanted_free = reserve - oldest / 2;
     let fill = free_bytes(disk.path()) - wanted_free;
     let mut file = std::fs::File::create(&filler).unwrap();
     let block = vec![0u8; 1 << 20];
@@ -307,12 +310,12 @@ fn a_clips_disk_under_its_floor_loses_its_oldest_events() {
         wait_for(Duration::from_secs(75), || node
             .listed_event(&events[0])
             .is_none()),
-        "the oldest event outlived the floor: {} {}",
+        "the oldest event outlived the reserve: {} {}",
         storage(&node),
         node.get("/api/events").json()
     );
     eprintln!(
-        "the floor's deletion came {:?} after the disk filled",
+        "the reserve's deletion came {:?} after the disk filled",
         filled.elapsed()
     );
     assert_eq!(bytes_on_disk(disk.path(), &id, &events[0]), None);
@@ -322,14 +325,14 @@ fn a_clips_disk_under_its_floor_loses_its_oldest_events() {
     assert!(
         node.logs()
             .contains("deleted the 1 oldest events with their clips and thumbnails")
-            && node.logs().contains("free space under the floor"),
+            && node.logs().contains("free space under the reserve"),
         "the log does not say why"
     );
     let shown = storage(&node);
     let free = shown["clipsFreeBytes"].as_u64().unwrap();
     assert!(
-        free >= floor,
-        "{free} bytes free under a floor of {floor}: {shown}"
+        free >= reserve,
+        "{free} bytes free under a reserve of {reserve}: {shown}"
     );
 }
 
@@ -367,11 +370,11 @@ fn a_clips_disk_that_refuses_deletes_keeps_its_events_and_once_writable_loses_on
     drop(node);
 
     // The clips' disk goes read-only, and the node starts with less free
-    // space there than its floor: the rule asks for half the oldest event.
+    // space there than its reserve: the rule asks for half the oldest event.
     disk.remount("ro");
     let oldest = bytes_on_disk(&data, &id, &events[0]).unwrap();
-    let floor = (disk.free() + oldest / 2).to_string();
-    let node = Node::start_recording(&data, &recordings, &[("CLIPS_KEEP_FREE", &floor)]);
+    let reserve = (disk.free() + oldest / 2).to_string();
+    let node = Node::start_recording(&data, &recordings, &[("CLIPS_KEEP_FREE", &reserve)]);
     let says_why = |s: &Value| {
         s["message"]
             .as_str()
@@ -396,7 +399,7 @@ fn a_clips_disk_that_refuses_deletes_keeps_its_events_and_once_writable_loses_on
             .listed_event(&events[0])
             .is_none()
             && bytes_on_disk(&data, &id, &events[0]).is_none()),
-        "the oldest event outlived the floor: {}",
+        "the oldest event outlived the reserve: {}",
         storage(&node)
     );
     for event in &events[1..] {

@@ -424,7 +424,7 @@ fn after_a_crash_a_broken_ffprobe_neither_deletes_nor_cuts_a_segment() {
 fn a_database_gone_read_only_makes_retention_wait_not_spin() {
     let camera = Camera::start();
     let card = Ext4::new(64);
-    // The recordings on a small disk of their own, with a free-space floor
+    // The recordings on a small disk of their own, with a free-space reserve
     // the camera passes within a few segments: retention always has work,
     // and its deletions fail once the database cannot be written.
     let disk = common::Tmpfs::new("8m");

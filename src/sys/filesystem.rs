@@ -3,10 +3,11 @@
 //! durable: the few calls the clips' retention and the recordings need of
 //! the disk.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Free and total bytes of the file system holding a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +60,39 @@ pub fn sync_dir(path: &Path) -> io::Result<()> {
     File::open(path)?.sync_all()
 }
 
+/// Unlinks `paths` (relative to `root`; a missing one counts as gone) and
+/// makes that durable: each folder that held one is fsynced, then handed to
+/// `synced` (to remove it if it is left empty). Returns the paths that are
+/// gone, and why the first of the others is not; each of those is logged.
+pub fn unlink_durably(
+    root: &Path,
+    paths: &[String],
+    mut synced: impl FnMut(&Path),
+) -> (Vec<String>, Option<String>) {
+    let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut gone = Vec::with_capacity(paths.len());
+    let mut refusal = None;
+    for path in paths {
+        let file = root.join(path);
+        match std::fs::remove_file(&file) {
+            Ok(()) => gone.push(path.clone()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => gone.push(path.clone()),
+            Err(e) => {
+                log::warn!("cannot delete {} (kept): {e}", file.display());
+                refusal.get_or_insert_with(|| format!("cannot delete {}: {e}", file.display()));
+            }
+        }
+        if let Some(folder) = file.parent() {
+            folders.insert(folder.to_owned());
+        }
+    }
+    for folder in &folders {
+        let _ = sync_dir(folder);
+        synced(folder);
+    }
+    (gone, refusal)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,5 +114,27 @@ mod tests {
             same_file_system(Path::new("/"), Path::new("/nonexistent")),
             None
         );
+    }
+
+    #[test]
+    fn unlinking_counts_a_missing_file_as_gone_and_names_the_first_refusal() {
+        let root = std::env::temp_dir().join(format!("nvr-unlink-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("a/folder.mp4")).unwrap();
+        std::fs::create_dir_all(root.join("b")).unwrap();
+        std::fs::write(root.join("a/1.mp4"), b"x").unwrap();
+        std::fs::write(root.join("b/2.mp4"), b"x").unwrap();
+        let paths = ["a/1.mp4", "a/folder.mp4", "b/2.mp4", "b/missing.mp4"].map(String::from);
+        let mut synced = Vec::new();
+        let (gone, refusal) =
+            unlink_durably(&root, &paths, |folder| synced.push(folder.to_owned()));
+        assert_eq!(gone, ["a/1.mp4", "b/2.mp4", "b/missing.mp4"]);
+        let refusal = refusal.expect("a folder is no file to unlink");
+        assert!(refusal.starts_with("cannot delete "), "{refusal}");
+        assert!(refusal.contains("a/folder.mp4"), "{refusal}");
+        assert!(root.join("a/folder.mp4").is_dir(), "what is refused stays");
+        assert!(!root.join("b/2.mp4").exists());
+        assert_eq!(synced, [root.join("a"), root.join("b")], "each folder once");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }
