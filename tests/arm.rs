@@ -3,7 +3,8 @@
 //! board with an old C library (or none) and little flash can take.
 //!
 //! The binaries are built before `cargo test` by `tests/run.sh` (cargo cannot
-//! build other targets from inside a test); see README "Building for a board".
+//! build other targets from inside a test); see docs/install.md, "Building
+//! for a board".
 //! The classifier's aarch64 build also runs under qemu on a real photograph
 //! and must agree with the native build.
 
@@ -63,8 +64,8 @@ impl Board {
         let binary = target_dir().join(self.triple).join(profile).join(name);
         assert!(
             binary.is_file(),
-            "{} is missing: build it first with `bash tests/run.sh` or as README \
-             \"Building for a board\" says",
+            "{} is missing: build it first with `bash tests/run.sh` or as docs/install.md \
+             (\"Building for a board\") says",
             binary.display()
         );
         binary

@@ -1244,7 +1244,7 @@ fn uninstall_leaves_a_go2rtc_it_did_not_install() {
     let dir = TempDir::new("install-foreign");
     let dest = dir.path().join("root");
     install(&dest, &[BINARY]).run_ok();
-    // A go2rtc set up by hand, as in the README's manual steps.
+    // A go2rtc set up by hand, as docs/install.md says ("A go2rtc already installed").
     let foreign = [
         ("usr/local/bin/go2rtc", "#!/bin/sh\n"),
         (

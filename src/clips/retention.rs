@@ -4,7 +4,8 @@
 //! reserve (`CLIPS_KEEP_FREE`, read with `statvfs`, so files that others write
 //! count too). Clip files that no event names count as well, and go oldest
 //! first by their time of change. It runs after each new clip and every
-//! minute. Deletion is in the order of the design's rule 2: rows to
+//! minute. Deletion is in the order of rule 2 of the design
+//! (docs/design/recording-and-motion.md): rows to
 //! tombstones in one transaction, then the files unlinked and their folder
 //! fsynced, then the tombstones dropped; a file that cannot be unlinked
 //! (for any reason but its being gone already) keeps its tombstone, and

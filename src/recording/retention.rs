@@ -5,7 +5,8 @@
 //! count too). Segments an event's clip still needs go last. It runs after
 //! each new segment, every minute, and at once when ffmpeg runs out of
 //! space, and only while the recordings folder is this node's. Deletion is
-//! in the order of the design's rule 2: rows to tombstones, files unlinked,
+//! in the order of rule 2 of the design
+//! (docs/design/recording-and-motion.md): rows to tombstones, files unlinked,
 //! tombstones dropped; a file whose unlink failed gets its row back, and
 //! only bytes of files gone count as freed. A disk that refuses deletes
 //! (read-only, not the node's to change) or a database that cannot be
