@@ -1,4 +1,16 @@
-//! The node's calls into the operating system that std does not make.
+//! The node's calls into the operating system that std does not make: every
+//! `libc` call of the node is here, each behind a safe function, and this
+//! folder imports nothing of the crate.
+//!
+//! - `data_file`: a stored file below the data folder, opened without
+//!   following links (`openat`, `O_NOFOLLOW`).
+//! - `filesystem`: free space (`statvfs`), write access
+//!   (`faccessat`), one file system or two, durable folder entries.
+//! - `poll`: waiting on several descriptors at once.
+//! - `process`: a supervised child's death with its thread, signals to its
+//!   group, a pipe that never blocks; the limit of open files.
 
 pub mod data_file;
 pub mod filesystem;
+pub mod poll;
+pub mod process;

@@ -15,6 +15,7 @@ use tiny_http::{Limits, Request, Server};
 
 use crate::app::App;
 use crate::error::{Error, Kind};
+use crate::sys::process;
 use crate::web::api;
 use crate::web::guard;
 use crate::web::reply::Reply;
@@ -112,35 +113,20 @@ fn set_option<T>(
 /// while the usual soft limit is 1,024 (its hard limit 4,096, or 524,288
 /// under systemd). No more than this, for children that close every
 /// descriptor up to the limit.
-const OPEN_FILES: libc::rlim_t = 4096;
+const OPEN_FILES: u64 = 4096;
 
 /// Raises the soft limit of open files towards [`OPEN_FILES`], as far as the
 /// hard limit allows; says so when that leaves too few for
 /// [`MAX_CONNECTIONS`] (the node then runs out, and exits to be restarted,
 /// before it answers 503).
 fn allow_open_files() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+    let Ok(open_files) = process::raise_open_files(OPEN_FILES) else {
+        return;
     };
-    // SAFETY: getrlimit and setrlimit with a valid struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-            return;
-        }
-        let wanted = OPEN_FILES.min(limit.rlim_max);
-        if limit.rlim_cur < wanted {
-            limit.rlim_cur = wanted;
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
-                libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
-            }
-        }
-    }
-    let needed = 2 * MAX_CONNECTIONS as libc::rlim_t + 256;
-    if limit.rlim_cur < needed {
+    let needed = 2 * MAX_CONNECTIONS as u64 + 256;
+    if open_files < needed {
         log::warn!(
-            "open files are limited to {} (ulimit -n); {MAX_CONNECTIONS} connections need about {needed}",
-            limit.rlim_cur
+            "open files are limited to {open_files} (ulimit -n); {MAX_CONNECTIONS} connections need about {needed}"
         );
     }
 }

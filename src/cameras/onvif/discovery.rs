@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::auth::{escape, random};
 use super::soap::SOAP_ENVELOPE;
 use super::xml::{self, Element};
+use crate::sys::poll::{PollFd, poll};
 
 const WSA: &str = "http://schemas.xmlsoap.org/ws/2004/08/addressing";
 const WSD: &str = "http://schemas.xmlsoap.org/ws/2005/04/discovery";
@@ -150,32 +151,21 @@ pub fn discover(interfaces: &[Interface], listen: Duration) -> Discovery {
 fn gather(sockets: &[UdpSocket], id: &str, listen: Duration, discovery: &mut Discovery) {
     let deadline = Instant::now() + listen;
     let mut buffer = vec![0; MAX_DATAGRAM + 1];
-    let mut polled: Vec<libc::pollfd> = sockets
-        .iter()
-        .map(|s| libc::pollfd {
-            fd: s.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+    let mut polled: Vec<PollFd> = sockets.iter().map(PollFd::readable).collect();
     while !sockets.is_empty() {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             break;
         }
-        let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-        // SAFETY: `polled` is a live array of pollfd of the length given.
-        if unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, ms) } < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            break;
+        match poll(&mut polled, left) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+            Ok(_) => {}
         }
-        for (socket, p) in sockets.iter().zip(polled.iter_mut()) {
-            if p.revents == 0 {
+        for (socket, p) in sockets.iter().zip(&polled) {
+            if !p.ready() {
                 continue;
             }
-            p.revents = 0;
             let Ok((length, SocketAddr::V4(from))) = socket.recv_from(&mut buffer) else {
                 continue;
             };
