@@ -4,7 +4,7 @@
 //!
 //! - `data_file`: a stored file below the data folder, opened without
 //!   following links (`openat`, `O_NOFOLLOW`).
-//! - `filesystem`: free space (`statvfs`), write access
+//! - `filesystem`: free space (`statvfs`), tmpfs (`statfs`), write access
 //!   (`faccessat`), one file system or two, durable folder entries.
 //! - `poll`: waiting on several descriptors at once.
 //! - `process`: a supervised child's death with its thread, signals to its
