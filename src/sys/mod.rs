@@ -9,8 +9,10 @@
 //! - `poll`: waiting on several descriptors at once.
 //! - `process`: a supervised child's death with its thread, signals to its
 //!   group, a pipe that never blocks; the limit of open files.
+//! - `net`: socket options std lacks, the IPv4 interfaces, the host name.
 
 pub mod data_file;
 pub mod filesystem;
+pub mod net;
 pub mod poll;
 pub mod process;
