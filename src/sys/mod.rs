@@ -9,6 +9,7 @@
 //! - `poll`: waiting on several descriptors at once.
 //! - `process`: a supervised child's death with its thread, signals to its
 //!   group, a pipe that never blocks; the limit of open files.
+//! - `signal`: SIGTERM and SIGINT as a stop flag.
 //! - `net`: socket options std lacks, the IPv4 interfaces, the host name.
 
 pub mod data_file;
@@ -16,3 +17,4 @@ pub mod filesystem;
 pub mod net;
 pub mod poll;
 pub mod process;
+pub mod signal;
