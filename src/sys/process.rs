@@ -129,11 +129,16 @@ mod tests {
     #[test]
     fn a_signal_to_a_group_ends_it_with_a_status_naming_the_signal() {
         for signal in [Signal::Terminate, Signal::Kill] {
-            let mut leader = Command::new("sleep")
-                .arg("30")
+            let mut leader = Command::new("sh")
+                .args(["-c", "echo ready; exec sleep 30"])
+                .stdout(std::process::Stdio::piped())
                 .process_group(0)
                 .spawn()
                 .unwrap();
+            // Its group is made before it runs (under qemu perhaps after
+            // spawn returned): a line from it says it is there.
+            let mut ready = [0u8; 6];
+            io::Read::read_exact(leader.stdout.as_mut().unwrap(), &mut ready).unwrap();
             signal_group(leader.id(), signal);
             assert_eq!(leader.wait().unwrap(), signal.exit_status());
         }
