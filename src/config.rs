@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::cameras::rtsp_url::http_host;
 use crate::mqtt;
+use crate::sys::net;
 
 pub struct Config {
     pub listen_address: IpAddr,
@@ -283,12 +284,8 @@ fn parse_size(text: &str) -> Option<u64> {
 }
 
 fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname writes within it.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    match String::from_utf8_lossy(&buf[..len]).trim() {
-        name if rc == 0 && !name.is_empty() => name.to_owned(),
+    match net::host_name() {
+        Ok(name) if !name.trim().is_empty() => name.trim().to_owned(),
         _ => "nvr-node".to_owned(),
     }
 }

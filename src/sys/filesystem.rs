@@ -1,13 +1,18 @@
 //! What a file system has room for (`statvfs`), whether two folders share
-//! one, whether the node may change a folder's entries, and making them
-//! durable: the few calls the clips' retention and the recordings need of
-//! the disk.
+//! one, whether it is in RAM (`statfs`), whether the node may change a
+//! folder's entries, and making them durable: the few calls the clips'
+//! retention and the recordings need of the disk.
 
 use std::collections::BTreeSet;
+use std::ffi::CString;
 use std::fs::File;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+/// tmpfs's magic number in `statfs`'s `f_type`.
+const TMPFS_MAGIC: libc::c_long = 0x0102_1994;
 
 /// Free and total bytes of the file system holding a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,9 +23,7 @@ pub struct Space {
 }
 
 pub fn space(path: &Path) -> io::Result<Space> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let path = c_path(path)?;
     // SAFETY: statvfs writes only into `stats`, and `path` is NUL-terminated.
     let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
@@ -43,9 +46,7 @@ pub fn same_file_system(a: &Path, b: &Path) -> Option<bool> {
 /// file system is read-only (remounted so after an I/O error) or the folder
 /// is not the node's to change (owned by another user after a manual copy).
 pub fn writable(folder: &Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(folder.as_os_str().as_bytes())
-        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let path = c_path(folder)?;
     // SAFETY: `path` is NUL-terminated; faccessat only reads it.
     // AT_EACCESS: as the node's effective user, the one that unlinks.
     let mode = libc::W_OK | libc::X_OK;
@@ -93,6 +94,23 @@ pub fn unlink_durably(
     (gone, refusal)
 }
 
+/// Whether `path` is on a tmpfs, in RAM; false when it cannot be read.
+#[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
+pub fn is_tmpfs(path: &Path) -> bool {
+    let Ok(path) = c_path(path) else {
+        return false;
+    };
+    // SAFETY: statfs writes only into `stats`; the path is NUL-terminated.
+    let mut stats: libc::statfs = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::statfs(path.as_ptr(), &mut stats) } == 0;
+    ok && stats.f_type as libc::c_long == TMPFS_MAGIC
+}
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,5 +154,13 @@ mod tests {
         assert!(!root.join("b/2.mp4").exists());
         assert_eq!(synced, [root.join("a"), root.join("b")], "each folder once");
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn tmpfs_is_told_from_other_file_systems() {
+        // /dev/shm is one on every Linux the node and its tests run on.
+        assert!(is_tmpfs(Path::new("/dev/shm")));
+        assert!(!is_tmpfs(Path::new("/proc")));
+        assert!(!is_tmpfs(Path::new("/nonexistent/nvr")));
     }
 }
