@@ -498,10 +498,10 @@ fn prefix_moves_the_program_and_the_paths_that_name_it() {
 
 // ---- the settings file ----
 
-/// Modules compiled only for tests (`#[cfg(test)] mod x;` in main.rs).
+/// Modules compiled only for tests (`#[cfg(test)] mod x;` in lib.rs).
 fn test_only_modules() -> BTreeSet<String> {
-    let main = read(&repo().join("src/main.rs"));
-    let lines: Vec<&str> = main.lines().map(str::trim).collect();
+    let lib = read(&repo().join("src/lib.rs"));
+    let lines: Vec<&str> = lib.lines().map(str::trim).collect();
     lines
         .windows(2)
         .filter(|w| w[0] == "#[cfg(test)]")
