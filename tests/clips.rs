@@ -322,10 +322,13 @@ fn a_clips_disk_under_its_reserve_loses_its_oldest_events() {
     for event in &events[1..] {
         assert!(has_clip(&node, event), "{event} went too");
     }
+    // The node logs the deletion once it is done, so after the listing shows it.
     assert!(
-        node.logs()
-            .contains("deleted the 1 oldest events with their clips and thumbnails")
-            && node.logs().contains("free space under the reserve"),
+        wait_for(Duration::from_secs(5), || {
+            let logs = node.logs();
+            logs.contains("deleted the 1 oldest events with their clips and thumbnails")
+                && logs.contains("free space under the reserve")
+        }),
         "the log does not say why"
     );
     let shown = storage(&node);

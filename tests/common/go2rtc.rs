@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::TempDir;
+use super::{TempDir, wait_for};
 
 /// The go2rtc binary: `GO2RTC`, else the one `tests/run.sh` builds.
 pub fn binary() -> PathBuf {
@@ -333,7 +333,19 @@ impl Go2rtc {
         );
     }
 
+    /// Kills it and starts it again; keeping its file, once the file holds
+    /// every stream it serves: go2rtc saves a change after serving it, by
+    /// truncating and writing, and a kill between the two would leave an
+    /// empty file, not the one the test means to keep.
     pub fn restart(&mut self, restart: Restart) {
+        if restart == Restart::KeepFile {
+            let saved = wait_for(Duration::from_secs(10), || {
+                let file = std::fs::read_to_string(self.config_path()).unwrap_or_default();
+                (self.stream_sources().iter())
+                    .all(|(name, src)| file.contains(&format!("{name}:")) && file.contains(src))
+            });
+            assert!(saved, "go2rtc did not save its streams:\n{}", self.log());
+        }
         self.stop();
         self.start_again(restart);
     }
