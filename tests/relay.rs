@@ -192,6 +192,8 @@ fn a_restarted_relay_keeps_its_streams_or_gets_them_back() {
     let id = id_of(&node.add_camera(json!({ "name": "Door", "rtspUrl": main, "rtspSubUrl": sub })));
     let both = streams(&[(&id, &main), (&format!("{id}_sub"), &sub)]);
     assert!(wait_for(Duration::from_secs(5), || relay.stream_sources() == both));
+    // Saved: the file's time is the one the restart below must keep.
+    relay.wait_saved();
     let file = relay.config_path();
     let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
 

@@ -14,6 +14,7 @@ use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -211,8 +212,21 @@ impl Go2rtc {
         self.dir.path().join("go2rtc.yaml")
     }
 
+    /// The configuration file's text, once it holds the streams go2rtc serves.
     pub fn config_text(&self) -> String {
+        self.wait_saved();
         std::fs::read_to_string(self.config_path()).unwrap()
+    }
+
+    /// Waits until the configuration file names the streams go2rtc serves,
+    /// and no other: go2rtc saves a change after serving it, by truncating
+    /// the file and writing it.
+    pub fn wait_saved(&self) {
+        let saved = wait_for(Duration::from_secs(10), || {
+            let file = std::fs::read_to_string(self.config_path()).unwrap_or_default();
+            saved_streams(&file) == self.stream_sources()
+        });
+        assert!(saved, "go2rtc did not save its streams:\n{}", self.log());
     }
 
     /// The settings, with the streams given at start.
@@ -333,18 +347,12 @@ impl Go2rtc {
         );
     }
 
-    /// Kills it and starts it again; keeping its file, once the file holds
-    /// every stream it serves: go2rtc saves a change after serving it, by
-    /// truncating and writing, and a kill between the two would leave an
-    /// empty file, not the one the test means to keep.
+    /// Kills it and starts it again; keeping its file, once saved: a kill
+    /// while go2rtc saves would leave the file empty, not the one the test
+    /// means to keep.
     pub fn restart(&mut self, restart: Restart) {
         if restart == Restart::KeepFile {
-            let saved = wait_for(Duration::from_secs(10), || {
-                let file = std::fs::read_to_string(self.config_path()).unwrap_or_default();
-                (self.stream_sources().iter())
-                    .all(|(name, src)| file.contains(&format!("{name}:")) && file.contains(src))
-            });
-            assert!(saved, "go2rtc did not save its streams:\n{}", self.log());
+            self.wait_saved();
         }
         self.stop();
         self.start_again(restart);
@@ -383,8 +391,18 @@ impl Go2rtc {
             .collect()
     }
 
-    /// The API requests of the current run, in order.
+    /// The API requests of the current run, in order, up to now: a request
+    /// of the harness's own marks now in go2rtc's log, which its threads
+    /// read from a pipe until the mark shows (a running go2rtc's; the marks
+    /// are left out).
     pub fn requests(&self) -> Vec<Request> {
+        static MARKS: AtomicUsize = AtomicUsize::new(0);
+        let mark = format!("harness-mark-{}", MARKS.fetch_add(1, Ordering::Relaxed));
+        if self.child.is_some() && get_json(&format!("{}/api?{mark}", self.url())).is_some() {
+            wait_for(Duration::from_secs(5), || {
+                self.messages().iter().any(|(_, m)| m.contains(&mark))
+            });
+        }
         self.messages()
             .into_iter()
             .filter_map(|(_, message)| {
@@ -399,6 +417,11 @@ impl Go2rtc {
                 })
             })
             .filter(|r| r.path.starts_with('/'))
+            .filter(|r| {
+                !r.query
+                    .iter()
+                    .any(|(key, _)| key.starts_with("harness-mark-"))
+            })
             .collect()
     }
 
@@ -492,6 +515,26 @@ fn status_of(result: Result<ureq::Response, ureq::Error>) -> u16 {
         Err(ureq::Error::Status(code, _)) => code,
         Err(e) => panic!("go2rtc did not answer: {e}"),
     }
+}
+
+/// The first source of each stream in a configuration file, as go2rtc
+/// writes it (`streams:`, then `  NAME:` and `    - SOURCE`) or as
+/// [`Go2rtc::write_config`] does (the same, quoted).
+fn saved_streams(file: &str) -> BTreeMap<String, String> {
+    let mut streams = BTreeMap::new();
+    let mut name = None;
+    let section = file.split_once("\nstreams:\n").map_or("", |(_, rest)| rest);
+    for line in section.lines().take_while(|l| l.starts_with(' ')) {
+        let unquoted = |s: &str| s.trim().trim_matches('"').to_owned();
+        if let Some(source) = line.trim_start().strip_prefix("- ") {
+            if let Some(name) = name.take() {
+                streams.insert(name, unquoted(source));
+            }
+        } else if let Some(key) = line.trim().strip_suffix(':') {
+            name = Some(unquoted(key));
+        }
+    }
+    streams
 }
 
 /// `a=1&b=%20x` as Go's `Query()` reads it.
