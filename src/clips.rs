@@ -70,7 +70,7 @@ impl Settings {
             ffmpeg: config.ffmpeg.clone(),
             max_events: config.max_events,
             max_bytes: config.clips_max_bytes,
-            keep_free: config.clips_keep_free,
+            keep_free: config.clips_reserve,
             recordings_dir: config.recordings_dir.clone(),
         }
     }

@@ -21,7 +21,7 @@ impl Settings {
             data_dir: config.data_dir.clone(),
             ffmpeg: config.ffmpeg.clone(),
             max_bytes: config.recordings_max_bytes,
-            keep_free: config.recordings_keep_free,
+            keep_free: config.recordings_reserve,
         }
     }
 }
