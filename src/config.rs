@@ -105,12 +105,12 @@ impl<T> Var<T> {
     }
 }
 
-type Parse<T> = fn(&str) -> Result<T, String>;
+type Parse<T> = fn(&str) -> Result<T, &'static str>;
 
 fn parse_set<T>(name: &str, text: Option<String>, parse: Parse<T>) -> Result<Option<T>, String> {
     match text {
         None => Ok(None),
-        Some(text) => parse(&text).map(Some).map_err(|e| named(name, e)),
+        Some(text) => parse(&text).map(Some).map_err(|e| invalid(name, e, &text)),
     }
 }
 
@@ -120,12 +120,18 @@ fn parse_value<T>(
     default: &str,
     parse: Parse<T>,
 ) -> Result<T, String> {
-    parse(text.as_deref().unwrap_or(default)).map_err(|e| named(name, e))
+    let text = text.as_deref().unwrap_or(default);
+    parse(text).map_err(|e| invalid(name, e, text))
 }
 
-/// A parser's error after the variable's name.
-fn named(name: &str, error: String) -> String {
-    format!("{name} {error}")
+/// What is wrong with `text`, set as `name`; the text is shown unless it
+/// may hold a password (a URL's user:password@).
+fn invalid(name: &str, wrong: &str, text: &str) -> String {
+    if text.contains('@') {
+        format!("{name} {wrong}")
+    } else {
+        format!("{name} {wrong}, not {text:?}")
+    }
 }
 
 /// The text of `name`, if set and not blank.
@@ -173,8 +179,12 @@ impl Config {
         // Home Assistant fetches thumbnails by NODE_URL: its host must pass
         // the browser protections.
         if let Some(host) = node_url.as_deref().and_then(http_host) {
-            allowed_hosts.push(host.to_ascii_lowercase());
+            allowed_hosts.push(host.to_owned());
         }
+        // Host names compare without case.
+        allowed_hosts
+            .iter_mut()
+            .for_each(|h| h.make_ascii_lowercase());
         let host_name = host_name();
         Ok(Config {
             recordings_dir: RECORDINGS_DIR
@@ -516,14 +526,17 @@ mod tests {
             ("NODE_URL", "http://"),
             ("NODE_URL", "http://u:p@nvr.lan"),
             ("MQTT_URL", "tcp://broker"),
+            ("MQTT_URL", "mqtt://nvr:s3cret@broker"),
         ] {
             let error = config(&[(name, value)]).err();
-            // The message names the variable and shows the value.
+            // The message names the variable and shows the value, unless
+            // it may hold a password.
+            let shown = format!("{value:?}");
             assert!(
                 error
                     .as_ref()
                     .is_some_and(|e| e.starts_with(&format!("{name} must "))
-                        && e.contains(&format!("{value:?}"))),
+                        && e.contains(&shown) != value.contains('@')),
                 "{name}={value}: {error:?}"
             );
         }

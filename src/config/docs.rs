@@ -61,12 +61,6 @@ fn meaning(var: &Doc) -> String {
     text
 }
 
-fn default_words(var: &Doc) -> &'static str {
-    match var.default {
-        Fallback::Value(text) | Fallback::Words(text) => text,
-    }
-}
-
 fn settings_file() -> String {
     let mut out = String::from(SETTINGS_HEAD);
     for section in SECTIONS {
@@ -77,7 +71,7 @@ fn settings_file() -> String {
         for var in section.vars {
             out.push('\n');
             out.push_str(&wrap(&format!("{}: {}", var.name, meaning(var)), "# ", 78));
-            let default = wrap(&format!("Default: {}.", default_words(var)), "# ", 78);
+            let default = wrap(&format!("Default: {}.", var.default.text()), "# ", 78);
             let example = format!("Example: {}={}", var.name, var.example);
             // The example whole, on the default's last line if it fits.
             let last = default.trim_end().rsplit('\n').next().unwrap_or_default();
@@ -179,7 +173,7 @@ fn the_docs_tables_are_the_table() {
 fn the_texts_are_plain() {
     for section in SECTIONS {
         for var in section.vars {
-            let texts = [var.help, var.notes, default_words(var), var.example];
+            let texts = [var.help, var.notes, var.default.text(), var.example];
             for text in texts {
                 assert!(!text.contains('|'), "{}: {text:?}", var.name);
                 assert_eq!(text, text.trim(), "{}", var.name);

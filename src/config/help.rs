@@ -1,7 +1,7 @@
 //! `nvr-node --help`, written from the table when the program is compiled:
 //! the binary holds the text, not the table it comes from.
 
-use super::table::{Fallback, SECTIONS};
+use super::table::SECTIONS;
 
 const HEAD: &str = "\
 nvr-node: the local node of a network video recorder.
@@ -30,6 +30,7 @@ const BYTES: [u8; write(&mut [])] = {
 };
 
 /// Writes the help into `bytes` as far as they reach, and returns its length.
+/// (A const fn: loops are `while`, without iterators.)
 const fn write(bytes: &mut [u8]) -> usize {
     let mut out = Out {
         buffer: bytes,
@@ -56,9 +57,8 @@ const fn write(bytes: &mut [u8]) -> usize {
                 out.text(" ");
             }
             out.words(var.help.as_bytes());
-            let (Fallback::Value(default) | Fallback::Words(default)) = var.default;
             // "(default:" and the default's first word stay on one line.
-            let (first, rest) = first_word(default.as_bytes());
+            let (first, rest) = first_word(var.default.text().as_bytes());
             out.space_for(b"(default: ".len() + first.len());
             out.text("(default: ");
             out.bytes(first);

@@ -18,9 +18,9 @@ use crate::rtsp_url::http_host;
 /// One variable, and how its text becomes a value.
 pub struct Var<T> {
     pub doc: Doc,
-    /// The value of a text set (or of a literal default); the error says
-    /// what the value must be, after the variable's name.
-    pub parse: fn(&str) -> Result<T, String>,
+    /// The value of a text set (or of a literal default), or what is
+    /// wrong with the text, said after the variable's name ("must be ...").
+    pub parse: fn(&str) -> Result<T, &'static str>,
 }
 
 /// A variable as people read it.
@@ -51,6 +51,15 @@ pub enum Fallback {
     Value(&'static str),
     /// What the node does instead, in words (the node works it out).
     Words(&'static str),
+}
+
+impl Fallback {
+    /// As `--help`, the settings file and the docs show it.
+    pub const fn text(&self) -> &'static str {
+        match self {
+            Value(text) | Words(text) => text,
+        }
+    }
 }
 
 use Fallback::{Value, Words};
@@ -142,7 +151,7 @@ pub const PORT: Var<u16> = Var {
     parse: |text| {
         text.trim()
             .parse()
-            .map_err(|_| must_be("a number from 0 to 65535", text))
+            .map_err(|_| "must be a number from 0 to 65535")
     },
 };
 
@@ -156,11 +165,7 @@ pub const LISTEN_ADDRESS: Var<IpAddr> = Var {
         example: "127.0.0.1",
         installed: None,
     },
-    parse: |text| {
-        text.trim()
-            .parse()
-            .map_err(|_| must_be("an IP address", text))
-    },
+    parse: |text| text.trim().parse().map_err(|_| "must be an IP address"),
 };
 
 pub const DATA_DIR: Var<PathBuf> = Var {
@@ -206,7 +211,7 @@ pub const LOG_LEVEL: Var<log::LevelFilter> = Var {
     parse: |text| {
         text.trim()
             .parse()
-            .map_err(|_| must_be("error, warn, info or debug", text))
+            .map_err(|_| "must be error, warn, info or debug")
     },
 };
 
@@ -269,7 +274,7 @@ pub const CAMERA_CHECK_INTERVAL: Var<Duration> = Var {
         humantime::parse_duration(text.trim())
             .ok()
             .filter(|d| *d >= Duration::from_secs(1))
-            .ok_or_else(|| must_be("a duration of 1s or more, like 30s", text))
+            .ok_or("must be a duration of 1s or more, like 30s")
     },
 };
 
@@ -413,7 +418,7 @@ pub const MAX_EVENTS: Var<u64> = Var {
             .parse()
             .ok()
             .filter(|n| *n > 0)
-            .ok_or_else(|| must_be("a whole number above 0", text))
+            .ok_or("must be a whole number above 0")
     },
 };
 
@@ -431,10 +436,7 @@ pub const ALLOWED_HOSTS: Var<Vec<String>> = Var {
         example: "nvr.home.arpa,nvr.lan",
         installed: None,
     },
-    parse: |text| {
-        let hosts = list(text)?;
-        Ok(hosts.iter().map(|h| h.to_ascii_lowercase()).collect())
-    },
+    parse: list,
 };
 
 pub const WWW_DIR: Var<PathBuf> = Var {
@@ -480,7 +482,7 @@ pub const MQTT_URL: Var<(bool, String, u16)> = Var {
         example: "mqtt://homeassistant.local:1883",
         installed: None,
     },
-    parse: |text| mqtt::config::parse_url(text.trim()),
+    parse: mqtt::config::parse_url,
 };
 
 pub const MQTT_USER: Var<String> = Var {
@@ -578,31 +580,25 @@ pub const NODE_URL: Var<String> = Var {
         let url = text.trim().trim_end_matches('/');
         match http_host(url) {
             Some(_) if url.is_ascii() => Ok(url.to_owned()),
-            _ => Err(must_be(
-                "an http:// or https:// address with an ASCII host, like http://nvr.lan:8080",
-                text,
-            )),
+            _ => Err(
+                "must be an http:// or https:// address with an ASCII host, like http://nvr.lan:8080",
+            ),
         }
     },
 };
 
 // ---- Parsers shared by several variables ----
 
-/// The end of a parser's error: what the value must be, and what it was.
-pub fn must_be(what: &str, text: &str) -> String {
-    format!("must be {what}, not {text:?}")
-}
-
-fn trimmed(text: &str) -> Result<String, String> {
+fn trimmed(text: &str) -> Result<String, &'static str> {
     Ok(text.trim().to_owned())
 }
 
-fn path(text: &str) -> Result<PathBuf, String> {
+fn path(text: &str) -> Result<PathBuf, &'static str> {
     Ok(PathBuf::from(text.trim()))
 }
 
 /// Comma-separated items; empty ones are dropped.
-fn list(text: &str) -> Result<Vec<String>, String> {
+fn list(text: &str) -> Result<Vec<String>, &'static str> {
     Ok(text
         .split(',')
         .map(|i| i.trim().to_owned())
@@ -613,21 +609,20 @@ fn list(text: &str) -> Result<Vec<String>, String> {
 /// The HTTP client is built without Unicode host names (idna_adapter 1.0:
 /// no IDNA tables in the binary), so an internationalized name must come in
 /// its ASCII form.
-fn http_url(text: &str) -> Result<String, String> {
+fn http_url(text: &str) -> Result<String, &'static str> {
     let url = text.trim();
     if (url.starts_with("http://") || url.starts_with("https://")) && url.is_ascii() {
         Ok(url.to_owned())
     } else {
-        Err(must_be(
-            "an http:// or https:// address in ASCII (an internationalized host name in its \
-             xn-- form)",
-            text,
-        ))
+        Err(
+            "must be an http:// or https:// address in ASCII (an internationalized host \
+             name in its xn-- form)",
+        )
     }
 }
 
-fn size(text: &str) -> Result<u64, String> {
-    parse_size(text).ok_or_else(|| must_be("a size like 500M, 200G or 1T", text))
+fn size(text: &str) -> Result<u64, &'static str> {
+    parse_size(text).ok_or("must be a size like 500M, 200G or 1T")
 }
 
 /// Bytes from `123`, `500K`, `500M`, `1.5G`, `2T` (powers of 1024, with or

@@ -21,26 +21,26 @@ pub struct Config {
 /// `mqtt://host[:port]` or `mqtts://host[:port]` (an IPv6 address in
 /// brackets): TLS or not, the host, the port. The error goes after the
 /// variable's name.
-pub fn parse_url(url: &str) -> Result<(bool, String, u16), String> {
-    let bad = |why: &str| format!("{why}, like mqtt://broker.lan:1883, not {url:?}");
+pub fn parse_url(url: &str) -> Result<(bool, String, u16), &'static str> {
+    let url = url.trim();
     let (tls, rest) = if let Some(rest) = url.strip_prefix("mqtts://") {
         (true, rest)
     } else if let Some(rest) = url.strip_prefix("mqtt://") {
         (false, rest)
     } else {
-        return Err(bad("must start with mqtt:// or mqtts://"));
+        return Err("must start with mqtt:// or mqtts://, like mqtt://broker.lan:1883");
     };
     let rest = rest.strip_suffix('/').unwrap_or(rest);
     if rest.contains('@') {
         // It would sit in the logs with the URL: the password has its own variable.
-        return Err("must not carry a user or password: set MQTT_USER and MQTT_PASSWORD".into());
+        return Err("must not carry a user or password: set MQTT_USER and MQTT_PASSWORD");
     }
     if rest.contains(['/', '?', '#']) || !rest.is_ascii() {
-        return Err(bad("must be a scheme, an ASCII host and a port only"));
+        return Err("must be a scheme, an ASCII host and a port only, like mqtt://broker.lan:1883");
     }
     let (host, port) = match rest.strip_prefix('[') {
         Some(v6) => {
-            let (host, after) = v6.split_once(']').ok_or_else(|| bad("has an unclosed ["))?;
+            let (host, after) = v6.split_once(']').ok_or("has an unclosed [")?;
             (host, after.strip_prefix(':'))
         }
         None => match rest.rsplit_once(':') {
@@ -49,7 +49,7 @@ pub fn parse_url(url: &str) -> Result<(bool, String, u16), String> {
         },
     };
     if host.is_empty() {
-        return Err(bad("needs a host"));
+        return Err("needs a host, like mqtt://broker.lan:1883");
     }
     let port = match port {
         None => {
@@ -63,19 +63,17 @@ pub fn parse_url(url: &str) -> Result<(bool, String, u16), String> {
             .parse()
             .ok()
             .filter(|p| *p > 0)
-            .ok_or_else(|| bad("has a bad port"))?,
+            .ok_or("has a bad port")?,
     };
     Ok((tls, host.to_owned(), port))
 }
 
 /// A topic prefix: one or more levels, with no wildcard and no empty level.
 /// The error goes after the variable's name.
-pub fn topic_prefix(text: &str) -> Result<String, String> {
+pub fn topic_prefix(text: &str) -> Result<String, &'static str> {
     let value = text.trim();
     if value.split('/').any(str::is_empty) || value.contains(['+', '#', '\0']) {
-        return Err(format!(
-            "must be topic levels like nvr or home/nvr, without + # or empty levels, not {text:?}"
-        ));
+        return Err("must be topic levels like nvr or home/nvr, without + # or empty levels");
     }
     Ok(value.to_owned())
 }
