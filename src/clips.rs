@@ -71,7 +71,7 @@ impl Settings {
             ffmpeg: config.ffmpeg.clone(),
             max_events: config.max_events,
             max_bytes: config.clips_max_bytes,
-            reserve: config.clips_keep_free,
+            reserve: config.clips_reserve,
             recordings_dir: config.recordings_dir.clone(),
         }
     }

@@ -120,7 +120,7 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
     let camera = Camera::start();
     let data = TempDir::new("clips-budget");
     let recordings = data.path().join("recordings");
-    let no_reserve = ("CLIPS_KEEP_FREE", "0");
+    let no_reserve = ("CLIPS_RESERVE", "0");
     let node = Node::start_recording(data.path(), &recordings, &[no_reserve]);
     let id = add_camera(&node, &camera, "/main");
     let events = three_events(&node, &id);
@@ -267,10 +267,18 @@ fn a_clips_disk_under_its_reserve_loses_its_oldest_events() {
     let disk = Tmpfs::new("64m");
     let recordings = TempDir::new("clips-reserve-recordings");
     let reserve: u64 = 16 << 20;
+    // By its old name, as a settings file kept by an upgrade sets it.
     let node = Node::start_recording(
         disk.path(),
         recordings.path(),
         &[("CLIPS_KEEP_FREE", "16M")],
+    );
+    assert!(
+        wait_for(Duration::from_secs(5), || node
+            .logs()
+            .contains("CLIPS_KEEP_FREE is the old name of CLIPS_RESERVE")),
+        "{}",
+        node.logs()
     );
     let id = add_camera(&node, &camera, "/main");
     let events = three_events(&node, &id);
@@ -348,7 +356,7 @@ fn a_clips_disk_that_refuses_deletes_keeps_its_events_and_once_writable_loses_on
     // freed) first, also when an assertion fails.
     let disk = Ext4::at(&data.join("clips"), 32);
     let recordings = dir.path().join("recordings");
-    let keep = [("CLIPS_KEEP_FREE", "0")];
+    let keep = [("CLIPS_RESERVE", "0")];
     let node = Node::start_recording(&data, &recordings, &keep);
     let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
     let id = node.add_camera(json!({ "name": "Porch", "rtspUrl": url, "enabled": false }))["id"]
@@ -377,7 +385,7 @@ fn a_clips_disk_that_refuses_deletes_keeps_its_events_and_once_writable_loses_on
     disk.remount("ro");
     let oldest = bytes_on_disk(&data, &id, &events[0]).unwrap();
     let reserve = (disk.free() + oldest / 2).to_string();
-    let node = Node::start_recording(&data, &recordings, &[("CLIPS_KEEP_FREE", &reserve)]);
+    let node = Node::start_recording(&data, &recordings, &[("CLIPS_RESERVE", &reserve)]);
     let says_why = |s: &Value| {
         s["message"]
             .as_str()
@@ -423,7 +431,7 @@ fn a_clips_disk_that_refuses_deletes_keeps_its_events_and_once_writable_loses_on
 fn a_posted_event_of_an_hour_gets_five_minutes_of_clip() {
     let data = TempDir::new("clips-hour");
     let recordings = data.path().join("recordings");
-    let keep = [("CLIPS_KEEP_FREE", "0")];
+    let keep = [("CLIPS_RESERVE", "0")];
     let node = Node::start_recording(data.path(), &recordings, &keep);
     let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
     let id = node.add_camera(json!({ "name": "Gate", "rtspUrl": url, "enabled": false }))["id"]
@@ -473,7 +481,7 @@ fn a_clip_waiting_for_its_recording_holds_up_no_other_cameras() {
     let camera = Camera::start();
     let data = TempDir::new("clips-waiting");
     let recordings = data.path().join("recordings");
-    let node = Node::start_recording(data.path(), &recordings, &[("CLIPS_KEEP_FREE", "0")]);
+    let node = Node::start_recording(data.path(), &recordings, &[("CLIPS_RESERVE", "0")]);
     let (slow, quick) = (
         add_camera(&node, &camera, "/main"),
         add_camera(&node, &camera, "/aac"),

@@ -429,11 +429,7 @@ fn a_database_gone_read_only_makes_retention_wait_not_spin() {
     // and its deletions fail once the database cannot be written.
     let disk = common::Tmpfs::new("8m");
     let recordings = disk.path().join("recordings");
-    let node = Node::start_recording(
-        &card.mount,
-        &recordings,
-        &[("RECORDINGS_KEEP_FREE", "7400K")],
-    );
+    let node = Node::start_recording(&card.mount, &recordings, &[("RECORDINGS_RESERVE", "7400K")]);
     let created = node
         .add_camera(json!({ "name": "Shed", "rtspUrl": camera.url("", "/aac"), "detect": false }));
     let id = created["id"].as_str().unwrap().to_owned();
@@ -651,7 +647,7 @@ fn a_disk_that_refuses_deletes_keeps_rows_and_spans_and_once_writable_loses_only
     assert_eq!(all_files.len(), 6, "{all_files:?}");
     let reserve = disk.free() + rows[0].bytes + rows[1].bytes + rows[2].bytes / 2;
     let reserve = reserve.to_string();
-    let node = Node::start_recording(&data, &recordings, &[("RECORDINGS_KEEP_FREE", &reserve)]);
+    let node = Node::start_recording(&data, &recordings, &[("RECORDINGS_RESERVE", &reserve)]);
     let says_why = |s: &Value| {
         s["message"]
             .as_str()

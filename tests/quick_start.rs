@@ -128,7 +128,7 @@ fn the_readme_run_command_gives_a_node_that_classifies() {
         .env("LISTEN_ADDRESS", "127.0.0.1")
         // As the other tests: no relay, no free-space reserve on a test disk.
         .env("RELAY_URL", format!("http://127.0.0.1:{}", closed_port()))
-        .env("RECORDINGS_KEEP_FREE", "0")
+        .env("RECORDINGS_RESERVE", "0")
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -1,7 +1,7 @@
 //! Retention of clips by space: the oldest events go, each with its clip
 //! and thumbnail, while events' files take more than their budget
 //! (`CLIPS_MAX_BYTES`) or their file system has less free space than its
-//! reserve (`CLIPS_KEEP_FREE`, read with `statvfs`, so files that others write
+//! reserve (`CLIPS_RESERVE`, read with `statvfs`, so files that others write
 //! count too). Clip files that no event names count as well, and go oldest
 //! first by their time of change. It runs after each new clip and every
 //! minute. Deletion is in the order of rule 2 of the design

@@ -143,7 +143,7 @@ fn warn_of_reserve(shared: &Shared, warned: bool) -> bool {
     if reserve > space.total / 2 {
         log::warn!(
             "recordings: the free space to keep ({reserve} bytes) is more than half of the disk ({} bytes): \
-             little or nothing will be recorded; set RECORDINGS_KEEP_FREE",
+             little or nothing will be recorded; set RECORDINGS_RESERVE",
             space.total
         );
     }

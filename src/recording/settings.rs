@@ -22,7 +22,7 @@ impl Settings {
             data_dir: config.data_dir.clone(),
             ffmpeg: config.ffmpeg.clone(),
             max_bytes: config.recordings_max_bytes,
-            reserve: config.recordings_keep_free,
+            reserve: config.recordings_reserve,
         }
     }
 }
