@@ -12,8 +12,8 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::mqtt;
 use crate::cameras::rtsp_url::http_host;
+use crate::mqtt;
 
 /// One variable, and how its text becomes a value.
 pub struct Var<T> {
