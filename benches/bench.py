@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Benchmark of nvr-node, each figure measured next to a reference in the same run.
 
-Usage: python3 benches/bench.py [PART ...] [--smoke] [--binary PATH] [--json PATH]
-                                [--classifier PATH] [--model PATH]
+Usage: python3 benches/bench.py [PART ...] [--smoke] [--record] [--binary PATH]
+                                [--json PATH] [--classifier PATH] [--model PATH]
 
 PART is http, recording, motion, mqtt, memory or classification; without one, all
 run, in that order. Each part is also a program of its own
@@ -13,7 +13,9 @@ Starts everything it needs on 127.0.0.1 (the node, go2rtc stand-ins, a camera
 that never answers, nginx, mosquitto, and the GStreamer test camera for the
 recording, motion, MQTT, memory and classification figures), each in its own
 temporary folder, and stops all of it on exit. Prints a markdown table and
-writes the same figures as JSON (default target/bench.json). Needs wrk,
+writes the same figures as JSON (default target/bench.json), with the
+commit, the date and the machine they were measured on; --record also puts
+each part's in benches/results.json, in place of that part's. Needs wrk,
 nginx and mosquitto (Debian: apt-get install wrk nginx-light mosquitto
 mosquitto-clients); the classification part needs nvr-classify
 (target/classify/nvr-classify), its model (target/model) and the test

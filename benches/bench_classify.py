@@ -236,7 +236,7 @@ def measure_idle_cpu(bench, camera):
     measured = {}
     for name, on in (("off", False), ("on", True)):
         folder = bench.temp_dir(f"classify-idle-{name}-node")
-        env = {"RECORDINGS_KEEP_FREE": "0", **classifier_env(bench)}
+        env = {"RECORDINGS_RESERVE": "0", **classifier_env(bench)}
         node = Node(bench, folder, extra_env=env).wait_listening()
         urls = [camera.url(SCENE_PATH)] * CLASSIFYING_CAMERAS
         add_cameras(node.port, urls, 4, detect=True, classify=on)
@@ -299,7 +299,7 @@ def measure_kind_latency(bench, camera):
     frame to the camera's person sensor on (Home Assistant, through MQTT)."""
     broker = Broker(bench)
     folder = bench.temp_dir("classify-latency-node")
-    env = {"RECORDINGS_KEEP_FREE": "0", **broker.node_env(), **classifier_env(bench)}
+    env = {"RECORDINGS_RESERVE": "0", **broker.node_env(), **classifier_env(bench)}
     node = Node(bench, folder, extra_env=env).wait_listening()
     [camera_id] = add_cameras(node.port, [camera.url(SCENE_PATH)], 1, record=True, detect=True, classify=True)
     expect_classify(node, True)

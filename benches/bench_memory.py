@@ -57,7 +57,7 @@ def grow_to(bench, node, camera, have, count):
 def one_run(bench, camera, counts):
     """One node, idle then grown to each of `counts` cameras; returns its readings."""
     folder = bench.temp_dir(f"memory-node-{time.monotonic_ns()}")
-    node = Node(bench, folder, extra_env={"RECORDINGS_KEEP_FREE": "0"}).wait_listening()
+    node = Node(bench, folder, extra_env={"RECORDINGS_RESERVE": "0"}).wait_listening()
     time.sleep(bench.settings.memory_settle_seconds)
     reading = {"idle_rss": rss_mib(node.pid), "idle_private": private_mib(node.pid)}
     have = 0

@@ -80,7 +80,7 @@ def measure_detection(bench, camera):
     stream at 25 fps, and the node), then four cameras detecting and recording
     (the node's own CPU and RSS)."""
     folder = bench.temp_dir("detection-node")
-    node = Node(bench, folder, extra_env={"RECORDINGS_KEEP_FREE": "0"}).wait_listening()
+    node = Node(bench, folder, extra_env={"RECORDINGS_RESERVE": "0"}).wait_listening()
     add_cameras(node.port, [camera.url(HD_PATH)], 1, detect=True, sub_url=camera.url(SUB_PATH))
     [decoder] = wait_for_process(lambda: recorders_of(node, "image2pipe"), 1, 30, "decoders")
     time.sleep(5)  # past the decoder's start and the detector's calibration
@@ -97,7 +97,7 @@ def measure_detection(bench, camera):
     )
     node.stop()
     folder = bench.temp_dir("four-cameras-node")
-    node = Node(bench, folder, extra_env={"RECORDINGS_KEEP_FREE": "0"}).wait_listening()
+    node = Node(bench, folder, extra_env={"RECORDINGS_RESERVE": "0"}).wait_listening()
     urls = [camera.url(HD_PATH)] * DETECTING_CAMERAS
     add_cameras(node.port, urls, 4, record=True, detect=True, sub_url=camera.url(SUB_PATH))
     wait_all_recording(node, DETECTING_CAMERAS, 60)
@@ -121,7 +121,7 @@ def measure_motion_latency(bench, camera):
     moving frame to it listed (in progress), from its last moving frame to
     it finished, and from there to its clip on disk."""
     folder = bench.temp_dir("latency-node")
-    node = Node(bench, folder, extra_env={"RECORDINGS_KEEP_FREE": "0"}).wait_listening()
+    node = Node(bench, folder, extra_env={"RECORDINGS_RESERVE": "0"}).wait_listening()
     add_cameras(node.port, [camera.url(SCENE_PATH)], 1, record=True, detect=True)
     wait_all_recording(node, 1, 60)
     time.sleep(3)

@@ -44,7 +44,7 @@ def measure_mqtt(bench, camera):
     measured = {}
     for name, env in (("off", {}), ("on", broker.node_env())):
         folder = bench.temp_dir(f"mqtt-{name}-node")
-        node = Node(bench, folder, extra_env={"RECORDINGS_KEEP_FREE": "0", **env}).wait_listening()
+        node = Node(bench, folder, extra_env={"RECORDINGS_RESERVE": "0", **env}).wait_listening()
         add_cameras(node.port, [camera.url(HD_PATH)] * RECORDING_CAMERAS, 4, record=True)
         wait_all_recording(node, RECORDING_CAMERAS, 60)
         status, body = request(node.port, "GET", "/api/status")

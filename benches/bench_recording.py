@@ -67,7 +67,7 @@ def measure_recording(bench, camera):
     writes of one camera (the 1280x720 test camera) over a window; RSS with 8."""
     folder = bench.temp_dir("recording-node")
     # The reserve would be 1 GiB or more: on a nearly full disk nothing would be kept.
-    node = Node(bench, folder, extra_env={"RECORDINGS_KEEP_FREE": "0"}).wait_listening()
+    node = Node(bench, folder, extra_env={"RECORDINGS_RESERVE": "0"}).wait_listening()
     url = camera.url(HD_PATH)
     [camera_id] = add_cameras(node.port, [url], 1)
     body = json.dumps({"record": True}).encode()
@@ -169,7 +169,7 @@ def prepare_footage(bench, camera):
     folder = bench.temp_dir("footage-template")
     data, recordings = folder / "data", folder / "recordings"
     data.mkdir()
-    env = {"RECORDINGS_DIR": str(recordings), "RECORDINGS_KEEP_FREE": "0"}
+    env = {"RECORDINGS_DIR": str(recordings), "RECORDINGS_RESERVE": "0"}
     node = Node(bench, data, extra_env=env).wait_listening()
     urls = [camera.url(SUB_PATH)] * FOOTAGE_CAMERAS
     ids = add_cameras(node.port, urls, FOOTAGE_CAMERAS, record=True)
@@ -210,7 +210,7 @@ def reconcile_once(bench, template, run):
     folder = bench.temp_dir(f"footage-run-{run}")
     subprocess.run(["cp", "-a", str(template / "data"), str(folder / "data")], check=True)
     subprocess.run(["cp", "-al", str(template / "recordings"), str(folder / "recordings")], check=True)
-    env = {"RECORDINGS_DIR": str(folder / "recordings"), "RECORDINGS_KEEP_FREE": "0"}
+    env = {"RECORDINGS_DIR": str(folder / "recordings"), "RECORDINGS_RESERVE": "0"}
     node = Node(bench, folder / "data", extra_env=env)
     first_recorder = None
     deadline = node.started_at + 600

@@ -12,6 +12,7 @@ import argparse
 import calendar
 import collections
 import concurrent.futures
+import datetime
 import http.client
 import json
 import os
@@ -31,6 +32,8 @@ import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# The latest full run of each part, kept in the repository (--record).
+RESULTS = ROOT / "benches/results.json"
 ANSWER_SDP = (
     b"v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=bench relay answer\r\nt=0 0\r\n"
     b"m=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\na=rtpmap:96 H264/90000\r\n"
@@ -877,22 +880,70 @@ def table(bench):
     return "\n".join(lines)
 
 
-def write_json(bench, path, parts):
-    """Writes the figures, the parts that measured them and the machine they
-    were measured on to `path`."""
+def git(*args):
+    """What git says in the repository, or None without git or a checkout."""
+    try:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def provenance():
+    """Where and when a run measures, taken as it starts: the checkout's
+    commit and its tracked files changed since (the figures are that
+    commit's only when there are none; benches/results.json itself aside),
+    the date, and the machine, with its load average (a benchmark wants an
+    idle machine)."""
     uname = os.uname()
+    meminfo = Path("/proc/meminfo").read_text()
+    cpuinfo = Path("/proc/cpuinfo").read_text()
+    model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "commit": (git("rev-parse", "HEAD") or "").strip() or None,
+        "uncommitted": None
+        if changed is None
+        else [
+            name for name in (line[3:] for line in changed.splitlines()) if ROOT / name != RESULTS
+        ],
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "cpu": model.group(1).strip() if model else uname.machine,
+            "memory_mib": int(re.search(r"^MemTotal:\s*(\d+) kB", meminfo, re.M).group(1)) // 1024,
+            "kernel": f"{uname.sysname} {uname.release} {uname.version} {uname.machine}",
+            "load_before": [round(load, 2) for load in os.getloadavg()],
+        },
+    }
+
+
+def write_json(bench, path, parts, where):
+    """Writes the figures, the parts that measured them, and where and when
+    they were measured (`provenance()`), to `path`."""
     report = {
         "smoke": bench.settings.smoke,
         "binary": str(bench.source_binary),
         "parts": parts,
+        **where,
         "figures": {name: bench.figures[name] for name in measured(bench)},
-        "machine": {
-            "cpus": os.cpu_count(),
-            "kernel": f"{uname.sysname} {uname.release} {uname.version} {uname.machine}",
-        },
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+
+
+def record(bench, by_part, where):
+    """Puts each part's figures, with where and when they were measured, in
+    place of that part's in benches/results.json; the other parts keep
+    theirs."""
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    parts = results.setdefault("parts", {})
+    for part, names in by_part.items():
+        parts[part] = {**where, "figures": {name: bench.figures[name] for name in FIGURES if name in names}}
+    # In the table's order, whichever parts this run took.
+    first = {name: min(map(FIGURES.index, part["figures"]), default=len(FIGURES)) for name, part in parts.items()}
+    results["parts"] = {name: parts[name] for name in sorted(parts, key=first.get)}
+    RESULTS.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
 
 
 def find_tools():
@@ -918,6 +969,12 @@ def parse_args(parts, description):
         )
     parser.add_argument("--smoke", action="store_true", help="short run; targets not enforced")
     parser.add_argument(
+        "--record",
+        action="store_true",
+        help="also put the figures of each part run in benches/results.json, in place of that part's "
+        "(a full run of a committed checkout only)",
+    )
+    parser.add_argument(
         "--binary",
         type=Path,
         default=ROOT / "target/release/nvr-node",
@@ -942,6 +999,8 @@ def parse_args(parts, description):
         help="the classifier's model folder (default target/model)",
     )
     args = parser.parse_args()
+    if args.record and args.smoke:
+        parser.error("--record keeps full runs only, not --smoke")
     wanted = getattr(args, "parts", None) or names
     unknown = [name for name in wanted if name not in names]
     if unknown:
@@ -965,6 +1024,15 @@ def main(parts, description):
     if not os.access(binary, os.X_OK):
         print(f"bench: no node binary at {binary}; build it with `cargo build --release`", file=sys.stderr)
         return 2
+    where = provenance()
+    if args.record:
+        if not where["commit"] or where["uncommitted"]:
+            print(
+                "bench: --record wants a committed checkout, so that the figures are its commit's: "
+                f"commit {where['commit']}, changed {where['uncommitted']}",
+                file=sys.stderr,
+            )
+            return 1
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, exit_on_signal)
     cleanup = Cleanup()
@@ -981,8 +1049,11 @@ def main(parts, description):
         for part in args.chosen:
             if hasattr(part, "check"):
                 part.check(bench)
+        by_part = {}
         for part in args.chosen:
+            before = set(bench.figures)
             part.run(bench)
+            by_part[part.NAME] = set(bench.figures) - before
     except (BenchError, OSError, subprocess.TimeoutExpired) as e:
         output = bench.unstopped_nodes_output() if bench else ""
         print(f"bench: failed: {e}{output}", file=sys.stderr)
@@ -997,5 +1068,8 @@ def main(parts, description):
     finally:
         cleanup.run()
     print(table(bench))
-    write_json(bench, args.json, [part.NAME for part in args.chosen])
+    write_json(bench, args.json, [part.NAME for part in args.chosen], where)
+    if args.record:
+        record(bench, by_part, where)
+        print(f"recorded in {RESULTS.relative_to(ROOT)}")
     return 0

@@ -4,7 +4,7 @@
 # builds the node (release profile, for size) and nvr-classify (profile
 # classify, for speed), and runs the node with CLASSIFIER and MODEL_DIR
 # naming them. The node's other settings come from the environment
-# (README "Configuration"); arguments are passed to the node.
+# (docs/configuration.md); arguments are passed to the node.
 # Usage: sh deploy/run.sh [ARGS...]   (from anywhere)
 set -eu
 cd "$(dirname "$0")/.."

@@ -7,7 +7,7 @@
 //! `DATA_DIR/clips/<camera>/<event>.mp4` and `.jpg`. One thread does it: it
 //! keeps the jobs that wait for their recording to reach their clip's end
 //! (40 s at most) and cuts whichever is ready (`schedule`), and keeps the
-//! clips within their budget and their disk's free-space floor (`retention`).
+//! clips within their budget and their disk's free-space reserve (`retention`).
 
 mod orphans;
 mod retention;
@@ -58,8 +58,8 @@ pub struct Settings {
     pub max_events: u64,
     /// The most bytes events' files may take.
     pub max_bytes: u64,
-    /// The free space kept on their file system; None: the default floor.
-    pub keep_free: Option<u64>,
+    /// The free space kept on their file system; None: the default reserve.
+    pub reserve: Option<u64>,
     /// The recordings' folder: status shows the clips' disk when it is another.
     pub recordings_dir: PathBuf,
 }
@@ -71,7 +71,7 @@ impl Settings {
             ffmpeg: config.ffmpeg.clone(),
             max_events: config.max_events,
             max_bytes: config.clips_max_bytes,
-            keep_free: config.clips_keep_free,
+            reserve: config.clips_reserve,
             recordings_dir: config.recordings_dir.clone(),
         }
     }
@@ -129,7 +129,7 @@ impl Job {
 /// What the clip thread is told.
 enum Order {
     Cut(Job),
-    /// Events' files changed: check the budget and the floor.
+    /// Events' files changed: check the budget and the reserve.
     Check,
 }
 

@@ -1,5 +1,17 @@
-//! Configuration from environment variables, each with a default that works
-//! on a developer's laptop.
+//! The node's configuration, from environment variables, each with a
+//! default that works on a developer's laptop.
+//!
+//! Each variable is written once, in `table.rs`: its name, default, help
+//! and parser. `nvr-node --help` is written from the table (`help.rs`),
+//! `Config::from_vars` reads each variable through its entry, and the tests
+//! in `docs.rs` check the settings file installed on boards
+//! (`deploy/nvr-node.default`) and `docs/configuration.md` against it.
+
+mod help;
+mod table;
+
+#[cfg(test)]
+mod docs;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -7,6 +19,9 @@ use std::time::Duration;
 
 use crate::cameras::rtsp_url::http_host;
 use crate::mqtt;
+use crate::sys::net;
+
+use table::*;
 
 pub struct Config {
     pub listen_address: IpAddr,
@@ -40,13 +55,13 @@ pub struct Config {
     pub recordings_max_bytes: Option<u64>,
     /// Free space kept on the recordings' file system; None: 1 GiB or 10 %
     /// of the file system, whichever is larger.
-    pub recordings_keep_free: Option<u64>,
+    pub recordings_reserve: Option<u64>,
     /// The most bytes events' clips and thumbnails may take; past it the
     /// oldest events go with their files.
     pub clips_max_bytes: u64,
     /// Free space kept on the clips' file system; None: 512 MiB or 5 % of
     /// the file system, whichever is larger.
-    pub clips_keep_free: Option<u64>,
+    pub clips_reserve: Option<u64>,
     /// The MQTT broker for Home Assistant; None: MQTT is off.
     pub mqtt: Option<mqtt::config::Config>,
     /// `NODE_URL`, the address Home Assistant reaches the node at, without
@@ -54,200 +69,195 @@ pub struct Config {
     pub node_url: Option<String>,
 }
 
-/// Clips' budget when none is set: about 500 clips of 15 s from a 2 Mbit/s
-/// camera, an eighth of a 16 GB card.
-const DEFAULT_CLIPS_MAX_BYTES: u64 = 2 << 30;
+/// `nvr-node --help`.
+pub fn help() -> &'static str {
+    help::HELP
+}
 
-pub const HELP: &str = "\
-nvr-node: the local node of a network video recorder.
+/// The environment: a variable's value, if it is set.
+type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
-Serves the Local Node API and the browser UI on http://LISTEN_ADDRESS:PORT.
+// Inlined, the methods leave at each call only the constants they pass
+// on (the name, the old name, the default and the parser), not the rest of
+// the variable's documentation.
+impl<T> Var<T> {
+    /// The value set, or None when the variable is unset or blank.
+    #[inline(always)]
+    fn set(&self, env: Env) -> Result<Option<T>, String> {
+        parse_set(self.doc.name, self.text(env)?, self.parse)
+    }
 
-Usage: nvr-node [--help | --version]
+    /// The value set, or the default's.
+    #[inline(always)]
+    fn value(&self, env: Env) -> Result<T, String> {
+        let Fallback::Value(default) = self.doc.default else {
+            unreachable!("{} has no default value", self.doc.name)
+        };
+        parse_value(self.doc.name, self.text(env)?, default, self.parse)
+    }
 
-Environment:
-  PORT        port to listen on (default 8080; 0 picks a free port)
-  LISTEN_ADDRESS
-              address to listen on (default 0.0.0.0: the whole LAN)
-  DATA_DIR    folder for the SQLite database (default ./data)
-  NODE_NAME   name shown in status (default: the host name)
-  RELAY_URL   stream relay (go2rtc) API address (default http://127.0.0.1:1984)
-  FFPROBE     ffprobe program used to probe cameras (default ffprobe from PATH)
-  FFMPEG      ffmpeg program used to record cameras (default ffmpeg from PATH)
-  CLASSIFIER  the classifier program (default nvr-classify beside this program)
-  MODEL_DIR   the classifier's model (default ../share/nvr-node/model from
-              this program's folder); motion events are classified (person,
-              vehicle, animal, package) only when both are there
-  RECORDINGS_DIR
-              folder of the recordings (default DATA_DIR/recordings)
-  RECORDINGS_MAX_BYTES
-              the most space recordings may take, like 200G or 500MiB
-              (default: no limit but RECORDINGS_KEEP_FREE)
-  RECORDINGS_KEEP_FREE
-              free space always left on the recordings' disk, the oldest
-              recordings deleted to keep it (default 1G or 10 % of the
-              disk, the larger)
-  CLIPS_MAX_BYTES
-              the most space events' clips and thumbnails (in DATA_DIR/clips)
-              may take, the oldest events deleted with them (default 2G)
-  CLIPS_KEEP_FREE
-              free space always left on the clips' disk, the oldest events
-              deleted with their clips to keep it (default 512M or 5 % of
-              the disk, the larger)
-  CAMERA_CHECK_INTERVAL
-              how often each camera's liveness is checked (default 30s)
-  CLOUD_URL   the cloud service for remote access (default: none, the node never calls out)
-  MAX_EVENTS  events kept, the oldest dropped with their clips (default 10000)
-  WWW_DIR     serve the browser UI from this folder, not the built-in copy
-  ALLOWED_HOSTS
-              host names, comma-separated, that browsers may use besides IP
-              addresses, localhost, .local names and the host name
-  DISCOVERY_INTERFACES
-              network interfaces, comma-separated, that camera discovery
-              searches (default: every IPv4 interface up and not loopback)
-  LOG_LEVEL   error, warn, info or debug (default info)
+    /// The text set, if any; for a renamed variable, else its old name's.
+    #[inline(always)]
+    fn text(&self, env: Env) -> Result<Option<String>, String> {
+        match self.doc.old_name {
+            None => Ok(text(env, self.doc.name)),
+            Some(old_name) => renamed(env, self.doc.name, old_name),
+        }
+    }
+}
 
-Home Assistant (MQTT discovery; off unless MQTT_URL is set):
-  MQTT_URL    the broker, mqtt://host:1883 or mqtts://host:8883
-  MQTT_USER, MQTT_PASSWORD (or MQTT_PASSWORD_FILE)
-              the node's account on the broker
-  MQTT_TOPIC_PREFIX
-              the node's topics begin with it (default nvr)
-  MQTT_DISCOVERY_PREFIX
-              Home Assistant's discovery prefix (default homeassistant)
-  MQTT_CA_FILE
-              certificate authorities (PEM) for mqtts:// (default: the system's)
-  NODE_URL    the address Home Assistant reaches the node at, for snapshot
-              and clip links (default http://HOST NAME:PORT)
-";
+type Parse<T> = fn(&str) -> Result<T, &'static str>;
+
+fn parse_set<T>(name: &str, text: Option<String>, parse: Parse<T>) -> Result<Option<T>, String> {
+    match text {
+        None => Ok(None),
+        Some(text) => parse(&text).map(Some).map_err(|e| invalid(name, e, &text)),
+    }
+}
+
+fn parse_value<T>(
+    name: &str,
+    text: Option<String>,
+    default: &str,
+    parse: Parse<T>,
+) -> Result<T, String> {
+    let text = text.as_deref().unwrap_or(default);
+    parse(text).map_err(|e| invalid(name, e, text))
+}
+
+/// What is wrong with `text`, set as `name`; the text is shown unless it
+/// may hold a password (a URL's user:password@).
+fn invalid(name: &str, wrong: &str, text: &str) -> String {
+    if text.contains('@') {
+        format!("{name} {wrong}")
+    } else {
+        format!("{name} {wrong}, not {text:?}")
+    }
+}
+
+/// The text of `name`, if set and not blank.
+fn text(env: Env, name: &str) -> Option<String> {
+    env(name).filter(|v| !v.trim().is_empty())
+}
+
+/// The text of `name`, else of its old name, which a settings file kept by
+/// an upgrade may still set; both set to different values are refused.
+fn renamed(env: Env, name: &str, old_name: &str) -> Result<Option<String>, String> {
+    let Some(old) = text(env, old_name) else {
+        return Ok(text(env, name));
+    };
+    match text(env, name) {
+        Some(value) if value.trim() != old.trim() => Err(format!(
+            "{name} is {value:?} and {old_name}, its old name, is {old:?}: keep only {name}"
+        )),
+        value => {
+            log::warn!(
+                "{old_name} is the old name of {name}: read as {name}; rename it in the \
+                 settings (/etc/default/nvr-node on a board)"
+            );
+            Ok(value.or(Some(old)))
+        }
+    }
+}
 
 impl Config {
     /// Reads the configuration through `var`, which returns a variable's value if set.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
-        let var = |name: &str| var(name).filter(|v| !v.trim().is_empty());
-        let port = match var("PORT") {
-            None => 8080,
-            Some(p) => p
-                .trim()
-                .parse()
-                .map_err(|_| format!("PORT must be a number from 0 to 65535, not {p:?}"))?,
-        };
-        let listen_address = match var("LISTEN_ADDRESS") {
-            None => IpAddr::from([0, 0, 0, 0]),
-            Some(a) => a
-                .trim()
-                .parse()
-                .map_err(|_| format!("LISTEN_ADDRESS must be an IP address, not {a:?}"))?,
-        };
-        let relay_url = var("RELAY_URL").unwrap_or_else(|| "http://127.0.0.1:1984".into());
-        if !(relay_url.starts_with("http://") || relay_url.starts_with("https://")) {
-            return Err(format!(
-                "RELAY_URL must start with http://, not {relay_url:?}"
-            ));
-        }
-        ascii_url("RELAY_URL", &relay_url)?;
-        let camera_check_interval = match var("CAMERA_CHECK_INTERVAL") {
-            None => Duration::from_secs(30),
-            Some(text) => humantime::parse_duration(text.trim())
-                .ok()
-                .filter(|d| *d >= Duration::from_secs(1))
-                .ok_or_else(|| {
-                    format!("CAMERA_CHECK_INTERVAL must be a duration of 1s or more, like 30s, not {text:?}")
-                })?,
-        };
-        let max_events =
-            match var("MAX_EVENTS") {
-                None => 10_000,
-                Some(n) => n.trim().parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    format!("MAX_EVENTS must be a whole number above 0, not {n:?}")
-                })?,
-            };
-        let cloud_url = var("CLOUD_URL").map(|url| url.trim().to_owned());
-        if let Some(url) = &cloud_url
-            && !(url.starts_with("http://") || url.starts_with("https://"))
-        {
-            return Err(format!(
-                "CLOUD_URL must start with https:// or http://, not {url:?}"
-            ));
-        }
-        if let Some(url) = &cloud_url {
-            ascii_url("CLOUD_URL", url)?;
-        }
-        let size = |name: &str, value: Option<String>| -> Result<Option<u64>, String> {
-            value
-                .map(|text| {
-                    parse_size(&text).ok_or_else(|| {
-                        format!("{name} must be a size like 500M, 200G or 1T, not {text:?}")
-                    })
-                })
-                .transpose()
-        };
-        let data_dir: PathBuf = var("DATA_DIR").unwrap_or_else(|| "./data".into()).into();
-        let machine_name = host_name();
-        let node_url = var("NODE_URL")
-            .map(|url| {
-                let url = url.trim().trim_end_matches('/').to_owned();
-                match http_host(&url) {
-                    Some(_) if url.is_ascii() => Ok(url),
-                    _ => Err(format!(
-                        "NODE_URL must be an http:// or https:// address with an ASCII host, like http://nvr.lan:8080, not {url:?}"
-                    )),
-                }
-            })
-            .transpose()?;
-        let list = |value: Option<String>| -> Vec<String> {
-            value
-                .map(|items| {
-                    items
-                        .split(',')
-                        .map(|i| i.trim().to_owned())
-                        .filter(|i| !i.is_empty())
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let mut allowed_hosts: Vec<String> = list(var("ALLOWED_HOSTS"))
-            .into_iter()
-            .map(|h| h.to_ascii_lowercase())
-            .collect();
+        let env: Env = &var;
+        // The values that own nothing first: an error among them has
+        // nothing to free (less code).
+        let port = PORT.value(env)?;
+        let listen_address = LISTEN_ADDRESS.value(env)?;
+        let camera_check_interval = CAMERA_CHECK_INTERVAL.value(env)?;
+        let max_events = MAX_EVENTS.value(env)?;
+        let recordings_max_bytes = RECORDINGS_MAX_BYTES.set(env)?;
+        let recordings_reserve = RECORDINGS_RESERVE.set(env)?;
+        let clips_max_bytes = CLIPS_MAX_BYTES.value(env)?;
+        let clips_reserve = CLIPS_RESERVE.set(env)?;
+        let data_dir = DATA_DIR.value(env)?;
+        let node_url = NODE_URL.set(env)?;
+        let mut allowed_hosts = ALLOWED_HOSTS.set(env)?.unwrap_or_default();
         // Home Assistant fetches thumbnails by NODE_URL: its host must pass
         // the browser protections.
         if let Some(host) = node_url.as_deref().and_then(http_host) {
-            allowed_hosts.push(host.to_ascii_lowercase());
+            allowed_hosts.push(host.to_owned());
         }
+        // Host names compare without case.
+        allowed_hosts
+            .iter_mut()
+            .for_each(|h| h.make_ascii_lowercase());
+        let host_name = host_name();
         Ok(Config {
-            listen_address,
-            port,
-            recordings_dir: var("RECORDINGS_DIR")
-                .map(PathBuf::from)
+            recordings_dir: RECORDINGS_DIR
+                .set(env)?
                 .unwrap_or_else(|| data_dir.join("recordings")),
-            recordings_max_bytes: size("RECORDINGS_MAX_BYTES", var("RECORDINGS_MAX_BYTES"))?,
-            recordings_keep_free: size("RECORDINGS_KEEP_FREE", var("RECORDINGS_KEEP_FREE"))?,
-            clips_max_bytes: size("CLIPS_MAX_BYTES", var("CLIPS_MAX_BYTES"))?
-                .unwrap_or(DEFAULT_CLIPS_MAX_BYTES),
-            clips_keep_free: size("CLIPS_KEEP_FREE", var("CLIPS_KEEP_FREE"))?,
-            ffmpeg: var("FFMPEG").unwrap_or_else(|| "ffmpeg".into()).into(),
-            classifier: var("CLASSIFIER")
-                .map(PathBuf::from)
+            ffmpeg: FFMPEG.value(env)?,
+            classifier: CLASSIFIER
+                .set(env)?
                 .unwrap_or_else(|| beside_program("nvr-classify")),
-            model_dir: var("MODEL_DIR")
-                .map(PathBuf::from)
+            model_dir: MODEL_DIR
+                .set(env)?
                 .unwrap_or_else(|| beside_program("../share/nvr-node/model")),
-            data_dir,
-            node_name: var("NODE_NAME").unwrap_or_else(|| machine_name.clone()),
-            host_name: machine_name,
-            allowed_hosts,
-            discovery_interfaces: list(var("DISCOVERY_INTERFACES")),
-            mqtt: mqtt::config::from_vars(var)?,
-            node_url,
-            relay_url,
-            ffprobe: var("FFPROBE").unwrap_or_else(|| "ffprobe".into()).into(),
+            node_name: NODE_NAME.set(env)?.unwrap_or_else(|| host_name.clone()),
+            discovery_interfaces: DISCOVERY_INTERFACES.set(env)?.unwrap_or_default(),
+            mqtt: mqtt_settings(env)?,
+            relay_url: RELAY_URL.value(env)?,
+            ffprobe: FFPROBE.value(env)?,
+            www_dir: WWW_DIR.set(env)?,
+            cloud_url: CLOUD_URL.set(env)?,
+            port,
+            listen_address,
             camera_check_interval,
-            www_dir: var("WWW_DIR").map(PathBuf::from),
             max_events,
-            cloud_url,
+            recordings_max_bytes,
+            recordings_reserve,
+            clips_max_bytes,
+            clips_reserve,
+            data_dir,
+            node_url,
+            allowed_hosts,
+            host_name,
         })
     }
+}
+
+/// How much the node logs, read before the rest so that the rest can log.
+pub fn log_level(var: impl Fn(&str) -> Option<String>) -> Result<log::LevelFilter, String> {
+    LOG_LEVEL.value(&var)
+}
+
+/// The MQTT settings; None when `MQTT_URL` is unset (the rest then unread).
+fn mqtt_settings(env: Env) -> Result<Option<mqtt::config::Config>, String> {
+    let Some((tls, host, port)) = MQTT_URL.set(env)? else {
+        return Ok(None);
+    };
+    let password = match (MQTT_PASSWORD.set(env)?, MQTT_PASSWORD_FILE.set(env)?) {
+        (Some(_), Some(_)) => {
+            return Err("set MQTT_PASSWORD or MQTT_PASSWORD_FILE, not both".into());
+        }
+        (Some(password), None) => Some(password),
+        (None, Some(file)) => Some(
+            std::fs::read_to_string(&file)
+                .map_err(|e| format!("cannot read MQTT_PASSWORD_FILE {file:?}: {e}"))?
+                .trim_end_matches(['\r', '\n'])
+                .to_owned(),
+        ),
+        (None, None) => None,
+    };
+    let user = MQTT_USER.set(env)?;
+    if password.is_some() && user.is_none() {
+        return Err("MQTT_PASSWORD needs MQTT_USER".into());
+    }
+    Ok(Some(mqtt::config::Config {
+        tls,
+        host,
+        port,
+        user,
+        password,
+        topic_prefix: MQTT_TOPIC_PREFIX.value(env)?,
+        discovery_prefix: MQTT_DISCOVERY_PREFIX.value(env)?,
+        ca_file: MQTT_CA_FILE.set(env)?,
+    }))
 }
 
 /// `path` relative to the folder of the running program.
@@ -256,58 +266,18 @@ fn beside_program(path: &str) -> PathBuf {
     program.parent().unwrap_or(Path::new(".")).join(path)
 }
 
-/// Bytes from `123`, `500K`, `500M`, `1.5G`, `2T` (powers of 1024, with or
-/// without a trailing `B` or `iB`), or `500MB`-style powers of 1000 when
-/// spelt `KB`, `MB`, `GB`, `TB`.
-fn parse_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let unit = unit.trim();
-    let power = |letter: char| "KMGT".find(letter).map(|i| i as i32 + 1);
-    let multiplier = match unit.len() {
-        0 => 1.0,
-        1 if unit == "B" => 1.0,
-        1 => 1024f64.powi(power(unit.chars().next()?.to_ascii_uppercase())?),
-        2 if unit.ends_with('B') => 1000f64.powi(power(unit.chars().next()?.to_ascii_uppercase())?),
-        3 if unit.ends_with("iB") => {
-            1024f64.powi(power(unit.chars().next()?.to_ascii_uppercase())?)
-        }
-        _ => return None,
-    };
-    let bytes = number * multiplier;
-    (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then_some(bytes.round() as u64)
-}
-
 fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname writes within it.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    match String::from_utf8_lossy(&buf[..len]).trim() {
-        name if rc == 0 && !name.is_empty() => name.to_owned(),
+    match net::host_name() {
+        Ok(name) if !name.trim().is_empty() => name.trim().to_owned(),
         _ => "nvr-node".to_owned(),
-    }
-}
-
-/// The HTTP client is built without Unicode host names (idna_adapter 1.0:
-/// no IDNA tables in the binary), so an internationalized name must come in
-/// its ASCII form.
-fn ascii_url(name: &str, url: &str) -> Result<(), String> {
-    if url.is_ascii() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{name} must be ASCII: write an internationalized host name in its xn-- form, not {url:?}"
-        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
+    use std::collections::BTreeSet;
+
     use super::*;
 
     fn config(vars: &[(&str, &str)]) -> Result<Config, String> {
@@ -330,18 +300,41 @@ mod tests {
         assert_eq!(c.camera_check_interval, Duration::from_secs(30));
         assert_eq!(c.ffmpeg, PathBuf::from("ffmpeg"));
         assert_eq!(c.recordings_dir, PathBuf::from("./data/recordings"));
-        assert_eq!(
-            (c.recordings_max_bytes, c.recordings_keep_free),
-            (None, None)
-        );
-        assert_eq!((c.clips_max_bytes, c.clips_keep_free), (2 << 30, None));
+        assert_eq!((c.recordings_max_bytes, c.recordings_reserve), (None, None));
+        assert_eq!((c.clips_max_bytes, c.clips_reserve), (2 << 30, None));
+        assert_eq!(c.max_events, 10_000);
+        assert!(c.mqtt.is_none());
+        assert_eq!(log_level(|_| None), Ok(log::LevelFilter::Info));
+    }
+
+    /// Every variable the node reads is in the table, and every one in the
+    /// table is read: the help, the settings file and the docs list what
+    /// the node does.
+    #[test]
+    fn the_table_is_what_the_node_reads() {
+        let asked = RefCell::new(BTreeSet::new());
+        let env = |name: &str| {
+            asked.borrow_mut().insert(name.to_owned());
+            // Set, the MQTT variables are read too.
+            (name == "MQTT_URL").then(|| "mqtt://broker".to_owned())
+        };
+        Config::from_vars(env).unwrap();
+        log_level(env).unwrap();
+        let table: BTreeSet<String> = SECTIONS
+            .iter()
+            .flat_map(|s| s.vars)
+            .flat_map(|v| [Some(v.name), v.old_name])
+            .flatten()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(asked.into_inner(), table);
     }
 
     #[test]
     fn clips() {
-        let c = config(&[("CLIPS_MAX_BYTES", "500M"), ("CLIPS_KEEP_FREE", "1G")]).unwrap();
+        let c = config(&[("CLIPS_MAX_BYTES", "500M"), ("CLIPS_RESERVE", "1G")]).unwrap();
         assert_eq!(
-            (c.clips_max_bytes, c.clips_keep_free),
+            (c.clips_max_bytes, c.clips_reserve),
             (500 << 20, Some(1 << 30))
         );
     }
@@ -352,40 +345,59 @@ mod tests {
             ("DATA_DIR", "/var/lib/nvr"),
             ("FFMPEG", "/opt/ffmpeg"),
             ("RECORDINGS_MAX_BYTES", "200G"),
-            ("RECORDINGS_KEEP_FREE", "512MiB"),
+            ("RECORDINGS_RESERVE", "512MiB"),
         ])
         .unwrap();
         assert_eq!(c.recordings_dir, PathBuf::from("/var/lib/nvr/recordings"));
         assert_eq!(c.ffmpeg, PathBuf::from("/opt/ffmpeg"));
         assert_eq!(c.recordings_max_bytes, Some(200 << 30));
-        assert_eq!(c.recordings_keep_free, Some(512 << 20));
+        assert_eq!(c.recordings_reserve, Some(512 << 20));
         let c = config(&[("RECORDINGS_DIR", "/mnt/disk/nvr")]).unwrap();
         assert_eq!(c.recordings_dir, PathBuf::from("/mnt/disk/nvr"));
     }
 
+    /// A settings file kept by an upgrade may still use the reserves' old
+    /// names; set with a new name to another value, it is refused.
     #[test]
-    fn sizes() {
+    fn old_names() {
+        let reserves =
+            |vars: &[(&str, &str)]| config(vars).map(|c| (c.recordings_reserve, c.clips_reserve));
         let table = [
-            ("0", Some(0)),
-            ("123", Some(123)),
-            ("123B", Some(123)),
-            ("4k", Some(4096)),
-            ("500M", Some(500 << 20)),
-            ("500MiB", Some(500 << 20)),
-            ("500MB", Some(500_000_000)),
-            ("1.5G", Some(3 << 29)),
-            (" 2T ", Some(2 << 40)),
-            ("10 GiB", Some(10 << 30)),
-            ("", None),
-            ("G", None),
-            ("-1", None),
-            ("5X", None),
-            ("5MiBs", None),
-            ("1e3", None),
-            ("1.2.3", None),
+            (
+                vec![("RECORDINGS_KEEP_FREE", "5G")],
+                Ok((Some(5 << 30), None)),
+            ),
+            (vec![("CLIPS_KEEP_FREE", "1G")], Ok((None, Some(1 << 30)))),
+            (
+                vec![("CLIPS_KEEP_FREE", "1G"), ("CLIPS_RESERVE", " 1G")],
+                Ok((None, Some(1 << 30))),
+            ),
+            (
+                vec![("CLIPS_KEEP_FREE", ""), ("CLIPS_RESERVE", "2G")],
+                Ok((None, Some(2 << 30))),
+            ),
+            (
+                vec![("RECORDINGS_KEEP_FREE", "lots")],
+                Err("RECORDINGS_RESERVE must be a size".to_owned()),
+            ),
+            (
+                vec![("RECORDINGS_KEEP_FREE", "5G"), ("RECORDINGS_RESERVE", "6G")],
+                Err(
+                    "RECORDINGS_RESERVE is \"6G\" and RECORDINGS_KEEP_FREE, its old name, \
+                     is \"5G\": keep only RECORDINGS_RESERVE"
+                        .to_owned(),
+                ),
+            ),
         ];
-        for (text, want) in table {
-            assert_eq!(parse_size(text), want, "{text:?}");
+        for (vars, want) in table {
+            let got = reserves(&vars);
+            match want {
+                Ok(want) => assert_eq!(got, Ok(want), "{vars:?}"),
+                Err(start) => assert!(
+                    got.as_ref().is_err_and(|e| e.starts_with(&start)),
+                    "{vars:?}: {got:?}"
+                ),
+            }
         }
     }
 
@@ -398,6 +410,7 @@ mod tests {
             ("RELAY_URL", "http://10.0.0.5:1984"),
             ("FFPROBE", "/opt/ffprobe"),
             ("CAMERA_CHECK_INTERVAL", "1m 30s"),
+            ("MAX_EVENTS", "2000"),
         ])
         .unwrap();
         assert_eq!(c.camera_check_interval, Duration::from_secs(90));
@@ -407,55 +420,123 @@ mod tests {
                 c.data_dir,
                 c.node_name.as_str(),
                 c.relay_url.as_str(),
-                c.ffprobe
+                c.ffprobe,
+                c.max_events
             ),
             (
                 0,
                 "/var/lib/nvr".into(),
                 "garage",
                 "http://10.0.0.5:1984",
-                "/opt/ffprobe".into()
+                "/opt/ffprobe".into(),
+                2000
             )
         );
+        assert_eq!(
+            log_level(|_| Some("debug".into())),
+            Ok(log::LevelFilter::Debug)
+        );
+        assert_eq!(log_level(|_| Some(" ".into())), Ok(log::LevelFilter::Info));
     }
 
     #[test]
     fn node_url() {
         let c = config(&[
             ("NODE_URL", "http://NVR.lan:8080/"),
-            ("ALLOWED_HOSTS", "a.lan"),
+            ("ALLOWED_HOSTS", "a.lan, B.lan"),
             ("DISCOVERY_INTERFACES", "eth0, wlan0,"),
         ])
         .unwrap();
         assert_eq!(c.node_url.as_deref(), Some("http://NVR.lan:8080"));
-        assert_eq!(c.allowed_hosts, ["a.lan", "nvr.lan"]);
+        assert_eq!(c.allowed_hosts, ["a.lan", "b.lan", "nvr.lan"]);
         assert_eq!(c.discovery_interfaces, ["eth0", "wlan0"]);
         assert_eq!(config(&[]).unwrap().node_url, None);
     }
 
     #[test]
-    fn bad_values() {
-        for vars in [
-            [("PORT", "http")],
-            [("PORT", "70000")],
-            [("RELAY_URL", "exec:x")],
-            [("CAMERA_CHECK_INTERVAL", "often")],
-            [("CAMERA_CHECK_INTERVAL", "10ms")],
-            [("LISTEN_ADDRESS", "localhost")],
-            [("MAX_EVENTS", "0")],
-            [("CLOUD_URL", "ftp://cloud")],
-            [("CLOUD_URL", "https://bücher.example")],
-            [("RELAY_URL", "http://relä:1984")],
-            [("RECORDINGS_MAX_BYTES", "lots")],
-            [("RECORDINGS_KEEP_FREE", "-5G")],
-            [("CLIPS_MAX_BYTES", "a lot")],
-            [("CLIPS_KEEP_FREE", "5Q")],
-            [("NODE_URL", "nvr.lan:8080")],
-            [("NODE_URL", "http://")],
-            [("NODE_URL", "http://u:p@nvr.lan")],
-            [("MQTT_URL", "tcp://broker")],
+    fn mqtt() {
+        assert!(config(&[]).unwrap().mqtt.is_none());
+        let c = config(&[("MQTT_URL", "mqtt://b")]).unwrap().mqtt.unwrap();
+        assert_eq!((c.user, c.password), (None, None));
+        assert_eq!(
+            (c.topic_prefix.as_str(), c.discovery_prefix.as_str()),
+            ("nvr", "homeassistant")
+        );
+        let dir = std::env::temp_dir().join(format!("nvr-mqtt-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("password");
+        std::fs::write(&file, "s3cret\n").unwrap();
+        let c = config(&[
+            ("MQTT_URL", "mqtts://b"),
+            ("MQTT_USER", "nvr"),
+            ("MQTT_PASSWORD_FILE", file.to_str().unwrap()),
+            ("MQTT_TOPIC_PREFIX", "home/nvr"),
+            ("MQTT_CA_FILE", "/etc/ca.pem"),
+        ])
+        .unwrap()
+        .mqtt
+        .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!((c.tls, c.host.as_str(), c.port), (true, "b", 8883));
+        assert_eq!(c.password.as_deref(), Some("s3cret"));
+        assert_eq!(c.topic_prefix, "home/nvr");
+        assert_eq!(c.ca_file, Some(PathBuf::from("/etc/ca.pem")));
+        for bad in [
+            vec![("MQTT_URL", "mqtt://b"), ("MQTT_PASSWORD", "p")],
+            vec![
+                ("MQTT_URL", "mqtt://b"),
+                ("MQTT_USER", "u"),
+                ("MQTT_PASSWORD", "p"),
+                ("MQTT_PASSWORD_FILE", "/x"),
+            ],
+            vec![
+                ("MQTT_URL", "mqtt://b"),
+                ("MQTT_USER", "u"),
+                ("MQTT_PASSWORD_FILE", "/nonexistent/x"),
+            ],
+            vec![("MQTT_URL", "mqtt://b"), ("MQTT_TOPIC_PREFIX", "nvr/#")],
+            vec![("MQTT_URL", "mqtt://b"), ("MQTT_TOPIC_PREFIX", "nvr/")],
+            vec![("MQTT_URL", "mqtt://b"), ("MQTT_DISCOVERY_PREFIX", "a//b")],
         ] {
-            assert!(config(&vars).is_err(), "{vars:?}");
+            assert!(config(&bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn bad_values() {
+        for (name, value) in [
+            ("PORT", "http"),
+            ("PORT", "70000"),
+            ("RELAY_URL", "exec:x"),
+            ("CAMERA_CHECK_INTERVAL", "often"),
+            ("CAMERA_CHECK_INTERVAL", "10ms"),
+            ("LISTEN_ADDRESS", "localhost"),
+            ("MAX_EVENTS", "0"),
+            ("CLOUD_URL", "ftp://cloud"),
+            ("CLOUD_URL", "https://bücher.example"),
+            ("RELAY_URL", "http://relä:1984"),
+            ("RECORDINGS_MAX_BYTES", "lots"),
+            ("RECORDINGS_RESERVE", "-5G"),
+            ("CLIPS_MAX_BYTES", "a lot"),
+            ("CLIPS_RESERVE", "5Q"),
+            ("NODE_URL", "nvr.lan:8080"),
+            ("NODE_URL", "http://"),
+            ("NODE_URL", "http://u:p@nvr.lan"),
+            ("MQTT_URL", "tcp://broker"),
+            ("MQTT_URL", "mqtt://nvr:s3cret@broker"),
+        ] {
+            let error = config(&[(name, value)]).err();
+            // The message names the variable and shows the value, unless
+            // it may hold a password.
+            let shown = format!("{value:?}");
+            assert!(
+                error
+                    .as_ref()
+                    .is_some_and(|e| e.starts_with(&format!("{name} must "))
+                        && e.contains(&shown) != value.contains('@')),
+                "{name}={value}: {error:?}"
+            );
+        }
+        assert!(log_level(|_| Some("loud".into())).is_err());
     }
 }

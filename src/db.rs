@@ -23,7 +23,7 @@ impl Db {
     }
 
     /// Runs `f` under the lock. Keep `f` short: no I/O beyond SQLite, no
-    /// waiting on anything (the design's rule 1).
+    /// waiting on anything (rule 1 of docs/design/recording-and-motion.md).
     pub fn run<T>(&self, f: impl FnOnce(&mut Store) -> store::Result<T>) -> Result<T, Error> {
         let mut store = lock(&self.store);
         let started = Instant::now();

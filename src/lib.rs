@@ -23,7 +23,9 @@
 //!    ONVIF), `classify`, `notices` and `config`.
 //! 8. The ground: `media` (ffmpeg and ffprobe as supervised children,
 //!    fMP4), `event`, `clock`, `workers`, `changes`, `link_state`, `mqtt`,
-//!    `relay`, `tls`, `sys` (the system calls std does not make), `lock`
+//!    `relay`, `retention` (which files go first, and how many bytes, when
+//!    recordings or clips must make room), `tls`, `sys` (the system calls
+//!    std does not make), `lock`
 //!    and `error`.
 //!
 //! The documents are in `docs/`; the design of recording and motion, whose
@@ -53,6 +55,7 @@ mod notices;
 mod properties;
 mod recording;
 mod relay;
+mod retention;
 #[cfg(test)]
 mod rng;
 mod store;

@@ -9,7 +9,7 @@ fn main() -> ExitCode {
     match std::env::args().nth(1).as_deref() {
         None => {}
         Some("--help" | "-h") => {
-            print!("{}", config::HELP);
+            print!("{}", config::help());
             return ExitCode::SUCCESS;
         }
         Some("--version" | "-V") => {
@@ -32,12 +32,7 @@ fn main() -> ExitCode {
 }
 
 fn start() -> Result<(), String> {
-    let level = std::env::var("LOG_LEVEL").ok();
-    let level = level
-        .as_deref()
-        .unwrap_or("info")
-        .parse()
-        .map_err(|_| format!("LOG_LEVEL must be error, warn, info or debug, not {level:?}"))?;
+    let level = config::log_level(|name| std::env::var(name).ok())?;
     simple_logger::SimpleLogger::new()
         .with_level(log::LevelFilter::Warn)
         .with_module_level("nvr_node", level)

@@ -2,7 +2,6 @@
 //! signal, and the recorders given their time to finish.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -13,6 +12,7 @@ use crate::cloud;
 use crate::config::Config;
 use crate::home_assistant;
 use crate::store::Store;
+use crate::sys::signal;
 use crate::web::server;
 use crate::web::static_files::Ui;
 
@@ -79,7 +79,7 @@ pub fn run(config: &Config) -> Result<(), String> {
         listener,
         app,
         Ui::new(config.www_dir.clone()),
-        stop_flag(),
+        signal::stop_flag(),
         stop_recorders,
     )
     .map_err(|e| format!("stopped accepting connections: {e}"))?;
@@ -108,20 +108,3 @@ fn exit_when_tiny_http_panics() {
 /// How long the recorders get to finish their last segments on SIGTERM:
 /// within the 5 s the node takes to stop.
 const STOP_RECORDERS: Duration = Duration::from_millis(4500);
-
-/// Set when SIGTERM or SIGINT arrives.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop_signal(_: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn stop_flag() -> &'static AtomicBool {
-    let handler: extern "C" fn(libc::c_int) = on_stop_signal;
-    for signal in [libc::SIGTERM, libc::SIGINT] {
-        // SAFETY: the handler only stores to an atomic.
-        unsafe { libc::signal(signal, handler as libc::sighandler_t) };
-    }
-    &STOP
-}

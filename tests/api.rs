@@ -904,6 +904,20 @@ fn help_version_and_bad_configuration() {
         .unwrap();
     assert_eq!(bad_port.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad_port.stderr).contains("PORT must be a number"));
+    // A reserve set by its new name and, to another value, by its old one:
+    // which one was meant is not guessed.
+    let both = Command::new(binary)
+        .env("RECORDINGS_RESERVE", "5G")
+        .env("RECORDINGS_KEEP_FREE", "1G")
+        .env("DATA_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&both.stderr);
+    assert!(
+        said.contains("RECORDINGS_RESERVE is \"5G\" and RECORDINGS_KEEP_FREE"),
+        "{said}"
+    );
 }
 
 #[test]

@@ -126,6 +126,21 @@ fn smoke_run(program: &str, args: &[&str], parts: &[&str]) {
     assert_eq!(report["parts"], serde_json::json!(parts), "{text}");
     assert!(report["machine"]["cpus"].is_u64(), "{text}");
     assert!(report["machine"]["kernel"].is_string(), "{text}");
+    assert!(report["machine"]["memory_mib"].is_u64(), "{text}");
+    assert!(report["machine"]["load_before"].is_array(), "{text}");
+    // Where and when: this checkout's commit, its changes, the date.
+    let commit = report["commit"].as_str().unwrap_or_default();
+    assert!(
+        commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{text}"
+    );
+    assert!(report["uncommitted"].is_array(), "{text}");
+    assert!(
+        report["date"]
+            .as_str()
+            .is_some_and(|d| d.ends_with("+00:00")),
+        "{text}"
+    );
     let mut wanted: Vec<&str> = PARTS
         .iter()
         .filter(|(name, _, _)| parts.contains(name))

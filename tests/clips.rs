@@ -1,5 +1,5 @@
 //! Events' clips, through the real node, the GStreamer test camera and
-//! ffmpeg: kept within their byte budget and their disk's free-space floor
+//! ffmpeg: kept within their byte budget and their disk's free-space reserve
 //! (a small tmpfs of the test's own), the oldest events going first with
 //! their files, clip files no event names counted and deleted first when
 //! room is needed (never at start), all of it in the log, in status and in
@@ -118,8 +118,8 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
     let camera = Camera::start();
     let data = TempDir::new("clips-budget");
     let recordings = data.path().join("recordings");
-    let no_floor = ("CLIPS_KEEP_FREE", "0");
-    let node = Node::start_recording(data.path(), &recordings, &[no_floor]);
+    let no_reserve = ("CLIPS_RESERVE", "0");
+    let node = Node::start_recording(data.path(), &recordings, &[no_reserve]);
     let id = add_camera(&node, &camera, "/main");
     let events = three_events(&node, &id);
     let sizes: Vec<u64> = events
@@ -163,7 +163,7 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
     std::fs::write(&stranger, b"mine").unwrap();
 
     // At start it is counted, and kept.
-    let node = Node::start_recording(data.path(), &recordings, &[no_floor]);
+    let node = Node::start_recording(data.path(), &recordings, &[no_reserve]);
     assert!(
         wait_for(Duration::from_secs(10), || storage(&node)["clipsBytes"]
             == total + orphan_bytes),
@@ -180,7 +180,7 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
     let node = Node::start_recording(
         data.path(),
         &recordings,
-        &[no_floor, ("CLIPS_MAX_BYTES", &budget_text)],
+        &[no_reserve, ("CLIPS_MAX_BYTES", &budget_text)],
     );
     // Its files go just after its row.
     assert!(
@@ -256,39 +256,58 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
         used <= budget,
         "{used} bytes of clips for a budget of {budget}"
     );
-    assert!(node.logs().matches("clips over their budget").count() >= 3);
+    // The node logs each deletion once it is done, so after the listing shows it.
+    assert!(
+        wait_for(Duration::from_secs(5), || node
+            .logs()
+            .matches("clips over their budget")
+            .count()
+            >= 3),
+        "the log does not say why three times"
+    );
 }
 
 #[test]
-fn a_clips_disk_under_its_floor_loses_its_oldest_events() {
+fn a_clips_disk_under_its_reserve_loses_its_oldest_events() {
     let camera = Camera::start();
     let disk = Tmpfs::new("64m");
-    let recordings = TempDir::new("clips-floor-recordings");
-    let floor: u64 = 16 << 20;
+    let recordings = TempDir::new("clips-reserve-recordings");
+    let reserve: u64 = 16 << 20;
+    // By its old name, as a settings file kept by an upgrade sets it.
     let node = Node::start_recording(
         disk.path(),
         recordings.path(),
         &[("CLIPS_KEEP_FREE", "16M")],
     );
+    assert!(
+        wait_for(Duration::from_secs(5), || node
+            .logs()
+            .contains("CLIPS_KEEP_FREE is the old name of CLIPS_RESERVE")),
+        "{}",
+        node.logs()
+    );
     let id = add_camera(&node, &camera, "/main");
     let events = three_events(&node, &id);
     let shown = storage(&node);
-    assert_eq!(shown["clipsReserveBytes"], floor, "{shown}");
+    assert_eq!(shown["clipsReserveBytes"], reserve, "{shown}");
     assert_eq!(
         shown["clipsTotalBytes"],
         64_u64 << 20,
         "another disk: {shown}"
     );
-    assert!(shown["clipsFreeBytes"].as_u64().unwrap() > floor, "{shown}");
+    assert!(
+        shown["clipsFreeBytes"].as_u64().unwrap() > reserve,
+        "{shown}"
+    );
     // No more segments (nor their rows in the database on that disk): only
     // the filler below changes its free space.
     node.patch_camera(&id, json!({ "record": false }));
     thread::sleep(Duration::from_secs(3));
     let oldest = bytes_on_disk(disk.path(), &id, &events[0]).unwrap();
 
-    // Another program fills the disk to half the oldest event short of the floor.
+    // Another program fills the disk to half the oldest event short of the reserve.
     let filler = disk.path().join("filler");
-    let wanted_free = floor - oldest / 2;
+    let wanted_free = reserve - oldest / 2;
     let fill = free_bytes(disk.path()) - wanted_free;
     let mut file = std::fs::File::create(&filler).unwrap();
     let block = vec![0u8; 1 << 20];
@@ -305,12 +324,12 @@ fn a_clips_disk_under_its_floor_loses_its_oldest_events() {
         wait_for(Duration::from_secs(75), || node
             .listed_event(&events[0])
             .is_none()),
-        "the oldest event outlived the floor: {} {}",
+        "the oldest event outlived the reserve: {} {}",
         storage(&node),
         node.get("/api/events").json()
     );
     eprintln!(
-        "the floor's deletion came {:?} after the disk filled",
+        "the reserve's deletion came {:?} after the disk filled",
         filled.elapsed()
     );
     assert_eq!(bytes_on_disk(disk.path(), &id, &events[0]), None);
@@ -322,15 +341,15 @@ fn a_clips_disk_under_its_floor_loses_its_oldest_events() {
         wait_for(Duration::from_secs(5), || {
             let logs = node.logs();
             logs.contains("deleted the 1 oldest events with their clips and thumbnails")
-                && logs.contains("free space under the floor")
+                && logs.contains("free space under the reserve")
         }),
         "the log does not say why"
     );
     let shown = storage(&node);
     let free = shown["clipsFreeBytes"].as_u64().unwrap();
     assert!(
-        free >= floor,
-        "{free} bytes free under a floor of {floor}: {shown}"
+        free >= reserve,
+        "{free} bytes free under a reserve of {reserve}: {shown}"
     );
 }
 
@@ -343,7 +362,7 @@ fn a_clips_disk_that_refuses_deletes_keeps_its_events_and_once_writable_loses_on
     // freed) first, also when an assertion fails.
     let disk = Ext4::at(&data.join("clips"), 32);
     let recordings = dir.path().join("recordings");
-    let keep = [("CLIPS_KEEP_FREE", "0")];
+    let keep = [("CLIPS_RESERVE", "0")];
     let node = Node::start_recording(&data, &recordings, &keep);
     let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
     let id = node.add_camera(json!({ "name": "Porch", "rtspUrl": url, "enabled": false }))["id"]
@@ -368,11 +387,11 @@ fn a_clips_disk_that_refuses_deletes_keeps_its_events_and_once_writable_loses_on
     drop(node);
 
     // The clips' disk goes read-only, and the node starts with less free
-    // space there than its floor: the rule asks for half the oldest event.
+    // space there than its reserve: the rule asks for half the oldest event.
     disk.remount("ro");
     let oldest = bytes_on_disk(&data, &id, &events[0]).unwrap();
-    let floor = (disk.free() + oldest / 2).to_string();
-    let node = Node::start_recording(&data, &recordings, &[("CLIPS_KEEP_FREE", &floor)]);
+    let reserve = (disk.free() + oldest / 2).to_string();
+    let node = Node::start_recording(&data, &recordings, &[("CLIPS_RESERVE", &reserve)]);
     let says_why = |s: &Value| {
         s["message"]
             .as_str()
@@ -397,7 +416,7 @@ fn a_clips_disk_that_refuses_deletes_keeps_its_events_and_once_writable_loses_on
             .listed_event(&events[0])
             .is_none()
             && bytes_on_disk(&data, &id, &events[0]).is_none()),
-        "the oldest event outlived the floor: {}",
+        "the oldest event outlived the reserve: {}",
         storage(&node)
     );
     for event in &events[1..] {
@@ -418,7 +437,7 @@ fn a_clips_disk_that_refuses_deletes_keeps_its_events_and_once_writable_loses_on
 fn a_posted_event_of_an_hour_gets_five_minutes_of_clip() {
     let data = TempDir::new("clips-hour");
     let recordings = data.path().join("recordings");
-    let keep = [("CLIPS_KEEP_FREE", "0")];
+    let keep = [("CLIPS_RESERVE", "0")];
     let node = Node::start_recording(data.path(), &recordings, &keep);
     let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
     let id = node.add_camera(json!({ "name": "Gate", "rtspUrl": url, "enabled": false }))["id"]
@@ -468,7 +487,7 @@ fn a_clip_waiting_for_its_recording_holds_up_no_other_cameras() {
     let camera = Camera::start();
     let data = TempDir::new("clips-waiting");
     let recordings = data.path().join("recordings");
-    let node = Node::start_recording(data.path(), &recordings, &[("CLIPS_KEEP_FREE", "0")]);
+    let node = Node::start_recording(data.path(), &recordings, &[("CLIPS_RESERVE", "0")]);
     let (slow, quick) = (
         add_camera(&node, &camera, "/main"),
         add_camera(&node, &camera, "/aac"),

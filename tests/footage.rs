@@ -425,16 +425,12 @@ fn after_a_crash_a_broken_ffprobe_neither_deletes_nor_cuts_a_segment() {
 fn a_database_gone_read_only_makes_retention_wait_not_spin() {
     let camera = Camera::start();
     let card = Ext4::new(64);
-    // The recordings on a small disk of their own, with a free-space floor
+    // The recordings on a small disk of their own, with a free-space reserve
     // the camera passes within a few segments: retention always has work,
     // and its deletions fail once the database cannot be written.
     let disk = common::Tmpfs::new("8m");
     let recordings = disk.path().join("recordings");
-    let node = Node::start_recording(
-        &card.mount,
-        &recordings,
-        &[("RECORDINGS_KEEP_FREE", "7400K")],
-    );
+    let node = Node::start_recording(&card.mount, &recordings, &[("RECORDINGS_RESERVE", "7400K")]);
     let created = node
         .add_camera(json!({ "name": "Shed", "rtspUrl": camera.url("", "/aac"), "detect": false }));
     let id = created["id"].as_str().unwrap().to_owned();
@@ -652,7 +648,7 @@ fn a_disk_that_refuses_deletes_keeps_rows_and_spans_and_once_writable_loses_only
     assert_eq!(all_files.len(), 6, "{all_files:?}");
     let reserve = disk.free() + rows[0].bytes + rows[1].bytes + rows[2].bytes / 2;
     let reserve = reserve.to_string();
-    let node = Node::start_recording(&data, &recordings, &[("RECORDINGS_KEEP_FREE", &reserve)]);
+    let node = Node::start_recording(&data, &recordings, &[("RECORDINGS_RESERVE", &reserve)]);
     let says_why = |s: &Value| {
         s["message"]
             .as_str()

@@ -198,7 +198,7 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
             ("PORT", &port),
             ("NODE_URL", &node_url),
             ("RECORDINGS_DIR", &recordings),
-            ("RECORDINGS_KEEP_FREE", "0"),
+            ("RECORDINGS_RESERVE", "0"),
             ("MQTT_URL", &mqtt_url),
             ("MQTT_USER", "nvr"),
             ("MQTT_PASSWORD", &broker.password),

@@ -1,6 +1,6 @@
 //! Installation on a board (`deploy/`): install.sh into a temporary DESTDIR
 //! (install, upgrade, uninstall, purge), the settings file against the
-//! variables the node really reads, the systemd unit (`systemd-analyze
+//! variables the node's --help lists, the systemd unit (`systemd-analyze
 //! verify`) and the init script: its commands, and a real supervised node
 //! started, killed, restarted and stopped from a copy of it with its paths
 //! moved into a temporary folder. With `--with-go2rtc`, the same for go2rtc
@@ -497,65 +497,37 @@ fn prefix_moves_the_program_and_the_paths_that_name_it() {
 
 // ---- the settings file ----
 
-/// Modules compiled only for tests (`#[cfg(test)] mod x;` in lib.rs).
-fn test_only_modules() -> BTreeSet<String> {
-    let lib = read(&repo().join("src/lib.rs"));
-    let lines: Vec<&str> = lib.lines().map(str::trim).collect();
-    lines
-        .windows(2)
-        .filter(|w| w[0] == "#[cfg(test)]")
-        .filter_map(|w| w[1].strip_prefix("mod ")?.strip_suffix(';'))
-        .map(|name| format!("{name}.rs"))
-        .collect()
-}
-
-/// The environment variables the node reads: every `var("NAME")` (the
-/// closure in config.rs, `std::env::var` in main.rs) or `var_os("NAME")` in
-/// src/, outside `#[cfg(test)]` code.
+/// The environment variables the node reads, as its `--help` lists them:
+/// both it and the settings file are made from src/config/table.rs, whose
+/// unit tests check that the node reads no other.
 fn variables_the_node_reads() -> BTreeSet<String> {
-    let skip = test_only_modules();
-    let mut files = vec![repo().join("src")];
-    let mut names = BTreeSet::new();
-    while let Some(path) = files.pop() {
-        if path.is_dir() {
-            files.extend(fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
-            continue;
-        }
-        let file_name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if !file_name.ends_with(".rs") || skip.contains(&file_name) {
-            continue;
-        }
-        let text = read(&path);
-        // Unit tests sit at the end of a file, in #[cfg(test)] mod tests.
-        let code = match text.find("#[cfg(test)]\nmod tests {") {
-            Some(at) => &text[..at],
-            None => &text,
-        };
-        for pattern in ["var(\"", "var_os(\""] {
-            for (at, _) in code.match_indices(pattern) {
-                let rest = &code[at + pattern.len()..];
-                let name = &rest[..rest.find('"').unwrap()];
-                if !name.is_empty()
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-                {
-                    names.insert(name.to_owned());
-                }
-            }
-        }
-    }
-    // The scan must find what is known to be there, or it proves nothing.
+    let help = Command::new(BINARY).arg("--help").run_ok();
+    // "  NAME        its help", or "  NAME" alone when the name is long.
+    let names: BTreeSet<String> = help
+        .stdout()
+        .lines()
+        .filter_map(|line| line.strip_prefix("  ")?.split(' ').next())
+        .filter(|name| {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        })
+        .map(str::to_owned)
+        .collect();
+    // The reading must find what is known to be there, or it proves nothing.
     for known in [
         "PORT",
         "DATA_DIR",
         "RELAY_URL",
         "LOG_LEVEL",
         "ALLOWED_HOSTS",
+        "MQTT_CA_FILE",
     ] {
         assert!(
             names.contains(known),
-            "the scan of src/ missed {known}: {names:?}"
+            "--help does not list {known}: {names:?}\n{}",
+            help.report()
         );
     }
     names

@@ -33,7 +33,7 @@ fn node_in(net: &TestNet, data: &TempDir, relay: &Go2rtc) -> Node {
     let recordings = data.path().join("recordings").display().to_string();
     let env = [
         ("RECORDINGS_DIR", recordings.as_str()),
-        ("RECORDINGS_KEEP_FREE", "0"),
+        ("RECORDINGS_RESERVE", "0"),
         ("CAMERA_CHECK_INTERVAL", "5s"),
     ];
     Node::start_in(net, data.path(), &relay.url(), &env)

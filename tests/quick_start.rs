@@ -4,7 +4,9 @@
 //! the classifier's model, and give a node that records, detects and
 //! classifies. It builds the release and classify profiles for this
 //! machine in `target/`, as a user's first run would (minutes the first
-//! time; nothing when they are up to date).
+//! time; nothing when they are up to date). The quick start's other
+//! command, the test command, runs this test: CI runs it as written, and
+//! a test here checks that CI's script holds it.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -21,17 +23,43 @@ use serde_json::{Value, json};
 /// Building both profiles from nothing on a loaded 2-core machine.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(40 * 60);
 
-/// The first indented (code) line of the README's "Quick start" section.
-fn run_command(readme: &str) -> String {
+/// The indented (code) lines of the README's "Quick start" section, in
+/// order: the commands a new user runs.
+fn quick_start_commands(readme: &str) -> Vec<String> {
     let section = readme
         .split("\n## ")
         .find(|s| s.starts_with("Quick start"))
         .expect("the README has a Quick start section");
-    let line = section
+    section
         .lines()
-        .find_map(|l| l.strip_prefix("    "))
-        .expect("the Quick start section shows a command");
-    line.trim().to_owned()
+        .filter_map(|l| l.strip_prefix("    "))
+        .map(|l| l.trim().to_owned())
+        .collect()
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap()
+}
+
+/// The quick start's commands after the first (the test command, which
+/// runs the test below among all the others) are each a line of CI's
+/// script, which runs on a clean clone from the repository's folder: so
+/// every command the quick start shows is run as written.
+#[test]
+fn ci_runs_the_quick_starts_other_commands_as_written() {
+    let ci = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/run"))
+        .expect("CI's script, .ci/run");
+    let commands = quick_start_commands(&readme());
+    assert!(
+        !commands.is_empty(),
+        "the Quick start section shows no command"
+    );
+    for command in &commands[1..] {
+        assert!(
+            ci.lines().any(|line| line.trim() == command),
+            "the quick start's {command:?} is not run as written by .ci/run:\n{ci}"
+        );
+    }
 }
 
 /// The command's process group (the builds, then the node), killed when
@@ -68,7 +96,10 @@ fn get(port: u16, path: &str) -> common::Response {
 #[test]
 fn the_readme_run_command_gives_a_node_that_classifies() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let command = run_command(&std::fs::read_to_string(root.join("README.md")).unwrap());
+    let command = quick_start_commands(&readme())
+        .into_iter()
+        .next()
+        .expect("the Quick start section shows a command");
     eprintln!("the README's run command: {command}");
     let data = TempDir::new("quick-start");
     let started = Instant::now();
@@ -96,7 +127,7 @@ fn the_readme_run_command_gives_a_node_that_classifies() {
         .env("LISTEN_ADDRESS", "127.0.0.1")
         // As the other tests: no relay, no free-space reserve on a test disk.
         .env("RELAY_URL", format!("http://127.0.0.1:{}", closed_port()))
-        .env("RECORDINGS_KEEP_FREE", "0")
+        .env("RECORDINGS_RESERVE", "0")
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -92,7 +92,7 @@ fn cameras_are_registered_and_removed() {
     assert!(puts.iter().all(|p| p.path == "/api/streams"));
     assert_eq!(puts[0].param("name"), Some(id.as_str()));
     assert_eq!(puts[1].param("src"), Some(sub.as_str()));
-    // go2rtc saves them in its file, passwords in clear (README: go2rtc beside it).
+    // go2rtc saves them in its file, passwords in clear (docs/install.md: go2rtc beside it).
     assert!(
         relay.config_text().contains(&sub_name),
         "{}",

@@ -22,7 +22,7 @@ export function syncClassify(prefix, installed) {
     $(`${prefix}-classify-hint`),
     installed
       ? 'Events become person, vehicle, animal or package, worked out on this node; an event of a kind left unticked stays motion.'
-      : 'The classifier is not installed on this node, so every event stays motion. The README says how to install it.',
+      : 'The classifier is not installed on this node, so every event stays motion. docs/install.md says how to install it.',
   );
 }
 

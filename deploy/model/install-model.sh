@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs the classifier's model into OUT_DIR: model.tflite, labels.txt,
-# LICENSE and SOURCE (README "Classifying what moved: the model").
+# LICENSE and SOURCE (docs/install.md, "The classifier and its model").
 # Usage: deploy/model/install-model.sh OUT_DIR
 #
 # The model is SSD MobileNetV2 trained on COCO, Google's quantised (uint8)

@@ -1,8 +1,8 @@
 """One-off measurement that chose the classifier's thresholds (not a test).
 
-Crops real photographs the way the node crops a moving region (README
-"Classifying what moved": a square 1.35 times the region's longer side, at
-least 300 px, moved into the frame, resampled to 300x300), runs them
+Crops real photographs the way the node crops a moving region
+(docs/design/classification.md: a square 1.35 times the region's longer
+side, at least 300 px, moved into the frame, resampled to 300x300), runs them
 through nvr-classify as the node does, and prints per set of crops how
 many pass each kind's threshold and the median score, then the scores of
 every crop to a JSON file for a closer look.

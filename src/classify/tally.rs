@@ -41,8 +41,9 @@ pub fn kind_of(label: &str) -> Option<Kind> {
 /// The score an object must reach to count as one of `kind`.
 pub fn threshold(kind: Kind) -> f32 {
     // Chosen on real photographs and footage cropped as the node crops
-    // (deploy/model/measure.py; the table in the README): the lowest that
-    // passes no kind where it is absent, with a margin.
+    // (deploy/model/measure.py; its table is in
+    // docs/design/classification.md): the lowest that passes no kind where
+    // it is absent, with a margin.
     match kind {
         Kind::Person => 0.5,
         Kind::Vehicle | Kind::Animal => 0.4,

@@ -14,11 +14,20 @@ use std::time::UNIX_EPOCH;
 use uuid::Uuid;
 
 use super::CLIPS;
-use super::retention::{Candidate, Doomed};
 
 /// Entries looked at, at most: the 10,000 events kept by default have
 /// 20,000 files.
 const MOST_ENTRIES: usize = 100_000;
+
+/// A clip file no event names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Orphan {
+    /// Relative to `DATA_DIR`.
+    pub path: String,
+    pub bytes: u64,
+    /// Its time of change, in ms since the epoch.
+    pub changed_ms: i64,
+}
 
 /// What a file in a camera's clips folder is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +68,7 @@ pub fn is_camera_folder(data_dir: &Path, folder: &Path) -> bool {
 /// The files of the node's layout under `data_dir/clips` that are not
 /// `named` (files relative to `data_dir`), oldest first by their time of
 /// change; deletes the half-written ones.
-pub fn find(data_dir: &Path, named: &[String]) -> Vec<Candidate> {
+pub fn find(data_dir: &Path, named: &[String]) -> Vec<Orphan> {
     let named: HashSet<&str> = named.iter().map(String::as_str).collect();
     let mut found = Vec::new();
     let mut seen = 0;
@@ -104,17 +113,17 @@ pub fn find(data_dir: &Path, named: &[String]) -> Vec<Candidate> {
                         .modified()
                         .ok()
                         .and_then(|t| t.duration_since(UNIX_EPOCH).ok());
-                    found.push(Candidate {
-                        at_ms: changed.map_or(0, |d| d.as_millis() as i64),
+                    found.push(Orphan {
+                        path: relative,
                         bytes: meta.len(),
-                        what: Doomed::File(relative),
+                        changed_ms: changed.map_or(0, |d| d.as_millis() as i64),
                     });
                 }
                 Kind::Stranger => {}
             }
         }
     }
-    found.sort_unstable_by_key(|c| c.at_ms);
+    found.sort_unstable_by_key(|o| o.changed_ms);
     found
 }
 
@@ -176,15 +185,15 @@ mod tests {
         let named_file = format!("{CLIPS}/{ID}/{named}.mp4");
 
         let found = find(&data, &[named_file, "clips/elsewhere.mp4".into()]);
-        let files: Vec<(&Doomed, u64)> = found.iter().map(|c| (&c.what, c.bytes)).collect();
+        let files: Vec<(&str, u64)> = found.iter().map(|o| (o.path.as_str(), o.bytes)).collect();
         assert_eq!(
             files,
             [
-                (&Doomed::File(format!("clips/{ID}/{old}.jpg")), 20),
-                (&Doomed::File(format!("clips/{ID}/{new}.mp4")), 30)
+                (format!("clips/{ID}/{old}.jpg").as_str(), 20),
+                (format!("clips/{ID}/{new}.mp4").as_str(), 30)
             ]
         );
-        assert!(found[0].at_ms < found[1].at_ms);
+        assert!(found[0].changed_ms < found[1].changed_ms);
         assert!(!part.exists(), "a half-written file is deleted");
         assert!(stranger.exists() && by_hand.exists(), "others' files stay");
         assert_eq!(found.len(), 2, "nothing else is counted");

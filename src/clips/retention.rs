@@ -1,10 +1,11 @@
 //! Retention of clips by space: the oldest events go, each with its clip
 //! and thumbnail, while events' files take more than their budget
 //! (`CLIPS_MAX_BYTES`) or their file system has less free space than its
-//! floor (`CLIPS_KEEP_FREE`, read with `statvfs`, so files that others write
+//! reserve (`CLIPS_RESERVE`, read with `statvfs`, so files that others write
 //! count too). Clip files that no event names count as well, and go oldest
 //! first by their time of change. It runs after each new clip and every
-//! minute. Deletion is in the order of the design's rule 2: rows to
+//! minute. Deletion is in the order of rule 2 of the design
+//! (docs/design/recording-and-motion.md): rows to
 //! tombstones in one transaction, then the files unlinked and their folder
 //! fsynced, then the tombstones dropped; a file that cannot be unlinked
 //! (for any reason but its being gone already) keeps its tombstone, and
@@ -14,62 +15,30 @@
 //! user's), and a batch that frees nothing ends the pass; the status says
 //! why.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fs;
-use std::io;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Instant;
 
 use uuid::Uuid;
 
-use super::{Inner, Storage, orphans};
+use super::orphans::{self, Orphan};
+use super::{Inner, Storage};
 use crate::error::Kind;
-use crate::recording::fewest_to_free;
-use crate::store::EventFiles;
+use crate::retention::{self, CLIPS, KEPT_FOR, Rule};
+use crate::store::{EventFiles, Tombstones};
 use crate::sys::filesystem::{self, Space};
 
-/// The floor when none is set: 512 MiB or 5 % of the file system, the
-/// larger; half the recordings' reserve (1 GiB or 10 %), so that on a disk
-/// they share the continuous recordings give way before the events' clips.
-const DEFAULT_FLOOR: u64 = 512 << 20;
 /// Events looked at per round.
 const BATCH: usize = 64;
 /// Tombstones unlinked per round, and events measured.
 const GARBAGE_BATCH: usize = 256;
-/// How long what could not be deleted is left out of the choices.
-const KEPT_FOR: Duration = Duration::from_secs(60);
 
-/// The free space to keep on a file system of `total` bytes.
-pub fn floor(configured: Option<u64>, total: u64) -> u64 {
-    configured.unwrap_or((total / 20).max(DEFAULT_FLOOR))
-}
-
-/// Why clips are deleted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rule {
-    Budget,
-    Floor,
-}
-
-impl Rule {
-    fn words(self) -> &'static str {
-        match self {
-            Rule::Budget => "clips over their budget",
-            Rule::Floor => "free space under the floor",
-        }
-    }
-}
-
-/// How many bytes of clips must go, and the rule that asks it: what they
-/// take over the budget, or what the free space is short of the floor,
-/// whichever is more. None: nothing must go.
-pub fn to_free(used: u64, budget: u64, free: Option<u64>, floor: u64) -> Option<(u64, Rule)> {
-    let over = used.saturating_sub(budget);
-    let short = free.map_or(0, |free| floor.saturating_sub(free));
-    match (over, short) {
-        (0, 0) => None,
-        (over, short) if over >= short => Some((over, Rule::Budget)),
-        (_, short) => Some((short, Rule::Floor)),
+/// The rule that deleted clips, as the log names it.
+fn words(rule: Rule) -> &'static str {
+    match rule {
+        Rule::Budget => "clips over their budget",
+        Rule::Reserve => "free space under the reserve",
     }
 }
 
@@ -89,6 +58,16 @@ pub struct Candidate {
     pub at_ms: i64,
     pub bytes: u64,
     pub what: Doomed,
+}
+
+impl From<Orphan> for Candidate {
+    fn from(file: Orphan) -> Candidate {
+        Candidate {
+            at_ms: file.changed_ms,
+            bytes: file.bytes,
+            what: Doomed::File(file.path),
+        }
+    }
 }
 
 impl From<EventFiles> for Candidate {
@@ -122,11 +101,6 @@ pub fn order(events: Vec<Candidate>, files: &[Candidate], all: bool) -> Vec<Cand
     order
 }
 
-/// Of the candidates in deletion order, the fewest that free `bytes`.
-pub fn choose(candidates: &[Candidate], bytes: u64) -> &[Candidate] {
-    fewest_to_free(candidates, bytes, |c| c.bytes)
-}
-
 /// The clips' retention, as the clip thread keeps it.
 pub(super) struct Retention {
     /// Clip files no event names, found at start, oldest first.
@@ -147,8 +121,11 @@ impl Retention {
         collect_garbage(inner);
         measure(inner);
         let dir = inner.settings.clips_dir();
-        let orphans = match inner.db.run(|s| s.event_files()) {
-            Ok(named) => orphans::find(&inner.settings.data_dir, &named),
+        let orphans: Vec<Candidate> = match inner.db.run(|s| s.event_files()) {
+            Ok(named) => orphans::find(&inner.settings.data_dir, &named)
+                .into_iter()
+                .map(Candidate::from)
+                .collect(),
             Err(_) => Vec::new(),
         };
         if !orphans.is_empty() {
@@ -167,7 +144,7 @@ impl Retention {
     }
 
     /// Deletes the oldest clips while they take more than their budget or
-    /// their disk has less free space than its floor.
+    /// their disk has less free space than its reserve.
     pub fn enforce(&mut self, inner: &Inner) {
         let settings = &inner.settings;
         let dir = settings.clips_dir();
@@ -181,8 +158,13 @@ impl Retention {
                 None
             }
         };
-        let floor = floor(settings.keep_free, space.map_or(0, |s| s.total));
-        let need = to_free(used, settings.max_bytes, space.map(|s| s.free), floor);
+        let reserve = retention::reserve(settings.reserve, space.map_or(0, |s| s.total), CLIPS);
+        let need = retention::to_free(
+            used,
+            Some(settings.max_bytes),
+            space.map(|s| s.free),
+            reserve,
+        );
         // Tombstones left by an earlier refusal are tried again.
         collect_garbage(inner);
         self.kept.retain(|_, since| since.elapsed() < KEPT_FOR);
@@ -249,7 +231,10 @@ impl Retention {
                 .cloned()
                 .collect();
             let candidates = order(events_in_order, &orphans, all);
-            let chosen = choose(&candidates, need - event_bytes - file_bytes);
+            let chosen =
+                retention::fewest_to_free(&candidates, need - event_bytes - file_bytes, |c| {
+                    c.bytes
+                });
             if chosen.is_empty() {
                 break;
             }
@@ -306,13 +291,13 @@ impl Retention {
         if events > 0 {
             log::info!(
                 "clips: deleted the {events} oldest events with their clips and thumbnails ({event_bytes} bytes): {}",
-                rule.words()
+                words(rule)
             );
         }
         if files > 0 {
             log::info!(
                 "clips: deleted the {files} oldest clip files that no event names ({file_bytes} bytes): {}",
-                rule.words()
+                words(rule)
             );
         }
         if let Some(why) = &refused {
@@ -333,7 +318,11 @@ impl Retention {
         inner.set_storage(Storage {
             used_bytes: used,
             budget_bytes: settings.max_bytes,
-            reserve_bytes: floor(settings.keep_free, space.map_or(0, |s| s.total)),
+            reserve_bytes: retention::reserve(
+                settings.reserve,
+                space.map_or(0, |s| s.total),
+                CLIPS,
+            ),
             disk: space.filter(|_| own_disk),
             message,
         });
@@ -372,7 +361,9 @@ fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<(u64, Option<String>)> {
         Ok(bytes) => {
             let (gone, refusal) = unlink(data_dir, &files);
             // A tombstone left on failure is dropped by a later collection.
-            let _ = inner.db.run(|s| s.forget_clip_garbage(&gone));
+            let _ = inner
+                .db
+                .run(|s| s.forget_tombstones(Tombstones::Clips, &gone));
             (bytes, gone, refusal)
         }
         Err(e)
@@ -404,7 +395,10 @@ fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<(u64, Option<String>)> {
 /// Unlinks the files of tombstones and drops the tombstones of those gone.
 pub(super) fn collect_garbage(inner: &Inner) {
     loop {
-        let Ok(paths) = inner.db.run(|s| s.clip_garbage(GARBAGE_BATCH)) else {
+        let Ok(paths) = inner
+            .db
+            .run(|s| s.tombstones(Tombstones::Clips, GARBAGE_BATCH))
+        else {
             return;
         };
         let gone = bury(inner, &paths);
@@ -421,41 +415,28 @@ pub(super) fn bury(inner: &Inner, paths: &[String]) -> usize {
         return 0;
     }
     let (gone, _) = unlink(&inner.settings.data_dir, paths);
-    if !gone.is_empty() && inner.db.run(|s| s.forget_clip_garbage(&gone)).is_err() {
+    if !gone.is_empty()
+        && inner
+            .db
+            .run(|s| s.forget_tombstones(Tombstones::Clips, &gone))
+            .is_err()
+    {
         return 0;
     }
     gone.len()
 }
 
-/// Unlinks files (relative to `data_dir`; a missing one is fine), makes
-/// that durable, and removes the camera folders it left empty. Returns the
-/// files that are gone, and why the first of the others is not.
+/// Unlinks clip files (relative to `data_dir`) durably (see
+/// [`filesystem::unlink_durably`]), and removes the camera folders it left
+/// empty. Returns the files that are gone, and why the first of the others
+/// is not.
 fn unlink(data_dir: &Path, paths: &[String]) -> (Vec<String>, Option<String>) {
-    let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut gone = Vec::new();
-    let mut refusal = None;
-    for path in paths {
-        let file = data_dir.join(path);
-        match fs::remove_file(&file) {
-            Ok(()) => gone.push(path.clone()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => gone.push(path.clone()),
-            Err(e) => {
-                log::warn!("cannot delete {}: {e}", file.display());
-                refusal.get_or_insert_with(|| format!("cannot delete {path}: {e}"));
-            }
-        }
-        if let Some(folder) = file.parent() {
-            folders.insert(folder.to_owned());
-        }
-    }
-    for folder in &folders {
-        let _ = filesystem::sync_dir(folder);
+    filesystem::unlink_durably(data_dir, paths, |folder| {
         if orphans::is_camera_folder(data_dir, folder) {
             // Only when empty: a clip may be written into it meanwhile.
             let _ = fs::remove_dir(folder);
         }
-    }
-    (gone, refusal)
+    })
 }
 
 /// Measures the files of events whose bytes are not known (from before the
@@ -491,38 +472,6 @@ fn measure(inner: &Inner) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const MIB: u64 = 1 << 20;
-
-    #[test]
-    fn floors() {
-        assert_eq!(floor(None, 15 << 30), 768 * MIB, "5 % of a 16 GB card");
-        assert_eq!(floor(None, 4 << 30), 512 * MIB, "512 MiB on a small disk");
-        assert_eq!(floor(Some(5), 15 << 30), 5);
-    }
-
-    #[test]
-    fn what_must_go_and_why() {
-        let table = [
-            // used, budget, free, floor -> bytes to free, rule
-            (100, 200, Some(50), 10, None),
-            (100, 200, None, 10, None),
-            (250, 200, Some(50), 10, Some((50, Rule::Budget))),
-            (250, 200, Some(5), 10, Some((50, Rule::Budget))),
-            (250, 200, Some(0), 60, Some((60, Rule::Floor))),
-            (100, 200, Some(0), 60, Some((60, Rule::Floor))),
-            (100, 0, Some(0), 0, Some((100, Rule::Budget))),
-        ];
-        for (used, budget, free, floor, want) in table {
-            assert_eq!(
-                to_free(used, budget, free, floor),
-                want,
-                "{used} {budget} {free:?} {floor}"
-            );
-        }
-        assert_eq!(Rule::Budget.words(), "clips over their budget");
-        assert_eq!(Rule::Floor.words(), "free space under the floor");
-    }
 
     fn event(at_ms: i64, bytes: u64) -> Candidate {
         Candidate {
@@ -578,17 +527,5 @@ mod tests {
         );
         assert_eq!(ages(&order(Vec::new(), &files, true)).len(), 4);
         assert!(order(Vec::new(), &files, false).is_empty());
-    }
-
-    #[test]
-    fn the_fewest_oldest_that_free_enough() {
-        let candidates = [file(0, 40), event(1, 30), event(2, 0), event(3, 10)];
-        let count = |bytes| choose(&candidates, bytes).len();
-        assert_eq!(count(0), 0);
-        assert_eq!(count(1), 1);
-        assert_eq!(count(40), 1);
-        assert_eq!(count(41), 2);
-        assert_eq!(count(71), 4, "an event without bytes goes on the way");
-        assert_eq!(count(1000), 4);
     }
 }

@@ -12,6 +12,9 @@ use std::os::unix::process::CommandExt;
 use std::process::{ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::sys::poll::{self, PollFd};
+use crate::sys::process::{Signal, die_with_spawning_thread, set_nonblocking, signal_group};
+
 /// How much of stderr is kept, from its end: enough for the last error lines.
 const STDERR_TAIL_BYTES: usize = 4096;
 /// The longest stdout line kept whole; a longer one is cut.
@@ -68,37 +71,17 @@ impl Child {
         if let Some(stdin) = &child.stdin {
             // Non-blocking, so a child that stops reading cannot hold us past
             // a deadline.
-            // SAFETY: fcntl on a descriptor we own, with no pointers.
-            unsafe {
-                let fd = stdin.as_raw_fd();
-                let flags = libc::fcntl(fd, libc::F_GETFL);
-                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-            }
+            set_nonblocking(stdin)?;
         }
         Ok(child)
     }
 
     fn start(command: &mut Command) -> io::Result<Child> {
-        let parent = std::process::id() as libc::pid_t;
         command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        // SAFETY: only async-signal-safe calls (prctl, getppid) run between
-        // fork and exec.
-        unsafe {
-            command.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                // The node died between fork and prctl: nobody will reap us.
-                if libc::getppid() != parent {
-                    return Err(io::Error::other("the parent exited"));
-                }
-                Ok(())
-            })
-        };
-        let mut process = command.spawn()?;
+        let mut process = die_with_spawning_thread(command).spawn()?;
         Ok(Child {
             stdin: process.stdin.take(),
             stdout: process.stdout.take(),
@@ -231,7 +214,7 @@ impl Child {
 
     /// Asks the child to finish (SIGTERM to its group); it may take a while.
     pub fn terminate(&self) {
-        self.signal(libc::SIGTERM);
+        self.signal(Signal::Terminate);
     }
 
     /// Waits for the exit until `deadline`; None if it is still running.
@@ -261,24 +244,23 @@ impl Child {
         if let Some(status) = self.exited {
             return status;
         }
-        self.signal(libc::SIGKILL);
-        let status = self.process.wait().unwrap_or_else(|_| {
-            use std::os::unix::process::ExitStatusExt;
-            ExitStatus::from_raw(libc::SIGKILL)
-        });
+        self.signal(Signal::Kill);
+        let status = self
+            .process
+            .wait()
+            .unwrap_or_else(|_| Signal::Kill.exit_status());
         self.exited = Some(status);
         status
     }
 
-    fn signal(&self, signal: libc::c_int) {
+    fn signal(&self, signal: Signal) {
         if self.exited.is_some() {
             return;
         }
         // The group's id is the child's pid (process_group(0)). While the
         // child is unreaped its pid cannot be reused, so this never hits a
         // stranger.
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(-(self.process.id() as libc::pid_t), signal) };
+        signal_group(self.process.id(), signal);
     }
 
     /// Returns the next complete line of `pending` (or what is left once
@@ -312,11 +294,7 @@ impl Child {
             .stdin
             .as_ref()
             .filter(|_| writing)
-            .map(|p| libc::pollfd {
-                fd: p.as_raw_fd(),
-                events: libc::POLLOUT,
-                revents: 0,
-            });
+            .map(PollFd::writable);
         let fds: Vec<(i32, bool)> = [
             self.stdout.as_ref().map(|p| (p.as_raw_fd(), true)),
             self.stderr.as_ref().map(|p| (p.as_raw_fd(), false)),
@@ -328,26 +306,20 @@ impl Child {
             std::thread::sleep(wait);
             return 0;
         }
-        let mut polls: Vec<libc::pollfd> = fds
+        let mut polls: Vec<PollFd> = fds
             .iter()
-            .map(|&(fd, _)| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
+            .map(|(fd, _)| PollFd::readable(fd))
             .chain(input)
             .collect();
-        let millis = wait.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-        // SAFETY: `polls` is a valid array of its length for the call.
-        let ready = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, millis) };
-        if ready <= 0 {
+        // Nothing ready, or interrupted: the callers loop to their deadlines.
+        let Ok(1..) = poll::poll(&mut polls, wait) else {
             return 0;
-        }
+        };
         let mut buf = [0u8; 8192];
         let mut taken = 0;
         // `zip` leaves out the stdin entry, last: it needs no reading.
         for (poll, &(_, is_stdout)) in polls.iter().zip(&fds) {
-            if poll.revents == 0 {
+            if !poll.ready() {
                 continue;
             }
             let read = if is_stdout {
@@ -392,6 +364,7 @@ impl Drop for Child {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::process::reap;
 
     fn sh(script: &str) -> Child {
         Child::spawn(Command::new("sh").args(["-c", script])).unwrap()
@@ -562,8 +535,6 @@ mod tests {
             !alive(pid)
         });
         assert!(gone, "sleep {pid} outlived the thread that started it");
-        // Reap it.
-        // SAFETY: waitpid on our own child.
-        unsafe { libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0) };
+        reap(pid);
     }
 }

@@ -1,6 +1,5 @@
-//! The MQTT settings from the environment: `MQTT_URL` (unset: MQTT is off),
-//! `MQTT_USER`, `MQTT_PASSWORD` or `MQTT_PASSWORD_FILE`, the two topic
-//! prefixes and `MQTT_CA_FILE`.
+//! The MQTT settings, and the parsers of the broker's address and the topic
+//! prefixes (the variables themselves are in the node's configuration).
 
 use std::path::PathBuf;
 
@@ -19,69 +18,29 @@ pub struct Config {
     pub ca_file: Option<PathBuf>,
 }
 
-/// Reads the settings through `var` (which gives a variable's value if set
-/// and not blank). None when `MQTT_URL` is unset.
-pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Config>, String> {
-    let Some(url) = var("MQTT_URL") else {
-        return Ok(None);
-    };
-    let (tls, host, port) = parse_url(url.trim())?;
-    let password = match (var("MQTT_PASSWORD"), var("MQTT_PASSWORD_FILE")) {
-        (Some(_), Some(_)) => {
-            return Err("set MQTT_PASSWORD or MQTT_PASSWORD_FILE, not both".into());
-        }
-        (Some(password), None) => Some(password),
-        (None, Some(file)) => Some(
-            std::fs::read_to_string(file.trim())
-                .map_err(|e| format!("cannot read MQTT_PASSWORD_FILE {file:?}: {e}"))?
-                .trim_end_matches(['\r', '\n'])
-                .to_owned(),
-        ),
-        (None, None) => None,
-    };
-    let user = var("MQTT_USER").map(|u| u.trim().to_owned());
-    if password.is_some() && user.is_none() {
-        return Err("MQTT_PASSWORD needs MQTT_USER".into());
-    }
-    Ok(Some(Config {
-        tls,
-        host,
-        port,
-        user,
-        password,
-        topic_prefix: prefix("MQTT_TOPIC_PREFIX", var("MQTT_TOPIC_PREFIX"), "nvr")?,
-        discovery_prefix: prefix(
-            "MQTT_DISCOVERY_PREFIX",
-            var("MQTT_DISCOVERY_PREFIX"),
-            "homeassistant",
-        )?,
-        ca_file: var("MQTT_CA_FILE").map(|f| PathBuf::from(f.trim())),
-    }))
-}
-
-/// `mqtt://host[:port]` or `mqtts://host[:port]` (an IPv6 address in brackets).
-fn parse_url(url: &str) -> Result<(bool, String, u16), String> {
-    let bad = |why: &str| format!("MQTT_URL {why}, like mqtt://broker.lan:1883, not {url:?}");
+/// `mqtt://host[:port]` or `mqtts://host[:port]` (an IPv6 address in
+/// brackets): TLS or not, the host, the port. The error goes after the
+/// variable's name.
+pub fn parse_url(url: &str) -> Result<(bool, String, u16), &'static str> {
+    let url = url.trim();
     let (tls, rest) = if let Some(rest) = url.strip_prefix("mqtts://") {
         (true, rest)
     } else if let Some(rest) = url.strip_prefix("mqtt://") {
         (false, rest)
     } else {
-        return Err(bad("must start with mqtt:// or mqtts://"));
+        return Err("must start with mqtt:// or mqtts://, like mqtt://broker.lan:1883");
     };
     let rest = rest.strip_suffix('/').unwrap_or(rest);
     if rest.contains('@') {
         // It would sit in the logs with the URL: the password has its own variable.
-        return Err(
-            "MQTT_URL must not carry a user or password: set MQTT_USER and MQTT_PASSWORD".into(),
-        );
+        return Err("must not carry a user or password: set MQTT_USER and MQTT_PASSWORD");
     }
     if rest.contains(['/', '?', '#']) || !rest.is_ascii() {
-        return Err(bad("must be a scheme, an ASCII host and a port only"));
+        return Err("must be a scheme, an ASCII host and a port only, like mqtt://broker.lan:1883");
     }
     let (host, port) = match rest.strip_prefix('[') {
         Some(v6) => {
-            let (host, after) = v6.split_once(']').ok_or_else(|| bad("has an unclosed ["))?;
+            let (host, after) = v6.split_once(']').ok_or("has an unclosed [")?;
             (host, after.strip_prefix(':'))
         }
         None => match rest.rsplit_once(':') {
@@ -90,7 +49,7 @@ fn parse_url(url: &str) -> Result<(bool, String, u16), String> {
         },
     };
     if host.is_empty() {
-        return Err(bad("needs a host"));
+        return Err("needs a host, like mqtt://broker.lan:1883");
     }
     let port = match port {
         None => {
@@ -104,21 +63,17 @@ fn parse_url(url: &str) -> Result<(bool, String, u16), String> {
             .parse()
             .ok()
             .filter(|p| *p > 0)
-            .ok_or_else(|| bad("has a bad port"))?,
+            .ok_or("has a bad port")?,
     };
     Ok((tls, host.to_owned(), port))
 }
 
 /// A topic prefix: one or more levels, with no wildcard and no empty level.
-fn prefix(name: &str, value: Option<String>, default: &str) -> Result<String, String> {
-    let Some(value) = value else {
-        return Ok(default.to_owned());
-    };
-    let value = value.trim();
+/// The error goes after the variable's name.
+pub fn topic_prefix(text: &str) -> Result<String, &'static str> {
+    let value = text.trim();
     if value.split('/').any(str::is_empty) || value.contains(['+', '#', '\0']) {
-        return Err(format!(
-            "{name} must be topic levels like {default} or home/{default}, without + # or empty levels, not {value:?}"
-        ));
+        return Err("must be topic levels like nvr or home/nvr, without + # or empty levels");
     }
     Ok(value.to_owned())
 }
@@ -126,14 +81,6 @@ fn prefix(name: &str, value: Option<String>, default: &str) -> Result<String, St
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn config(vars: &[(&str, &str)]) -> Result<Option<Config>, String> {
-        from_vars(|name| {
-            vars.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_string())
-        })
-    }
 
     #[test]
     fn urls() {
@@ -164,49 +111,10 @@ mod tests {
     }
 
     #[test]
-    fn settings() {
-        assert_eq!(config(&[]), Ok(None));
-        let c = config(&[("MQTT_URL", "mqtt://b")]).unwrap().unwrap();
-        assert_eq!((c.user, c.password), (None, None));
-        assert_eq!(
-            (c.topic_prefix.as_str(), c.discovery_prefix.as_str()),
-            ("nvr", "homeassistant")
-        );
-        let dir = std::env::temp_dir().join(format!("nvr-mqtt-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("password");
-        std::fs::write(&file, "s3cret\n").unwrap();
-        let c = config(&[
-            ("MQTT_URL", "mqtts://b"),
-            ("MQTT_USER", "nvr"),
-            ("MQTT_PASSWORD_FILE", file.to_str().unwrap()),
-            ("MQTT_TOPIC_PREFIX", "home/nvr"),
-            ("MQTT_CA_FILE", "/etc/ca.pem"),
-        ])
-        .unwrap()
-        .unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(c.password.as_deref(), Some("s3cret"));
-        assert_eq!(c.topic_prefix, "home/nvr");
-        assert_eq!(c.ca_file, Some(PathBuf::from("/etc/ca.pem")));
-        for bad in [
-            vec![("MQTT_URL", "mqtt://b"), ("MQTT_PASSWORD", "p")],
-            vec![
-                ("MQTT_URL", "mqtt://b"),
-                ("MQTT_USER", "u"),
-                ("MQTT_PASSWORD", "p"),
-                ("MQTT_PASSWORD_FILE", "/x"),
-            ],
-            vec![
-                ("MQTT_URL", "mqtt://b"),
-                ("MQTT_USER", "u"),
-                ("MQTT_PASSWORD_FILE", "/nonexistent/x"),
-            ],
-            vec![("MQTT_URL", "mqtt://b"), ("MQTT_TOPIC_PREFIX", "nvr/#")],
-            vec![("MQTT_URL", "mqtt://b"), ("MQTT_TOPIC_PREFIX", "nvr/")],
-            vec![("MQTT_URL", "mqtt://b"), ("MQTT_DISCOVERY_PREFIX", "a//b")],
-        ] {
-            assert!(config(&bad).is_err(), "{bad:?}");
+    fn topic_prefixes() {
+        assert_eq!(topic_prefix(" home/nvr "), Ok("home/nvr".to_owned()));
+        for bad in ["nvr/#", "nvr/", "a//b", "+", ""] {
+            assert!(topic_prefix(bad).is_err(), "{bad:?}");
         }
     }
 }

@@ -68,7 +68,7 @@ pub fn verdict(dir: &Path, known: &Known, marker: &Marker) -> Verdict {
         (Some(id), Marker::Present(found)) if found == id => Verdict::Ready,
         (Some(_), Marker::Present(_)) => Verdict::Refuse(format!(
             "the recordings disk is not this node's: {dir} holds the recordings of another node or \
-             installation; mount this node's disk there, or see the README (\"Moving the recordings\") \
+             installation; mount this node's disk there, or see docs/install.md (\"Moving the recordings\") \
              to use this one"
         )),
         (Some(_), Marker::NoFolder) => not_mounted(format!("{dir} does not exist")),

@@ -1,5 +1,6 @@
 //! Puts closed segment files in their place and in the index, in the order
-//! that survives a power cut (the design's rule 2): the file is fsynced,
+//! that survives a power cut (rule 2 of the design,
+//! docs/design/recording-and-motion.md): the file is fsynced,
 //! renamed into its hour folder, the folder fsynced, and only then the row
 //! written. Also files what a crash or a kill cut short, read with the
 //! node's own fMP4 reader (no child process that could be missing or slow):

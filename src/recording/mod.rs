@@ -46,7 +46,6 @@ use crate::store::Segment;
 use crate::workers::{self, Order};
 
 pub use playback::Clip;
-pub use retention::fewest_to_free;
 pub use settings::Settings;
 pub use spans::Span;
 pub use state::{RecorderState, State};

@@ -191,8 +191,8 @@ impl Recorder {
                 self.camera,
                 incoming.display()
             );
-            let ended = match e.raw_os_error() {
-                Some(libc::ENOSPC) => Ended::Failed(Failure::NoSpace),
+            let ended = match e.kind() {
+                std::io::ErrorKind::StorageFull => Ended::Failed(Failure::NoSpace),
                 _ => Ended::FolderUnwritable,
             };
             return (ended, false);

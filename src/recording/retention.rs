@@ -5,7 +5,8 @@
 //! count too). Segments an event's clip still needs go last. It runs after
 //! each new segment, every minute, and at once when ffmpeg runs out of
 //! space, and only while the recordings folder is this node's. Deletion is
-//! in the order of the design's rule 2: rows to tombstones, files unlinked,
+//! in the order of rule 2 of the design
+//! (docs/design/recording-and-motion.md): rows to tombstones, files unlinked,
 //! tombstones dropped; a file whose unlink failed gets its row back, and
 //! only bytes of files gone count as freed. A disk that refuses deletes
 //! (read-only, not the node's to change) or a database that cannot be
@@ -13,7 +14,7 @@
 //! and looks again after 10 s, doubling to 5 minutes: it never spins.
 //! The folders of deleted cameras are emptied here too.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -25,18 +26,15 @@ use super::files::{self, INCOMING};
 use super::filing;
 use super::{Clean, Shared, Storage, lock};
 use crate::error::{Error, Kind};
-use crate::store::Segment;
+use crate::retention::{self, KEPT_FOR, RECORDINGS};
+use crate::store::{Segment, Tombstones};
 use crate::sys::filesystem::{self, Space};
 
 const PERIOD: Duration = Duration::from_secs(60);
-/// The reserve when none is set: 1 GiB or 10 % of the file system, the larger.
-const DEFAULT_RESERVE: u64 = 1 << 30;
 /// Segments looked at per round.
 const BATCH: usize = 64;
 /// Tombstones unlinked per round.
 const GARBAGE_BATCH: usize = 256;
-/// How long a file that could not be unlinked is left out of the choices.
-const KEPT_FOR: Duration = Duration::from_secs(60);
 /// The first wait after a pass the database did not let finish, and the longest.
 const FIRST_BACKOFF: Duration = Duration::from_secs(10);
 const LAST_BACKOFF: Duration = Duration::from_secs(300);
@@ -141,11 +139,11 @@ fn warn_of_reserve(shared: &Shared, warned: bool) -> bool {
     let Ok(space) = filesystem::space(&shared.settings.dir) else {
         return false;
     };
-    let reserve = reserve(shared.settings.keep_free, space.total);
+    let reserve = retention::reserve(shared.settings.reserve, space.total, RECORDINGS);
     if reserve > space.total / 2 {
         log::warn!(
             "recordings: the free space to keep ({reserve} bytes) is more than half of the disk ({} bytes): \
-             little or nothing will be recorded; set RECORDINGS_KEEP_FREE",
+             little or nothing will be recorded; set RECORDINGS_RESERVE",
             space.total
         );
     }
@@ -165,45 +163,13 @@ fn pass(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), Erro
     enforce(shared, cleaner, urgent)
 }
 
-/// The free space to keep on a file system of `total` bytes.
-pub fn reserve(configured: Option<u64>, total: u64) -> u64 {
-    configured.unwrap_or((total / 10).max(DEFAULT_RESERVE))
-}
-
-/// How many bytes of recordings must go: what is over the budget, or what
-/// the free space is short of the reserve, whichever is more; when ffmpeg
-/// ran out of space, at least `headroom`.
-pub fn to_free(
-    used: u64,
-    budget: Option<u64>,
-    space: Space,
-    reserve: u64,
-    urgent: bool,
-    headroom: u64,
-) -> u64 {
-    let over_budget = budget.map_or(0, |b| used.saturating_sub(b));
-    let short = reserve.saturating_sub(space.free);
-    let needed = over_budget.max(short);
-    if urgent {
-        needed.max(headroom.min(used))
-    } else {
-        needed
-    }
-}
-
-/// Of the candidates in deletion order (segments, or events' clips), the
-/// fewest that free `bytes`, each `size` bytes.
-pub fn fewest_to_free<T>(candidates: &[T], bytes: u64, size: impl Fn(&T) -> u64) -> &[T] {
-    let mut freed = 0;
-    let count = candidates
-        .iter()
-        .take_while(|c| {
-            let more = freed < bytes;
-            freed += size(c);
-            more
-        })
-        .count();
-    &candidates[..count]
+/// How many bytes of recordings must go: what the budget or the reserve
+/// asks (either rule: the log names both), and at least `headroom` (room
+/// for a few segments when ffmpeg ran out of space; 0 otherwise), of what
+/// there is.
+fn to_free(used: u64, budget: Option<u64>, space: Space, reserve: u64, headroom: u64) -> u64 {
+    let asked = retention::to_free(used, budget, Some(space.free), reserve);
+    asked.map_or(0, |(bytes, _)| bytes).max(headroom.min(used))
 }
 
 fn enforce(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), Error> {
@@ -260,9 +226,9 @@ fn make_room(
             }
         };
         refresh(shared, Some(used), Some(space))?;
-        let reserve = reserve(settings.keep_free, space.total);
+        let reserve = retention::reserve(settings.reserve, space.total, RECORDINGS);
         let headroom = if urgent { headroom(shared, used)? } else { 0 };
-        let need = to_free(used, settings.max_bytes, space, reserve, urgent, headroom);
+        let need = to_free(used, settings.max_bytes, space, reserve, headroom);
         if need == 0 {
             return Ok(());
         }
@@ -289,7 +255,7 @@ fn make_room(
             .into_iter()
             .filter(|s| !skipped.contains(s.path.as_str()))
             .collect();
-        let chosen = fewest_to_free(&candidates, need, |s| s.bytes);
+        let chosen = retention::fewest_to_free(&candidates, need, |s| s.bytes);
         if chosen.is_empty() {
             if urgent {
                 log::warn!("recordings: the disk is full and there is no recording left to delete");
@@ -346,7 +312,7 @@ fn delete(
             let (gone_paths, refusal) = unlink(shared, &paths);
             let (gone, kept) = split(segments, &gone_paths);
             shared.db.run(|s| {
-                s.forget_garbage(&gone_paths)?;
+                s.forget_tombstones(Tombstones::Segments, &gone_paths)?;
                 s.restore_segments(&kept)
             })?;
             Ok((gone, refusal))
@@ -382,21 +348,25 @@ fn shares_disk(shared: &Shared) -> bool {
 /// those of files that could not be unlinked.
 pub(super) fn collect_garbage(shared: &Shared) -> Result<(), Error> {
     loop {
-        let paths = shared.db.run(|s| s.garbage(GARBAGE_BATCH))?;
+        let paths = shared
+            .db
+            .run(|s| s.tombstones(Tombstones::Segments, GARBAGE_BATCH))?;
         if paths.is_empty() {
             return Ok(());
         }
         let (gone, _) = unlink(shared, &paths);
-        shared.db.run(|s| s.forget_garbage(&gone))?;
+        shared
+            .db
+            .run(|s| s.forget_tombstones(Tombstones::Segments, &gone))?;
         if paths.len() < GARBAGE_BATCH || gone.len() < paths.len() {
             return Ok(());
         }
     }
 }
 
-/// Unlinks files (a missing one is fine), makes that durable, and removes
-/// the folders it left empty; playback forgets them at once. Returns the
-/// paths that are gone, and why the first of the others is not.
+/// Unlinks segments' files durably (see [`filesystem::unlink_durably`])
+/// and removes the folders it left empty; playback forgets them at once.
+/// Returns the paths that are gone, and why the first of the others is not.
 fn unlink(shared: &Shared, paths: &[String]) -> (Vec<String>, Option<String>) {
     let dir = &shared.settings.dir;
     let files: Vec<PathBuf> = paths.iter().map(|p| dir.join(p)).collect();
@@ -406,27 +376,7 @@ fn unlink(shared: &Shared, paths: &[String]) -> (Vec<String>, Option<String>) {
     shared
         .segments
         .forget_files(files.iter().map(PathBuf::as_path));
-    let mut gone = Vec::with_capacity(paths.len());
-    let mut refusal = None;
-    let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
-    for (path, file) in paths.iter().zip(&files) {
-        match std::fs::remove_file(file) {
-            Ok(()) => gone.push(path.clone()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => gone.push(path.clone()),
-            Err(e) => {
-                log::warn!("cannot delete {} (kept): {e}", file.display());
-                refusal.get_or_insert_with(|| format!("cannot delete {}: {e}", file.display()));
-            }
-        }
-        if let Some(folder) = file.parent() {
-            folders.insert(folder.to_owned());
-        }
-    }
-    for folder in &folders {
-        let _ = filesystem::sync_dir(folder);
-        files::remove_if_empty(folder);
-    }
-    (gone, refusal)
+    filesystem::unlink_durably(dir, paths, files::remove_if_empty)
 }
 
 /// Empties the folders of deleted cameras whose recorders have stopped: the
@@ -503,7 +453,11 @@ fn refresh(shared: &Shared, used: Option<u64>, space: Option<Space>) -> Result<(
         used_bytes: used,
         unclaimed_bytes: unclaimed,
         budget_bytes: shared.settings.max_bytes,
-        reserve_bytes: reserve(shared.settings.keep_free, space.map_or(0, |s| s.total)),
+        reserve_bytes: retention::reserve(
+            shared.settings.reserve,
+            space.map_or(0, |s| s.total),
+            RECORDINGS,
+        ),
         free_bytes: space.map(|s| s.free),
         total_bytes: space.map(|s| s.total),
         oldest_ms,
@@ -516,12 +470,6 @@ fn refresh(shared: &Shared, used: Option<u64>, space: Option<Space>) -> Result<(
 mod tests {
     use super::*;
 
-    const GIB: u64 = 1 << 30;
-
-    fn space(free: u64, total: u64) -> Space {
-        Space { free, total }
-    }
-
     #[test]
     fn backoff_doubles_to_five_minutes() {
         let secs: Vec<u64> = (1..=8).map(|n| backoff(n).as_secs()).collect();
@@ -530,57 +478,24 @@ mod tests {
     }
 
     #[test]
-    fn reserves() {
-        assert_eq!(reserve(None, 4 * GIB), GIB, "1 GiB on a small disk");
-        assert_eq!(reserve(None, 100 * GIB), 10 * GIB, "10 % on a large one");
-        assert_eq!(reserve(Some(5), 100 * GIB), 5);
-    }
-
-    #[test]
     fn what_must_go() {
         let table = [
-            // used, budget, free, reserve, urgent, headroom -> bytes to free
-            (100, None, 50, 10, false, 0, 0),
-            (100, Some(80), 50, 10, false, 0, 20),
-            (100, Some(80), 5, 10, false, 0, 20),
-            (100, Some(80), 0, 30, false, 0, 30),
-            (100, None, 0, 0, false, 0, 0),
-            (100, None, 0, 0, true, 24, 24),
-            (10, None, 0, 0, true, 24, 10),
-            (100, Some(80), 0, 0, true, 5, 20),
+            // used, budget, free, reserve, headroom -> bytes to free
+            (100, None, 50, 10, 0, 0),
+            (100, Some(80), 50, 10, 0, 20),
+            (100, Some(80), 0, 30, 0, 30),
+            (100, None, 0, 0, 24, 24),
+            (10, None, 0, 0, 24, 10),
+            (100, Some(80), 0, 0, 5, 20),
+            (100, None, 0, 30, 24, 30),
         ];
-        for (used, budget, free, reserve, urgent, headroom, want) in table {
+        for (used, budget, free, reserve, headroom, want) in table {
+            let space = Space { free, total: 1000 };
             assert_eq!(
-                to_free(used, budget, space(free, 1000), reserve, urgent, headroom),
+                to_free(used, budget, space, reserve, headroom),
                 want,
-                "{used} {budget:?} {free} {reserve} {urgent} {headroom}"
+                "{used} {budget:?} {free} {reserve} {headroom}"
             );
         }
-    }
-
-    #[test]
-    fn the_fewest_oldest_segments_that_free_enough() {
-        let segments: Vec<Segment> = [40, 30, 20, 10]
-            .iter()
-            .enumerate()
-            .map(|(i, bytes)| Segment {
-                camera_id: Uuid::nil(),
-                start_ms: i as i64,
-                end_ms: i as i64 + 1,
-                bytes: *bytes,
-                path: String::new(),
-            })
-            .collect();
-        let starts = |bytes| {
-            fewest_to_free(&segments, bytes, |s| s.bytes)
-                .iter()
-                .map(|s| s.start_ms)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(starts(0), Vec::<i64>::new());
-        assert_eq!(starts(1), vec![0]);
-        assert_eq!(starts(40), vec![0]);
-        assert_eq!(starts(41), vec![0, 1]);
-        assert_eq!(starts(1000), vec![0, 1, 2, 3]);
     }
 }

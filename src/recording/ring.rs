@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use crate::lock::lock;
 use crate::store::Segment;
+use crate::sys::filesystem;
 
 /// Segments kept beyond those pinned: a minute of 10 s segments.
 const KEPT: usize = 6;
@@ -25,8 +26,6 @@ const KEPT: usize = 6;
 /// minutes, and the clip of such an event loses its start (said in the log).
 const MAX_SPAN_MS: i64 = 6 * 60_000;
 const MAX_BYTES: u64 = 64 << 20;
-/// tmpfs's magic number in `statfs`'s `f_type`.
-const TMPFS_MAGIC: libc::c_long = 0x0102_1994;
 
 pub struct Ring {
     dir: PathBuf,
@@ -43,7 +42,7 @@ impl Ring {
     /// have theirs; what a previous run left in it is deleted.
     pub fn new(recordings: &Path) -> Ring {
         let shm = Path::new("/dev/shm");
-        let dir = if is_tmpfs(shm) {
+        let dir = if is_writable_tmpfs(shm) {
             let mut hasher = std::collections::hash_map::DefaultHasher::new();
             recordings
                 .canonicalize()
@@ -156,17 +155,8 @@ impl Ring {
     }
 }
 
-fn is_tmpfs(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: statfs writes only into `stats`; the path is NUL-terminated.
-    let mut stats: libc::statfs = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::statfs(c_path.as_ptr(), &mut stats) } == 0;
-    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
-    let tmpfs = ok && stats.f_type as libc::c_long == TMPFS_MAGIC;
-    tmpfs && fs::metadata(path).is_ok_and(|m| !m.permissions().readonly())
+fn is_writable_tmpfs(path: &Path) -> bool {
+    filesystem::is_tmpfs(path) && fs::metadata(path).is_ok_and(|m| !m.permissions().readonly())
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub ffmpeg: PathBuf,
     pub max_bytes: Option<u64>,
-    pub keep_free: Option<u64>,
+    /// The free space kept on their file system; None: the default reserve.
+    pub reserve: Option<u64>,
 }
 
 impl Settings {
@@ -21,7 +22,7 @@ impl Settings {
             data_dir: config.data_dir.clone(),
             ffmpeg: config.ffmpeg.clone(),
             max_bytes: config.recordings_max_bytes,
-            keep_free: config.recordings_keep_free,
+            reserve: config.recordings_reserve,
         }
     }
 }

@@ -312,23 +312,6 @@ impl Store {
         Ok(files)
     }
 
-    /// Up to `limit` files of deleted events still to unlink.
-    pub fn clip_garbage(&self, limit: usize) -> Result<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT path FROM clip_garbage LIMIT ?1")?;
-        stmt.query_map([limit as i64], |r| r.get(0))?.collect()
-    }
-
-    /// Drops the tombstones of files that are unlinked.
-    pub fn forget_clip_garbage(&mut self, paths: &[String]) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        for path in paths {
-            tx.execute("DELETE FROM clip_garbage WHERE path = ?1", [path])?;
-        }
-        tx.commit()
-    }
-
     /// Every file an event names (clips and thumbnails), and every file
     /// waiting under a tombstone.
     pub fn event_files(&self) -> Result<Vec<String>> {
@@ -412,6 +395,7 @@ pub(super) fn tombstone_events_where(
 
 #[cfg(test)]
 mod tests {
+    use super::super::Tombstones::Clips;
     use super::super::test_support::{camera, temp_dir};
     use super::*;
 
@@ -457,7 +441,7 @@ mod tests {
             30,
             "the dropped clips' bytes went"
         );
-        let mut garbage = store.clip_garbage(10).unwrap();
+        let mut garbage = store.tombstones(Clips, 10).unwrap();
         garbage.sort();
         assert_eq!(garbage, ["clips/1.mp4", "clips/3.mp4"], "as tombstones");
         let all: Vec<i64> = store
@@ -578,7 +562,7 @@ mod tests {
         assert_eq!(store.next_clip_to_upload().unwrap(), None);
         let (_, clips) = store.delete_camera(cam.id).unwrap().unwrap();
         assert_eq!(clips, vec!["a.mp4".to_owned()]);
-        assert_eq!(store.clip_garbage(10).unwrap(), ["a.mp4"]);
+        assert_eq!(store.tombstones(Clips, 10).unwrap(), ["a.mp4"]);
         assert_eq!(store.event_bytes().unwrap(), 0);
         assert!(
             store.recent_events(50).unwrap().is_empty(),
@@ -644,7 +628,7 @@ mod tests {
         assert_eq!(store.tombstone_events(&[b.id, a.id]).unwrap(), 255);
         assert_eq!(store.event_bytes().unwrap(), 40);
         assert!(store.event(a.id).unwrap().is_none(), "the event goes too");
-        let mut garbage = store.clip_garbage(10).unwrap();
+        let mut garbage = store.tombstones(Clips, 10).unwrap();
         garbage.sort();
         assert_eq!(garbage, ["clips/x/a.jpg", "clips/x/a.mp4", "clips/x/b.mp4"]);
         let mut named = store.event_files().unwrap();
@@ -659,8 +643,8 @@ mod tests {
             ],
             "files named by events and by tombstones"
         );
-        store.forget_clip_garbage(&garbage[..2]).unwrap();
-        assert_eq!(store.clip_garbage(10).unwrap(), ["clips/x/b.mp4"]);
+        store.forget_tombstones(Clips, &garbage[..2]).unwrap();
+        assert_eq!(store.tombstones(Clips, 10).unwrap(), ["clips/x/b.mp4"]);
         drop(store);
         // The count survives a reopen, read afresh.
         let store = Store::open(&dir).unwrap();

@@ -1,5 +1,6 @@
 //! The node's SQLite database: schema versions and upgrades, and one file
-//! per table group (cameras, events, recorded segments, the node's identity).
+//! per table group (cameras, events, recorded segments, the tombstones of
+//! deleted footage, the node's identity).
 //! Knows nothing of HTTP.
 
 mod busy;
@@ -7,6 +8,7 @@ mod cameras;
 mod events;
 mod node;
 mod segments;
+mod tombstones;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -21,6 +23,7 @@ use crate::cameras::camera::Camera;
 pub use events::EventFiles;
 pub use node::Identity;
 pub use segments::Segment;
+pub use tombstones::Tombstones;
 
 pub type Result<T> = rusqlite::Result<T>;
 

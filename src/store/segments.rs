@@ -272,7 +272,7 @@ impl Store {
     }
 
     /// Turns segments into tombstones, in one transaction: their rows go,
-    /// their files are listed for [`Store::garbage`]. Returns the bytes freed.
+    /// their files are listed for [`Store::tombstones`]. Returns the bytes freed.
     pub fn tombstone_segments(&mut self, segments: &[Segment]) -> Result<u64> {
         let tx = self.conn.transaction()?;
         let mut freed = Vec::with_capacity(segments.len());
@@ -350,23 +350,6 @@ impl Store {
         Ok(())
     }
 
-    /// Up to `limit` files of deleted segments still to unlink.
-    pub fn garbage(&self, limit: usize) -> Result<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT path FROM segment_garbage LIMIT ?1")?;
-        stmt.query_map([limit as i64], |r| r.get(0))?.collect()
-    }
-
-    /// Drops the tombstones of files that are unlinked.
-    pub fn forget_garbage(&mut self, paths: &[String]) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        for path in paths {
-            tx.execute("DELETE FROM segment_garbage WHERE path = ?1", [path])?;
-        }
-        tx.commit()
-    }
-
     /// The cameras deleted whose recordings folder may still hold files.
     pub fn deleted_cameras(&self) -> Result<Vec<Uuid>> {
         let mut stmt = self.conn.prepare_cached("SELECT id FROM camera_garbage")?;
@@ -421,6 +404,7 @@ pub(super) fn tombstone_where(
 
 #[cfg(test)]
 mod tests {
+    use super::super::Tombstones::Segments;
     use super::super::test_support::{camera, temp_dir};
     use super::*;
     use crate::event::Event;
@@ -570,7 +554,7 @@ mod tests {
         let doomed = store.segments_to_delete(2).unwrap();
         assert_eq!(store.tombstone_segments(&doomed).unwrap(), 20);
         assert_eq!(store.segment_bytes().unwrap(), 30);
-        let mut garbage = store.garbage(10).unwrap();
+        let mut garbage = store.tombstones(Segments, 10).unwrap();
         garbage.sort();
         let mut want: Vec<String> = doomed.iter().map(|s| s.path.clone()).collect();
         want.sort();
@@ -585,17 +569,17 @@ mod tests {
         let stayed = doomed[..1].to_vec();
         store.restore_segments(&stayed).unwrap();
         assert_eq!(store.segment_bytes().unwrap(), 40);
-        assert_eq!(store.garbage(10).unwrap().len(), 1);
+        assert_eq!(store.tombstones(Segments, 10).unwrap().len(), 1);
         assert_eq!(store.segments_to_delete(1).unwrap(), stayed);
         store.tombstone_segments(&stayed).unwrap();
-        store.forget_garbage(&garbage).unwrap();
-        assert!(store.garbage(10).unwrap().is_empty());
+        store.forget_tombstones(Segments, &garbage).unwrap();
+        assert!(store.tombstones(Segments, 10).unwrap().is_empty());
 
         // Rows whose files are gone go without tombstones.
         let first = store.segments_between(a.id, 0, 1).unwrap();
         store.forget_segments(&first).unwrap();
         assert_eq!(store.segment_bytes().unwrap(), 20);
-        assert!(store.garbage(10).unwrap().is_empty());
+        assert!(store.tombstones(Segments, 10).unwrap().is_empty());
 
         // Deleting a camera turns all its segments into tombstones, and its
         // folder is to be emptied.
@@ -603,7 +587,7 @@ mod tests {
         store.delete_camera(a.id).unwrap().unwrap();
         assert_eq!(store.segment_count().unwrap(), 0);
         assert_eq!(store.segment_bytes().unwrap(), 0);
-        assert_eq!(store.garbage(10).unwrap().len(), 2);
+        assert_eq!(store.tombstones(Segments, 10).unwrap().len(), 2);
         assert_eq!(store.deleted_cameras().unwrap(), vec![a.id]);
         store.forget_deleted_camera(a.id).unwrap();
         assert!(store.deleted_cameras().unwrap().is_empty());
@@ -611,7 +595,7 @@ mod tests {
         // The count survives a reopen, read afresh.
         let store = Store::open(&dir).unwrap();
         assert_eq!(store.segment_bytes().unwrap(), 0);
-        assert_eq!(store.garbage(10).unwrap().len(), 2);
+        assert_eq!(store.tombstones(Segments, 10).unwrap().len(), 2);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

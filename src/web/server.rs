@@ -4,7 +4,6 @@
 
 use std::io::{self, Read};
 use std::net::{IpAddr, TcpListener};
-use std::os::fd::AsRawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -15,6 +14,7 @@ use tiny_http::{Limits, Request, Server};
 
 use crate::app::App;
 use crate::error::{Error, Kind};
+use crate::sys::{net, process};
 use crate::web::api;
 use crate::web::guard;
 use crate::web::reply::Reply;
@@ -31,7 +31,7 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// Connections the kernel may queue before the node accepts them (capped by
 /// `net.core.somaxconn`).
-const LISTEN_BACKLOG: libc::c_int = 1024;
+const LISTEN_BACKLOG: i32 = 1024;
 
 /// How long a client may leave a response unread.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -66,44 +66,12 @@ pub const LIMITS: Limits = Limits {
 /// `accept`, and tiny_http's accept loop with it.)
 pub fn bind(address: IpAddr, port: u16) -> io::Result<TcpListener> {
     let listener = TcpListener::bind((address, port))?;
-    let one: libc::c_int = 1;
-    set_option(&listener, libc::IPPROTO_TCP, libc::TCP_NODELAY, &one)?;
-    let timeout = libc::timeval {
-        tv_sec: SEND_TIMEOUT.as_secs() as _,
-        tv_usec: 0,
-    };
-
-    set_option(&listener, libc::SOL_SOCKET, libc::SO_SNDTIMEO, &timeout)?;
+    net::set_no_delay(&listener)?;
+    net::set_send_timeout(&listener, SEND_TIMEOUT)?;
     // std listens with a backlog of 128; past it Linux drops the handshake's
     // last ACK and a burst of clients waits a second or more for a retry.
-    // SAFETY: a valid listening socket; listen again only resizes its queue.
-    if unsafe { libc::listen(listener.as_raw_fd(), LISTEN_BACKLOG) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    net::set_backlog(&listener, LISTEN_BACKLOG)?;
     Ok(listener)
-}
-
-fn set_option<T>(
-    listener: &TcpListener,
-    level: libc::c_int,
-    name: libc::c_int,
-    value: &T,
-) -> io::Result<()> {
-    // SAFETY: a valid socket, and an option value that lives across the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            listener.as_raw_fd(),
-            level,
-            name,
-            (value as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 /// Open files the node asks for: each connection takes two descriptors
@@ -112,35 +80,20 @@ fn set_option<T>(
 /// while the usual soft limit is 1,024 (its hard limit 4,096, or 524,288
 /// under systemd). No more than this, for children that close every
 /// descriptor up to the limit.
-const OPEN_FILES: libc::rlim_t = 4096;
+const OPEN_FILES: u64 = 4096;
 
 /// Raises the soft limit of open files towards [`OPEN_FILES`], as far as the
 /// hard limit allows; says so when that leaves too few for
 /// [`MAX_CONNECTIONS`] (the node then runs out, and exits to be restarted,
 /// before it answers 503).
 fn allow_open_files() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+    let Ok(open_files) = process::raise_open_files(OPEN_FILES) else {
+        return;
     };
-    // SAFETY: getrlimit and setrlimit with a valid struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-            return;
-        }
-        let wanted = OPEN_FILES.min(limit.rlim_max);
-        if limit.rlim_cur < wanted {
-            limit.rlim_cur = wanted;
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
-                libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
-            }
-        }
-    }
-    let needed = 2 * MAX_CONNECTIONS as libc::rlim_t + 256;
-    if limit.rlim_cur < needed {
+    let needed = 2 * MAX_CONNECTIONS as u64 + 256;
+    if open_files < needed {
         log::warn!(
-            "open files are limited to {} (ulimit -n); {MAX_CONNECTIONS} connections need about {needed}",
-            limit.rlim_cur
+            "open files are limited to {open_files} (ulimit -n); {MAX_CONNECTIONS} connections need about {needed}"
         );
     }
 }

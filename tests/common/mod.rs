@@ -322,7 +322,7 @@ impl Node {
         let recordings = recordings.display().to_string();
         let mut vars = vec![
             ("RECORDINGS_DIR", recordings.as_str()),
-            ("RECORDINGS_KEEP_FREE", "0"),
+            ("RECORDINGS_RESERVE", "0"),
         ];
         vars.extend_from_slice(env);
         Node::start(data, &relay, &vars)

@@ -3,7 +3,7 @@
 //! `nvr-classify MODEL_DIR` loads `MODEL_DIR/model.tflite` and
 //! `MODEL_DIR/labels.txt`, prints `ready`, then answers records on stdin:
 //! a line `<id> <width> <height>` (300 and 300) and width*height*3 bytes of
-//! RGB, with one JSON line on stdout (README "Classifying what moved").
+//! RGB, with one JSON line on stdout (docs/design/classification.md).
 //! Strict on purpose: a header line is bounded, a payload is read to the
 //! exact byte, and a stream it can no longer follow ends the process.
 

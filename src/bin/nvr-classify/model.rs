@@ -32,8 +32,8 @@ impl Model {
     /// Loads and optimises the model; errors name what did not fit.
     pub fn load(path: &Path) -> TractResult<Model> {
         // Dequantised: tract's quantised convolutions run over ten
-        // times slower than its float ones (README "Classifying what moved:
-        // the model").
+        // times slower than its float ones (docs/design/classification.md,
+        // "How it runs: dequantised, in float").
         let model = tract_tflite::tflite()
             .with_outputs(&OUTPUTS)
             .dequantized()

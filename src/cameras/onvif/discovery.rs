@@ -2,12 +2,13 @@
 //! chosen interface, and the ProbeMatches that answer it.
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use super::auth::{escape, random};
 use super::soap::SOAP_ENVELOPE;
 use super::xml::{self, Element};
+use crate::sys::net;
+use crate::sys::poll::{PollFd, poll};
 
 const WSA: &str = "http://schemas.xmlsoap.org/ws/2004/08/addressing";
 const WSD: &str = "http://schemas.xmlsoap.org/ws/2005/04/discovery";
@@ -57,38 +58,12 @@ pub struct Discovery {
 /// those named in `only` when it is not empty.
 pub fn interfaces(only: &[String]) -> Vec<Interface> {
     let mut found = Vec::new();
-    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills `list` with a linked list freed below; each
-    // entry's name is a C string, and its address, when not null, a sockaddr
-    // whose family says its type.
-    unsafe {
-        if libc::getifaddrs(&mut list) != 0 {
-            return found;
+    for (name, address) in net::ipv4_interfaces().unwrap_or_default() {
+        if only.is_empty() || only.contains(&name) {
+            // Inserted in order: no sort code for a handful of entries.
+            let at = found.partition_point(|i: &Interface| (&i.name, i.address) < (&name, address));
+            found.insert(at, Interface { name, address });
         }
-        let mut entry = list;
-        while let Some(e) = entry.as_ref() {
-            entry = e.ifa_next;
-            let flags = e.ifa_flags as libc::c_int;
-            if e.ifa_addr.is_null()
-                || (*e.ifa_addr).sa_family as libc::c_int != libc::AF_INET
-                || flags & libc::IFF_UP == 0
-                || flags & libc::IFF_LOOPBACK != 0
-            {
-                continue;
-            }
-            let sin = &*(e.ifa_addr as *const libc::sockaddr_in);
-            let name = std::ffi::CStr::from_ptr(e.ifa_name)
-                .to_string_lossy()
-                .into_owned();
-            if only.is_empty() || only.contains(&name) {
-                let address = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
-                // Inserted in order: no sort code for a handful of entries.
-                let at =
-                    found.partition_point(|i: &Interface| (&i.name, i.address) < (&name, address));
-                found.insert(at, Interface { name, address });
-            }
-        }
-        libc::freeifaddrs(list);
     }
     found
 }
@@ -150,32 +125,21 @@ pub fn discover(interfaces: &[Interface], listen: Duration) -> Discovery {
 fn gather(sockets: &[UdpSocket], id: &str, listen: Duration, discovery: &mut Discovery) {
     let deadline = Instant::now() + listen;
     let mut buffer = vec![0; MAX_DATAGRAM + 1];
-    let mut polled: Vec<libc::pollfd> = sockets
-        .iter()
-        .map(|s| libc::pollfd {
-            fd: s.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+    let mut polled: Vec<PollFd> = sockets.iter().map(PollFd::readable).collect();
     while !sockets.is_empty() {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             break;
         }
-        let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-        // SAFETY: `polled` is a live array of pollfd of the length given.
-        if unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, ms) } < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            break;
+        match poll(&mut polled, left) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+            Ok(_) => {}
         }
-        for (socket, p) in sockets.iter().zip(polled.iter_mut()) {
-            if p.revents == 0 {
+        for (socket, p) in sockets.iter().zip(&polled) {
+            if !p.ready() {
                 continue;
             }
-            p.revents = 0;
             let Ok((length, SocketAddr::V4(from))) = socket.recv_from(&mut buffer) else {
                 continue;
             };
@@ -192,22 +156,7 @@ fn gather(sockets: &[UdpSocket], id: &str, listen: Duration, discovery: &mut Dis
 /// group through that interface only.
 fn probe_from(address: Ipv4Addr, message: &str) -> std::io::Result<UdpSocket> {
     let socket = UdpSocket::bind((address, 0))?;
-    let interface = libc::in_addr {
-        s_addr: u32::from(address).to_be(),
-    };
-    // SAFETY: setsockopt reads an in_addr of the size given.
-    let set = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_MULTICAST_IF,
-            &interface as *const libc::in_addr as *const libc::c_void,
-            std::mem::size_of::<libc::in_addr>() as libc::socklen_t,
-        )
-    };
-    if set != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    net::set_multicast_interface(&socket, address)?;
     // The probe stays on the link, and this node hears no echo of it.
     socket.set_multicast_ttl_v4(1)?;
     socket.set_multicast_loop_v4(false)?;

@@ -18,6 +18,7 @@ use super::{
     SAMPLE_SIZE,
 };
 use crate::rng::Rng;
+use crate::sys::harness::{thread_cpu_time, write_stderr};
 
 /// A segment written by the recorder's ffmpeg command (testdata/README.md).
 pub const SEGMENT: &[u8] = include_bytes!("../testdata/segment.mp4");
@@ -430,11 +431,11 @@ pub fn run(
             let bytes = case.apply(SEGMENT);
             let _ = tx.send(Report::Started(case.what.clone()));
             let limit = bound(bytes.len());
-            let started = cpu_time();
+            let started = thread_cpu_time();
             let (outcome, peak) = measured(&case.what, || {
                 catch_unwind(AssertUnwindSafe(|| check(&bytes)))
             });
-            let spent = cpu_time().saturating_sub(started);
+            let spent = thread_cpu_time().saturating_sub(started);
             summary.slowest = summary.slowest.max(spent);
             summary.peak = summary.peak.max(peak);
             let failure = match outcome {
@@ -468,17 +469,6 @@ pub fn run(
         failures.join("\n")
     );
     summary
-}
-
-/// The CPU time this thread has taken.
-fn cpu_time() -> Duration {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a timespec to write to; this clock exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 fn message(panic: &(dyn std::any::Any + Send)) -> &str {
@@ -531,13 +521,13 @@ fn refused(size: usize) -> bool {
     let Ok(Some((label, len))) = CASE.try_with(Cell::get) else {
         return false;
     };
-    let prefix = b"\nfmp4 mutations: allocation refused for the case ";
     // SAFETY: the label outlives `measured`, which clears CASE before it returns.
-    unsafe {
-        libc::write(2, prefix.as_ptr().cast(), prefix.len());
-        libc::write(2, label.cast(), len);
-        libc::write(2, b"\n".as_ptr().cast(), 1);
-    }
+    let label = unsafe { std::slice::from_raw_parts(label, len) };
+    write_stderr(&[
+        b"\nfmp4 mutations: allocation refused for the case ",
+        label,
+        b"\n",
+    ]);
     true
 }
 
