@@ -249,7 +249,16 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
         "a new clip did not push the oldest out: {}",
         node.get("/api/events").json()
     );
-    assert_eq!(bytes_on_disk(data.path(), &id, &events[1]), None);
+    // Its files go just after its row.
+    assert!(
+        wait_for(Duration::from_secs(5), || bytes_on_disk(
+            data.path(),
+            &id,
+            &events[1]
+        )
+        .is_none()),
+        "the oldest event's files are still there"
+    );
     assert!(has_clip(&node, &fourth));
     let used = storage(&node)["clipsBytes"].as_u64().unwrap();
     assert!(

@@ -70,18 +70,21 @@ chain() {
         --profile classify --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-classify
       ;;
     qemu)
-      # The library's unit tests for both boards (plain cargo with Debian's
-      # cross gcc: no glibc floor for tests), without the classifier: the
-      # library holds what the architecture matters to (parsers, sizes and
-      # times, the detector, the crops), and the classifier's tract, which
-      # the test builds optimise, took longer for two more targets than all
-      # the rest; the classifier runs on both boards under qemu in arm::.
+      # The library's unit tests for both boards, built and run here under
+      # qemu (plain cargo with Debian's cross gcc: no glibc floor for
+      # tests): aarch64 for musl, the C library of its static binary; armv7
+      # for a 32-bit usize, where a length over 4 GiB (an hour's recording
+      # of a 4K camera) does not fit, and tiny_http's with it. Without the
+      # classifier: the library holds what the architecture matters to
+      # (parsers, sizes and times, the detector, the crops); the classifier
+      # itself runs on both boards in arm::. Cargo.toml's profile qemu
+      # optimises them and keeps the overflow checks and debug assertions.
       export CARGO_TARGET_DIR=target/qemu
-      step "aarch64 unit test build" cargo test --locked --no-run --no-default-features \
-        --target aarch64-unknown-linux-musl --lib
-      step "armv7 unit test build" cargo test --locked --no-run --no-default-features \
-        --target armv7-unknown-linux-gnueabihf --lib
-      step "armv7 tiny_http test build" cargo test --locked --no-run \
+      step "aarch64 unit tests under qemu" cargo test --locked --profile qemu \
+        --no-default-features --target aarch64-unknown-linux-musl --lib
+      step "armv7 unit tests under qemu" cargo test --locked --profile qemu \
+        --no-default-features --target armv7-unknown-linux-gnueabihf --lib
+      step "armv7 tiny_http unit tests under qemu" cargo test --locked --profile qemu \
         --target armv7-unknown-linux-gnueabihf -p tiny_http --lib
       ;;
     clippy)
@@ -98,6 +101,20 @@ if [ "${1:-}" = --chain ]; then
   fi
   chain "$2"
   exit
+fi
+# A pool of test threads (below): --pool NAME THREADS FILTER... runs the
+# integration tests FILTER selects in THREADS threads, and prints its phase
+# line when it ends, with the processor time of everything its tests ran.
+if [ "${1:-}" = --pool ]; then
+  name=$2 threads=$3
+  shift 3
+  t=$(date +%s)
+  measure_cpu
+  c=$cpu
+  rc=0
+  RUST_TEST_THREADS=$threads cargo test --locked --test tests -- "$@" || rc=$?
+  phase "$name" "$t" "$c"
+  exit "$rc"
 fi
 
 # Debian packages: ffprobe, Chromium, and GStreamer's RTSP server for the test
@@ -243,66 +260,30 @@ step "unit tests" unit_tests
 # browsers. Those that compute (classify:: runs a network on what moves,
 # bench_smoke:: loads the node to measure it) in a pool of their own, so
 # that no more than a few of them run at once (docs/testing.md: how many,
-# and why). In the background of this script, at its priority, while the
-# library's unit tests run under qemu; the second pool's output follows.
-t=$(date +%s)
-RUST_TEST_THREADS=${RUST_TEST_THREADS:-8} setsid cargo test --locked --test tests -- \
-  --skip arm:: --skip classify:: --skip bench_smoke:: &
+# and why). The second pool's output follows the first's.
+RUN_STARTED=$started setsid bash tests/run.sh --pool "integration tests" \
+  "${RUST_TEST_THREADS:-6}" --skip arm:: --skip classify:: --skip bench_smoke:: &
 pool=$!
-RUST_TEST_THREADS=${HEAVY_TEST_THREADS:-3} setsid cargo test --locked --test tests -- \
-  classify:: bench_smoke:: >target/heavy-tests.log 2>&1 &
+RUN_STARTED=$started setsid bash tests/run.sh --pool "integration tests that compute" \
+  "${HEAVY_TEST_THREADS:-2}" classify:: bench_smoke:: >target/heavy-tests.log 2>&1 &
 heavy_pool=$!
-
-# The library's unit tests on both boards under qemu, side by side, once
-# built: aarch64 for musl, the C library of its static binary; armv7 for a
-# 32-bit usize, where a length over 4 GiB (an hour's recording of a 4K
-# camera) does not fit, and tiny_http's with it. Their output follows the
-# integration tests'.
-qemu_tests() {
-  local aarch64 failed=0
-  CARGO_TARGET_DIR=target/qemu cargo test --locked --no-default-features \
-    --target aarch64-unknown-linux-musl --lib >target/qemu-aarch64.log 2>&1 &
-  aarch64=$!
-  CARGO_TARGET_DIR=target/qemu cargo test --locked --no-default-features \
-    --target armv7-unknown-linux-gnueabihf --lib || failed=1
-  CARGO_TARGET_DIR=target/qemu cargo test --locked \
-    --target armv7-unknown-linux-gnueabihf -p tiny_http --lib || failed=1
-  wait "$aarch64" || failed=1
-  cat target/qemu-aarch64.log
-  return "$failed"
-}
-wait_chain qemu
-q=$(date +%s) qemu=ok
-measure_cpu
-qc=$cpu
-qemu_tests >target/qemu.log 2>&1 || qemu=failed
-phase "unit tests under qemu" "$q" "$qc" >>target/qemu.log
-
-# Each pool's processor time is counted when it ends.
 failed=""
-measure_cpu
-c=$cpu
 wait "$pool" || failed="$failed integration"
 pool=""
-phase "integration tests" "$t" "$c"
-measure_cpu
-c=$cpu
 wait "$heavy_pool" || failed="$failed heavy"
 heavy_pool=""
 cat target/heavy-tests.log
-phase "integration tests that compute" "$t" "$c"
-cat target/qemu.log
-[ "$qemu" = ok ] || failed="$failed qemu"
 [ -z "$failed" ] || { echo "tests failed:$failed" >&2; exit 1; }
 
 t=$(date +%s)
-for name in release classify clippy; do
+for name in release classify qemu clippy; do
   wait_chain "$name"
 done
 phase "waiting for the background builds" "$t"
 for name in release classify qemu clippy; do
   sed -n 's/^phase: /phase: (background) /p' "target/chain-$name.log"
 done
+grep -a "^test result" target/chain-qemu.log
 step "board binaries" cargo test --locked --test tests arm::
 measure_cpu
 echo "all tests passed in $(( $(date +%s) - started )) s, $cpu s of processor"
