@@ -1,6 +1,6 @@
 //! Embeds every file under `www/` in the binary, gzip-compressed: writes the
 //! compressed copies and the table of (URL path, contents) that
-//! `src/static_files.rs` includes. Also names the build's date,
+//! `src/web/static_files.rs` includes. Also names the build's date,
 //! `NVR_BUILD_TIME` (`src/clock.rs`).
 //!
 //! The system's `gzip` compresses, so the build needs no crate and the binary
