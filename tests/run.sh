@@ -262,7 +262,8 @@ step "unit tests" unit_tests
 # that no more than a few of them run at once (docs/testing.md: how many,
 # and why). The second pool's output follows the first's.
 RUN_STARTED=$started setsid bash tests/run.sh --pool "integration tests" \
-  "${RUST_TEST_THREADS:-6}" --skip arm:: --skip classify:: --skip bench_smoke:: &
+  "${RUST_TEST_THREADS:-4}" --skip arm:: --skip classify:: --skip bench_smoke:: \
+  --skip slow_clients:: &
 pool=$!
 RUN_STARTED=$started setsid bash tests/run.sh --pool "integration tests that compute" \
   "${HEAVY_TEST_THREADS:-2}" classify:: bench_smoke:: >target/heavy-tests.log 2>&1 &
@@ -274,6 +275,9 @@ wait "$heavy_pool" || failed="$failed heavy"
 heavy_pool=""
 cat target/heavy-tests.log
 [ -z "$failed" ] || { echo "tests failed:$failed" >&2; exit 1; }
+# slow_clients:: opens hundreds of connections and times the node's
+# answers to them to the second: alone, with only the background beside it.
+step "integration tests alone" cargo test --locked --test tests slow_clients::
 
 t=$(date +%s)
 for name in release classify qemu clippy; do
