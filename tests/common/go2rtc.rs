@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{TempDir, wait_for};
+use super::{HeldPort, TempDir, wait_for};
 
 /// The go2rtc binary: `GO2RTC`, else the one `tests/run.sh` builds.
 pub fn binary() -> PathBuf {
@@ -118,6 +118,8 @@ pub struct Go2rtc {
     log: Arc<Mutex<String>>,
     /// Where the current run's output starts in `log`.
     run_start: usize,
+    /// Its TCP ports while it is stopped.
+    held: Vec<HeldPort>,
 }
 
 impl Go2rtc {
@@ -168,6 +170,7 @@ impl Go2rtc {
             child: None,
             log: Arc::default(),
             run_start: 0,
+            held: Vec::new(),
         };
         // A port taken between picking and binding: go2rtc only logs it, so try others.
         for _ in 0..5 {
@@ -268,6 +271,7 @@ impl Go2rtc {
 
     /// Starts a run; true once it serves and listens on all its ports.
     fn run(&mut self) -> bool {
+        self.held.clear();
         let mut command = Command::new(binary());
         match self.config {
             Config::File => command.arg("-config").arg(self.config_path()),
@@ -325,11 +329,23 @@ impl Go2rtc {
         false
     }
 
-    /// Kills it, as a crash would (the relay is then down).
+    /// Kills it, as a crash would (the relay is then down), and holds its
+    /// ports until it starts again: a node still pointed at them must find
+    /// nothing there, not another test's go2rtc to reconcile with.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+            let Ports { api, rtsp, webrtc } = self.ports;
+            let hosts = [
+                (self.api_host.as_str(), api),
+                (self.rtsp_host.as_str(), rtsp),
+                ("127.0.0.1", webrtc),
+            ];
+            self.held = hosts
+                .into_iter()
+                .filter_map(|(host, port)| HeldPort::hold(host, port))
+                .collect();
         }
     }
 

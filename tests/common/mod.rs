@@ -188,6 +188,50 @@ impl Drop for TempDir {
     }
 }
 
+/// A TCP port bound but not listening: a connection to it is refused, as to
+/// a stopped server, and the kernel gives it to no one asking for a free port.
+pub struct HeldPort(libc::c_int);
+
+impl HeldPort {
+    /// None if `host` is not an IPv4 address of this namespace: then nothing
+    /// here could take the port either.
+    pub fn hold(host: &str, port: u16) -> Option<HeldPort> {
+        let ip: std::net::Ipv4Addr = host.parse().ok()?;
+        // SAFETY: plain socket calls on a descriptor this function owns.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            if fd < 0 {
+                return None;
+            }
+            let held = HeldPort(fd);
+            // Past the killed server's TIME_WAIT connections, as its own restart gets.
+            let on: libc::c_int = 1;
+            let size = std::mem::size_of_val(&on) as libc::socklen_t;
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_REUSEADDR,
+                (&raw const on).cast(),
+                size,
+            );
+            let mut address: libc::sockaddr_in = std::mem::zeroed();
+            address.sin_family = libc::AF_INET as libc::sa_family_t;
+            address.sin_port = port.to_be();
+            address.sin_addr.s_addr = u32::from(ip).to_be();
+            let size = std::mem::size_of_val(&address) as libc::socklen_t;
+            let bound = libc::bind(fd, (&raw const address).cast(), size) == 0;
+            bound.then_some(held)
+        }
+    }
+}
+
+impl Drop for HeldPort {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor is this value's own.
+        unsafe { libc::close(self.0) };
+    }
+}
+
 /// A port nothing listens on (bound, then released).
 pub fn closed_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

@@ -53,6 +53,8 @@ pub struct Broker {
     proc: Option<Proc>,
     /// Log offset where the current broker process's output starts.
     started_at: usize,
+    /// Its port while it is stopped, that no other test's broker takes it.
+    held: Option<super::HeldPort>,
     /// Broker stderr across all (re)starts, with harness marker lines between them.
     log: Buf,
 }
@@ -86,6 +88,7 @@ impl Broker {
             conf: dir.join("mosquitto.conf"),
             proc: None,
             started_at: 0,
+            held: None,
             log: Buf::default(),
         };
         for attempt in 1..=PORT_ATTEMPTS {
@@ -139,10 +142,12 @@ impl Broker {
         }
     }
 
-    /// Kills the broker with SIGKILL and reaps it. Retained messages are lost.
+    /// Kills the broker with SIGKILL and reaps it, and holds its port until it
+    /// starts again. Retained messages are lost.
     pub fn stop(&mut self) {
         if let Some(proc) = self.proc.take() {
             drop(proc); // kill, reap, and collect the last log lines first
+            self.held = super::HeldPort::hold("127.0.0.1", self.port);
             self.log
                 .lock()
                 .unwrap()
@@ -157,6 +162,7 @@ impl Broker {
             "start_again: broker on port {} is still running",
             self.port
         );
+        self.held = None;
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             match self.spawn() {
