@@ -68,9 +68,10 @@ chain() {
         --target aarch64-unknown-linux-musl --bin nvr-classify
       ;;
     classify-armv7)
-      # armv7's classifier beside the others: each ends in an LTO that runs
-      # on one core. In a target folder of its own, then where arm:: and
-      # docs/install.md look for it.
+      # armv7's classifier beside aarch64's: one after the other they were
+      # the run's tail, a build's last crates and its LTO keeping fewer
+      # cores busy than there are. In a target folder of its own, then
+      # where arm:: and docs/install.md look for it.
       step "armv7 classifier" env PATH="$PWD/.venv/bin:$PATH" CARGO_TARGET_DIR=target/armv7 \
         cargo zigbuild --locked --profile classify --target armv7-unknown-linux-gnueabihf.2.17 \
         --bin nvr-classify
