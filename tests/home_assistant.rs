@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::common;
 use crate::common::mosquitto::Broker;
 use crate::common::{
-    Camera, Node, Response, TempDir, closed_port, drain_into, http, password, wait_for,
+    Camera, Node, Response, TempDir, closed_port, drain_into, free_port, http, password, wait_for,
 };
 use serde_json::{Value, json};
 
@@ -43,7 +43,7 @@ impl HomeAssistant {
         );
         let dir = TempDir::new("home-assistant");
         let config = dir.path().join("config");
-        let port = closed_port();
+        let port = free_port();
         let mut child = Command::new(repo().join("tests/home_assistant/run_ha.sh"))
             .arg(&config)
             .arg(port.to_string())
@@ -183,7 +183,7 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
     let broker = Broker::start(dir.path(), "nvr", &password("mqtt"));
     let camera = Camera::start();
     let data = TempDir::new("ha-node");
-    let port = closed_port().to_string();
+    let port = free_port().to_string();
     let node_url = format!("http://localhost:{port}");
     let relay = format!("http://127.0.0.1:{}", closed_port());
     let recordings = data.path().join("recordings").display().to_string();

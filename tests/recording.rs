@@ -9,8 +9,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    Camera, Node, TempDir, Tmpfs, browser_script, closed_port, is_running, iso, ms, now_ms,
-    password, probe_file, processes_connected_to, processes_mentioning, segment_rows, wait_for,
+    Camera, Node, TempDir, Tmpfs, browser_script, free_port, is_running, iso, ms, now_ms, password,
+    probe_file, processes_connected_to, processes_mentioning, segment_rows, wait_for,
 };
 use serde_json::{Value, json};
 
@@ -561,7 +561,7 @@ fn after_a_killed_node_no_recorder_is_left_and_recording_goes_on() {
 
 #[test]
 fn a_camera_that_goes_away_is_retried_and_the_gap_shows() {
-    let port = closed_port();
+    let port = free_port();
     let camera = Camera::start_on(port);
     let rec = Recording::start("away", &camera.url("", "/aac"), &[]);
     rec.wait_for_segments(2, Duration::from_secs(40));

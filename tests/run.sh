@@ -36,7 +36,7 @@ step() {
   phase "$name" "$t" "$c"
 }
 
-# The builds that no test needs at its start, in five chains side by side
+# The builds that no test needs at its start, in four chains side by side
 # in the background at the lowest priority (below): the tests wait on
 # cameras, clocks and browsers more than they compute, and these take the
 # processor they leave. The builds of a chain share a target folder, which
@@ -62,19 +62,20 @@ chain() {
       ;;
     classify)
       # The classifier built for speed (Cargo.toml's profile classify): the
-      # quick start's, then aarch64's.
+      # quick start's (which its test waits for), then both boards' side
+      # by side, armv7's in a target folder of its own and then copied where
+      # arm:: and docs/install.md look for it. (A subshell each: `times`
+      # there counts that build alone.)
       step "the quick start's classifier" cargo build --locked --profile classify --bin nvr-classify
-      step "aarch64 classifier" cargo build --locked --profile classify \
-        --target aarch64-unknown-linux-musl --bin nvr-classify
-      ;;
-    classify-armv7)
-      # armv7's classifier beside aarch64's: one after the other they were
-      # the run's tail, a build's last crates and its LTO keeping fewer
-      # cores busy than there are. In a target folder of its own, then
-      # where arm:: and docs/install.md look for it.
-      step "armv7 classifier" env PATH="$PWD/.venv/bin:$PATH" CARGO_TARGET_DIR=target/armv7 \
+      (step "aarch64 classifier" cargo build --locked --profile classify \
+        --target aarch64-unknown-linux-musl --bin nvr-classify) &
+      local aarch64=$!
+      (step "armv7 classifier" env PATH="$PWD/.venv/bin:$PATH" CARGO_TARGET_DIR=target/armv7 \
         cargo zigbuild --locked --profile classify --target armv7-unknown-linux-gnueabihf.2.17 \
-        --bin nvr-classify
+        --bin nvr-classify) &
+      local armv7=$!
+      wait "$aarch64"
+      wait "$armv7"
       mkdir -p target/armv7-unknown-linux-gnueabihf/classify
       cp target/armv7/armv7-unknown-linux-gnueabihf/classify/nvr-classify \
         target/armv7-unknown-linux-gnueabihf/classify/
@@ -241,7 +242,7 @@ step "format check" cargo fmt --check
 
 mkdir -p target
 declare -A chains
-for name in release classify classify-armv7 qemu clippy; do
+for name in release classify qemu clippy; do
   RUN_STARTED=$started setsid nice -n 19 bash tests/run.sh --chain "$name" \
     >"target/chain-$name.log" 2>&1 &
   chains[$name]=$!
@@ -265,18 +266,21 @@ unit_tests() {
 }
 step "unit tests" unit_tests
 
-# The integration tests but the boards', in two pools of threads side by
-# side, more threads than cores: most tests wait on cameras, clocks and
+# The integration tests, in two pools of threads side by side, more
+# threads than cores: most tests wait on cameras, clocks and
 # browsers. Those that compute (classify:: runs a network on what moves,
 # bench_smoke:: loads the node to measure it) in a pool of their own, so
 # that no more than a few of them run at once (docs/testing.md: how many,
 # and why). The second pool's output follows the first's.
+# The tests of the background's builds (below) wait for them, not here.
+after_builds=(arm:: quick_start:: bench_smoke::the_motion_part)
 RUN_STARTED=$started setsid bash tests/run.sh --pool "integration tests" \
-  "${RUST_TEST_THREADS:-4}" --skip arm:: --skip classify:: --skip bench_smoke:: \
-  --skip slow_clients:: &
+  "${RUST_TEST_THREADS:-3}" --skip classify:: --skip bench_smoke:: --skip slow_clients:: \
+  "${after_builds[@]/#/--skip=}" &
 pool=$!
 RUN_STARTED=$started setsid bash tests/run.sh --pool "integration tests that compute" \
-  "${HEAVY_TEST_THREADS:-2}" classify:: bench_smoke:: >target/heavy-tests.log 2>&1 &
+  "${HEAVY_TEST_THREADS:-2}" classify:: bench_smoke:: "${after_builds[@]/#/--skip=}" \
+  >target/heavy-tests.log 2>&1 &
 heavy_pool=$!
 failed=""
 wait "$pool" || failed="$failed integration"
@@ -290,14 +294,18 @@ cat target/heavy-tests.log
 step "integration tests alone" cargo test --locked --test tests slow_clients::
 
 t=$(date +%s)
-for name in release classify classify-armv7 qemu clippy; do
+for name in release classify qemu clippy; do
   wait_chain "$name"
 done
 phase "waiting for the background builds" "$t"
-for name in release classify classify-armv7 qemu clippy; do
+for name in release classify qemu clippy; do
   sed -n 's/^phase: /phase: (background) /p' "target/chain-$name.log"
 done
 grep -a "^test result" target/chain-qemu.log
-step "board binaries" cargo test --locked --test tests arm::
+# The tests of what the background built: the board binaries (arm::), the
+# quick start's command, which finds its node and classifier built, and the
+# detector's benchmark (bench_smoke's motion part). Beside the background
+# they only waited on it, holding their pools' threads.
+step "tests of the background's builds" cargo test --locked --test tests "${after_builds[@]}"
 measure_cpu
 echo "all tests passed in $(( $(date +%s) - started )) s, $cpu s of processor"

@@ -7,8 +7,9 @@
 //! `tests/run.sh` runs them in two pools side by side, `classify::` and
 //! `bench_smoke::` (which compute) in the smaller (docs/testing.md says
 //! why, and how many threads), then `slow_clients::` alone (it times the
-//! node against load it makes itself), then `arm::`, which needs the board
-//! builds.
+//! node against load it makes itself), then those that need what the
+//! background builds: `arm::` (the board binaries), `quick_start::` and
+//! the benchmark's motion part.
 
 mod common;
 

@@ -223,6 +223,18 @@ impl HeldPort {
             bound.then_some(held)
         }
     }
+
+    /// The port it holds.
+    fn port(&self) -> u16 {
+        // SAFETY: getsockname writes at most `size` bytes into `address`.
+        unsafe {
+            let mut address: libc::sockaddr_in = std::mem::zeroed();
+            let mut size = std::mem::size_of_val(&address) as libc::socklen_t;
+            let named = libc::getsockname(self.0, (&raw mut address).cast(), &mut size);
+            assert_eq!(named, 0, "getsockname of a held port");
+            u16::from_be(address.sin_port)
+        }
+    }
 }
 
 impl Drop for HeldPort {
@@ -232,8 +244,20 @@ impl Drop for HeldPort {
     }
 }
 
-/// A port nothing listens on (bound, then released).
+/// A port of 127.0.0.1 that nothing listens on for as long as the tests run:
+/// held, so that no other test's server is given it and answers for the dead
+/// camera or relay a test points a node at.
 pub fn closed_port() -> u16 {
+    static HELD: Mutex<Vec<HeldPort>> = Mutex::new(Vec::new());
+    let held = HeldPort::hold("127.0.0.1", 0).expect("a free port of 127.0.0.1");
+    let port = held.port();
+    HELD.lock().unwrap().push(held);
+    port
+}
+
+/// A port of 127.0.0.1 free just now (bound, then released), for a server
+/// the test starts on it.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -93,7 +93,7 @@ impl Broker {
         };
         for attempt in 1..=PORT_ATTEMPTS {
             // Free a moment ago; mosquitto may still lose a race for it.
-            broker.port = super::closed_port();
+            broker.port = super::free_port();
             write_conf(&broker.conf, &passwd, broker.port, tls_files.as_ref());
             match broker.spawn() {
                 Ok(()) => return broker,
