@@ -47,7 +47,9 @@ DETECTING_CAMERAS = 4
 def measure_detector(bench):
     """The detector's time per 320x180 frame, halved and looked at (benches/detector.rs,
     release build)."""
-    command = ["cargo", "bench", "--locked", "--quiet", "--bench", "detector"]
+    # Without the classifier's crate, which the detector does not use: as
+    # tests/run.sh builds it.
+    command = ["cargo", "bench", "--locked", "--quiet", "--no-default-features", "--bench", "detector"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:

@@ -54,7 +54,8 @@ chain() {
       # whose size arm:: checks, without the classifier's crate, which the
       # node does not link. armv7's with zig, for glibc 2.17.
       step "the quick start's node" cargo build --locked --release --no-default-features --bin nvr-node
-      step "the detector's benchmark" cargo bench --locked --no-run --bench detector
+      step "the detector's benchmark" cargo bench --locked --no-run --no-default-features \
+        --bench detector
       step "aarch64 node" cargo build --locked --release --no-default-features \
         --target aarch64-unknown-linux-musl --bin nvr-node
       step "armv7 node" env PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --release \
@@ -306,6 +307,6 @@ grep -a "^test result" target/chain-qemu.log
 # quick start's command, which finds its node and classifier built, and the
 # detector's benchmark (bench_smoke's motion part). Beside the background
 # they only waited on it, holding their pools' threads.
-step "tests of the background's builds" cargo test --locked --test tests "${after_builds[@]}"
+step "tests of the background's builds" cargo test --locked --test tests -- "${after_builds[@]}"
 measure_cpu
 echo "all tests passed in $(( $(date +%s) - started )) s, $cpu s of processor"
