@@ -8,13 +8,16 @@ cd "$(dirname "$0")/.."
 started=${RUN_STARTED:-$(date +%s)}
 # Sets $cpu to the processor seconds (user and system) of the commands this
 # shell has waited for: on a shared machine, steadier than the time they
-# took. (`times` in this shell: in a subshell it counts the subshell's.)
+# took. (`times` in this shell: in a command substitution it would count
+# that subshell's, hence a file, one a (sub)shell: two may measure at once.)
 times_file=$(mktemp)
 trap 'rm -f "$times_file"' EXIT
 measure_cpu() {
-  times >"$times_file"
+  local file="$times_file.$BASHPID"
+  times >"$file"
   cpu=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
-    printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$times_file")
+    printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$file")
+  rm -f "$file"
 }
 # The line of phase $1, begun at time $2 with $3 processor seconds used.
 phase() {
@@ -25,15 +28,19 @@ phase() {
   fi
   echo "phase: $1 took $(( $(date +%s) - $2 )) s$used (all so far: $(( $(date +%s) - started )) s)"
 }
-# Runs a command as a phase of its own.
+# Runs a command as a phase of its own, in a subshell: its processor time is
+# then the command's alone, not also a background chain's that the shell
+# reaps meanwhile.
 step() {
-  local name=$1 t c
+  local name=$1
   shift
-  t=$(date +%s)
-  measure_cpu
-  c=$cpu
-  "$@"
-  phase "$name" "$t" "$c"
+  (
+    t=$(date +%s)
+    measure_cpu
+    c=$cpu
+    "$@"
+    phase "$name" "$t" "$c"
+  )
 }
 
 # The builds that no test needs at its start, in four chains side by side
@@ -63,17 +70,16 @@ chain() {
       ;;
     classify)
       # The classifier built for speed (Cargo.toml's profile classify): the
-      # quick start's (which its test waits for), then both boards' side
-      # by side, armv7's in a target folder of its own and then copied where
-      # arm:: and docs/install.md look for it. (A subshell each: `times`
-      # there counts that build alone.)
+      # quick start's, then both boards' side by side, armv7's in a target
+      # folder of its own and then copied where arm:: and docs/install.md
+      # look for it.
       step "the quick start's classifier" cargo build --locked --profile classify --bin nvr-classify
-      (step "aarch64 classifier" cargo build --locked --profile classify \
-        --target aarch64-unknown-linux-musl --bin nvr-classify) &
+      step "aarch64 classifier" cargo build --locked --profile classify \
+        --target aarch64-unknown-linux-musl --bin nvr-classify &
       local aarch64=$!
-      (step "armv7 classifier" env PATH="$PWD/.venv/bin:$PATH" CARGO_TARGET_DIR=target/armv7 \
+      step "armv7 classifier" env PATH="$PWD/.venv/bin:$PATH" CARGO_TARGET_DIR=target/armv7 \
         cargo zigbuild --locked --profile classify --target armv7-unknown-linux-gnueabihf.2.17 \
-        --bin nvr-classify) &
+        --bin nvr-classify &
       local armv7=$!
       wait "$aarch64"
       wait "$armv7"
