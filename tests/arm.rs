@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::common::{Node, TempDir, closed_port};
+use crate::common::{self, Node, TempDir, closed_port};
 use serde_json::json;
 
 /// A board target: where its binary is, how to run it here, and what it may link.
@@ -280,7 +280,7 @@ fn classify(program: &[&str], model: &Path, rgb: &[u8]) -> serde_json::Value {
 fn each_board_classifier_agrees_with_the_native_one_on_a_photograph() {
     let model = model_dir();
     let rgb = photo_crop();
-    let native = classify(&[env!("CARGO_BIN_EXE_nvr-classify")], &model, &rgb);
+    let native = classify(&[&common::classifier::program()], &model, &rgb);
     eprintln!("native: {native}");
     // The photograph is of a cat: the model must say so.
     assert_eq!(native["objects"][0]["label"], "cat", "native: {native}");

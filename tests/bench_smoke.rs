@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::common;
+
 /// Each part's program and the figures it reports, as named in its JSON.
 const PARTS: [(&str, &str, &[&str]); 6] = [
     (
@@ -197,13 +199,10 @@ fn the_memory_part_run_alone_reports_its_own_figures() {
 
 /// Through bench.py, naming the part: the classifier's figures, measured
 /// with the real nvr-classify and model, or a failure that names what is
-/// missing. The classifier is this build's.
+/// missing. The classifier is the one the tests run, built for speed.
 #[test]
 fn classification_part_reports_its_figures() {
-    let args = [
-        "classification",
-        "--classifier",
-        env!("CARGO_BIN_EXE_nvr-classify"),
-    ];
+    let classifier = common::classifier::program();
+    let args = ["classification", "--classifier", &classifier];
     smoke_run("benches/bench.py", &args, &["classification"]);
 }

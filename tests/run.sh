@@ -68,14 +68,22 @@ chain() {
       step "armv7 node" env PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --release \
         --no-default-features --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-node
       ;;
-    classify)
-      # The classifier built for speed (Cargo.toml's profile classify): the
-      # quick start's, then both boards' side by side, armv7's in a target
-      # folder of its own and then copied where arm:: and docs/install.md
-      # look for it.
+    classifier)
+      # The quick start's classifier, built for speed as it ships (Cargo.toml's
+      # profile classify): the one the tests run, so that tract is not
+      # built a second time for a debug classifier; then its unit tests
+      # (the model's answers against the TFLite runtime's), in that profile.
       step "the quick start's classifier" cargo build --locked --profile classify --bin nvr-classify
-      step "aarch64 classifier" cargo build --locked --profile classify \
-        --target aarch64-unknown-linux-musl --bin nvr-classify &
+      step "the classifier's unit tests" cargo test --locked --profile classify --bin nvr-classify
+      ;;
+    classify)
+      # The boards' classifiers, built for speed (Cargo.toml's profile
+      # classify) side by side, each in a target folder of its own (a cross
+      # build also locks the host's folder of its profile, which the
+      # classifier's chain builds in) and then copied where arm:: and
+      # docs/install.md look for it.
+      step "aarch64 classifier" env CARGO_TARGET_DIR=target/aarch64 cargo build --locked \
+        --profile classify --target aarch64-unknown-linux-musl --bin nvr-classify &
       local aarch64=$!
       step "armv7 classifier" env PATH="$PWD/.venv/bin:$PATH" CARGO_TARGET_DIR=target/armv7 \
         cargo zigbuild --locked --profile classify --target armv7-unknown-linux-gnueabihf.2.17 \
@@ -83,9 +91,10 @@ chain() {
       local armv7=$!
       wait "$aarch64"
       wait "$armv7"
-      mkdir -p target/armv7-unknown-linux-gnueabihf/classify
-      cp target/armv7/armv7-unknown-linux-gnueabihf/classify/nvr-classify \
-        target/armv7-unknown-linux-gnueabihf/classify/
+      for triple in aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf; do
+        mkdir -p "target/$triple/classify"
+        cp "target/${triple%%-*}/$triple/classify/nvr-classify" "target/$triple/classify/"
+      done
       ;;
     qemu)
       # The library's unit tests for both boards, built and run here under
@@ -113,8 +122,9 @@ chain() {
 if [ "${1:-}" = --chain ]; then
   # A chain is a session of its own (setsid, so that it can be ended as a
   # whole), and where the kernel schedules sessions as groups (autogroup),
-  # the group's nice weighs it against the tests, not its processes'.
-  if [ -w /proc/self/autogroup ]; then
+  # the group's nice weighs it against the tests, not its processes'. The
+  # classifier's is in the foreground, beside the test build.
+  if [ "$2" != classifier ] && [ -w /proc/self/autogroup ]; then
     echo 19 >/proc/self/autogroup
   fi
   chain "$2"
@@ -131,7 +141,8 @@ if [ "${1:-}" = --pool ]; then
   measure_cpu
   c=$cpu
   rc=0
-  RUST_TEST_THREADS=$threads cargo test --locked --test tests -- "$@" 2>&1 | tee "$log" || rc=$?
+  RUST_TEST_THREADS=$threads cargo test --locked --no-default-features --test tests -- "$@" 2>&1 \
+    | tee "$log" || rc=$?
   phase "$name" "$t" "$c" | tee -a "$log"
   exit "$rc"
 fi
@@ -255,6 +266,8 @@ for name in release classify qemu clippy; do
     >"target/chain-$name.log" 2>&1 &
   chains[$name]=$!
 done
+RUN_STARTED=$started setsid bash tests/run.sh --chain classifier >target/chain-classifier.log 2>&1 &
+chains[classifier]=$!
 pool="" heavy_pool=""
 # However this script ends, what it started in the background ends with it.
 trap 'rm -f "$times_file"; for pid in "${chains[@]}" $pool $heavy_pool; do kill -- -"$pid" 2>/dev/null || true; done' EXIT
@@ -263,14 +276,16 @@ wait_chain() {
   wait "${chains[$1]}" || { echo "the background chain $1 failed:" >&2; tail -50 "target/chain-$1.log" >&2; exit 1; }
 }
 
-# The tests' own builds, with the machine but for the background.
-step "test build" cargo test --locked --no-run
+# The tests' own builds, with the machine but for the background and the
+# classifier's chain; without the classifier's feature, whose debug build
+# no test runs (tests/common/classifier.rs).
+step "test build" cargo test --locked --no-default-features --no-run
 
 # The patched tiny_http's own unit tests (the write buffer, the handoff
 # between a connection's requests), the library's and the binaries'.
 unit_tests() {
   cargo test --locked -p tiny_http --lib
-  cargo test --locked --lib --bins
+  cargo test --locked --no-default-features --lib --bins
 }
 step "unit tests" unit_tests
 
@@ -282,6 +297,11 @@ step "unit tests" unit_tests
 # and why). The second pool's output follows the first's.
 # The tests of the background's builds (below) wait for them, not here.
 after_builds=(arm:: quick_start:: bench_smoke::the_motion_part)
+# Tests of every module run the classifier.
+t=$(date +%s)
+wait_chain classifier
+phase "waiting for the classifier" "$t"
+sed -n 's/^phase: /phase: (classifier) /p' target/chain-classifier.log
 RUN_STARTED=$started setsid bash tests/run.sh --pool "integration tests" \
   "${RUST_TEST_THREADS:-3}" target/main-tests.log --skip classify:: --skip bench_smoke:: \
   --skip slow_clients:: "${after_builds[@]/#/--skip=}" &
@@ -309,11 +329,11 @@ if [ -n "$failed" ]; then
   fi
   echo "failed in the pools, run again alone: ${once_failed[*]}"
   step "failed tests again, alone" env RUST_TEST_THREADS=1 \
-    cargo test --locked --test tests -- --exact "${once_failed[@]}"
+    cargo test --locked --no-default-features --test tests -- --exact "${once_failed[@]}"
 fi
 # slow_clients:: opens hundreds of connections and times the node's
 # answers to them to the second: alone, with only the background beside it.
-step "integration tests alone" cargo test --locked --test tests slow_clients::
+step "integration tests alone" cargo test --locked --no-default-features --test tests slow_clients::
 
 t=$(date +%s)
 for name in release classify qemu clippy; do
@@ -328,7 +348,8 @@ grep -a "^test result" target/chain-qemu.log
 # quick start's command, which finds its node and classifier built, and the
 # detector's benchmark (bench_smoke's motion part). Beside the background
 # they only waited on it, holding their pools' threads.
-step "tests of the background's builds" cargo test --locked --test tests -- "${after_builds[@]}"
+step "tests of the background's builds" cargo test --locked --no-default-features --test tests -- \
+  "${after_builds[@]}"
 measure_cpu
 echo "all tests passed in $(( $(date +%s) - started )) s, $cpu s of processor"
 if [ ${#once_failed[@]} -gt 0 ]; then

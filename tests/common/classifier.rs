@@ -1,7 +1,23 @@
-//! The classifier for the tests: the real `nvr-classify` of this build and
-//! the model `tests/run.sh` installs, or nothing installed.
+//! The classifier for the tests: the real `nvr-classify`, built for speed
+//! as it ships, and the model `tests/run.sh` installs, or nothing
+//! installed.
 
 use std::path::Path;
+
+/// The real `nvr-classify` as the quick start builds it (Cargo.toml's
+/// profile `classify`), not a debug build of this test's: what ships, and
+/// no second build of tract. Fails the test, saying how to build it, when
+/// it is not there.
+pub fn program() -> String {
+    let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/classify/nvr-classify");
+    assert!(
+        program.is_file(),
+        "the classifier {} is not built: run `cargo build --profile classify --bin nvr-classify` \
+         (tests/run.sh does)",
+        program.display()
+    );
+    program.display().to_string()
+}
 
 /// The real `nvr-classify` and the model `tests/run.sh` installs into
 /// `target/model`; fails the test, saying how to install it, when it is
@@ -15,7 +31,7 @@ pub fn real() -> [(&'static str, String); 2] {
         model.display()
     );
     [
-        ("CLASSIFIER", env!("CARGO_BIN_EXE_nvr-classify").to_owned()),
+        ("CLASSIFIER", program()),
         ("MODEL_DIR", model.display().to_string()),
     ]
 }
