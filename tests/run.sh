@@ -143,7 +143,9 @@ if [ "${1:-}" = --pool ]; then
   rc=0
   RUST_TEST_THREADS=$threads cargo test --locked --no-default-features --test tests -- "$@" 2>&1 \
     | tee "$log" || rc=$?
-  phase "$name" "$t" "$c" | tee -a "$log"
+  # Not in a pipeline, whose subshell would count no processor time.
+  phase "$name" "$t" "$c" >>"$log"
+  tail -n 1 "$log"
   exit "$rc"
 fi
 
