@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=${RUN_STARTED:-$(date +%s)}
+# The tests' cargo: without the classifier's feature, whose debug build no
+# test runs (tests/common/classifier.rs runs the one built for speed).
+cargo_test=(cargo test --locked --no-default-features)
 # Sets $cpu to the processor seconds (user and system) of the commands this
 # shell has waited for: on a shared machine, steadier than the time they
 # took. (`times` in this shell: in a command substitution it would count
@@ -122,10 +125,10 @@ chain() {
 if [ "${1:-}" = --chain ]; then
   # A chain is a session of its own (setsid, so that it can be ended as a
   # whole), and where the kernel schedules sessions as groups (autogroup),
-  # the group's nice weighs it against the tests, not its processes'. The
-  # classifier's is in the foreground, beside the test build.
-  if [ "$2" != classifier ] && [ -w /proc/self/autogroup ]; then
-    echo 19 >/proc/self/autogroup
+  # the group's nice weighs it against the tests, not its processes': the
+  # group takes the nice the chain was started with.
+  if [ -w /proc/self/autogroup ]; then
+    nice >/proc/self/autogroup
   fi
   chain "$2"
   exit
@@ -141,8 +144,7 @@ if [ "${1:-}" = --pool ]; then
   measure_cpu
   c=$cpu
   rc=0
-  RUST_TEST_THREADS=$threads cargo test --locked --no-default-features --test tests -- "$@" 2>&1 \
-    | tee "$log" || rc=$?
+  RUST_TEST_THREADS=$threads "${cargo_test[@]}" --test tests -- "$@" 2>&1 | tee "$log" || rc=$?
   # Not in a pipeline, whose subshell would count no processor time.
   phase "$name" "$t" "$c" >>"$log"
   tail -n 1 "$log"
@@ -268,6 +270,7 @@ for name in release classify qemu clippy; do
     >"target/chain-$name.log" 2>&1 &
   chains[$name]=$!
 done
+# The classifier's chain at the tests' priority, beside the test build.
 RUN_STARTED=$started setsid bash tests/run.sh --chain classifier >target/chain-classifier.log 2>&1 &
 chains[classifier]=$!
 pool="" heavy_pool=""
@@ -279,15 +282,14 @@ wait_chain() {
 }
 
 # The tests' own builds, with the machine but for the background and the
-# classifier's chain; without the classifier's feature, whose debug build
-# no test runs (tests/common/classifier.rs).
-step "test build" cargo test --locked --no-default-features --no-run
+# classifier's chain.
+step "test build" "${cargo_test[@]}" --no-run
 
 # The patched tiny_http's own unit tests (the write buffer, the handoff
 # between a connection's requests), the library's and the binaries'.
 unit_tests() {
   cargo test --locked -p tiny_http --lib
-  cargo test --locked --no-default-features --lib --bins
+  "${cargo_test[@]}" --lib --bins
 }
 step "unit tests" unit_tests
 
@@ -331,11 +333,11 @@ if [ -n "$failed" ]; then
   fi
   echo "failed in the pools, run again alone: ${once_failed[*]}"
   step "failed tests again, alone" env RUST_TEST_THREADS=1 \
-    cargo test --locked --no-default-features --test tests -- --exact "${once_failed[@]}"
+    "${cargo_test[@]}" --test tests -- --exact "${once_failed[@]}"
 fi
 # slow_clients:: opens hundreds of connections and times the node's
 # answers to them to the second: alone, with only the background beside it.
-step "integration tests alone" cargo test --locked --no-default-features --test tests slow_clients::
+step "integration tests alone" "${cargo_test[@]}" --test tests slow_clients::
 
 t=$(date +%s)
 for name in release classify qemu clippy; do
@@ -350,8 +352,7 @@ grep -a "^test result" target/chain-qemu.log
 # quick start's command, which finds its node and classifier built, and the
 # detector's benchmark (bench_smoke's motion part). Beside the background
 # they only waited on it, holding their pools' threads.
-step "tests of the background's builds" cargo test --locked --no-default-features --test tests -- \
-  "${after_builds[@]}"
+step "tests of the background's builds" "${cargo_test[@]}" --test tests -- "${after_builds[@]}"
 measure_cpu
 echo "all tests passed in $(( $(date +%s) - started )) s, $cpu s of processor"
 if [ ${#once_failed[@]} -gt 0 ]; then
