@@ -49,7 +49,7 @@ def measure_detector(bench):
     release build)."""
     # Without the classifier's crate, which the detector does not use: as
     # tests/run.sh builds it.
-    command = ["cargo", "bench", "--locked", "--quiet", "--no-default-features", "--bench", "detector"]
+    command = ["cargo", "bench", "--locked", "--quiet", "--bench", "detector"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:

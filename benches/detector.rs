@@ -2,9 +2,8 @@
 //! frames of a grainy still scene, and of the same scene with a box moving
 //! across it, each halved to the detector's 160×90 (`frame.rs`) and looked
 //! at; and the moving scene again with a mask over the picture's left half.
-//! Built with the release profile (`cargo bench --no-default-features
-//! --bench detector`: without the classifier's crate, which it does not
-//! use); prints one JSON line of medians and 99th percentiles in µs.
+//! Built with the release profile (`cargo bench --bench detector`); prints
+//! one JSON line of medians and 99th percentiles in µs.
 //! `benches/bench.py` runs it.
 
 use std::hint::black_box;

@@ -20,9 +20,8 @@ for tool in cargo ffmpeg ffprobe; do
 done
 
 sh deploy/model/install-model.sh target/model
-# The node alone (no default features): it links none of the classifier.
-cargo build --release --no-default-features --bin nvr-node
-cargo build --profile classify --bin nvr-classify
+cargo build --release --bin nvr-node
+cargo build --profile classify -p nvr-classify
 target=${CARGO_TARGET_DIR:-target}
 case $target in /*) ;; *) target=$PWD/$target ;; esac
 CLASSIFIER=${CLASSIFIER:-$target/classify/nvr-classify}

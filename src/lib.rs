@@ -66,9 +66,6 @@ mod workers;
 
 pub use node::run;
 
-/// What the node and `nvr-classify` say to each other.
-pub use classify::protocol as classify_protocol;
-
 /// What the detector's benchmark (`benches/detector.rs`) runs: the motion
 /// detector as the node runs it, the masks' pixels and the frames' halving.
 pub mod bench {

@@ -8,9 +8,8 @@
 //! The classifier's board builds also run under qemu on a real photograph
 //! and must agree with the native build.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::common::{self, Node, TempDir, closed_port};
 use serde_json::json;
@@ -205,82 +204,14 @@ fn glibc_versions_are_read_from_readelf_output() {
     assert_eq!(highest_glibc("nothing"), None);
 }
 
-/// The model installed by `tests/run.sh`, or a failure saying how to install it.
-fn model_dir() -> PathBuf {
-    let dir = target_dir().join("model");
-    for file in ["model.tflite", "labels.txt"] {
-        assert!(
-            dir.join(file).is_file(),
-            "{} is missing: run deploy/model/install-model.sh target/model",
-            dir.join(file).display()
-        );
-    }
-    dir
-}
-
-/// A real photograph as the classifier takes it: scikit-image's `chelsea`
-/// (CC0, Stefan van der Walt), its centred square at 300x300, decoded to RGB
-/// by ffmpeg.
-fn photo_crop() -> Vec<u8> {
-    let photo = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/photos/chelsea-300.jpg");
-    let photo = photo.to_str().unwrap();
-    let args = [
-        "-v", "error", "-i", photo, "-f", "rawvideo", "-pix_fmt", "rgb24", "-",
-    ];
-    let out = Command::new("ffmpeg")
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run ffmpeg (Debian's ffmpeg): {e}"));
-    assert!(
-        out.status.success(),
-        "ffmpeg {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        out.stdout.len(),
-        300 * 300 * 3,
-        "ffmpeg {args:?}: not 300x300 RGB"
-    );
-    out.stdout
-}
-
-/// Runs `program` (a command line) on one record of `rgb`; its JSON reply.
-fn classify(program: &[&str], model: &Path, rgb: &[u8]) -> serde_json::Value {
-    let mut child = Command::new(program[0])
-        .args(&program[1..])
-        .arg(model)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {program:?}: {e}"));
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"7 300 300\n").unwrap();
-    stdin.write_all(rgb).unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let failure = format!(
-        "{program:?} {}: {}\nstdout:\n{stdout}stderr:\n{}",
-        model.display(),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{failure}");
-    let mut lines = stdout.lines();
-    assert_eq!(lines.next(), Some("ready"), "{failure}");
-    let reply: serde_json::Value = serde_json::from_str(lines.next().unwrap_or(""))
-        .unwrap_or_else(|e| panic!("{e}: {failure}"));
-    assert_eq!(reply["id"], 7, "{failure}");
-    assert!(reply["objects"].is_array(), "{failure}");
-    reply
-}
-
 #[test]
 fn each_board_classifier_agrees_with_the_native_one_on_a_photograph() {
-    let model = model_dir();
-    let rgb = photo_crop();
-    let native = classify(&[&common::classifier::program()], &model, &rgb);
+    let model = common::classifier::model_dir();
+    // scikit-image's `chelsea` (CC0, Stefan van der Walt), its centred square.
+    let rgb = [common::classifier::crop(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/photos/chelsea-300.jpg"),
+    )];
+    let native = &common::classifier::answers(&[&common::classifier::program()], &model, &rgb)[0];
     eprintln!("native: {native}");
     // The photograph is of a cat: the model must say so.
     assert_eq!(native["objects"][0]["label"], "cat", "native: {native}");
@@ -295,7 +226,7 @@ fn each_board_classifier_agrees_with_the_native_one_on_a_photograph() {
         let binary = board.program("nvr-classify");
         let mut program = board.emulator.to_vec();
         program.push(binary.to_str().unwrap());
-        let emulated = classify(&program, &model, &rgb);
+        let emulated = &common::classifier::answers(&program, &model, &rgb)[0];
         eprintln!("{}: {emulated}", board.triple);
         let emulated = emulated["objects"].as_array().unwrap();
         assert_eq!(labels(emulated), labels(native), "{}: labels", board.triple);

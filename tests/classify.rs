@@ -16,6 +16,52 @@ use crate::common::{
 };
 use serde_json::{Value, json};
 
+/// The shipped model (`target/model`) in the classifier as it ships, on
+/// the test camera's photographs (`target/photos`) squeezed to 300x300,
+/// against what the TFLite runtime (ai-edge-litert 2.3.0, running the model
+/// quantised, with its own post-processing) found in the same crops:
+/// `deploy/model/reference.py`. The best object: its label, its score
+/// within 0.03 (the model runs here in float, there in 8 bits) and its box
+/// within 0.02.
+#[test]
+fn the_classifier_sees_what_the_tflite_runtime_sees() {
+    let photos = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/photos");
+    let expected = [
+        ("cat", "cat", 0.9102, [0.017, 0.005, 0.916, 0.989]),
+        ("person", "person", 0.7305, [0.013, 0.027, 0.714, 0.984]),
+        ("car", "car", 0.8789, [0.039, 0.127, 0.866, 0.938]),
+        ("cameraman", "person", 0.8398, [0.004, 0.129, 0.595, 0.997]),
+    ];
+    let crops: Vec<Vec<u8>> = expected
+        .iter()
+        .map(|(photo, ..)| {
+            let path = photos.join(format!("{photo}.png"));
+            assert!(
+                path.is_file(),
+                "{} is missing: bash tests/camera/get_photos.sh target/photos",
+                path.display()
+            );
+            common::classifier::crop(&path)
+        })
+        .collect();
+    let program = common::classifier::program();
+    let model = common::classifier::model_dir();
+    let answers = common::classifier::answers(&[&program], &model, &crops);
+    for ((photo, label, score, bbox), answer) in expected.iter().zip(&answers) {
+        let best = &answer["objects"][0];
+        assert_eq!(best["label"], *label, "{photo}: {answer}");
+        let off = (best["score"].as_f64().unwrap() - score).abs();
+        assert!(off <= 0.03, "{photo}: score off by {off}: {answer}");
+        let found: Vec<f64> = serde_json::from_value(best["box"].clone()).unwrap();
+        let off = found.iter().zip(bbox).map(|(f, e)| (f - e).abs());
+        let off = off.fold(0.0, f64::max);
+        assert!(
+            found.len() == 4 && off <= 0.02,
+            "{photo}: box off by {off}: {answer}"
+        );
+    }
+}
+
 /// Waits for the camera's `count`-th event with its clip and thumbnail.
 fn wait_for_event(node: &Node, camera: &str, count: usize) -> Vec<Value> {
     let done = wait_for(Duration::from_secs(90), || {

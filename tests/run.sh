@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=${RUN_STARTED:-$(date +%s)}
-# The tests' cargo: without the classifier's feature, whose debug build no
-# test runs (tests/common/classifier.rs runs the one built for speed).
-cargo_test=(cargo test --locked --no-default-features)
+# The tests' cargo, for the node's package (the workspace's default): the
+# classifier's package, whose debug build no test runs, is built for speed
+# below (tests/common/classifier.rs runs that one).
+cargo_test=(cargo test --locked)
 # Sets $cpu to the processor seconds (user and system) of the commands this
 # shell has waited for: on a shared machine, steadier than the time they
 # took. (`times` in this shell: in a command substitution it would count
@@ -61,23 +62,21 @@ chain() {
       # benchmark's smoke test): the tests' own cargo would otherwise build
       # them at the tests' priority. Then the board nodes (docs/install.md,
       # "Building for a board"; arm::), built for size: the release profile,
-      # whose size arm:: checks, without the classifier's crate, which the
-      # node does not link. armv7's with zig, for glibc 2.17.
-      step "the quick start's node" cargo build --locked --release --no-default-features --bin nvr-node
-      step "the detector's benchmark" cargo bench --locked --no-run --no-default-features \
-        --bench detector
-      step "aarch64 node" cargo build --locked --release --no-default-features \
+      # whose size arm:: checks. armv7's with zig, for glibc 2.17.
+      step "the quick start's node" cargo build --locked --release --bin nvr-node
+      step "the detector's benchmark" cargo bench --locked --no-run --bench detector
+      step "aarch64 node" cargo build --locked --release \
         --target aarch64-unknown-linux-musl --bin nvr-node
       step "armv7 node" env PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --release \
-        --no-default-features --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-node
+        --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-node
       ;;
     classifier)
       # The quick start's classifier, built for speed as it ships (Cargo.toml's
       # profile classify): the one the tests run, so that tract is not
-      # built a second time for a debug classifier; then its unit tests
-      # (the model's answers against the TFLite runtime's), in that profile.
-      step "the quick start's classifier" cargo build --locked --profile classify --bin nvr-classify
-      step "the classifier's unit tests" cargo test --locked --profile classify --bin nvr-classify
+      # built a second time for a debug classifier. What it does around its
+      # network is the library's, unit-tested there; the model's answers
+      # against the TFLite runtime's are an integration test (classify::).
+      step "the quick start's classifier" cargo build --locked --profile classify -p nvr-classify
       ;;
     classify)
       # The boards' classifiers, built for speed (Cargo.toml's profile
@@ -86,11 +85,11 @@ chain() {
       # classifier's chain builds in) and then copied where arm:: and
       # docs/install.md look for it.
       step "aarch64 classifier" env CARGO_TARGET_DIR=target/aarch64 cargo build --locked \
-        --profile classify --target aarch64-unknown-linux-musl --bin nvr-classify &
+        --profile classify --target aarch64-unknown-linux-musl -p nvr-classify &
       local aarch64=$!
       step "armv7 classifier" env PATH="$PWD/.venv/bin:$PATH" CARGO_TARGET_DIR=target/armv7 \
         cargo zigbuild --locked --profile classify --target armv7-unknown-linux-gnueabihf.2.17 \
-        --bin nvr-classify &
+        -p nvr-classify &
       local armv7=$!
       wait "$aarch64"
       wait "$armv7"
@@ -104,21 +103,22 @@ chain() {
       # qemu (plain cargo with Debian's cross gcc: no glibc floor for
       # tests): aarch64 for musl, the C library of its static binary; armv7
       # for a 32-bit usize, where a length over 4 GiB (an hour's recording
-      # of a 4K camera) does not fit, and tiny_http's with it. Without the
-      # classifier: the library holds what the architecture matters to
-      # (parsers, sizes and times, the detector, the crops); the classifier
-      # itself runs on both boards in arm::. Cargo.toml's profile qemu
+      # of a 4K camera) does not fit, and tiny_http's with it. The node's
+      # library and the classifier's core hold what the architecture
+      # matters to (parsers, sizes and times, the detector, the crops, the
+      # SSD head's arithmetic); the classifier with its network runs on
+      # both boards in arm::. Cargo.toml's profile qemu
       # optimises them and keeps the overflow checks and debug assertions.
       export CARGO_TARGET_DIR=target/qemu
       step "aarch64 unit tests under qemu" cargo test --locked --profile qemu \
-        --no-default-features --target aarch64-unknown-linux-musl --lib
+        --target aarch64-unknown-linux-musl -p nvr-node -p nvr-classify-core --lib
       step "armv7 unit tests under qemu" cargo test --locked --profile qemu \
-        --no-default-features --target armv7-unknown-linux-gnueabihf --lib
+        --target armv7-unknown-linux-gnueabihf -p nvr-node -p nvr-classify-core --lib
       step "armv7 tiny_http unit tests under qemu" cargo test --locked --profile qemu \
         --target armv7-unknown-linux-gnueabihf -p tiny_http --lib
       ;;
     clippy)
-      step "clippy" env CARGO_TARGET_DIR=target/clippy cargo clippy --locked --all-targets -- -D warnings
+      step "clippy" env CARGO_TARGET_DIR=target/clippy cargo clippy --locked --workspace --all-targets -- -D warnings
       ;;
   esac
 }
@@ -261,7 +261,7 @@ phase "go2rtc" "$t" "$c"
 rustup target add aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf
 rustup component add rustfmt clippy
 # Formatting first: it takes a second.
-step "format check" cargo fmt --check
+step "format check" cargo fmt --all --check
 
 mkdir -p target
 declare -A chains
@@ -289,7 +289,7 @@ step "test build" "${cargo_test[@]}" --no-run
 # between a connection's requests), the library's and the binaries'.
 unit_tests() {
   cargo test --locked -p tiny_http --lib
-  "${cargo_test[@]}" --lib --bins
+  "${cargo_test[@]}" -p nvr-node -p nvr-classify-core --lib --bins
 }
 step "unit tests" unit_tests
 

@@ -7,9 +7,11 @@
 //! nothing moves: it sleeps on its stdin.
 
 pub mod crop;
-pub mod protocol;
 pub mod regions;
 pub mod tally;
+
+/// What the node and `nvr-classify` say to each other (their shared crate).
+pub use nvr_classify_core::protocol;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -26,7 +28,7 @@ use crate::media::restart::{self, Restartable};
 use protocol::{Object, READY};
 
 /// The model's input: crops are this many pixels square.
-pub const INPUT_SIDE: usize = 300;
+pub const INPUT_SIDE: usize = nvr_classify_core::ssd::INPUT_SIZE;
 /// Loading the model: under a second here, several on a slow board under load.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(60);
 /// One crop's answer: about 40 ms here and 300 ms on a Cortex-A53.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tract_tflite::internal::*;
 
-use crate::ssd::{ANCHORS, CLASSES, INPUT_SIZE};
+use nvr_classify_core::ssd::{ANCHORS, CLASSES, INPUT_SIZE};
 
 type Plan = Arc<TypedRunnableModel>;
 
