@@ -200,6 +200,49 @@ fn a_box_is_one_event_the_lights_none_and_two_motions_two() {
     assert_eq!(verdict["width"], 640);
 }
 
+/// A decoder that falls behind (here held still with SIGSTOP while the box
+/// moves, then let go: it decodes what waited in its socket in a burst)
+/// still times the event by when the frames were taken, not read (stamped
+/// as read, it started as late as the decoder was behind), and cuts the
+/// thumbnail where the box is. Its start may be up to a keyframe interval
+/// later (the test camera's is 1 s): the decoder loses part of the stream
+/// across the stall and takes it up again at a keyframe.
+#[test]
+fn a_decoder_that_falls_behind_times_the_event_and_its_thumbnail_by_the_picture() {
+    let camera = Camera::start();
+    let data = TempDir::new("behind");
+    let node = start_node(data.path(), &[]);
+    let created = node.add_camera(json!({ "name": "Drive", "rtspUrl": camera.url("", "/scene") }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    node.settle(&id);
+    let decoders = processes_connected_to("image2pipe", camera.port);
+    let [decoder] = decoders[..] else {
+        panic!("not one decoder: {decoders:?}")
+    };
+    let signal = |signal| {
+        let sent = unsafe { libc::kill(decoder as libc::pid_t, signal) };
+        assert_eq!(sent, 0, "signal {signal} to the decoder {decoder}");
+    };
+
+    signal(libc::SIGSTOP);
+    let started = camera.scene("box 5");
+    // The fault: the decoder 4 s behind.
+    thread::sleep(Duration::from_secs(4));
+    signal(libc::SIGCONT);
+    let events = wait_for_clips(&node, &id, 1, Duration::from_secs(60));
+    assert_eq!(events.len(), 1, "{events:#?}");
+    let (start, _) = span(&events[0]);
+    let from_start = start - started;
+    assert!(
+        (-WITHIN_MS..=WITHIN_MS + 1_000).contains(&from_start),
+        "started {from_start} ms from the box: {}",
+        events[0]
+    );
+    let (_, from_end) = assert_times(&events[0], start, started + 5_000, WITHIN_MS);
+    check_files(&node, &events[0], data.path());
+    eprintln!("4 s behind: started {from_start} ms, ended {from_end} ms from the scene");
+}
+
 #[test]
 fn something_that_stops_ends_its_event_and_its_going_is_another() {
     let camera = Camera::start();

@@ -8,6 +8,7 @@
 pub mod detector;
 pub mod episodes;
 pub mod frame;
+mod frame_clock;
 pub mod frame_requests;
 pub mod snapshot;
 mod still;

@@ -21,6 +21,7 @@ use super::Shared;
 use super::detector::{BusyCells, Detector, Difference, Motion, Params};
 use super::episodes::{Change, Episode, Episodes, Moment};
 use super::frame::{self, Format};
+use super::frame_clock::FrameClock;
 use super::still::{self, Left, LeftBehind};
 use super::suggestion;
 use super::underway::Underway;
@@ -42,6 +43,9 @@ use crate::media::polygon::{self, Polygon};
 use crate::media::restart::{self, Restartable};
 use crate::notices::Notice;
 
+/// The decoder's frames a second (its `fps` filter), which the frames are
+/// timed by.
+const FPS: i64 = 5;
 /// ffmpeg's own bound on each wait for the camera (RTSP socket timeout).
 const SOCKET_TIMEOUT: Duration = Duration::from_secs(5);
 /// A decoder that sends no frame for this long is stuck.
@@ -150,27 +154,33 @@ impl Watcher {
             .args(match self.format() {
                 // Up to 640 wide for the classifier's crops; even sizes, as
                 // pgmyuv needs; the source's own when it is small.
-                Format::Yuv420 => &[
+                Format::Yuv420 => [
                     "-vf",
-                    "fps=5,scale='trunc(min(640,iw)/2)*2':-2",
+                    &format!("fps={FPS},scale='trunc(min(640,iw)/2)*2':-2"),
                     "-pix_fmt",
                     "yuv420p",
                     "-c:v",
                     "pgmyuv",
-                ][..],
+                ]
+                .map(str::to_owned)
+                .to_vec(),
                 // The detector's own size, each block averaged (`area`) as
                 // frame.rs would halve it, and the luma plane alone: taken
                 // as it is (`extractplanes`), where `-pix_fmt gray` would
                 // stretch its range and so the detector's thresholds. A
                 // sixth of the bytes of a 320-wide colour frame to hold, 72
                 // KiB less per camera in the node.
-                Format::Grey => &[
+                Format::Grey => [
                     "-vf",
-                    "fps=5,scale='trunc(min(160,iw)/2)*2':-2:flags=area,\
-                     format=yuv420p,extractplanes=y",
+                    &format!(
+                        "fps={FPS},scale='trunc(min(160,iw)/2)*2':-2:flags=area,\
+                         format=yuv420p,extractplanes=y"
+                    ),
                     "-c:v",
                     "pgm",
-                ][..],
+                ]
+                .map(str::to_owned)
+                .to_vec(),
             })
             .args(["-f", "image2pipe", "pipe:1"]);
         command
@@ -253,6 +263,7 @@ impl Watcher {
         let mut frame = Vec::new();
         let mut small = Vec::new();
         let mut last_frame = Instant::now();
+        let mut clock = FrameClock::new(1000 / FPS);
         let mut saw_frames = false;
         while !self.stopped() && last_frame.elapsed() < WATCHDOG {
             if saw_frames || place.as_ref().is_some_and(|p| p.expired()) {
@@ -273,10 +284,10 @@ impl Watcher {
             if filled != Filled::Full {
                 break;
             }
-            let at = Moment {
+            let at = clock.stamp(Moment {
                 mono_ms: self.origin.elapsed().as_millis() as i64,
                 wall_ms: now_ms(),
-            };
+            });
             last_frame = Instant::now();
             saw_frames = true;
             // A snapshot waiting for this camera's picture gets this one.
