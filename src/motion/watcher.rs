@@ -44,8 +44,12 @@ use crate::media::restart::{self, Restartable};
 use crate::notices::Notice;
 
 /// The decoder's frames a second (its `fps` filter), which the frames are
-/// timed by.
-const FPS: i64 = 5;
+/// timed by: a macro, for the filters' literals.
+macro_rules! fps {
+    () => {
+        5
+    };
+}
 /// ffmpeg's own bound on each wait for the camera (RTSP socket timeout).
 const SOCKET_TIMEOUT: Duration = Duration::from_secs(5);
 /// A decoder that sends no frame for this long is stuck.
@@ -154,33 +158,31 @@ impl Watcher {
             .args(match self.format() {
                 // Up to 640 wide for the classifier's crops; even sizes, as
                 // pgmyuv needs; the source's own when it is small.
-                Format::Yuv420 => [
+                Format::Yuv420 => &[
                     "-vf",
-                    &format!("fps={FPS},scale='trunc(min(640,iw)/2)*2':-2"),
+                    concat!("fps=", fps!(), ",scale='trunc(min(640,iw)/2)*2':-2"),
                     "-pix_fmt",
                     "yuv420p",
                     "-c:v",
                     "pgmyuv",
-                ]
-                .map(str::to_owned)
-                .to_vec(),
+                ][..],
                 // The detector's own size, each block averaged (`area`) as
                 // frame.rs would halve it, and the luma plane alone: taken
                 // as it is (`extractplanes`), where `-pix_fmt gray` would
                 // stretch its range and so the detector's thresholds. A
                 // sixth of the bytes of a 320-wide colour frame to hold, 72
                 // KiB less per camera in the node.
-                Format::Grey => [
+                Format::Grey => &[
                     "-vf",
-                    &format!(
-                        "fps={FPS},scale='trunc(min(160,iw)/2)*2':-2:flags=area,\
+                    concat!(
+                        "fps=",
+                        fps!(),
+                        ",scale='trunc(min(160,iw)/2)*2':-2:flags=area,\
                          format=yuv420p,extractplanes=y"
                     ),
                     "-c:v",
                     "pgm",
-                ]
-                .map(str::to_owned)
-                .to_vec(),
+                ][..],
             })
             .args(["-f", "image2pipe", "pipe:1"]);
         command
@@ -263,7 +265,7 @@ impl Watcher {
         let mut frame = Vec::new();
         let mut small = Vec::new();
         let mut last_frame = Instant::now();
-        let mut clock = FrameClock::new(1000 / FPS);
+        let mut clock = FrameClock::new(1000 / fps!());
         let mut saw_frames = false;
         while !self.stopped() && last_frame.elapsed() < WATCHDOG {
             if saw_frames || place.as_ref().is_some_and(|p| p.expired()) {
