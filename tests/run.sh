@@ -333,24 +333,26 @@ pool=""
 wait "$heavy_pool" || failed="$failed heavy"
 heavy_pool=""
 cat target/heavy-tests.log
-# A test that failed in a pool runs once more, alone beside the background:
-# a test that fails twice fails the run; one that passes alone is named
-# (docs/testing.md, "A test that fails once").
+# slow_clients:: opens hundreds of connections and times the node's
+# answers to them to the second: alone, with only the background beside it
+# (a pool of libtest's own 2 threads).
+RUN_STARTED=$started bash tests/run.sh --pool "integration tests alone" 2 \
+  target/alone-tests.log slow_clients:: || failed="$failed alone"
+# A test that failed in a pool, or alone, runs once more, one at a time
+# beside the background: a test that fails twice fails the run; one that
+# passes alone is named (docs/testing.md, "A test that fails once").
 once_failed=()
 if [ -n "$failed" ]; then
   mapfile -t once_failed < <(grep -ahoP '^test \K\S+(?= \.\.\. FAILED$)' \
-    target/main-tests.log target/heavy-tests.log | sort -u)
+    target/main-tests.log target/heavy-tests.log target/alone-tests.log | sort -u)
   if [ ${#once_failed[@]} -eq 0 ] || [ ${#once_failed[@]} -gt 3 ]; then
     echo "tests failed:$failed (${#once_failed[@]} failed tests named: not run again)" >&2
     exit 1
   fi
-  echo "failed in the pools, run again alone: ${once_failed[*]}"
+  echo "failed once, run again alone: ${once_failed[*]}"
   step "failed tests again, alone" env RUST_TEST_THREADS=1 \
     "${cargo_test[@]}" --test tests -- --exact "${once_failed[@]}"
 fi
-# slow_clients:: opens hundreds of connections and times the node's
-# answers to them to the second: alone, with only the background beside it.
-step "integration tests alone" "${cargo_test[@]}" --test tests slow_clients::
 
 t=$(date +%s)
 for name in release classify qemu clippy; do
@@ -369,5 +371,5 @@ step "tests of the background's builds" "${cargo_test[@]}" --test tests -- "${af
 measure_cpu
 echo "all tests passed in $(( $(date +%s) - started )) s, $cpu s of processor"
 if [ ${#once_failed[@]} -gt 0 ]; then
-  echo "failed once, in a pool, and passed alone: ${once_failed[*]}"
+  echo "failed once, and passed alone: ${once_failed[*]}"
 fi

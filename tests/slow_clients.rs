@@ -489,6 +489,7 @@ fn past_512_connections_a_new_one_is_answered_503_and_the_node_goes_on() {
     let node = Node::start_wrapped(&wrapper, dir.path(), &relay, &[("LOG_LEVEL", "info")]);
     let before = resident_kib(node.pid());
     let idle_threads = threads_of(node.pid());
+    let opened = Instant::now();
     let idle = idle_connections(node.port, MAX_CONNECTIONS);
     // The node takes them in order: once it holds them all, the next is
     // past the cap.
@@ -497,9 +498,14 @@ fn past_512_connections_a_new_one_is_answered_503_and_the_node_goes_on() {
         node.port,
         b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
     );
+    // Past the 30 s a connection has to send its request, the first idle
+    // ones are let go: the elapsed time tells that from a cap not kept.
     assert!(
         refused.starts_with("HTTP/1.1 503 ") && refused.contains("Retry-After: 1\r\n"),
-        "the connection past {MAX_CONNECTIONS} got {refused:?}"
+        "the connection past {MAX_CONNECTIONS}, {:?} after the first, with the node at {} \
+         threads ({idle_threads} before), got {refused:?}",
+        opened.elapsed(),
+        threads_of(node.pid())
     );
     let busy = node.get("/api/status");
     assert_eq!(busy.status, 503, "{busy}");
