@@ -7,7 +7,8 @@ Usage: python3 benches/bench.py [PART ...] [--smoke] [--record] [--binary PATH]
 PART is http, recording, motion, mqtt, memory or classification; without one, all
 run, in that order. Each part is also a program of its own
 (benches/bench_http.py, bench_recording.py, bench_motion.py, bench_mqtt.py,
-bench_memory.py, bench_classify.py, with the same options), all over benches/harness.py.
+bench_memory.py, bench_classify.py, with the same options), all over one
+harness (the package benches/harness).
 
 Starts everything it needs on 127.0.0.1 (the node, go2rtc stand-ins, a camera
 that never answers, nginx, mosquitto, and the GStreamer test camera for the
