@@ -105,7 +105,7 @@ class Node:
 
     def __init__(self, bench, data_dir, port=0, extra_env=None):
         self.data_dir = data_dir
-        self.relay = RelayStandIn(bench.cleanup)
+        self.relay = RelayStandIn(bench)
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "PORT": str(port),

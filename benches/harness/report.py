@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import standins
 from .base import ROOT, BenchError
 from .processes import Cleanup
 from .run import Bench, Settings, find_tools
@@ -193,6 +194,11 @@ def parse_args(parts, description):
         default=ROOT / "target/model",
         help="the classifier's model folder (default target/model)",
     )
+    parser.add_argument(
+        "--standin",
+        type=Path,
+        help="the nvr-standin program (crates/standins; default: built with cargo into target/standins)",
+    )
     args = parser.parse_args()
     if args.record and args.smoke:
         parser.error("--record keeps full runs only, not --smoke")
@@ -240,6 +246,7 @@ def main(parts, description):
             cleanup,
             classifier=args.classifier.resolve(),
             model_dir=args.model.resolve(),
+            standin=standins.program(args.standin and args.standin.resolve()),
         )
         for part in args.chosen:
             if hasattr(part, "check"):

@@ -49,9 +49,11 @@ class Settings:
 class Bench:
     """One benchmark run: its settings, tools, temporary folders and figures."""
 
-    def __init__(self, settings, binary, tools, cleanup, classifier=None, model_dir=None):
+    def __init__(self, settings, binary, tools, cleanup, classifier=None, model_dir=None, standin=None):
         self.settings = settings
         self.tools = tools
+        # The nvr-standin program, which the relay stand-ins and the silent camera run.
+        self.standin = standin
         self.cleanup = cleanup
         self.root = Path(tempfile.mkdtemp(prefix="nvr-node-bench-"))
         # nginx started by root reads its files as an unprivileged worker.

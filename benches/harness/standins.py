@@ -1,184 +1,105 @@
-"""The stand-ins for what the node talks to: a go2rtc API (the relay) and a
-camera that never answers."""
+"""The stand-ins for what the node talks to, a go2rtc API (the relay) and a
+camera that never answers: the tests' own (crates/standins), each run as a
+child process of the program nvr-standin, built once a run. A child prints
+`port N` and exits when its stdin closes, so it also ends when the run
+does, however the run ends."""
 
-import json
-import selectors
-import socket
+import os
+import re
+import shutil
+import subprocess
 import threading
-import urllib.parse
 
-ANSWER_SDP = (
-    b"v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=bench relay answer\r\nt=0 0\r\n"
-    b"m=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\na=rtpmap:96 H264/90000\r\n"
-    b"a=setup:passive\r\na=mid:0\r\na=sendonly\r\n"
-)
+from .base import ROOT, BenchError, progress
+
+# A target folder of its own, so that the build never waits on another
+# cargo's lock (the tests' own, or a build of the node beside the run).
+TARGET = ROOT / "target/standins"
 
 
-class RelayStandIn:
-    """A go2rtc stand-in on a thread of this process, as fast as Python allows:
-    one selector loop, HTTP/1.1 keep-alive, no thread per connection.
+def program(given):
+    """The nvr-standin program: `given` (--standin), or built with cargo
+    (std only: seconds, then nothing to do); raises BenchError if it cannot be had."""
+    if given is not None:
+        if not os.access(given, os.X_OK):
+            raise BenchError(f"no stand-in program at {given} (--standin PATH)")
+        return given
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        raise BenchError(
+            "cargo is missing: it builds the stand-ins (crates/standins); install Rust with rustup, "
+            "or give --standin PATH"
+        )
+    progress("building the stand-ins (crates/standins)")
+    command = [cargo, "build", "--locked", "-q", "-p", "nvr-standins", "--target-dir", str(TARGET)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise BenchError(f"{' '.join(command)} failed: {done.stderr[-2000:]}{done.stdout[-2000:]}")
+    return TARGET / "debug/nvr-standin"
 
-    `GET /api` 200 (health), `GET /api/streams` the streams put so far,
-    `PUT /api/streams?name=&src=` and `DELETE /api/streams?src=` 200,
-    `POST /api/webrtc?src=` 201 with a fixed SDP answer, anything else 404.
-    It remembers streams as go2rtc does, so the node's reconcile settles
-    instead of putting every stream back every 10 s.
-    """
 
-    def __init__(self, cleanup):
-        self.streams = {}
-        self.listener = socket.socket()
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(512)
-        self.listener.setblocking(False)
-        self.port = self.listener.getsockname()[1]
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(self.listener, selectors.EVENT_READ)
-        self.buffers = {}
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-        cleanup.add(self.stop)
+class StandIn:
+    """`nvr-standin KIND`, listening on a free port of 127.0.0.1 until stopped
+    (its stderr is the run's, where a panic of it shows)."""
+
+    def __init__(self, bench, kind):
+        self.proc = subprocess.Popen(
+            [str(bench.standin), kind], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        bench.cleanup.add(self.stop)
+        match = re.fullmatch(r"port (\d+)", self.proc.stdout.readline().strip())
+        if not match:
+            self.stop()
+            raise BenchError(f"the stand-in {kind} did not start (exit status {self.proc.returncode})")
+        self.port = int(match.group(1))
+
+    def stop(self):
+        """Closes its stdin, on which it exits and every connection it holds
+        closes; kills it if it is still there after 10 s."""
+        if self.proc.poll() is not None:
+            return
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class RelayStandIn(StandIn):
+    """The go2rtc stand-in (crates/standins/src/relay.rs): `GET /api` 200
+    (health), `GET /api/streams` the streams put so far, `PUT
+    /api/streams?name=&src=` and `DELETE /api/streams?src=` 200, `POST
+    /api/webrtc?src=` 201 with a fixed SDP answer for a stream put (404 for
+    another), anything else 404. It remembers streams as go2rtc does, so the
+    node's reconcile settles instead of putting every stream back every 10 s;
+    a thread per connection and TCP_NODELAY, so that it adds little to the
+    WHEP offers timed through it."""
+
+    def __init__(self, bench):
+        super().__init__(bench, "relay")
 
     def url(self):
         """The base URL to give the node as RELAY_URL."""
         return f"http://127.0.0.1:{self.port}"
 
-    def stop(self):
-        """Stops the loop and closes every socket."""
-        self.stopped.set()
-        self.thread.join(timeout=2)
 
-    def _serve(self):
-        """The loop: accepts connections and answers each complete request at once."""
-        while not self.stopped.is_set():
-            for key, _ in self.selector.select(timeout=0.2):
-                if key.fileobj is self.listener:
-                    self._accept()
-                else:
-                    self._read(key.fileobj)
-        for conn in list(self.buffers):
-            self._drop(conn)
-        self.selector.close()
-        self.listener.close()
+class SilentCamera(StandIn):
+    """A TCP server that accepts connections and never answers: a hung camera
+    (crates/standins/src/silent.rs). Stopping it closes every connection it
+    holds: the probes waiting on them fail."""
 
-    def _accept(self):
-        """Takes one pending connection into the loop."""
-        try:
-            conn, _ = self.listener.accept()
-        except BlockingIOError:
-            return
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn.setblocking(False)
-        self.buffers[conn] = b""
-        self.selector.register(conn, selectors.EVENT_READ)
+    def __init__(self, bench):
+        super().__init__(bench, "silent-camera")
+        self.taken = 0
+        threading.Thread(target=self._count, daemon=True).start()
 
-    def _drop(self, conn):
-        """Forgets and closes a connection."""
-        self.selector.unregister(conn)
-        del self.buffers[conn]
-        conn.close()
+    def _count(self):
+        """Follows the `accepted N` line it prints for each connection it takes."""
+        for line in self.proc.stdout:
+            if match := re.fullmatch(r"accepted (\d+)", line.strip()):
+                self.taken = int(match.group(1))
 
-    def _read(self, conn):
-        """Reads what arrived on `conn` and answers the requests it completes."""
-        try:
-            data = conn.recv(65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self._drop(conn)
-            return
-        buffered = self.buffers[conn] + data
-        while (parsed := split_request(buffered)) is not None:
-            (method, target, _body), buffered = parsed
-            conn.setblocking(True)
-            try:
-                conn.sendall(self._answer(method, target))
-            except OSError:
-                self._drop(conn)
-                return
-            conn.setblocking(False)
-        self.buffers[conn] = buffered
-
-    def _answer(self, method, target):
-        """The full HTTP response to one request."""
-        path, _, query = target.partition("?")
-        params = dict(urllib.parse.parse_qsl(query))
-        if (method, path) == ("POST", "/api/webrtc"):
-            return http_response(201, "application/sdp", ANSWER_SDP)
-        if (method, path) == ("GET", "/api"):
-            return http_response(200, "application/json", b'{"version":"bench"}')
-        if (method, path) == ("GET", "/api/streams"):
-            listing = {n: {"producers": [{"url": s}]} for n, s in self.streams.items()}
-            return http_response(200, "application/json", json.dumps(listing).encode())
-        if (method, path) == ("PUT", "/api/streams") and "src" in params:
-            self.streams[params.get("name", params["src"])] = params["src"]
-            return http_response(200, "text/plain", b"")
-        if (method, path) == ("DELETE", "/api/streams"):
-            self.streams.pop(params.get("src"), None)
-            return http_response(200, "text/plain", b"")
-        return http_response(404, "text/plain", b"404 page not found")
-
-
-def split_request(buffer):
-    """Splits one complete request off `buffer`: ((method, target, body), rest), or None."""
-    head_end = buffer.find(b"\r\n\r\n")
-    if head_end < 0:
-        return None
-    lines = buffer[:head_end].decode("latin-1").split("\r\n")
-    method, target = lines[0].split(" ")[:2]
-    length = 0
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        if name.strip().lower() == "content-length":
-            length = int(value)
-    end = head_end + 4 + length
-    if len(buffer) < end:
-        return None
-    return (method, target, buffer[head_end + 4 : end]), buffer[end:]
-
-
-def http_response(status, content_type, body):
-    """An HTTP/1.1 response with a body, as bytes."""
-    reasons = {200: "OK", 201: "Created", 404: "Not Found"}
-    head = (
-        f"HTTP/1.1 {status} {reasons[status]}\r\nContent-Type: {content_type}\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
-
-
-class SilentCamera:
-    """A TCP server that accepts connections and never answers: a hung camera."""
-
-    def __init__(self, cleanup):
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(128)
-        self.port = self.listener.getsockname()[1]
-        self.held = []
-        self.stopped = False
-        threading.Thread(target=self._hold, daemon=True).start()
-        cleanup.add(self.stop)
-
-    def _hold(self):
-        """Accepts and keeps every connection, silently, until the listener closes."""
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.held.append(conn)
-
-    def stop(self):
-        """Closes the listener and every held connection: the probes waiting on them fail."""
-        if self.stopped:
-            return
-        self.stopped = True
-        self.listener.shutdown(socket.SHUT_RDWR)
-        self.listener.close()
-        for conn in self.held:
-            conn.close()
+    def accepted(self):
+        """How many connections it has taken."""
+        return self.taken
