@@ -3,16 +3,20 @@
 
 Usage: python3 benches/bench.py [PART ...] [--smoke] [--record] [--binary PATH]
                                 [--json PATH] [--classifier PATH] [--model PATH]
+                                [--standin PATH]
 
 PART is http, recording, motion, mqtt, memory or classification; without one, all
 run, in that order. Each part is also a program of its own
 (benches/bench_http.py, bench_recording.py, bench_motion.py, bench_mqtt.py,
-bench_memory.py, bench_classify.py, with the same options), all over benches/harness.py.
+bench_memory.py, bench_classify.py, with the same options), all over one
+harness (the package benches/harness).
 
 Starts everything it needs on 127.0.0.1 (the node, go2rtc stand-ins, a camera
 that never answers, nginx, mosquitto, and the GStreamer test camera for the
 recording, motion, MQTT, memory and classification figures), each in its own
-temporary folder, and stops all of it on exit. Prints a markdown table and
+temporary folder, and stops all of it on exit. The stand-ins are the tests'
+(crates/standins), built with cargo into target/standins unless --standin
+names the program. Prints a markdown table and
 writes the same figures as JSON (default target/bench.json), with the
 commit, the date and the machine they were measured on; --record also puts
 each part's in benches/results.json, in place of that part's. Needs wrk,

@@ -193,7 +193,7 @@ def measure_isolation(bench, node, silent):
         finished.append(camera_id)
 
     probes = [threading.Thread(target=probe, args=(i,), daemon=True) for i in hung]
-    held_before = len(silent.held)
+    held_before = silent.accepted()
     for thread in probes:
         thread.start()
     running = min(HUNG_CAMERAS, READERS_AT_ONCE)
@@ -224,9 +224,9 @@ def wait_for_connections(silent, count):
     """Waits until the hung camera holds `count` connections (every probe is waiting on it),
     then a moment more for the probe processes to settle; raises BenchError after 5 s."""
     deadline = time.monotonic() + 5
-    while len(silent.held) < count:
+    while silent.accepted() < count:
         if time.monotonic() > deadline:
-            raise BenchError(f"the probes did not reach the hung camera ({len(silent.held)} of {count})")
+            raise BenchError(f"the probes did not reach the hung camera ({silent.accepted()} of {count})")
         time.sleep(0.01)
     time.sleep(0.2)
 
@@ -391,7 +391,7 @@ def events_node(bench, folder):
 
 def run(bench):
     """Runs the part's measurements, one at a time, in an order that leaves each undisturbed."""
-    silent = SilentCamera(bench.cleanup)
+    silent = SilentCamera(bench)
     progress(f"starting the node and adding {CAMERAS} cameras")
     node = Node(bench, bench.temp_dir("status-node")).wait_listening()
     closed = free_port()

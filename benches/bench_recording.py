@@ -286,7 +286,7 @@ def first_minute(bench, data_dir, seconds):
 def measure_dead_cameras(bench):
     """Item 4 of issue 21: 64 cameras whose addresses do not answer (they accept
     and say nothing), with record and detect on (the defaults), against off."""
-    silent = SilentCamera(bench.cleanup)
+    silent = SilentCamera(bench)
     seconds = bench.settings.dead_cameras_seconds
     figures = {}
     for name, wanted in (("on", True), ("off", False)):

@@ -1,4 +1,4 @@
-//! The benchmark's parts (`benches/bench_*.py`, over `benches/harness.py`)
+//! The benchmark's parts (`benches/bench_*.py`, over `benches/harness/`)
 //! in their short smoke mode, each run alone, against this build's binary:
 //! each must finish, exit 0 and write exactly its own figures as JSON. Their
 //! targets are not enforced here, so the parts run side by side with each

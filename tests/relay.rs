@@ -1,7 +1,7 @@
 //! The node and the relay: stream registration, health, and WHEP forwarding
 //! with every outcome, against the real go2rtc (`common/go2rtc.rs`). A few
-//! tests keep the stand-in of `common/relay.rs`, each for a fault the real
-//! go2rtc cannot be made to show, named beside it.
+//! tests keep the stand-in of `crates/standins` (`common::relay`), each for a
+//! fault the real go2rtc cannot be made to show, named beside it.
 
 use std::collections::BTreeMap;
 use std::thread;

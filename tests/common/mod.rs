@@ -1,7 +1,9 @@
 //! Shared test harness: runs the real `nvr-node` binary, a real RTSP camera
 //! (GStreamer), a silent camera, the real go2rtc (`go2rtc.rs`) and a go2rtc
-//! stand-in for the faults go2rtc cannot show (`relay.rs`), and speaks raw HTTP.
-//! On a failed assertion the node's command line and logs are printed.
+//! stand-in for the faults go2rtc cannot show (`relay`), and speaks raw HTTP.
+//! The silent camera and the go2rtc stand-in are the benchmark's too: they
+//! live in `crates/standins`. On a failed assertion the node's command line
+//! and logs are printed.
 
 pub mod classifier;
 pub mod cloud;
@@ -10,21 +12,22 @@ pub mod http;
 pub mod mosquitto;
 pub mod netns;
 pub mod onvif_device;
-pub mod relay;
 pub mod rtsp_trap;
 pub mod wsd;
 pub mod xml;
 
 use std::io::{BufRead, BufReader, Read};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
 pub use http::Response;
+// The go2rtc stand-in, shared with the benchmark (crates/standins).
+pub use nvr_standins::relay;
 
 /// Part of every camera password and cloud secret the tests use. The harness
 /// sweeps every node response (status line, headers, body) and every node log
@@ -1008,44 +1011,13 @@ pub fn browser_script(script: &str, args: &[&str]) -> serde_json::Value {
     verdict
 }
 
-/// A "camera" that accepts TCP connections and never says a word.
-pub struct SilentCamera {
-    pub port: u16,
-    stop: Arc<AtomicBool>,
-    accepted: Arc<AtomicUsize>,
-}
+/// A "camera" that accepts TCP connections and never says a word
+/// (`nvr_standins::silent`), with the tests' password in its address.
+pub struct SilentCamera(nvr_standins::silent::SilentCamera);
 
 impl SilentCamera {
     pub fn start() -> SilentCamera {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let (stopped, counted) = (stop.clone(), accepted.clone());
-        thread::spawn(move || {
-            let mut held: Vec<TcpStream> = Vec::new();
-            let deadline = Instant::now() + Duration::from_secs(120);
-            while !stopped.load(Ordering::Relaxed) && Instant::now() < deadline {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        held.push(stream);
-                        counted.fetch_add(1, Ordering::SeqCst);
-                    }
-                    Err(_) => thread::sleep(Duration::from_millis(20)),
-                }
-            }
-        });
-        SilentCamera {
-            port,
-            stop,
-            accepted,
-        }
-    }
-
-    /// How many connections it has taken.
-    pub fn accepted(&self) -> usize {
-        self.accepted.load(Ordering::SeqCst)
+        SilentCamera(nvr_standins::silent::SilentCamera::start())
     }
 
     pub fn url(&self) -> String {
@@ -1057,9 +1029,12 @@ impl SilentCamera {
     }
 }
 
-impl Drop for SilentCamera {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+/// Its port and `accepted()`.
+impl std::ops::Deref for SilentCamera {
+    type Target = nvr_standins::silent::SilentCamera;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
     }
 }
 

@@ -7,12 +7,15 @@
 //! - `POST /api/webrtc?src=N` with an SDP offer: 201 `application/sdp` answer; 404 with
 //!   "stream not found" for an unknown stream; 500 with the error text on failure.
 //!
-//! Only for the faults the real go2rtc (`go2rtc.rs`) cannot be made to show:
+//! Only for the faults the real go2rtc (`tests/common/go2rtc.rs`) cannot be made to show:
 //! a fixed delay on each offer (`Slow`), a session `Location` in a WHEP answer
 //! (`WithSession`: go2rtc 1.9.14 names one only for WHIP), and an error text
 //! with the camera's password (`Fail`: go2rtc's carries it only for addresses
 //! Go cannot parse, which the node refuses). It does no real WebRTC (the answer
-//! is a fixed SDP) and records every request it receives.
+//! is a fixed SDP) and records every request it receives. The benchmark runs
+//! it too (`nvr-standin relay`), to measure the node alone: there it keeps no
+//! record of requests (`Options::program`), and go2rtc's own time would be
+//! part of what it measures.
 //!
 //! Where go2rtc 1.9.14 behaves otherwise: it answers PUT and DELETE with 400
 //! "config file disabled" when it has no configuration file it can write, yet
@@ -20,13 +23,14 @@
 //! refuses an offer without ICE credentials with 500; and neither a DELETE nor
 //! a PUT of a new source ends the current viewers of a stream.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{Shutdown, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::Acceptor;
 
 /// How the stand-in answers WHEP offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,21 +61,61 @@ impl Received {
     }
 }
 
+/// How a relay stand-in runs: for a test (`Options::default()`) or for a
+/// program (`Options::program()`).
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Stops taking connections this long after its start, so that one a test
+    /// leaks does not listen for ever; `None` for a program, which its own end stops.
+    pub stop_after: Option<Duration>,
+    /// Keeps every request it receives, for `Relay::received`; a program's
+    /// would grow with every request of a benchmark.
+    pub keep_received: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            stop_after: Some(Duration::from_secs(300)),
+            keep_received: true,
+        }
+    }
+}
+
+impl Options {
+    /// For a program that runs it until it ends.
+    pub fn program() -> Options {
+        Options {
+            stop_after: None,
+            keep_received: false,
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
     streams: BTreeMap<String, String>,
     received: Vec<Received>,
+    keep_received: bool,
     mode: Option<WebrtcMode>,
     sessions: Vec<String>,
     next_session: u32,
+}
+
+/// The connections being served, by number, so that dropping the stand-in
+/// closes them; each leaves when its client closes it.
+#[derive(Default)]
+struct Connections {
+    open: HashMap<u64, TcpStream>,
+    next: u64,
 }
 
 /// Runs on its own accept loop, a thread per connection, so slow answers
 /// never hold up other requests; dropping it closes every connection.
 pub struct Relay {
     state: Arc<Mutex<State>>,
-    stop: Arc<AtomicBool>,
-    connections: Arc<Mutex<Vec<TcpStream>>>,
+    acceptor: Acceptor,
+    connections: Arc<Mutex<Connections>>,
     pub port: u16,
 }
 
@@ -81,37 +125,43 @@ pub const ANSWER_BODY: &str =
 impl Relay {
     /// Starts on a free port of 127.0.0.1. It stops by itself after 5 minutes.
     pub fn start() -> Relay {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("relay stand-in binds");
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let relay = Relay {
-            state: Arc::default(),
-            stop: Arc::default(),
-            connections: Arc::default(),
-            port,
-        };
-        let (state, stop, connections) = (
-            relay.state.clone(),
-            relay.stop.clone(),
-            relay.connections.clone(),
-        );
-        thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(300);
-            while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-                let Ok((stream, _)) = listener.accept() else {
-                    thread::sleep(Duration::from_millis(10));
-                    continue;
-                };
-                stream.set_nonblocking(false).unwrap();
-                connections
-                    .lock()
-                    .unwrap()
-                    .push(stream.try_clone().unwrap());
-                let state = state.clone();
-                thread::spawn(move || serve_connection(stream, &state));
-            }
+        Relay::start_with(Options::default())
+    }
+
+    pub fn start_with(options: Options) -> Relay {
+        let state = Arc::new(Mutex::new(State {
+            keep_received: options.keep_received,
+            ..State::default()
+        }));
+        let connections: Arc<Mutex<Connections>> = Arc::default();
+        let (served, open) = (state.clone(), connections.clone());
+        let acceptor = Acceptor::start(options.stop_after, move |stream| {
+            // Each answer goes out in one write; without this, Nagle's
+            // algorithm could hold the next request's answer for the client's
+            // delayed acknowledgement.
+            let _ = stream.set_nodelay(true);
+            let Ok(clone) = stream.try_clone() else {
+                return;
+            };
+            let id = {
+                let mut connections = open.lock().unwrap();
+                connections.next += 1;
+                let id = connections.next;
+                connections.open.insert(id, clone);
+                id
+            };
+            let (state, open) = (served.clone(), open.clone());
+            thread::spawn(move || {
+                serve_connection(stream, &state);
+                open.lock().unwrap().open.remove(&id);
+            });
         });
-        relay
+        Relay {
+            state,
+            port: acceptor.port,
+            acceptor,
+            connections,
+        }
     }
 
     pub fn url(&self) -> String {
@@ -133,8 +183,8 @@ impl Relay {
 
 impl Drop for Relay {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for connection in self.connections.lock().unwrap().drain(..) {
+        self.acceptor.stop();
+        for (_, connection) in self.connections.lock().unwrap().open.drain() {
             let _ = connection.shutdown(Shutdown::Both);
         }
     }
@@ -146,7 +196,12 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) {
     let mut reader = BufReader::new(stream);
     while let Some(received) = read_request(&mut reader) {
         let answer = answer(&received, state);
-        state.lock().unwrap().received.push(received);
+        {
+            let mut state = state.lock().unwrap();
+            if state.keep_received {
+                state.received.push(received);
+            }
+        }
         thread::sleep(answer.delay);
         let mut head = format!(
             "HTTP/1.1 {} {}\r\nContent-Length: {}\r\nContent-Type: {}\r\n",
@@ -159,11 +214,8 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) {
             head.push_str(&format!("Location: {location}\r\n"));
         }
         head.push_str("\r\n");
-        if writer
-            .write_all(head.as_bytes())
-            .and_then(|_| writer.write_all(answer.body.as_bytes()))
-            .is_err()
-        {
+        head.push_str(&answer.body);
+        if writer.write_all(head.as_bytes()).is_err() {
             return;
         }
     }
@@ -251,20 +303,19 @@ fn answer(r: &Received, state: &Mutex<State>) -> Answer {
             r#"{"version":"1.9.9","rtsp":{"listen":":8554"}}"#,
         ),
         ("GET", "/api/streams") => {
-            let streams: serde_json::Map<String, serde_json::Value> = state
-                .streams
-                .iter()
+            let streams: Vec<String> = (state.streams.iter())
                 .map(|(name, src)| {
-                    (
-                        name.clone(),
-                        serde_json::json!({ "producers": [{ "url": src }], "consumers": null }),
+                    format!(
+                        r#"{}:{{"producers":[{{"url":{}}}],"consumers":null}}"#,
+                        json_string(name),
+                        json_string(src)
                     )
                 })
                 .collect();
             Answer::new(
                 200,
                 "application/json",
-                serde_json::Value::Object(streams).to_string(),
+                format!("{{{}}}", streams.join(",")),
             )
         }
         ("PUT", "/api/streams") => match (r.param("name").or(r.param("src")), r.param("src")) {
@@ -343,4 +394,20 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `text` as a JSON string (std only: no serde_json in this crate).
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
