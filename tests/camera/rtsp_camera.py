@@ -19,7 +19,7 @@ Mount points (all shared: several clients share one encoder):
     /video-only  H.264 640x360 @ 25 fps, no audio
     /aac         H.264 640x360 @ 25 fps + AAC-LC (16 kHz mono)
     /hd          H.264 1280x720 @ 25 fps, 2 Mbit/s + AAC-LC (16 kHz mono)
-    /scene       H.264 640x360 @ 25 fps, no audio: a grey scene with mild sensor
+    /scene       H.264 640x360 @ 25 fps (--scene-fps), no audio: a grey scene with mild sensor
                  noise that commands on stdin change while it streams:
                    box SECONDS    a white 80x80 box enters at the left, moves right
                                   (100 px/s) for SECONDS, and leaves (disappears)
@@ -122,19 +122,19 @@ SCENE = (
     "compositor name=mix background=black "
     "sink_1::alpha=0.06 sink_2::alpha=0 sink_2::xpos=-200 sink_2::ypos=140 "
     "{slide_pads}"
-    "! video/x-raw,width=640,height=360,framerate=25/1 "
+    "! video/x-raw,width=640,height=360,framerate={fps}/1 "
     "! videobalance name=light brightness=0.004 ! videoconvert "
     "! video/x-raw,format=I420 "
-    "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=25 "
+    "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={fps} "
     "bframes=0 threads=1 bitrate=768 "
     "! video/x-h264,profile=constrained-baseline "
     "! rtph264pay config-interval=1 pt=96 name=pay0 "
     "videotestsrc is-live=true pattern=solid-color foreground-color=0xff707070 "
-    "! video/x-raw,format=AYUV,width=640,height=360,framerate=25/1 ! mix.sink_0 "
+    "! video/x-raw,format=AYUV,width=640,height=360,framerate={fps}/1 ! mix.sink_0 "
     "videotestsrc is-live=true pattern=snow "
-    "! video/x-raw,format=AYUV,width=640,height=360,framerate=25/1 ! mix.sink_1 "
+    "! video/x-raw,format=AYUV,width=640,height=360,framerate={fps}/1 ! mix.sink_1 "
     "videotestsrc is-live=true pattern=solid-color foreground-color=0xffffffff "
-    "! video/x-raw,format=AYUV,width=80,height=80,framerate=25/1 ! mix.sink_2 "
+    "! video/x-raw,format=AYUV,width=80,height=80,framerate={fps}/1 ! mix.sink_2 "
     "{slide_sources}"
 )
 
@@ -175,7 +175,7 @@ def png_size(path):
     return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
-def slides_available(photos):
+def slides_available(photos, fps):
     """{name: (width, height, source description ending at the mixer pad)}
     for the slides whose photograph is there; logs the ones missing."""
     found = {}
@@ -184,8 +184,8 @@ def slides_available(photos):
             w = BOX_SLIDE_WIDTH
             src = ("videotestsrc is-live=true pattern=solid-color "
                    "foreground-color=0xffc8a06e "
-                   "! video/x-raw,format=AYUV,width=%d,height=%d,framerate=25/1"
-                   % (w, height))
+                   "! video/x-raw,format=AYUV,width=%d,height=%d,framerate=%d/1"
+                   % (w, height, fps))
             found[name] = (w, height, src)
             continue
         path = os.path.join(photos, file)
@@ -197,17 +197,17 @@ def slides_available(photos):
         left, top, right, bottom = crop or (0, 0, fw, fh)
         w = (right - left) * height // (bottom - top)
         # imagefreeze repeats the one decoded (cropped, scaled) picture as a
-        # live 25 fps stream, as the other sources are.
+        # live stream at the scene's rate, as the other sources are.
         src = ("filesrc location=\"%s\" ! pngdec ! videoconvert "
                "! videocrop left=%d top=%d right=%d bottom=%d ! videoscale "
                "! video/x-raw,format=AYUV,width=%d,height=%d "
-               "! imagefreeze is-live=true ! video/x-raw,framerate=25/1"
-               % (path, left, top, fw - right, fh - bottom, w, height))
+               "! imagefreeze is-live=true ! video/x-raw,framerate=%d/1"
+               % (path, left, top, fw - right, fh - bottom, w, height, fps))
         found[name] = (w, height, src)
     return found
 
 
-def scene_launch(slides):
+def scene_launch(slides, fps):
     """The /scene mount's launch description, with a mixer pad (sink_3 on,
     hidden) for each slide."""
     pads = ""
@@ -217,7 +217,7 @@ def scene_launch(slides):
         pads += "%s::alpha=0 %s::xpos=-1000 %s::ypos=%d " % (
             pad, pad, pad, HEIGHT - SLIDE_MARGIN - h)
         sources += "%s ! mix.%s " % (src, pad)
-    return "( " + SCENE.format(slide_pads=pads, slide_sources=sources) + ")"
+    return "( " + SCENE.format(slide_pads=pads, slide_sources=sources, fps=fps) + ")"
 
 
 # The /footage mount: the file, decoded and looped by ffmpeg into a pipe that
@@ -427,6 +427,9 @@ def parse_args(argv):
                    help="exit after this many seconds (default 300)")
     p.add_argument("--photos", default=PHOTOS,
                    help="the slides' photographs (default: %(default)s)")
+    p.add_argument("--scene-fps", type=int, default=25,
+                   help="/scene's frame rate (default 25); the keyframes stay "
+                   "one a second")
     p.add_argument("--ignore-stdin", action="store_true",
                    help="do not exit when stdin reaches EOF")
     args = p.parse_args(argv)
@@ -434,6 +437,8 @@ def parse_args(argv):
         p.error("--user and --password must be given together")
     if not 0 <= args.port <= 65535:
         p.error("--port must be in 0..65535")
+    if not 1 <= args.scene_fps <= 60:
+        p.error("--scene-fps must be in 1..60")
     if args.max_seconds <= 0:
         p.error("--max-seconds must be positive")
     return args
@@ -517,11 +522,11 @@ def main(argv):
         # No default token: unauthenticated requests are answered with 401.
         server.set_auth(auth)
 
-    slides = slides_available(args.photos)
+    slides = slides_available(args.photos, args.scene_fps)
     SCENE_STATE.slides = {name: ("sink_%d" % (3 + i), w)
                           for i, (name, (w, _, _)) in enumerate(slides.items())}
     mounts = server.get_mount_points()
-    for path, desc in list(MOUNTS.items()) + [("/scene", scene_launch(slides))]:
+    for path, desc in list(MOUNTS.items()) + [("/scene", scene_launch(slides, args.scene_fps))]:
         factory = make_factory(desc, with_auth)
         if path == "/scene":
             factory.connect("media-configure", SCENE_STATE.configured)
