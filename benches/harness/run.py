@@ -30,14 +30,14 @@ class Settings:
         self.large_events = 10_000 if smoke else 1_000_000
         self.whep_requests = 200 if smoke else 2000
         self.startup_launches = 3 if smoke else 5
-        self.idle_seconds = 10 if smoke else 60
-        self.recording_seconds = 20 if smoke else 60
-        self.detection_seconds = 20 if smoke else 60
+        self.idle_seconds = 5 if smoke else 60
+        self.recording_seconds = 10 if smoke else 60
+        self.detection_seconds = 10 if smoke else 60
         self.footage_files = 8_000 if smoke else 100_000
         self.footage_runs = 1 if smoke else 3
-        self.dead_cameras_seconds = 15 if smoke else 60
+        self.dead_cameras_seconds = 8 if smoke else 60
         self.classify_crops = 30 if smoke else 300
-        self.classify_idle_seconds = 20 if smoke else 60
+        self.classify_idle_seconds = 10 if smoke else 60
         # The memory part: nodes measured (the median taken), the cameras
         # each grows to, and the seconds let settle and of CPU read at the most.
         self.memory_runs = 1 if smoke else 3
