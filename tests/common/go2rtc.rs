@@ -80,22 +80,8 @@ pub enum Restart {
     EmptyFile,
 }
 
-/// A request go2rtc logged.
-#[derive(Clone, Debug)]
-pub struct Request {
-    pub method: String,
-    pub path: String,
-    pub query: Vec<(String, String)>,
-}
-
-impl Request {
-    pub fn param(&self, name: &str) -> Option<&str> {
-        self.query
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
+/// A request go2rtc logged: what the stand-in records of one it receives.
+pub use super::relay::Received as Request;
 
 #[derive(Clone, Copy)]
 struct Ports {
@@ -429,7 +415,7 @@ impl Go2rtc {
                 Some(Request {
                     method: method.to_owned(),
                     path: path.to_owned(),
-                    query: form_decode(query),
+                    query: super::relay::form_decode(query),
                 })
             })
             .filter(|r| r.path.starts_with('/'))
@@ -551,36 +537,4 @@ fn saved_streams(file: &str) -> BTreeMap<String, String> {
         }
     }
     streams
-}
-
-/// `a=1&b=%20x` as Go's `Query()` reads it.
-fn form_decode(query: &str) -> Vec<(String, String)> {
-    let decode = |s: &str| {
-        let bytes = s.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok());
-            match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-                (b'%', Some(b)) => {
-                    out.push(b);
-                    i += 2;
-                }
-                (b'+', _) => out.push(b' '),
-                (b, _) => out.push(b),
-            }
-            i += 1;
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    };
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (decode(k), decode(v))
-        })
-        .collect()
 }

@@ -45,6 +45,8 @@ pub enum WebrtcMode {
     WithSession,
 }
 
+/// A request it received (and one the tests read from go2rtc's log: the
+/// same three parts).
 #[derive(Clone, Debug)]
 pub struct Received {
     pub method: String,
@@ -245,15 +247,21 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Received> {
     Some(Received {
         method,
         path: path.to_owned(),
-        query: query
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .map(|pair| {
-                let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-                (percent_decode(k), percent_decode(v))
-            })
-            .collect(),
+        query: form_decode(query),
     })
+}
+
+/// A query string's pairs, each name and value `+`- and %-decoded: `a=1&b=%20x`
+/// as Go's `Query()` reads it, and so go2rtc.
+pub fn form_decode(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
 }
 
 fn reason(status: u16) -> &'static str {
