@@ -57,16 +57,16 @@ bounded() {
   pid=$!
   # shellcheck disable=SC2064 # the session started here
   trap "kill -KILL -- -$pid 2>/dev/null; exit 143" TERM INT HUP
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ "$waited" -ge "$seconds" ]; then
-      kill -KILL -- -"$pid" 2>/dev/null || true
-      wait "$pid" 2>/dev/null || true
-      return 124
-    fi
+  while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt "$seconds" ]; do
     sleep 1
     waited=$((waited + 1))
   done
   trap - TERM INT HUP
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL -- -"$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    return 124
+  fi
   wait "$pid"
 }
 # qemu_tests NAME TRIPLE PACKAGE_ARGS...: the packages' library unit tests
@@ -75,15 +75,15 @@ bounded() {
 # many-threaded program's fork before the exec (once in a run, a unit test's
 # child hung in a futex for 18 minutes), which a board's kernel does not.
 qemu_tests() {
-  local name=$1 triple=$2 rc
+  local name=$1 triple=$2 bound=900 rc
   shift 2
   local command=(cargo test --locked --profile qemu --target "$triple" "$@" --lib)
   step "$name unit tests built for qemu" "${command[@]}" --no-run
   for attempt in 1 2; do
     rc=0
-    step "$name unit tests under qemu" bounded 900 "${command[@]}" || rc=$?
+    step "$name unit tests under qemu" bounded "$bound" "${command[@]}" || rc=$?
     [ "$rc" -eq 124 ] || return "$rc"
-    echo "the $name unit tests under qemu passed 900 s (attempt $attempt): ended"
+    echo "the $name unit tests under qemu passed $bound s (attempt $attempt): ended"
   done
   return 124
 }
@@ -352,8 +352,11 @@ step "unit tests" unit_tests
 # bench_smoke:: loads the node to measure it) in a pool of their own, so
 # that no more than a few of them run at once (docs/testing.md: how many,
 # and why). The second pool's output follows the first's.
-# The tests of the background's builds (below) wait for them, not here.
-after_builds=(arm:: quick_start:: bench_smoke::the_motion_part)
+# The tests of the background's builds (below) wait for them, not here:
+# those of the release chain's, then those of the boards'.
+after_release=(quick_start:: bench_smoke::the_motion_part)
+after_boards=(arm::)
+after_builds=("${after_release[@]}" "${after_boards[@]}")
 # Tests of every module run the classifier.
 t=$(date +%s)
 wait_chain classifier
@@ -400,8 +403,7 @@ fi
 # the background; then the board binaries (arm::). Beside the background
 # they would only wait on it, holding their pools' threads.
 wait_chain release
-step "tests of the quick start's builds" "${cargo_test[@]}" --test tests -- \
-  quick_start:: bench_smoke::the_motion_part
+step "tests of the quick start's builds" "${cargo_test[@]}" --test tests -- "${after_release[@]}"
 t=$(date +%s)
 for name in classify qemu clippy; do
   wait_chain "$name"
@@ -411,7 +413,7 @@ for name in release classify qemu clippy; do
   sed -n 's/^phase: /phase: (background) /p' "target/chain-$name.log"
 done
 grep -a "^test result" target/chain-qemu.log
-step "tests of the boards' builds" "${cargo_test[@]}" --test tests -- arm::
+step "tests of the boards' builds" "${cargo_test[@]}" --test tests -- "${after_boards[@]}"
 measure_cpu
 echo "all tests passed in $(( $(date +%s) - started )) s, $cpu s of processor"
 if [ ${#once_failed[@]} -gt 0 ]; then
