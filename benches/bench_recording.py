@@ -59,7 +59,7 @@ FOOTAGE_CAMERAS = 8
 FOOTAGE_DAYS = 30
 DEAD_CAMERAS = 64
 # A real segment the recorder's command made (3 s, H.264 + AAC, with its mfra).
-SEGMENT_SAMPLE = ROOT / "src/media/testdata/segment.mp4"
+SEGMENT_SAMPLE = ROOT / "crates/base/src/media/testdata/segment.mp4"
 
 
 def measure_recording(bench, camera):

@@ -9,7 +9,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use nvr_node::bench::{Detector, Params, Polygon, for_detector, rasterise};
+use nvr_base::media::polygon::{Polygon, rasterise};
+use nvr_base::motion::detector::{Detector, Params};
+use nvr_base::motion::frame::for_detector;
 
 const W: usize = 320;
 const H: usize = 180;

@@ -3,7 +3,7 @@
 //! set (`trust.rs`), its times run on from the newest the node knows of by
 //! the monotonic clock.
 
-mod trust;
+use nvr_base::clock::trust;
 
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

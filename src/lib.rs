@@ -28,6 +28,13 @@
 //!    std does not make), `lock`
 //!    and `error`.
 //!
+//! The modules that need no I/O (the parsers, the arithmetic of pictures,
+//! time and retention, the motion detector) are the crate `nvr-base`
+//! (`crates/base`), re-exported where they belong (`media::fmp4`,
+//! `motion::detector`, `web::range`, `mqtt::codec`, `classify::crop`,
+//! `retention`, …): its unit tests are the ones run for the boards under
+//! qemu.
+//!
 //! The documents are in `docs/`; the design of recording and motion, whose
 //! rules the code cites, in `docs/design/`.
 
@@ -55,9 +62,7 @@ mod notices;
 mod properties;
 mod recording;
 mod relay;
-mod retention;
-#[cfg(test)]
-mod rng;
+use nvr_base::retention;
 mod store;
 mod sys;
 mod tls;
@@ -65,11 +70,3 @@ mod web;
 mod workers;
 
 pub use node::run;
-
-/// What the detector's benchmark (`benches/detector.rs`) runs: the motion
-/// detector as the node runs it, the masks' pixels and the frames' halving.
-pub mod bench {
-    pub use crate::media::polygon::{Polygon, rasterise};
-    pub use crate::motion::detector::{Detector, Params};
-    pub use crate::motion::frame::for_detector;
-}

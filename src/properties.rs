@@ -9,8 +9,8 @@ use crate::cameras::camera::{Settings, SettingsPatch};
 use crate::cameras::rtsp_url::{redact, rtsp_endpoint};
 use crate::error::Kind;
 use crate::event::NewEvent;
-use crate::rng::Rng;
 use crate::web::{guard, routes};
+use nvr_base::rng::Rng;
 
 const BUDGET: Duration = Duration::from_secs(2);
 
@@ -64,7 +64,7 @@ fn body(rng: &mut Rng) -> Vec<u8> {
     let mut out = Vec::new();
     for _ in 0..rng.below(40) {
         if rng.below(8) == 0 {
-            out.push(rng.next() as u8);
+            out.push(rng.next_u64() as u8);
         } else {
             out.extend_from_slice(rng.pick(PIECES).as_bytes());
         }
@@ -82,7 +82,7 @@ fn mutated_object(rng: &mut Rng, base: &serde_json::Value) -> Vec<u8> {
         // What the URL checks must catch: an rtsp:// prefix and then anything.
         5 | 6 => serde_json::json!(format!("rtsp://h{text}")),
         0 => serde_json::Value::Null,
-        1 => serde_json::json!(rng.next() as f64 / 7.0 - 1e9),
+        1 => serde_json::json!(rng.next_u64() as f64 / 7.0 - 1e9),
         2 => serde_json::json!([text]),
         3 => serde_json::json!(text.repeat(rng.below(100))),
         _ => serde_json::json!(text),
@@ -211,7 +211,7 @@ fn routes_hosts_and_urls() {
         let text = String::from_utf8_lossy(&body(rng)).into_owned();
         guard::host_allowed(Some(&text), "board", &[]);
         guard::origin_allowed(Some(&text), Some(&text));
-        let secret = format!("pw{}", rng.next());
+        let secret = format!("pw{}", rng.next_u64());
         let url = format!("rtsp://user:{secret}@{text}/x");
         assert!(!redact(&url).contains(&secret), "{url}");
         rtsp_endpoint(&url);

@@ -71,9 +71,9 @@ bounded() {
 }
 # qemu_tests NAME TRIPLE PACKAGE_ARGS...: the packages' library unit tests
 # for TRIPLE, built, then run under qemu. The run is bounded, and one that
-# passes its bound is run once more: qemu's user mode can deadlock a
-# many-threaded program's fork before the exec (once in a run, a unit test's
-# child hung in a futex for 18 minutes), which a board's kernel does not.
+# passes its bound is run once more: qemu's user mode can deadlock where a
+# board's kernel does not (when the node's whole library ran here, a
+# many-threaded test's fork hung in a futex for 18 minutes).
 qemu_tests() {
   local name=$1 triple=$2 bound=900 rc
   shift 2
@@ -146,15 +146,16 @@ chain() {
       # qemu (plain cargo with Debian's cross gcc: no glibc floor for
       # tests): aarch64 for musl, the C library of its static binary; armv7
       # for a 32-bit usize, where a length over 4 GiB (an hour's recording
-      # of a 4K camera) does not fit, and tiny_http's with it. The node's
-      # library and the classifier's core hold what the architecture
-      # matters to (parsers, sizes and times, the detector, the crops, the
-      # SSD head's arithmetic); the classifier with its network runs on
-      # both boards in arm::. Cargo.toml's profile qemu
-      # optimises them and keeps the overflow checks and debug assertions.
+      # of a 4K camera) does not fit, and tiny_http's with it. nvr-base and
+      # the classifier's core hold what the architecture matters to
+      # (parsers, sizes and times, the detector, the crops, the SSD head's
+      # arithmetic) without SQLite, TLS or HTTP to build; the node itself
+      # and the classifier with its network run on both boards in arm::.
+      # Cargo.toml's profile qemu optimises them and keeps the overflow
+      # checks and debug assertions.
       export CARGO_TARGET_DIR=target/qemu
-      qemu_tests aarch64 aarch64-unknown-linux-musl -p nvr-node -p nvr-classify-core
-      qemu_tests armv7 armv7-unknown-linux-gnueabihf -p nvr-node -p nvr-classify-core
+      qemu_tests aarch64 aarch64-unknown-linux-musl -p nvr-base -p nvr-classify-core
+      qemu_tests armv7 armv7-unknown-linux-gnueabihf -p nvr-base -p nvr-classify-core
       qemu_tests "armv7 tiny_http" armv7-unknown-linux-gnueabihf -p tiny_http
       ;;
     clippy)
@@ -339,10 +340,10 @@ wait_chain() {
 step "test build" "${cargo_test[@]}" --no-run
 
 # The patched tiny_http's own unit tests (the write buffer, the handoff
-# between a connection's requests), the library's and the binaries'.
+# between a connection's requests), the libraries' and the binaries'.
 unit_tests() {
   cargo test --locked -p tiny_http --lib
-  "${cargo_test[@]}" -p nvr-node -p nvr-classify-core --lib --bins
+  "${cargo_test[@]}" -p nvr-node -p nvr-base -p nvr-classify-core --lib --bins
 }
 step "unit tests" unit_tests
 

@@ -6,8 +6,7 @@
 //! stops answering, and is killed with the node. It costs nothing while
 //! nothing moves: it sleeps on its stdin.
 
-pub mod crop;
-pub mod regions;
+pub use nvr_base::classify::{crop, regions};
 pub mod tally;
 
 /// What the node and `nvr-classify` say to each other (their shared crate).

@@ -3,11 +3,11 @@
 //! of the fragmented MP4 files that recordings are made of, and boxes and
 //! polygons in a picture.
 
-pub mod area;
+pub use nvr_base::media::area;
 pub mod child;
 pub mod failure;
-pub mod fmp4;
+pub use nvr_base::media::fmp4;
 pub mod gate;
 pub mod input;
-pub mod polygon;
-pub mod restart;
+pub use nvr_base::media::polygon;
+pub use nvr_base::media::restart;

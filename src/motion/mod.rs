@@ -5,9 +5,9 @@
 //! thing the classifier saw move. [`Motion`] is the handle the node holds; its
 //! supervisor keeps one watcher per camera (`workers.rs`).
 
-pub mod detector;
+pub use nvr_base::motion::detector;
 pub mod episodes;
-pub mod frame;
+pub use nvr_base::motion::frame;
 mod frame_clock;
 pub mod frame_requests;
 pub mod snapshot;

@@ -3,9 +3,9 @@
 //! settings (`config`), and how much the broker's messages may cost the
 //! node (`limit`).
 
-pub mod codec;
+pub use nvr_base::mqtt::codec;
 pub mod config;
-pub mod limit;
+pub use nvr_base::mqtt::limit;
 pub mod session;
 
 pub use session::State;

@@ -11,12 +11,9 @@
 //!   group, a pipe that never blocks; the limit of open files.
 //! - `signal`: SIGTERM and SIGINT as a stop flag.
 //! - `net`: socket options std lacks, the IPv4 interfaces, the host name.
-//! - `harness` (tests only): a thread's CPU time, stderr without allocating.
 
 pub mod data_file;
 pub mod filesystem;
-#[cfg(test)]
-pub mod harness;
 pub mod net;
 pub mod poll;
 pub mod process;

@@ -4,10 +4,10 @@
 //! browser UI's files (`static_files`).
 
 pub mod api;
-pub mod encoding;
+pub use nvr_base::web::encoding;
 pub mod guard;
 pub mod query;
-pub mod range;
+pub use nvr_base::web::range;
 pub mod reply;
 pub mod routes;
 pub mod server;

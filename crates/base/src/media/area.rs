@@ -22,9 +22,8 @@ impl Area {
     }
 }
 
-#[cfg(test)]
 impl Area {
-    /// The tests' shorthand.
+    /// The tests' shorthand (the node's too).
     pub fn new(left: f32, top: f32, right: f32, bottom: f32) -> Area {
         Area {
             left,

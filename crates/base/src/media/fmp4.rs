@@ -816,11 +816,15 @@ pub fn rewrite_moof(moof: &mut [u8], sequence: (Field, u32), decode_times: &[(Fi
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 pub mod mutations;
 
-#[cfg(test)]
+/// The test recordings built here, which the node's tests of playback and
+/// of the segment cache build on too (feature `testing`).
+#[cfg(any(test, feature = "testing"))]
 pub mod tests {
+    // Built for the node's tests, only the recordings are used.
+    #![cfg_attr(not(test), allow(dead_code))]
     use super::*;
     use std::io::Cursor;
 

@@ -33,7 +33,6 @@ impl Polygon {
         Polygon { points }
     }
 
-    #[cfg(test)]
     pub fn points(&self) -> &[Point] {
         &self.points
     }

@@ -63,13 +63,13 @@ pub fn sleep_unless_stopped(stop: &AtomicBool, wait: Duration) -> bool {
 }
 
 /// The waits between runs.
-pub struct Backoff {
+struct Backoff {
     next: Duration,
     random: u64,
 }
 
 impl Backoff {
-    pub fn new() -> Backoff {
+    fn new() -> Backoff {
         // A random seed per task, from the hasher keys std draws per thread.
         let random = RandomState::new().build_hasher().finish() | 1;
         Backoff {
@@ -79,7 +79,7 @@ impl Backoff {
     }
 
     /// The wait after a run that `worked` or not.
-    pub fn next(&mut self, worked: bool) -> Duration {
+    fn next(&mut self, worked: bool) -> Duration {
         if worked {
             self.next = FIRST;
         }
@@ -94,7 +94,7 @@ impl Backoff {
 }
 
 /// `wait` moved by up to a quarter of it either way, by `random`.
-pub fn jittered(wait: Duration, random: u64) -> Duration {
+fn jittered(wait: Duration, random: u64) -> Duration {
     let ms = wait.as_millis() as u64;
     let spread = ms / 2;
     if spread == 0 {
@@ -140,9 +140,13 @@ mod tests {
                 "{wait} {random}"
             );
         }
-        // Two tasks that failed together wait apart.
-        let (a, b) = (Backoff::new().next(false), Backoff::new().next(false));
-        assert_ne!(a, b);
+        // Tasks that failed together wait apart. Two may draw the same of
+        // the 501 milliseconds a first wait spreads over (once in 501 runs,
+        // it did under qemu); ten that draw no more than four waits between
+        // them are not spread (a chance below 1e-9).
+        let waits: std::collections::BTreeSet<Duration> =
+            (0..10).map(|_| Backoff::new().next(false)).collect();
+        assert!(waits.len() >= 5, "{waits:?}");
     }
 
     struct Flaky {

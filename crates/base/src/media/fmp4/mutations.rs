@@ -17,8 +17,8 @@ use super::{
     FIRST_SAMPLE_FLAGS, SAMPLE_CTO, SAMPLE_DESCRIPTION_INDEX, SAMPLE_DURATION, SAMPLE_FLAGS,
     SAMPLE_SIZE,
 };
+use crate::harness::{thread_cpu_time, write_stderr};
 use crate::rng::Rng;
-use crate::sys::harness::{thread_cpu_time, write_stderr};
 
 /// A segment written by the recorder's ffmpeg command (testdata/README.md).
 pub const SEGMENT: &[u8] = include_bytes!("../testdata/segment.mp4");
@@ -164,7 +164,7 @@ impl Cases {
     }
 
     fn put32(&mut self, what: &str, at: usize, values: &[u32]) {
-        let random = self.rng.next() as u32;
+        let random = self.rng.next_u64() as u32;
         let values: BTreeSet<u32> = values.iter().copied().chain([random]).collect();
         for value in values {
             let edit = Edit::Put(at, value.to_be_bytes().to_vec());
@@ -173,7 +173,7 @@ impl Cases {
     }
 
     fn put64(&mut self, what: &str, at: usize, values: &[u64], before: &[Edit]) {
-        let random = self.rng.next();
+        let random = self.rng.next_u64();
         let values: BTreeSet<u64> = values.iter().copied().chain([random]).collect();
         for value in values {
             let mut edits = before.to_vec();
@@ -371,7 +371,7 @@ fn random(cases: &mut Cases, boxes: &[Found], len: usize) {
     };
     for n in 0..FLIPS {
         let flips: Vec<(usize, u8)> = (0..=cases.rng.below(4))
-            .map(|_| (place(&mut cases.rng, 1), cases.rng.next() as u8 | 1))
+            .map(|_| (place(&mut cases.rng, 1), cases.rng.next_u64() as u8 | 1))
             .collect();
         let what: Vec<String> = flips.iter().map(|(at, m)| format!("{at}^{m:#x}")).collect();
         let edits = flips.into_iter().map(|(at, m)| Edit::Xor(at, m)).collect();
@@ -380,7 +380,7 @@ fn random(cases: &mut Cases, boxes: &[Found], len: usize) {
     for n in 0..WORDS {
         let at = place(&mut cases.rng, 4);
         let value = match cases.rng.below(6) {
-            5 => cases.rng.next() as u32,
+            5 => cases.rng.next_u64() as u32,
             edge => EDGES32[edge],
         };
         let edit = Edit::Put(at, value.to_be_bytes().to_vec());
