@@ -1,8 +1,8 @@
-//! The node's code that needs no I/O, only std (and serde's derive): parsers of what comes from
-//! outside (fMP4, HTTP ranges and codings, MQTT packets), the arithmetic of
-//! pictures and time (areas, masks, the motion detector, crops, the clock's
-//! trust, restart backoff) and of retention. Nothing here reads a file,
-//! opens a socket or starts a process.
+//! The node's code that needs no I/O, only std (and serde's derive):
+//! parsers of what comes from outside (fMP4, HTTP ranges and codings, MQTT
+//! packets), the arithmetic of pictures and time (areas, masks, the motion
+//! detector, crops, the clock's trust, restart backoff) and of retention.
+//! Nothing here reads a file, opens a socket or starts a process.
 //!
 //! A crate of its own because this is where a board's architecture matters
 //! (32-bit `usize`, alignment, float rounding): its unit tests are built for
