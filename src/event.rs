@@ -30,6 +30,10 @@ pub struct Event {
     /// It goes on: `ended_at_ms` is its latest moment so far, and its kind
     /// may still change.
     pub in_progress: bool,
+    /// A person marked it seen; false when it is made.
+    pub reviewed: bool,
+    /// A person kept it: no rule deletes it or its files.
+    pub keep: bool,
 }
 
 /// Around an event, the recording its clip is cut from: this long before
@@ -321,13 +325,78 @@ pub struct NewEvent {
     pub zones: Vec<String>,
 }
 
+/// The body's JSON object.
+fn json_object(body: &[u8]) -> Result<serde_json::Map<String, Value>, Error> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| Error::bad_request(format!("body is not valid JSON: {e}")))?;
+    match value {
+        Value::Object(fields) => Ok(fields),
+        _ => Err(Error::bad_request("body must be a JSON object")),
+    }
+}
+
+/// A validated `PATCH /api/events/{id}` body: the marks to set, at least one.
+#[derive(Debug, PartialEq)]
+pub struct Marks {
+    pub reviewed: Option<bool>,
+    pub keep: Option<bool>,
+}
+
+impl Marks {
+    pub fn from_json(body: &[u8]) -> Result<Marks, Error> {
+        let fields = json_object(body)?;
+        let flag = |name: &str| match fields.get(name) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(_) => Err(Error::bad_request(format!("{name} must be true or false"))),
+        };
+        let marks = Marks {
+            reviewed: flag("reviewed")?,
+            keep: flag("keep")?,
+        };
+        if marks.reviewed.is_none() && marks.keep.is_none() {
+            return Err(Error::bad_request("reviewed or keep is required"));
+        }
+        Ok(marks)
+    }
+}
+
+/// A validated `POST /api/events/reviewed` body: the events started before
+/// `before_ms`, of one camera or all.
+#[derive(Debug, PartialEq)]
+pub struct ReviewedBefore {
+    pub before_ms: i64,
+    pub camera_id: Option<Uuid>,
+}
+
+impl ReviewedBefore {
+    pub fn from_json(body: &[u8]) -> Result<ReviewedBefore, Error> {
+        let fields = json_object(body)?;
+        let before_ms = match fields.get("before") {
+            Some(Value::String(text)) => parse_timestamp("before", text)?,
+            None | Some(Value::Null) => return Err(Error::bad_request("before is required")),
+            Some(_) => return Err(Error::bad_request("before must be a string")),
+        };
+        let camera_id = match fields.get("cameraId") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) => Some(camera_id(id)?),
+            Some(_) => return Err(Error::bad_request("cameraId must be a string")),
+        };
+        Ok(ReviewedBefore {
+            before_ms,
+            camera_id,
+        })
+    }
+}
+
+/// A camera's id as a client gives it (`cameraId`).
+pub fn camera_id(text: &str) -> Result<Uuid, Error> {
+    Uuid::try_parse(text).map_err(|_| Error::bad_request("cameraId must be a camera id (a UUID)"))
+}
+
 impl NewEvent {
     pub fn from_json(body: &[u8]) -> Result<NewEvent, Error> {
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|e| Error::bad_request(format!("body is not valid JSON: {e}")))?;
-        let Value::Object(fields) = value else {
-            return Err(Error::bad_request("body must be a JSON object"));
-        };
+        let fields = json_object(body)?;
         let text = |name: &str| match fields.get(name) {
             Some(Value::String(s)) => Ok(Some(s.as_str())),
             None | Some(Value::Null) => Ok(None),
@@ -336,8 +405,7 @@ impl NewEvent {
         let required = |name: &str| {
             text(name)?.ok_or_else(|| Error::bad_request(format!("{name} is required")))
         };
-        let camera_id = Uuid::try_parse(required("cameraId")?)
-            .map_err(|_| Error::bad_request("cameraId must be a camera id (a UUID)"))?;
+        let camera_id = camera_id(required("cameraId")?)?;
         let kind = required("kind")?;
         if Kind::from_name(kind).is_none() {
             let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();

@@ -1,5 +1,5 @@
-//! Retention of clips by space: the oldest events go, each with its clip
-//! and thumbnail, while events' files take more than their budget
+//! Retention of clips by space: the oldest events not kept go, each with
+//! its clip and thumbnail, while those events' files take more than their budget
 //! (`CLIPS_MAX_BYTES`) or their file system has less free space than its
 //! reserve (`CLIPS_RESERVE`, read with `statvfs`, so files that others write
 //! count too). Clip files that no event names count as well, and go oldest
@@ -192,9 +192,16 @@ impl Retention {
         }
     }
 
-    /// The bytes of events' files and of files no event names.
+    /// The bytes of events' files, but kept ones' (they have a budget of
+    /// their own, and no rule deletes them), and of files no event names.
     fn used(&self, inner: &Inner) -> Option<u64> {
-        let events = inner.db.run(|s| s.event_bytes()).ok()?;
+        let events = inner
+            .db
+            .run(|s| {
+                Ok(s.event_bytes()?
+                    .saturating_sub(s.event_tallies()?.kept_bytes))
+            })
+            .ok()?;
         Some(events + self.orphans.iter().map(|o| o.bytes).sum::<u64>())
     }
 
@@ -358,7 +365,9 @@ fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<(u64, Option<String>)> {
     let data_dir = &inner.settings.data_dir;
     let files = inner.db.run(|s| s.files_of_events(ids)).ok()?;
     let (bytes, gone, refusal) = match inner.db.run(|s| s.tombstone_events(ids)) {
-        Ok(bytes) => {
+        // The files of the events deleted: one kept since `files` were
+        // read keeps its own.
+        Ok((files, bytes)) => {
             let (gone, refusal) = unlink(data_dir, &files);
             // A tombstone left on failure is dropped by a later collection.
             let _ = inner
@@ -373,7 +382,7 @@ fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<(u64, Option<String>)> {
         {
             log::warn!("clips: cannot mark events deleted ({e}); deleting their files first");
             let (gone, refusal) = unlink(data_dir, &files);
-            let bytes = inner.db.run(|s| s.tombstone_events(ids)).ok()?;
+            let bytes = inner.db.run(|s| s.tombstone_events(ids)).ok()?.1;
             collect_garbage(inner);
             (bytes, gone, refusal)
         }

@@ -109,6 +109,7 @@ pub const SECTIONS: &[Section] = &[
             RECORDINGS_RESERVE.doc,
             CLIPS_MAX_BYTES.doc,
             CLIPS_RESERVE.doc,
+            CLIPS_KEEP_MAX_BYTES.doc,
             MAX_EVENTS.doc,
         ],
     },
@@ -398,6 +399,23 @@ pub const CLIPS_RESERVE: Var<u64> = Var {
                 it below RECORDINGS_RESERVE when both are on one disk, so that \
                 the recordings give way first.",
         example: "1G",
+        installed: None,
+    },
+    parse: size,
+};
+
+pub const CLIPS_KEEP_MAX_BYTES: Var<u64> = Var {
+    doc: Doc {
+        name: "CLIPS_KEEP_MAX_BYTES",
+        default: Value("1G"),
+        help: "the most space kept events' clips may take; keeping one more \
+               past it is refused",
+        old_name: None,
+        notes: "A size like 4G. Kept events are deleted by no rule, and count \
+                apart from CLIPS_MAX_BYTES: the default holds about 250 clips \
+                of 15 s from a 2 Mbit/s camera, a sixteenth of a 16 GB card, \
+                so that with the clips' 2G the events take under a fifth of it.",
+        example: "4G",
         installed: None,
     },
     parse: size,

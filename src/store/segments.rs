@@ -530,6 +530,8 @@ mod tests {
             thumbnail_path: None,
             zones: Vec::new(),
             in_progress: false,
+            reviewed: false,
+            keep: false,
         };
         store.insert_event(&event, 0, 100).unwrap();
         let order: Vec<(bool, i64)> = store
