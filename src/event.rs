@@ -122,6 +122,74 @@ mod tests {
     }
 
     #[test]
+    fn marks_and_reviewed_before() {
+        let marks = |body: &str| Marks::from_json(body.as_bytes()).map_err(|e| e.message);
+        let table: [(&str, Result<Marks, String>); 6] = [
+            (
+                r#"{"reviewed":true}"#,
+                Ok(Marks {
+                    reviewed: Some(true),
+                    keep: None,
+                }),
+            ),
+            (
+                r#"{"keep":false,"reviewed":false,"other":1}"#,
+                Ok(Marks {
+                    reviewed: Some(false),
+                    keep: Some(false),
+                }),
+            ),
+            (r#"{"keep":null}"#, Err("keep must be true or false".into())),
+            (
+                r#"{"reviewed":1}"#,
+                Err("reviewed must be true or false".into()),
+            ),
+            (
+                r#"{"zones":[]}"#,
+                Err("reviewed or keep is required".into()),
+            ),
+            ("true", Err("body must be a JSON object".into())),
+        ];
+        for (body, want) in table {
+            assert_eq!(marks(body), want, "{body}");
+        }
+        let camera = Uuid::new_v4();
+        let before =
+            |body: String| ReviewedBefore::from_json(body.as_bytes()).map_err(|e| e.message);
+        let table: [(String, Result<ReviewedBefore, String>); 5] = [
+            (
+                format!(r#"{{"before":"1970-01-01T00:00:01Z","cameraId":"{camera}"}}"#),
+                Ok(ReviewedBefore {
+                    before_ms: 1000,
+                    camera_id: Some(camera),
+                }),
+            ),
+            (
+                r#"{"before":"1970-01-01T00:00:00.002Z","cameraId":null}"#.into(),
+                Ok(ReviewedBefore {
+                    before_ms: 2,
+                    camera_id: None,
+                }),
+            ),
+            (
+                r#"{"cameraId":null}"#.into(),
+                Err("before is required".into()),
+            ),
+            (
+                r#"{"before":5}"#.into(),
+                Err("before must be a string".into()),
+            ),
+            (
+                r#"{"before":"1970-01-01T00:00:01Z","cameraId":7}"#.into(),
+                Err("cameraId must be a string".into()),
+            ),
+        ];
+        for (body, want) in table {
+            assert_eq!(before(body.clone()), want, "{body}");
+        }
+    }
+
+    #[test]
     fn invalid_events() {
         let good = serde_json::json!({
             "cameraId": Uuid::new_v4().to_string(), "kind": "motion", "score": 0.5,
