@@ -62,6 +62,8 @@ pub struct Settings {
     pub reserve: Option<u64>,
     /// The most bytes kept events' files may take.
     pub keep_max_bytes: u64,
+    /// Events older than this many days go (kept ones aside).
+    pub retain_days: Option<u64>,
     /// The recordings' folder: status shows the clips' disk when it is another.
     pub recordings_dir: PathBuf,
 }
@@ -75,6 +77,7 @@ impl Settings {
             max_bytes: config.clips_max_bytes,
             reserve: config.clips_reserve,
             keep_max_bytes: config.clips_keep_max_bytes,
+            retain_days: config.events_retain_days,
             recordings_dir: config.recordings_dir.clone(),
         }
     }

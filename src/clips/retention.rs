@@ -24,6 +24,7 @@ use uuid::Uuid;
 
 use super::orphans::{self, Orphan};
 use super::{Inner, Storage};
+use crate::clock;
 use crate::error::Kind;
 use crate::retention::{self, CLIPS, KEPT_FOR, Rule};
 use crate::store::{EventFiles, Tombstones};
@@ -143,9 +144,11 @@ impl Retention {
         }
     }
 
-    /// Deletes the oldest clips while they take more than their budget or
-    /// their disk has less free space than its reserve.
+    /// Deletes the events past their age (EVENTS_RETAIN_DAYS), then the
+    /// oldest clips while they take more than their budget or their disk has
+    /// less free space than its reserve.
     pub fn enforce(&mut self, inner: &Inner) {
+        expire(inner);
         let settings = &inner.settings;
         let dir = settings.clips_dir();
         let Some(used) = self.used(inner) else {
@@ -400,6 +403,28 @@ fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<(u64, Option<String>)> {
         .sum();
     Some((bytes.saturating_sub(left), refusal))
 }
+
+/// Deletes the events not kept older than EVENTS_RETAIN_DAYS, their files
+/// left as tombstones for the collection that follows. Not while the clock
+/// is not set: the age of every event would be wrong.
+fn expire(inner: &Inner) {
+    let Some(days) = inner.settings.retain_days else {
+        return;
+    };
+    if !clock::is_set() {
+        return;
+    }
+    let before = clock::now_ms().saturating_sub(days as i64 * DAY_MS);
+    if let Ok((count, bytes)) = inner.db.run(|s| s.tombstone_events_before(before))
+        && count > 0
+    {
+        log::info!(
+            "clips: deleted the {count} events older than {days} days with their clips and thumbnails ({bytes} bytes): EVENTS_RETAIN_DAYS"
+        );
+    }
+}
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
 
 /// Unlinks the files of tombstones and drops the tombstones of those gone.
 pub(super) fn collect_garbage(inner: &Inner) {

@@ -111,6 +111,7 @@ pub const SECTIONS: &[Section] = &[
             CLIPS_RESERVE.doc,
             CLIPS_KEEP_MAX_BYTES.doc,
             MAX_EVENTS.doc,
+            EVENTS_RETAIN_DAYS.doc,
         ],
     },
     Section {
@@ -419,6 +420,28 @@ pub const CLIPS_KEEP_MAX_BYTES: Var<u64> = Var {
         installed: None,
     },
     parse: size,
+};
+
+pub const EVENTS_RETAIN_DAYS: Var<u64> = Var {
+    doc: Doc {
+        name: "EVENTS_RETAIN_DAYS",
+        default: Words("none"),
+        help: "days events are kept, older ones deleted with their clips \
+               (kept events aside)",
+        old_name: None,
+        notes: "A whole number from 1 to 3650; unset, events go by MAX_EVENTS \
+                and the clips' space only. Nothing is deleted by age while the \
+                node's clock is not set.",
+        example: "30",
+        installed: None,
+    },
+    parse: |text| {
+        text.trim()
+            .parse()
+            .ok()
+            .filter(|n| (1..=3650).contains(n))
+            .ok_or("must be a whole number from 1 to 3650")
+    },
 };
 
 pub const MAX_EVENTS: Var<u64> = Var {

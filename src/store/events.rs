@@ -454,6 +454,18 @@ impl Store {
         Ok((files, freed))
     }
 
+    /// Deletes the events not kept that started before `before_ms`, turning
+    /// their files into tombstones; returns how many, and their bytes.
+    pub fn tombstone_events_before(&mut self, before_ms: i64) -> Result<(u64, u64)> {
+        let tx = self.conn.transaction()?;
+        let (_, bytes) =
+            tombstone_events_where(&tx, "keep = 0 AND started_at_ms < ?1", [before_ms])?;
+        let count = tx.changes();
+        tx.commit()?;
+        self.event_bytes_changed(0, bytes);
+        Ok((count, bytes))
+    }
+
     /// The files (clips and thumbnails) of events not kept.
     pub fn files_of_events(&self, ids: &[Uuid]) -> Result<Vec<String>> {
         let mut files = Vec::new();
@@ -960,6 +972,34 @@ mod tests {
         store.mark_event(oldest.id, None, Some(false), 150).unwrap();
         assert_eq!(store.event_tallies().unwrap().kept_bytes, 0);
         assert_eq!(store.tombstone_events(&[oldest.id]).unwrap().1, 100);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn events_before_a_moment_go_but_kept_ones() {
+        let dir = temp_dir("event-age");
+        let mut store = Store::open(&dir).unwrap();
+        let cam = Uuid::new_v4();
+        let (old, kept, edge) = (
+            event(cam, 1_000, Some("clips/1.mp4")),
+            event(cam, 1_500, Some("clips/kept.mp4")),
+            event(cam, 2_000, Some("clips/2.mp4")),
+        );
+        for e in [&old, &kept, &edge] {
+            store.insert_event(e, 10, 100).unwrap();
+        }
+        store.mark_event(kept.id, None, Some(true), 100).unwrap();
+        assert_eq!(store.tombstone_events_before(2_000).unwrap(), (1, 10));
+        let left: Vec<i64> = store
+            .recent_events(10)
+            .unwrap()
+            .iter()
+            .map(|e| e.started_at_ms)
+            .collect();
+        assert_eq!(left, [2_000, 1_500], "not before, and kept");
+        assert_eq!(store.tombstones(Clips, 10).unwrap(), ["clips/1.mp4"]);
+        assert_eq!(store.event_bytes().unwrap(), 20);
+        assert_eq!(store.tombstone_events_before(2_000).unwrap(), (0, 0));
         std::fs::remove_dir_all(dir).unwrap();
     }
 
