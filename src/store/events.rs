@@ -1221,7 +1221,8 @@ mod tests {
              ALTER TABLE event DROP COLUMN in_progress; DROP TABLE busy_cells;
              ALTER TABLE camera DROP COLUMN onvif_mac; ALTER TABLE camera DROP COLUMN onvif_serial;
              DROP INDEX event_kind_started; DROP INDEX event_unreviewed; DROP INDEX event_kept;
-             ALTER TABLE event DROP COLUMN reviewed; ALTER TABLE event DROP COLUMN keep;",
+             ALTER TABLE event DROP COLUMN reviewed; ALTER TABLE event DROP COLUMN keep;
+             ALTER TABLE camera DROP COLUMN retain_days;",
         )
         .unwrap();
         drop(conn);

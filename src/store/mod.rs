@@ -136,6 +136,9 @@ const UPGRADES: &[&str] = &[
      CREATE INDEX event_kind_started ON event (kind, started_at_ms);
      CREATE INDEX event_unreviewed ON event (started_at_ms) WHERE reviewed = 0;
      CREATE INDEX event_kept ON event (started_at_ms) WHERE keep = 1;",
+    // 12 -> 13: a camera's retainDays, the age in days past which its
+    // recorded segments are deleted; null (every camera before): no limit.
+    "ALTER TABLE camera ADD COLUMN retain_days INTEGER;",
 ];
 
 pub struct Store {
@@ -260,6 +263,7 @@ pub(crate) mod test_support {
                 motion_masks: Vec::new(),
                 zones: Vec::new(),
                 auto_mask: true,
+                retain_days: None,
             },
             capabilities: None,
         }
