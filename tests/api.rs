@@ -39,7 +39,7 @@ fn dead_url() -> String {
     )
 }
 
-const CAMERA_FIELDS: [&str; 19] = [
+const CAMERA_FIELDS: [&str; 20] = [
     "id",
     "name",
     "make",
@@ -54,6 +54,7 @@ const CAMERA_FIELDS: [&str; 19] = [
     "zones",
     "autoMask",
     "suggestedMasks",
+    "retainDays",
     "capabilities",
     "hasSubstream",
     "online",
@@ -137,6 +138,7 @@ fn status_has_the_spec_fields() {
             "freeBytes",
             "totalBytes",
             "oldestRecordingAt",
+            "lastDeletion",
             "unclaimedBytes",
             "message",
             "clipsBytes",
@@ -152,6 +154,7 @@ fn status_has_the_spec_fields() {
     assert_eq!(storage["message"], Value::Null, "all is well");
     assert_eq!(storage["budgetBytes"], Value::Null);
     assert_eq!(storage["oldestRecordingAt"], Value::Null);
+    assert_eq!(storage["lastDeletion"], Value::Null, "nothing deleted yet");
     assert_eq!(storage["clipsBytes"], 0);
     assert_eq!(storage["clipsBudgetBytes"], 2_u64 << 30);
 }

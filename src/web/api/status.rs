@@ -62,6 +62,9 @@ struct StorageView {
     /// What keeps recordings from being made or cleaned up, and what to
     /// do, in plain words; null when all is well.
     message: Option<String>,
+    /// The last deletion of recordings and the rule that made it; null
+    /// until one since the node started.
+    last_deletion: Option<DeletionView>,
     clips_bytes: u64,
     clips_budget_bytes: u64,
     clips_reserve_bytes: u64,
@@ -74,6 +77,18 @@ struct StorageView {
     clips_free_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     clips_total_bytes: Option<u64>,
+}
+
+/// Segments one rule deleted: `rule` is `RECORDINGS_MAX_BYTES`,
+/// `RECORDINGS_RESERVE` or `retainDays` (then `cameraId` is the camera's).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeletionView {
+    at: String,
+    rule: &'static str,
+    camera_id: Option<String>,
+    segments: u64,
+    bytes: u64,
 }
 
 /// The body, or 304 when `if_none_match` (the request's `If-None-Match`)
@@ -151,6 +166,13 @@ fn serialize(app: &App) -> Result<Vec<u8>, Error> {
                     (Some(recordings), Some(clips)) => Some(format!("{recordings}; {clips}")),
                     (recordings, clips) => recordings.or(clips),
                 },
+                last_deletion: storage.last_deletion.map(|d| DeletionView {
+                    at: format_timestamp(d.at_ms),
+                    rule: d.rule,
+                    camera_id: d.camera_id.map(|id| id.to_string()),
+                    segments: d.segments,
+                    bytes: d.bytes,
+                }),
                 clips_bytes: clips.used_bytes,
                 clips_budget_bytes: clips.budget_bytes,
                 clips_reserve_bytes: clips.reserve_bytes,
