@@ -885,7 +885,7 @@ fn playback_reads_each_segment_once_and_never_sends_a_cut_body() {
 
 /// A copy of a recorded segment filed as if made `ago_ms` before now, in
 /// the node's layout (the node, stopped, indexes it when it starts again).
-fn file_as_old(recordings: &Path, segment: &Row, ago_ms: i64) -> String {
+pub(crate) fn file_as_old(recordings: &Path, segment: &Row, ago_ms: i64) -> String {
     let at = iso(now_ms() - ago_ms).replace(':', "-");
     let relative = format!("{}/{}Z/{at}.mp4", segment.camera, &at[..13]);
     let path = recordings.join(&relative);
