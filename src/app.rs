@@ -73,8 +73,9 @@ pub struct StatusBody {
     pub tag: u64,
 }
 
-/// (`state_changes`, the store's generation, whether the clock is set).
-type Versions = (u64, u64, bool);
+/// (`state_changes`, the store's generation and its events', whether the
+/// clock is set).
+type Versions = (u64, u64, u64, bool);
 
 impl App {
     pub fn new(config: &Config, store: Store, relay_nudges: mpsc::Sender<()>) -> App {
@@ -184,7 +185,8 @@ impl App {
         // Versions first, state after: a change racing the build leaves a
         // newer body under an older key, which the next call rebuilds.
         let live = self.state_changes.get();
-        let key = (live, self.db(|s| Ok(s.generation()))?, clock::is_set());
+        let (generation, events) = self.db(|s| Ok((s.generation(), s.events_generation())))?;
+        let key = (live, generation, events, clock::is_set());
         if let Some((built_at, body)) = lock(&self.status_body).as_ref()
             && *built_at == key
         {

@@ -60,6 +60,10 @@ pub struct Settings {
     pub max_bytes: u64,
     /// The free space kept on their file system; None: the default reserve.
     pub reserve: Option<u64>,
+    /// The most bytes kept events' files may take.
+    pub keep_max_bytes: u64,
+    /// Events older than this many days go (kept ones aside).
+    pub retain_days: Option<u64>,
     /// The recordings' folder: status shows the clips' disk when it is another.
     pub recordings_dir: PathBuf,
 }
@@ -72,6 +76,8 @@ impl Settings {
             max_events: config.max_events,
             max_bytes: config.clips_max_bytes,
             reserve: config.clips_reserve,
+            keep_max_bytes: config.clips_keep_max_bytes,
+            retain_days: config.events_retain_days,
             recordings_dir: config.recordings_dir.clone(),
         }
     }
@@ -243,6 +249,11 @@ impl Clips {
     }
 
     /// What clips take of the disk.
+    /// The most bytes kept events' files may take (`CLIPS_KEEP_MAX_BYTES`).
+    pub fn keep_max_bytes(&self) -> u64 {
+        self.inner.settings.keep_max_bytes
+    }
+
     pub fn storage(&self) -> Storage {
         lock(&self.inner.storage).clone()
     }

@@ -62,6 +62,10 @@ pub struct Config {
     /// Free space kept on the clips' file system; None: 512 MiB or 5 % of
     /// the file system, whichever is larger.
     pub clips_reserve: Option<u64>,
+    /// The most bytes kept events' clips and thumbnails may take.
+    pub clips_keep_max_bytes: u64,
+    /// Events older than this many days are deleted (kept ones aside).
+    pub events_retain_days: Option<u64>,
     /// The MQTT broker for Home Assistant; None: MQTT is off.
     pub mqtt: Option<mqtt::config::Config>,
     /// `NODE_URL`, the address Home Assistant reaches the node at, without
@@ -174,6 +178,8 @@ impl Config {
         let recordings_reserve = RECORDINGS_RESERVE.set(env)?;
         let clips_max_bytes = CLIPS_MAX_BYTES.value(env)?;
         let clips_reserve = CLIPS_RESERVE.set(env)?;
+        let clips_keep_max_bytes = CLIPS_KEEP_MAX_BYTES.value(env)?;
+        let events_retain_days = EVENTS_RETAIN_DAYS.set(env)?;
         let data_dir = DATA_DIR.value(env)?;
         let node_url = NODE_URL.set(env)?;
         let mut allowed_hosts = ALLOWED_HOSTS.set(env)?.unwrap_or_default();
@@ -213,6 +219,8 @@ impl Config {
             recordings_reserve,
             clips_max_bytes,
             clips_reserve,
+            clips_keep_max_bytes,
+            events_retain_days,
             data_dir,
             node_url,
             allowed_hosts,
@@ -302,6 +310,8 @@ mod tests {
         assert_eq!(c.recordings_dir, PathBuf::from("./data/recordings"));
         assert_eq!((c.recordings_max_bytes, c.recordings_reserve), (None, None));
         assert_eq!((c.clips_max_bytes, c.clips_reserve), (2 << 30, None));
+        assert_eq!(c.clips_keep_max_bytes, 1 << 30);
+        assert_eq!(c.events_retain_days, None);
         assert_eq!(c.max_events, 10_000);
         assert!(c.mqtt.is_none());
         assert_eq!(log_level(|_| None), Ok(log::LevelFilter::Info));
@@ -332,11 +342,18 @@ mod tests {
 
     #[test]
     fn clips() {
-        let c = config(&[("CLIPS_MAX_BYTES", "500M"), ("CLIPS_RESERVE", "1G")]).unwrap();
+        let c = config(&[
+            ("CLIPS_MAX_BYTES", "500M"),
+            ("CLIPS_RESERVE", "1G"),
+            ("CLIPS_KEEP_MAX_BYTES", "4G"),
+            ("EVENTS_RETAIN_DAYS", "3650"),
+        ])
+        .unwrap();
         assert_eq!(
-            (c.clips_max_bytes, c.clips_reserve),
-            (500 << 20, Some(1 << 30))
+            (c.clips_max_bytes, c.clips_reserve, c.clips_keep_max_bytes),
+            (500 << 20, Some(1 << 30), 4 << 30)
         );
+        assert_eq!(c.events_retain_days, Some(3650));
     }
 
     #[test]
@@ -518,6 +535,9 @@ mod tests {
             ("RECORDINGS_MAX_BYTES", "lots"),
             ("RECORDINGS_RESERVE", "-5G"),
             ("CLIPS_MAX_BYTES", "a lot"),
+            ("CLIPS_KEEP_MAX_BYTES", "all"),
+            ("EVENTS_RETAIN_DAYS", "0"),
+            ("EVENTS_RETAIN_DAYS", "3651"),
             ("CLIPS_RESERVE", "5Q"),
             ("NODE_URL", "nvr.lan:8080"),
             ("NODE_URL", "http://"),

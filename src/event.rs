@@ -30,6 +30,10 @@ pub struct Event {
     /// It goes on: `ended_at_ms` is its latest moment so far, and its kind
     /// may still change.
     pub in_progress: bool,
+    /// A person marked it seen; false when it is made.
+    pub reviewed: bool,
+    /// A person kept it: no rule deletes it or its files.
+    pub keep: bool,
 }
 
 /// Around an event, the recording its clip is cut from: this long before
@@ -115,6 +119,74 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(eight.zones.len(), 8);
+    }
+
+    #[test]
+    fn marks_and_reviewed_before() {
+        let marks = |body: &str| Marks::from_json(body.as_bytes()).map_err(|e| e.message);
+        let table: [(&str, Result<Marks, String>); 6] = [
+            (
+                r#"{"reviewed":true}"#,
+                Ok(Marks {
+                    reviewed: Some(true),
+                    keep: None,
+                }),
+            ),
+            (
+                r#"{"keep":false,"reviewed":false,"other":1}"#,
+                Ok(Marks {
+                    reviewed: Some(false),
+                    keep: Some(false),
+                }),
+            ),
+            (r#"{"keep":null}"#, Err("keep must be true or false".into())),
+            (
+                r#"{"reviewed":1}"#,
+                Err("reviewed must be true or false".into()),
+            ),
+            (
+                r#"{"zones":[]}"#,
+                Err("reviewed or keep is required".into()),
+            ),
+            ("true", Err("body must be a JSON object".into())),
+        ];
+        for (body, want) in table {
+            assert_eq!(marks(body), want, "{body}");
+        }
+        let camera = Uuid::new_v4();
+        let before =
+            |body: String| ReviewedBefore::from_json(body.as_bytes()).map_err(|e| e.message);
+        let table: [(String, Result<ReviewedBefore, String>); 5] = [
+            (
+                format!(r#"{{"before":"1970-01-01T00:00:01Z","cameraId":"{camera}"}}"#),
+                Ok(ReviewedBefore {
+                    before_ms: 1000,
+                    camera_id: Some(camera),
+                }),
+            ),
+            (
+                r#"{"before":"1970-01-01T00:00:00.002Z","cameraId":null}"#.into(),
+                Ok(ReviewedBefore {
+                    before_ms: 2,
+                    camera_id: None,
+                }),
+            ),
+            (
+                r#"{"cameraId":null}"#.into(),
+                Err("before is required".into()),
+            ),
+            (
+                r#"{"before":5}"#.into(),
+                Err("before must be a string".into()),
+            ),
+            (
+                r#"{"before":"1970-01-01T00:00:01Z","cameraId":7}"#.into(),
+                Err("cameraId must be a string".into()),
+            ),
+        ];
+        for (body, want) in table {
+            assert_eq!(before(body.clone()), want, "{body}");
+        }
     }
 
     #[test]
@@ -321,13 +393,78 @@ pub struct NewEvent {
     pub zones: Vec<String>,
 }
 
+/// The body's JSON object.
+fn json_object(body: &[u8]) -> Result<serde_json::Map<String, Value>, Error> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| Error::bad_request(format!("body is not valid JSON: {e}")))?;
+    match value {
+        Value::Object(fields) => Ok(fields),
+        _ => Err(Error::bad_request("body must be a JSON object")),
+    }
+}
+
+/// A validated `PATCH /api/events/{id}` body: the marks to set, at least one.
+#[derive(Debug, PartialEq)]
+pub struct Marks {
+    pub reviewed: Option<bool>,
+    pub keep: Option<bool>,
+}
+
+impl Marks {
+    pub fn from_json(body: &[u8]) -> Result<Marks, Error> {
+        let fields = json_object(body)?;
+        let flag = |name: &str| match fields.get(name) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(_) => Err(Error::bad_request(format!("{name} must be true or false"))),
+        };
+        let marks = Marks {
+            reviewed: flag("reviewed")?,
+            keep: flag("keep")?,
+        };
+        if marks.reviewed.is_none() && marks.keep.is_none() {
+            return Err(Error::bad_request("reviewed or keep is required"));
+        }
+        Ok(marks)
+    }
+}
+
+/// A validated `POST /api/events/reviewed` body: the events started before
+/// `before_ms`, of one camera or all.
+#[derive(Debug, PartialEq)]
+pub struct ReviewedBefore {
+    pub before_ms: i64,
+    pub camera_id: Option<Uuid>,
+}
+
+impl ReviewedBefore {
+    pub fn from_json(body: &[u8]) -> Result<ReviewedBefore, Error> {
+        let fields = json_object(body)?;
+        let before_ms = match fields.get("before") {
+            Some(Value::String(text)) => parse_timestamp("before", text)?,
+            None | Some(Value::Null) => return Err(Error::bad_request("before is required")),
+            Some(_) => return Err(Error::bad_request("before must be a string")),
+        };
+        let camera_id = match fields.get("cameraId") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) => Some(camera_id(id)?),
+            Some(_) => return Err(Error::bad_request("cameraId must be a string")),
+        };
+        Ok(ReviewedBefore {
+            before_ms,
+            camera_id,
+        })
+    }
+}
+
+/// A camera's id as a client gives it (`cameraId`).
+pub fn camera_id(text: &str) -> Result<Uuid, Error> {
+    Uuid::try_parse(text).map_err(|_| Error::bad_request("cameraId must be a camera id (a UUID)"))
+}
+
 impl NewEvent {
     pub fn from_json(body: &[u8]) -> Result<NewEvent, Error> {
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|e| Error::bad_request(format!("body is not valid JSON: {e}")))?;
-        let Value::Object(fields) = value else {
-            return Err(Error::bad_request("body must be a JSON object"));
-        };
+        let fields = json_object(body)?;
         let text = |name: &str| match fields.get(name) {
             Some(Value::String(s)) => Ok(Some(s.as_str())),
             None | Some(Value::Null) => Ok(None),
@@ -336,8 +473,7 @@ impl NewEvent {
         let required = |name: &str| {
             text(name)?.ok_or_else(|| Error::bad_request(format!("{name} is required")))
         };
-        let camera_id = Uuid::try_parse(required("cameraId")?)
-            .map_err(|_| Error::bad_request("cameraId must be a camera id (a UUID)"))?;
+        let camera_id = camera_id(required("cameraId")?)?;
         let kind = required("kind")?;
         if Kind::from_name(kind).is_none() {
             let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();

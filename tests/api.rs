@@ -39,7 +39,7 @@ fn dead_url() -> String {
     )
 }
 
-const CAMERA_FIELDS: [&str; 19] = [
+const CAMERA_FIELDS: [&str; 20] = [
     "id",
     "name",
     "make",
@@ -54,6 +54,7 @@ const CAMERA_FIELDS: [&str; 19] = [
     "zones",
     "autoMask",
     "suggestedMasks",
+    "retainDays",
     "capabilities",
     "hasSubstream",
     "online",
@@ -62,13 +63,18 @@ const CAMERA_FIELDS: [&str; 19] = [
 ];
 
 /// Cameras (one or a list) without their `recording` state, which moves on
-/// by itself (starting, then retrying for these unreachable cameras).
+/// by itself (starting, then retrying for these unreachable cameras), and
+/// without the count of their events not reviewed that only the status
+/// shows (none here).
 fn settled(value: &Value) -> Value {
     match value {
         Value::Array(cameras) => Value::Array(cameras.iter().map(settled).collect()),
         Value::Object(camera) => {
             let mut camera = camera.clone();
             camera.remove("recording");
+            if let Some(count) = camera.remove("unreviewedEvents") {
+                assert_eq!(count, 0, "{value}");
+            }
             Value::Object(camera)
         }
         other => other.clone(),
@@ -96,6 +102,7 @@ fn status_has_the_spec_fields() {
             "classifier",
             "clock",
             "cameras",
+            "unreviewedEvents",
             "storage"
         ])
     );
@@ -131,11 +138,14 @@ fn status_has_the_spec_fields() {
             "freeBytes",
             "totalBytes",
             "oldestRecordingAt",
+            "lastDeletion",
             "unclaimedBytes",
             "message",
             "clipsBytes",
             "clipsBudgetBytes",
-            "clipsReserveBytes"
+            "clipsReserveBytes",
+            "keptBytes",
+            "keptBudgetBytes"
         ]),
         "{storage}"
     );
@@ -144,6 +154,7 @@ fn status_has_the_spec_fields() {
     assert_eq!(storage["message"], Value::Null, "all is well");
     assert_eq!(storage["budgetBytes"], Value::Null);
     assert_eq!(storage["oldestRecordingAt"], Value::Null);
+    assert_eq!(storage["lastDeletion"], Value::Null, "nothing deleted yet");
     assert_eq!(storage["clipsBytes"], 0);
     assert_eq!(storage["clipsBudgetBytes"], 2_u64 << 30);
 }
@@ -781,11 +792,17 @@ fn events_are_the_50_newest_first() {
                 "clipUrl",
                 "thumbnailUrl",
                 "zones",
-                "inProgress"
+                "inProgress",
+                "reviewed",
+                "keep"
             ])
         );
         assert_eq!(event["cameraId"], camera.as_str());
         assert_eq!(event["inProgress"], false);
+        assert_eq!(
+            (&event["reviewed"], &event["keep"]),
+            (&json!(false), &json!(false))
+        );
         assert!(event["score"].is_f64());
     }
     let newest = &events[0];

@@ -168,3 +168,83 @@ fn footage_recorded_while_the_clock_was_not_set_moves_to_its_true_time_and_goes_
     assert!(status_clock.is_null(), "{status_clock}");
     eprintln!("ran in {:?}", started.elapsed());
 }
+
+#[test]
+fn retain_days_deletes_nothing_while_the_clock_is_not_set() {
+    let camera = Camera::start();
+    let data = TempDir::new("clock-age");
+    let recordings = data.path().join("recordings");
+    let clock_file = data.path().join("faketime");
+    std::fs::write(&clock_file, "+0\n").unwrap();
+    let preload = libfaketime();
+    let faked = || {
+        let vars = [
+            ("LD_PRELOAD", preload.to_str().unwrap()),
+            ("FAKETIME_TIMESTAMP_FILE", clock_file.to_str().unwrap()),
+            ("FAKETIME_NO_CACHE", "1"),
+            ("DONT_FAKE_MONOTONIC", "1"),
+        ];
+        Node::start_recording(data.path(), &recordings, &vars)
+    };
+    let stop = |node: Node| {
+        node.terminate();
+        node.wait();
+    };
+    let node = faked();
+    let created = node
+        .add_camera(json!({ "name": "Yard", "rtspUrl": camera.url("", "/aac"), "detect": false }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(
+        wait_for(Duration::from_secs(30), || !segment_rows(data.path())
+            .is_empty()),
+        "nothing recorded"
+    );
+    stop(node);
+    // A segment from 3 days ago, indexed by a node whose clock is right.
+    let old = crate::recording::file_as_old(&recordings, &segment_rows(data.path())[0], 3 * DAY_MS);
+    let node = faked();
+    let indexed = || segment_rows(data.path()).iter().any(|r| r.path == old);
+    assert!(
+        wait_for(Duration::from_secs(30), indexed),
+        "{}",
+        node.logs()
+    );
+    stop(node);
+
+    // Booted a day behind: the clock is not set, and a day's retainDays
+    // deletes nothing through several of the cleaner's passes.
+    std::fs::write(&clock_file, "-1d\n").unwrap();
+    let node = faked();
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            node.get("/api/status").json()["clock"].is_string()
+        }),
+        "the clock is taken for set"
+    );
+    let patched = node.patch_camera(&id, json!({ "retainDays": 1 }));
+    assert_eq!(patched["retainDays"], 1, "{patched}");
+    let before = segment_rows(data.path());
+    assert!(
+        wait_for(Duration::from_secs(40), || new_rows(data.path(), &before)
+            .len()
+            >= 2),
+        "no new segments: {}",
+        node.logs()
+    );
+    assert!(node.get("/api/status").json()["clock"].is_string());
+    assert!(indexed(), "deleted by age while the clock was not set");
+    assert!(recordings.join(&old).exists());
+    assert!(!node.logs().contains("retainDays"), "{}", node.logs());
+
+    // NTP sets it: the 3-day-old segment goes, under the rule's name.
+    std::fs::write(&clock_file, "+0\n").unwrap();
+    assert!(
+        wait_for(Duration::from_secs(75), || !indexed()
+            && node
+                .logs()
+                .contains("that ended more than 1 days ago: retainDays")),
+        "{}",
+        node.logs()
+    );
+    assert!(!recordings.join(&old).exists());
+}

@@ -41,6 +41,7 @@ fn events_are_added_and_listed() {
         "id": created["id"], "cameraId": camera, "kind": "vehicle", "score": 0.75,
         "startedAt": "2026-11-22T10:04:00.000Z", "endedAt": "2026-11-22T10:04:07.250Z", "clipStatus": "local",
         "clipUrl": null, "thumbnailUrl": null, "zones": [], "inProgress": false,
+        "reviewed": false, "keep": false,
     });
     assert_eq!(created, expected);
     let mut zoned = event(&camera, 9);
@@ -418,5 +419,337 @@ fn events_from_the_lan_are_refused() {
         listed.as_array().unwrap().len(),
         1,
         "only the loopback event: {listed}"
+    );
+}
+
+/// `PATCH /api/events/{id}` with `body`.
+fn mark(node: &Node, id: &Value, body: Value) -> common::Response {
+    node.patch_json(
+        &format!("/api/events/{}", id.as_str().unwrap()),
+        &body.to_string(),
+    )
+}
+
+/// The status's count of events not reviewed: of all, and of each camera.
+fn unreviewed(node: &Node) -> (Value, Vec<Value>) {
+    let status = node.get("/api/status").json();
+    let cameras = status["cameras"].as_array().unwrap();
+    let each = cameras
+        .iter()
+        .map(|c| c["unreviewedEvents"].clone())
+        .collect();
+    (status["unreviewedEvents"].clone(), each)
+}
+
+/// The starts of the events `query` lists.
+fn listed(node: &Node, query: &str) -> Vec<String> {
+    let response = node.get(&format!("/api/events{query}"));
+    assert_eq!(response.status, 200, "{query}: {response}");
+    let events = response.json();
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["startedAt"].as_str().unwrap()[14..16].to_owned())
+        .collect()
+}
+
+#[test]
+fn events_are_reviewed_counted_and_filtered() {
+    let dir = TempDir::new("events-review");
+    let node = node(dir.path(), &[]);
+    let (door, yard) = (camera(&node), camera(&node));
+    let mut ids = Vec::new();
+    for (camera, minute, kind) in [
+        (&door, 1, "person"),
+        (&yard, 2, "vehicle"),
+        (&door, 3, "vehicle"),
+    ] {
+        let mut body = event(camera, minute);
+        body["kind"] = json!(kind);
+        let response = node.post_json("/api/events", &body.to_string());
+        assert_eq!(response.status, 201, "{response}");
+        assert_eq!(response.json()["reviewed"], false, "false when made");
+        ids.push(response.json()["id"].clone());
+    }
+    assert_eq!(unreviewed(&node), (json!(3), vec![json!(2), json!(1)]));
+
+    let response = mark(&node, &ids[0], json!({ "reviewed": true }));
+    assert_eq!(response.status, 200, "{response}");
+    let marked = response.json();
+    assert_eq!(
+        (
+            marked["id"].clone(),
+            marked["reviewed"].clone(),
+            marked["keep"].clone()
+        ),
+        (ids[0].clone(), json!(true), json!(false))
+    );
+    assert_eq!(unreviewed(&node), (json!(2), vec![json!(1), json!(1)]));
+
+    // Bad input names the field and changes nothing.
+    let bad = [
+        (
+            json!({ "reviewed": "yes" }),
+            400,
+            "reviewed must be true or false",
+        ),
+        (
+            json!({ "reviewed": false, "keep": 1 }),
+            400,
+            "keep must be true or false",
+        ),
+        (json!({}), 400, "reviewed or keep is required"),
+        (json!([true]), 400, "body must be a JSON object"),
+    ];
+    for (body, status, message) in bad {
+        let response = mark(&node, &ids[0], body.clone());
+        assert_eq!(response.status, status, "{body}: {response}");
+        assert!(response.error().contains(message), "{body}: {response}");
+    }
+    let missing = json!(uuid::Uuid::new_v4().to_string());
+    assert_eq!(
+        mark(&node, &missing, json!({ "reviewed": true })).status,
+        404
+    );
+    let plain = node.request(
+        "PATCH",
+        &format!("/api/events/{}", ids[1].as_str().unwrap()),
+        &[("Content-Type", "text/plain")],
+        br#"{"reviewed": true}"#,
+    );
+    assert_eq!(plain.status, 415, "{plain}");
+    assert_eq!(
+        unreviewed(&node),
+        (json!(2), vec![json!(1), json!(1)]),
+        "unchanged"
+    );
+
+    // The list's filters, newest first, and refusals naming the parameter.
+    let ids_of = |query: &str| listed(&node, query);
+    assert_eq!(ids_of(""), ["03", "02", "01"]);
+    assert_eq!(ids_of("?reviewed=false"), ["03", "02"]);
+    assert_eq!(ids_of("?reviewed=true"), ["01"]);
+    assert_eq!(ids_of(&format!("?cameraId={door}")), ["03", "01"]);
+    assert_eq!(ids_of("?kind=vehicle"), ["03", "02"]);
+    assert_eq!(ids_of("?before=2026-11-22T10:03:00.000Z"), ["02", "01"]);
+    assert_eq!(
+        ids_of(&format!(
+            "?before=2026-11-22T10%3A03%3A00Z&cameraId={door}&kind=person"
+        )),
+        ["01"]
+    );
+    assert_eq!(ids_of("?keep=true"), Vec::<String>::new());
+    for (query, message) in [
+        ("?before=yesterday", "before must be an ISO 8601 UTC time"),
+        ("?cameraId=door", "cameraId must be a camera id"),
+        ("?kind=cat", "kind must be one of motion, person"),
+        ("?reviewed=1", "reviewed must be true or false"),
+        ("?keep=yes", "keep must be true or false"),
+    ] {
+        let response = node.get(&format!("/api/events{query}"));
+        assert_eq!(response.status, 400, "{query}: {response}");
+        assert!(response.error().contains(message), "{query}: {response}");
+    }
+
+    // All before a moment, of one camera, then of all.
+    let before = |body: Value| node.post_json("/api/events/reviewed", &body.to_string());
+    let response = before(json!({ "before": "2026-11-22T10:05:00.000Z", "cameraId": yard }));
+    assert_eq!(response.status, 200, "{response}");
+    assert_eq!(response.json(), json!({ "marked": 1 }));
+    assert_eq!(unreviewed(&node), (json!(1), vec![json!(1), json!(0)]));
+    for (body, message) in [
+        (json!({ "cameraId": door }), "before is required"),
+        (
+            json!({ "before": "soon" }),
+            "before must be an ISO 8601 UTC time",
+        ),
+        (
+            json!({ "before": "2026-11-22T10:05:00Z", "cameraId": "x" }),
+            "cameraId must be a camera id",
+        ),
+        (
+            json!({ "before": "2026-11-22T10:05:00Z", "cameraId": uuid::Uuid::new_v4().to_string() }),
+            "cameraId names no camera",
+        ),
+    ] {
+        let response = before(body.clone());
+        assert_eq!(response.status, 400, "{body}: {response}");
+        assert!(response.error().contains(message), "{body}: {response}");
+    }
+    assert_eq!(unreviewed(&node).0, json!(1), "bad input marked nothing");
+    let response = before(json!({ "before": "2026-11-22T10:03:00.000Z" }));
+    assert_eq!(
+        response.json(),
+        json!({ "marked": 0 }),
+        "the 10:03 event is not before 10:03"
+    );
+    let response = before(json!({ "before": "2026-11-22T10:03:00.001Z" }));
+    assert_eq!(response.json(), json!({ "marked": 1 }));
+    assert_eq!(unreviewed(&node), (json!(0), vec![json!(0), json!(0)]));
+    // Unmarked, and it lasts past a restart.
+    assert_eq!(
+        mark(&node, &ids[2], json!({ "reviewed": false })).status,
+        200
+    );
+    drop(node);
+    let node = self::node(dir.path(), &[]);
+    assert_eq!(unreviewed(&node), (json!(1), vec![json!(1), json!(0)]));
+    assert_eq!(listed(&node, "?reviewed=false"), ["03"]);
+}
+
+#[test]
+fn kept_events_outlive_the_cap_and_the_clips_budget_within_their_own() {
+    let dir = TempDir::new("events-keep");
+    std::fs::create_dir_all(dir.path().join("clips")).unwrap();
+    let env = [
+        ("MAX_EVENTS", "2"),
+        ("CLIPS_RESERVE", "0"),
+        ("CLIPS_KEEP_MAX_BYTES", "1500"),
+    ];
+    let node = node(dir.path(), &env);
+    let door = camera(&node);
+    let post = |node: &Node, minute: u32| {
+        let clip = format!("clips/{minute}.mp4");
+        std::fs::write(dir.path().join(&clip), [0; 1000]).unwrap();
+        let mut body = event(&door, minute);
+        body["clipPath"] = json!(clip);
+        let response = node.post_json("/api/events", &body.to_string());
+        assert_eq!(response.status, 201, "{response}");
+        response.json()["id"].clone()
+    };
+    let kept = post(&node, 1);
+    let response = mark(&node, &kept, json!({ "keep": true }));
+    assert_eq!(response.status, 200, "{response}");
+    assert_eq!(response.json()["keep"], true);
+    let storage = node.get("/api/status").json()["storage"].clone();
+    assert_eq!(
+        (
+            storage["keptBytes"].clone(),
+            storage["keptBudgetBytes"].clone()
+        ),
+        (json!(1000), json!(1500)),
+        "{storage}"
+    );
+
+    // Past the budget: refused, saying how much is kept and how to free it.
+    let second = post(&node, 2);
+    let response = mark(&node, &second, json!({ "keep": true }));
+    assert_eq!(response.status, 409, "{response}");
+    let said = response.error();
+    for part in [
+        "kept events take 1000 bytes of their 1500",
+        "this one takes 1000",
+        "\"keep\": false",
+        "CLIPS_KEEP_MAX_BYTES",
+    ] {
+        assert!(said.contains(part), "{said:?} lacks {part:?}");
+    }
+    assert_eq!(listed(&node, "?keep=true"), ["01"], "nothing else changed");
+
+    // The cap (2) counts the others only: the oldest of them goes, with its clip.
+    post(&node, 3);
+    post(&node, 4);
+    assert_eq!(listed(&node, ""), ["04", "03", "01"]);
+    assert!(
+        !dir.path().join("clips/2.mp4").exists(),
+        "the unkept event's clip is left"
+    );
+    assert!(
+        dir.path().join("clips/1.mp4").exists(),
+        "the kept event's clip went"
+    );
+
+    // A clips' budget that holds one of the others: the older goes, the kept one stays.
+    drop(node);
+    let budget = [("CLIPS_MAX_BYTES", "1000")];
+    let node = self::node(dir.path(), &[&env[..], &budget[..]].concat());
+    assert!(
+        common::wait_for(std::time::Duration::from_secs(10), || listed(&node, "")
+            == ["04", "01"]),
+        "{}",
+        node.get("/api/events").json()
+    );
+    assert!(common::wait_for(std::time::Duration::from_secs(5), || !dir
+        .path()
+        .join("clips/3.mp4")
+        .exists()));
+    assert!(
+        dir.path().join("clips/1.mp4").exists(),
+        "the budget deleted the kept clip"
+    );
+    assert!(
+        common::wait_for(std::time::Duration::from_secs(5), || node
+            .logs()
+            .contains("clips over their budget")),
+        "{}",
+        node.logs()
+    );
+    let storage = node.get("/api/status").json()["storage"].clone();
+    assert_eq!(
+        (storage["clipsBytes"].clone(), storage["keptBytes"].clone()),
+        (json!(1000), json!(1000)),
+        "{storage}"
+    );
+
+    // No longer kept, it goes like any other.
+    assert_eq!(mark(&node, &kept, json!({ "keep": false })).status, 200);
+    // (The cap drops it at once; the budget may drop 04 soon after.)
+    post(&node, 5);
+    let left = listed(&node, "");
+    assert!(
+        left.starts_with(&["05".to_owned()]) && !left.contains(&"01".to_owned()),
+        "{left:?}"
+    );
+    assert!(!dir.path().join("clips/1.mp4").exists());
+}
+
+#[test]
+fn events_past_their_days_go_but_kept_ones() {
+    let dir = TempDir::new("events-age");
+    std::fs::create_dir_all(dir.path().join("clips")).unwrap();
+    let node = node(dir.path(), &[]);
+    let door = camera(&node);
+    let day = 24 * 3600 * 1000;
+    let mut ids = Vec::new();
+    for (name, ago) in [("old", 3 * day), ("kept", 3 * day - 1), ("new", day / 2)] {
+        let clip = format!("clips/{name}.mp4");
+        std::fs::write(dir.path().join(&clip), b"x").unwrap();
+        let at = common::iso(common::now_ms() - ago);
+        let body = json!({ "cameraId": door, "kind": "person", "score": 0.5, "startedAt": at, "endedAt": at, "clipPath": clip });
+        let response = node.post_json("/api/events", &body.to_string());
+        assert_eq!(response.status, 201, "{response}");
+        ids.push(response.json()["id"].clone());
+    }
+    assert_eq!(mark(&node, &ids[1], json!({ "keep": true })).status, 200);
+    drop(node);
+    let node = self::node(dir.path(), &[("EVENTS_RETAIN_DAYS", "2")]);
+    assert!(
+        common::wait_for(std::time::Duration::from_secs(10), || node
+            .listed_event(ids[0].as_str().unwrap())
+            .is_none()),
+        "the 3-day-old event outlived EVENTS_RETAIN_DAYS=2"
+    );
+    assert!(common::wait_for(std::time::Duration::from_secs(5), || !dir
+        .path()
+        .join("clips/old.mp4")
+        .exists()));
+    for (id, clip) in [(&ids[1], "kept"), (&ids[2], "new")] {
+        assert!(
+            node.listed_event(id.as_str().unwrap()).is_some(),
+            "{clip} went"
+        );
+        assert!(
+            dir.path().join(format!("clips/{clip}.mp4")).exists(),
+            "{clip}'s clip went"
+        );
+    }
+    let said = "deleted the 1 events older than 2 days with their clips and thumbnails (1 bytes): EVENTS_RETAIN_DAYS";
+    assert!(
+        common::wait_for(std::time::Duration::from_secs(5), || node
+            .logs()
+            .contains(said)),
+        "{}",
+        node.logs()
     );
 }

@@ -882,3 +882,142 @@ fn playback_reads_each_segment_once_and_never_sends_a_cut_body() {
     std::fs::write(&file, &again.body).unwrap();
     decodes(&file).unwrap_or_else(|e| panic!("the clip does not decode: {e}"));
 }
+
+/// A copy of a recorded segment filed as if made `ago_ms` before now, in
+/// the node's layout (the node, stopped, indexes it when it starts again).
+pub(crate) fn file_as_old(recordings: &Path, segment: &Row, ago_ms: i64) -> String {
+    let at = iso(now_ms() - ago_ms).replace(':', "-");
+    let relative = format!("{}/{}Z/{at}.mp4", segment.camera, &at[..13]);
+    let path = recordings.join(&relative);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::copy(recordings.join(&segment.path), &path).unwrap();
+    relative
+}
+
+#[test]
+fn retain_days_deletes_a_cameras_old_segments_and_says_so() {
+    let camera = Camera::start();
+    let data = TempDir::new("retain-days");
+    let recordings = data.path().join("recordings");
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    let url = camera.url("", "/aac");
+    // Bad values: 400 naming the field, and nothing made or changed.
+    for bad in [json!(0), json!(3651), json!(1.5), json!("7"), json!(true)] {
+        let body = json!({ "name": "Bad", "rtspUrl": url, "detect": false, "retainDays": bad });
+        let response = node.post_json("/api/cameras", &body.to_string());
+        assert_eq!(response.status, 400, "{bad}: {response}");
+        assert!(response.text().contains("retainDays"), "{bad}: {response}");
+    }
+    let added = |name: &str, days: Value| {
+        let body = json!({ "name": name, "rtspUrl": url, "detect": false, "retainDays": days });
+        node.add_camera(body)
+    };
+    let kept = added("Kept", Value::Null);
+    let aged = added("Aged", json!(3650));
+    assert_eq!(
+        (&kept["retainDays"], &aged["retainDays"]),
+        (&Value::Null, &json!(3650))
+    );
+    let (kept, aged) = (
+        kept["id"].as_str().unwrap().to_owned(),
+        aged["id"].as_str().unwrap().to_owned(),
+    );
+    let listed = node.get("/api/cameras").json();
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+    for bad in [json!(0), json!(-3), json!("2")] {
+        let body = json!({ "retainDays": bad, "name": "Renamed" });
+        let response = node.patch_json(&format!("/api/cameras/{aged}"), &body.to_string());
+        assert_eq!(response.status, 400, "{bad}: {response}");
+        assert!(response.text().contains("retainDays"), "{bad}: {response}");
+    }
+    let unchanged = node.camera(&aged);
+    assert_eq!(
+        (&unchanged["retainDays"], &unchanged["name"]),
+        (&json!(3650), &json!("Aged"))
+    );
+    let of = |id: &str| -> Vec<Row> {
+        segment_rows(data.path())
+            .into_iter()
+            .filter(|r| r.camera == id)
+            .collect()
+    };
+    assert!(
+        wait_for(Duration::from_secs(60), || !of(&kept).is_empty()
+            && !of(&aged).is_empty()),
+        "no segments: {:?}",
+        segment_rows(data.path())
+    );
+    drop(node);
+
+    // Each camera gets a segment from 3 days ago, and one from 2 days less
+    // a minute ago.
+    let day = 24 * 3600 * 1000;
+    let mut old = Vec::new();
+    for id in [&kept, &aged] {
+        let segment = &of(id)[0];
+        old.push(file_as_old(&recordings, segment, 3 * day));
+        old.push(file_as_old(&recordings, segment, 2 * day - 60_000));
+    }
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    let indexed = |path: &str| segment_rows(data.path()).iter().any(|r| r.path == path);
+    assert!(
+        wait_for(Duration::from_secs(30), || old.iter().all(|p| indexed(p))),
+        "the old files were not indexed: {:?}\n{}",
+        segment_rows(data.path()),
+        node.logs()
+    );
+    // 3650 days keeps them; 2 days deletes the 3-day-old one.
+    let bytes = segment_rows(data.path())
+        .into_iter()
+        .find(|r| r.path == old[2])
+        .unwrap()
+        .bytes;
+    let patched = node.patch_camera(&aged, json!({ "retainDays": 2 }));
+    assert_eq!(patched["retainDays"], 2, "{patched}");
+    let said = format!(
+        "recordings: deleted the 1 segments ({bytes} bytes) of camera {aged} (Aged) that ended more than 2 days ago: retainDays"
+    );
+    // The cleaner runs after each new segment (10 s) and each minute.
+    assert!(
+        wait_for(Duration::from_secs(75), || node.logs().contains(&said)),
+        "{said} not in:\n{}",
+        node.logs()
+    );
+    assert!(
+        !indexed(&old[2]),
+        "the 3-day-old segment of Aged is indexed"
+    );
+    assert!(!recordings.join(&old[2]).exists(), "its file is left");
+    let storage = node.get("/api/status").json()["storage"].clone();
+    let last = &storage["lastDeletion"];
+    assert_eq!(
+        (&last["rule"], &last["cameraId"], &last["segments"]),
+        (&json!("retainDays"), &json!(aged), &json!(1)),
+        "{storage}"
+    );
+    // Another pass (after the next segment) deletes nothing more: the
+    // camera without retainDays keeps its old segments, the other its
+    // younger one.
+    let newest = segment_rows(data.path()).last().unwrap().start_ms;
+    assert!(wait_for(Duration::from_secs(40), || segment_rows(
+        data.path()
+    )
+    .last()
+    .unwrap()
+    .start_ms
+        > newest));
+    for path in [&old[0], &old[1], &old[3]] {
+        assert!(indexed(path), "{path} went:\n{}", node.logs());
+        assert!(recordings.join(path).exists(), "{path}'s file went");
+    }
+    assert_eq!(
+        node.logs().matches(": retainDays").count(),
+        1,
+        "{}",
+        node.logs()
+    );
+    // null removes the limit.
+    let cleared = node.patch_camera(&aged, json!({ "retainDays": null }));
+    assert_eq!(cleared["retainDays"], Value::Null, "{cleared}");
+    assert_eq!(node.camera(&aged)["retainDays"], Value::Null);
+}

@@ -248,6 +248,7 @@ mod tests {
                 motion_masks: Vec::new(),
                 zones: Vec::new(),
                 auto_mask: true,
+                retain_days: None,
             },
             capabilities: None,
         };

@@ -84,6 +84,9 @@ pub struct Settings {
     pub zones: Vec<Zone>,
     /// The areas the node learns are always moving are left out of detection.
     pub auto_mask: bool,
+    /// Recorded segments older than this many days are deleted; None: no
+    /// age limit (`retainDays`, 1 to 3650).
+    pub retain_days: Option<u32>,
 }
 
 /// A camera's ONVIF device: its stable id and where its service last answered.
@@ -150,6 +153,7 @@ impl Settings {
             motion_masks: given.motion_masks.unwrap_or_default(),
             zones: given.zones.unwrap_or_default(),
             auto_mask: given.auto_mask.unwrap_or(true),
+            retain_days: given.retain_days.flatten(),
         })
     }
 }
@@ -207,6 +211,8 @@ pub struct SettingsPatch {
     pub motion_masks: Option<Vec<Polygon>>,
     pub zones: Option<Vec<Zone>>,
     pub auto_mask: Option<bool>,
+    /// `Some(None)`: no age limit (`retainDays: null`).
+    pub retain_days: Option<Option<u32>>,
 }
 
 /// The body's JSON object.
@@ -271,6 +277,11 @@ impl SettingsPatch {
                 .transpose()?,
             zones: field(fields, "zones").map(checked_zones).transpose()?,
             auto_mask: optional_bool(fields, "autoMask")?,
+            retain_days: match fields.get("retainDays") {
+                None => None,
+                Some(Value::Null) => Some(None),
+                Some(days) => Some(Some(checked_retain_days(days)?)),
+            },
         })
     }
 
@@ -311,6 +322,7 @@ impl SettingsPatch {
                 .unwrap_or_else(|| settings.motion_masks.clone()),
             zones: self.zones.clone().unwrap_or_else(|| settings.zones.clone()),
             auto_mask: self.auto_mask.unwrap_or(settings.auto_mask),
+            retain_days: self.retain_days.unwrap_or(settings.retain_days),
         }
     }
 }
@@ -463,6 +475,22 @@ fn kind_names(field: &str, value: &Value, allowed: &[Kind]) -> Result<Vec<Kind>,
     Ok(kinds)
 }
 
+/// The most days `retainDays` may be: ten years.
+pub const MAX_RETAIN_DAYS: u32 = 3650;
+
+/// `retainDays`: a whole number of days from 1 to [`MAX_RETAIN_DAYS`].
+fn checked_retain_days(value: &Value) -> Result<u32, Error> {
+    value
+        .as_u64()
+        .filter(|d| (1..=u64::from(MAX_RETAIN_DAYS)).contains(d))
+        .map(|d| d as u32)
+        .ok_or_else(|| {
+            Error::bad_request(format!(
+                "retainDays must be a whole number of days from 1 to {MAX_RETAIN_DAYS}, or null for no age limit"
+            ))
+        })
+}
+
 /// A field that may be absent; JSON null counts as absent.
 fn field<'a>(fields: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
     fields.get(name).filter(|v| !v.is_null())
@@ -536,6 +564,7 @@ mod tests {
                 motion_masks: Vec::new(),
                 zones: Vec::new(),
                 auto_mask: true,
+                retain_days: None,
             }
         );
         let minimal =
@@ -766,6 +795,63 @@ mod tests {
         let invalid_utf8 =
             Settings::from_json(b"{\"name\":\"\xff\",\"rtspUrl\":\"rtsp://h/\"}", true);
         assert_eq!(invalid_utf8.unwrap_err().kind, Kind::BadRequest);
+    }
+
+    #[test]
+    fn retain_days() {
+        let base = parse(r#"{"name":"a","rtspUrl":"rtsp://h/1"}"#).unwrap();
+        assert_eq!(base.retain_days, None, "no age limit unless asked");
+        let created = |days: &str| {
+            parse(&format!(
+                r#"{{"name":"a","rtspUrl":"rtsp://h/1","retainDays":{days}}}"#
+            ))
+            .map(|s| s.retain_days)
+        };
+        let patched = |days: &str, was: Option<u32>| {
+            let old = Settings {
+                retain_days: was,
+                ..base.clone()
+            };
+            SettingsPatch::from_json(format!(r#"{{"retainDays":{days}}}"#).as_bytes())
+                .map(|p| p.apply(&old).retain_days)
+        };
+        let table = [
+            // retainDays -> on creation, patched over 7 days (None: a 400)
+            ("1", Some(Some(1)), Some(Some(1))),
+            ("30", Some(Some(30)), Some(Some(30))),
+            ("3650", Some(Some(3650)), Some(Some(3650))),
+            ("null", Some(None), Some(None)),
+            ("0", None, None),
+            ("3651", None, None),
+            ("-1", None, None),
+            ("1.5", None, None),
+            ("\"7\"", None, None),
+            ("true", None, None),
+            ("4294967297", None, None),
+        ];
+        for (days, create, patch) in table {
+            assert_eq!(created(days).ok(), create, "created with {days}");
+            assert_eq!(patched(days, Some(7)).ok(), patch, "patched with {days}");
+            if create.is_none() {
+                let e = created(days).unwrap_err();
+                assert!(
+                    e.message.starts_with("retainDays must be"),
+                    "{days}: {}",
+                    e.message
+                );
+            }
+        }
+        assert_eq!(
+            SettingsPatch::from_json(b"{}").unwrap().apply(&Settings {
+                retain_days: Some(7),
+                ..base.clone()
+            }),
+            Settings {
+                retain_days: Some(7),
+                ..base
+            },
+            "absent leaves it as it is"
+        );
     }
 
     #[test]

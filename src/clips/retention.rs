@@ -1,5 +1,5 @@
-//! Retention of clips by space: the oldest events go, each with its clip
-//! and thumbnail, while events' files take more than their budget
+//! Retention of clips by space: the oldest events not kept go, each with
+//! its clip and thumbnail, while those events' files take more than their budget
 //! (`CLIPS_MAX_BYTES`) or their file system has less free space than its
 //! reserve (`CLIPS_RESERVE`, read with `statvfs`, so files that others write
 //! count too). Clip files that no event names count as well, and go oldest
@@ -24,6 +24,7 @@ use uuid::Uuid;
 
 use super::orphans::{self, Orphan};
 use super::{Inner, Storage};
+use crate::clock;
 use crate::error::Kind;
 use crate::retention::{self, CLIPS, KEPT_FOR, Rule};
 use crate::store::{EventFiles, Tombstones};
@@ -143,9 +144,11 @@ impl Retention {
         }
     }
 
-    /// Deletes the oldest clips while they take more than their budget or
-    /// their disk has less free space than its reserve.
+    /// Deletes the events past their age (EVENTS_RETAIN_DAYS), then the
+    /// oldest clips while they take more than their budget or their disk has
+    /// less free space than its reserve.
     pub fn enforce(&mut self, inner: &Inner) {
+        expire(inner);
         let settings = &inner.settings;
         let dir = settings.clips_dir();
         let Some(used) = self.used(inner) else {
@@ -192,9 +195,16 @@ impl Retention {
         }
     }
 
-    /// The bytes of events' files and of files no event names.
+    /// The bytes of events' files, but kept ones' (they have a budget of
+    /// their own, and no rule deletes them), and of files no event names.
     fn used(&self, inner: &Inner) -> Option<u64> {
-        let events = inner.db.run(|s| s.event_bytes()).ok()?;
+        let events = inner
+            .db
+            .run(|s| {
+                Ok(s.event_bytes()?
+                    .saturating_sub(s.event_tallies()?.kept_bytes))
+            })
+            .ok()?;
         Some(events + self.orphans.iter().map(|o| o.bytes).sum::<u64>())
     }
 
@@ -358,7 +368,9 @@ fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<(u64, Option<String>)> {
     let data_dir = &inner.settings.data_dir;
     let files = inner.db.run(|s| s.files_of_events(ids)).ok()?;
     let (bytes, gone, refusal) = match inner.db.run(|s| s.tombstone_events(ids)) {
-        Ok(bytes) => {
+        // The files of the events deleted: one kept since `files` were
+        // read keeps its own.
+        Ok((files, bytes)) => {
             let (gone, refusal) = unlink(data_dir, &files);
             // A tombstone left on failure is dropped by a later collection.
             let _ = inner
@@ -373,7 +385,7 @@ fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<(u64, Option<String>)> {
         {
             log::warn!("clips: cannot mark events deleted ({e}); deleting their files first");
             let (gone, refusal) = unlink(data_dir, &files);
-            let bytes = inner.db.run(|s| s.tombstone_events(ids)).ok()?;
+            let bytes = inner.db.run(|s| s.tombstone_events(ids)).ok()?.1;
             collect_garbage(inner);
             (bytes, gone, refusal)
         }
@@ -391,6 +403,28 @@ fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<(u64, Option<String>)> {
         .sum();
     Some((bytes.saturating_sub(left), refusal))
 }
+
+/// Deletes the events not kept older than EVENTS_RETAIN_DAYS, their files
+/// left as tombstones for the collection that follows. Not while the clock
+/// is not set: the age of every event would be wrong.
+fn expire(inner: &Inner) {
+    let Some(days) = inner.settings.retain_days else {
+        return;
+    };
+    if !clock::is_set() {
+        return;
+    }
+    let before = clock::now_ms().saturating_sub(days as i64 * DAY_MS);
+    if let Ok((count, bytes)) = inner.db.run(|s| s.tombstone_events_before(before))
+        && count > 0
+    {
+        log::info!(
+            "clips: deleted the {count} events older than {days} days with their clips and thumbnails ({bytes} bytes): EVENTS_RETAIN_DAYS"
+        );
+    }
+}
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
 
 /// Unlinks the files of tombstones and drops the tombstones of those gone.
 pub(super) fn collect_garbage(inner: &Inner) {

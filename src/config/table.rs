@@ -109,7 +109,9 @@ pub const SECTIONS: &[Section] = &[
             RECORDINGS_RESERVE.doc,
             CLIPS_MAX_BYTES.doc,
             CLIPS_RESERVE.doc,
+            CLIPS_KEEP_MAX_BYTES.doc,
             MAX_EVENTS.doc,
+            EVENTS_RETAIN_DAYS.doc,
         ],
     },
     Section {
@@ -401,6 +403,45 @@ pub const CLIPS_RESERVE: Var<u64> = Var {
         installed: None,
     },
     parse: size,
+};
+
+pub const CLIPS_KEEP_MAX_BYTES: Var<u64> = Var {
+    doc: Doc {
+        name: "CLIPS_KEEP_MAX_BYTES",
+        default: Value("1G"),
+        help: "the most space kept events' clips may take; keeping one more \
+               past it is refused",
+        old_name: None,
+        notes: "A size like 4G. Kept events are deleted by no rule, and count \
+                apart from CLIPS_MAX_BYTES: the default holds about 250 clips \
+                of 15 s from a 2 Mbit/s camera, a sixteenth of a 16 GB card, \
+                so that with the clips' 2G the events take under a fifth of it.",
+        example: "4G",
+        installed: None,
+    },
+    parse: size,
+};
+
+pub const EVENTS_RETAIN_DAYS: Var<u64> = Var {
+    doc: Doc {
+        name: "EVENTS_RETAIN_DAYS",
+        default: Words("none"),
+        help: "days events are kept, older ones deleted with their clips \
+               (kept events aside)",
+        old_name: None,
+        notes: "A whole number from 1 to 3650; unset, events go by MAX_EVENTS \
+                and the clips' space only. Nothing is deleted by age while the \
+                node's clock is not set.",
+        example: "30",
+        installed: None,
+    },
+    parse: |text| {
+        text.trim()
+            .parse()
+            .ok()
+            .filter(|n| (1..=3650).contains(n))
+            .ok_or("must be a whole number from 1 to 3650")
+    },
 };
 
 pub const MAX_EVENTS: Var<u64> = Var {

@@ -649,6 +649,8 @@ mod tests {
             thumbnail_path: None,
             zones: vec!["Drive".into()],
             in_progress: false,
+            reviewed: false,
+            keep: false,
         };
         let end: Value = serde_json::from_slice(&event_stored(&names, "end", &event)).unwrap();
         assert_eq!(end["type"], "end");

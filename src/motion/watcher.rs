@@ -485,6 +485,8 @@ impl Watcher {
             thumbnail_path: None,
             zones,
             in_progress: false,
+            reviewed: false,
+            keep: false,
         };
         let pin = self
             .shared
@@ -631,6 +633,8 @@ impl Watcher {
             thumbnail_path: None,
             zones: Vec::new(),
             in_progress: true,
+            reviewed: false,
+            keep: false,
         }
     }
 

@@ -49,7 +49,7 @@ pub use playback::Clip;
 pub use settings::Settings;
 pub use spans::Span;
 pub use state::{RecorderState, State};
-pub use storage::Storage;
+pub use storage::{Deletion, Storage};
 
 /// The longest stretch one playback request may cover.
 pub const MAX_CLIP: Duration = Duration::from_secs(3600);

@@ -13,6 +13,10 @@
 //! written stops the pass with every row left: it says why in the status,
 //! and looks again after 10 s, doubling to 5 minutes: it never spins.
 //! The folders of deleted cameras are emptied here too.
+//!
+//! Retention by age: first in each pass, a camera with `retainDays` loses
+//! its segments that ended more than that many days ago, oldest first, by
+//! the same deletion; nothing goes by age while the clock is not set.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -24,9 +28,10 @@ use uuid::Uuid;
 
 use super::files::{self, INCOMING};
 use super::filing;
-use super::{Clean, Shared, Storage, lock};
+use super::{Clean, Deletion, Shared, Storage, lock};
+use crate::clock;
 use crate::error::{Error, Kind};
-use crate::retention::{self, KEPT_FOR, RECORDINGS};
+use crate::retention::{self, KEPT_FOR, RECORDINGS, Rule};
 use crate::store::{Segment, Tombstones};
 use crate::sys::filesystem::{self, Space};
 
@@ -174,8 +179,10 @@ fn to_free(used: u64, budget: Option<u64>, space: Space, reserve: u64, headroom:
 
 fn enforce(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), Error> {
     cleaner.kept.retain(|_, since| since.elapsed() < KEPT_FOR);
+    expire(shared, cleaner)?;
     let mut deleted = Vec::new();
-    let outcome = make_room(shared, cleaner, urgent, &mut deleted);
+    let mut rule = None;
+    let outcome = make_room(shared, cleaner, urgent, &mut deleted, &mut rule);
     if !deleted.is_empty() {
         // When the cameras cannot be read, no segment is called unknown.
         let unclaimed = shared.db.run(|s| s.cameras()).map_or(0, |cameras| {
@@ -190,13 +197,101 @@ fn enforce(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), E
             String::new()
         };
         let freed: u64 = deleted.iter().map(|s| s.bytes).sum();
+        let rule = match rule {
+            Some(Rule::Budget) => "RECORDINGS_MAX_BYTES",
+            _ => "RECORDINGS_RESERVE",
+        };
         log::info!(
             "recordings: deleted the {} oldest segments ({freed} bytes{of_unknown}) to keep within \
-             the budget and the free-space reserve",
+             the budget and the free-space reserve: {rule}",
             deleted.len()
         );
+        deleted_by(shared, rule, None, deleted.len(), freed);
     }
     outcome
+}
+
+/// Says in status what `rule` deleted last.
+fn deleted_by(shared: &Shared, rule: &'static str, camera_id: Option<Uuid>, n: usize, bytes: u64) {
+    let mut storage = lock(&shared.storage).clone();
+    storage.last_deletion = Some(Deletion {
+        at_ms: clock::now_ms(),
+        rule,
+        camera_id,
+        segments: n as u64,
+        bytes,
+    });
+    shared.set_storage(storage);
+}
+
+/// Deletes, for each camera with `retainDays`, its segments that ended
+/// more than that many days ago, oldest first, and logs how many under the
+/// rule's name. Nothing while the clock is not set (every age would be
+/// wrong), nor from a folder that is not this node's or cannot be written.
+/// Segments an event's clip still needs go too: the camera's age rule is
+/// the user's, and a clip not made in days will not be.
+fn expire(shared: &Shared, cleaner: &mut Cleaner) -> Result<(), Error> {
+    let now = clock::now_ms();
+    let set = clock::is_set();
+    let cameras = shared.db.run(|s| s.cameras())?;
+    for camera in cameras.iter() {
+        let days = camera.settings.retain_days;
+        let Some(before) = retention::age_limit(now, days, set) else {
+            continue;
+        };
+        let (mut count, mut freed) = (0, 0);
+        loop {
+            let skipped: HashSet<&str> = cleaner
+                .unlinked
+                .iter()
+                .map(|s| s.path.as_str())
+                .chain(cleaner.kept.keys().map(String::as_str))
+                .collect();
+            let limit = BATCH + skipped.len();
+            let chosen: Vec<Segment> = shared
+                .db
+                .run(|s| s.segments_ended_before(camera.id, before, limit))?
+                .into_iter()
+                .filter(|s| !skipped.contains(s.path.as_str()))
+                .take(BATCH)
+                .collect();
+            if chosen.is_empty() {
+                break;
+            }
+            if !shared.folder_is_ours() {
+                return Err(refused("the recordings folder is not this node's disk now"));
+            }
+            if let Err(e) = filesystem::writable(&shared.settings.dir) {
+                return Err(refused(&format!(
+                    "the recordings disk cannot be written to ({e}); its files and their index are kept"
+                )));
+            }
+            let (gone, refusal) = delete(shared, cleaner, &chosen)?;
+            let now = Instant::now();
+            for segment in chosen.iter().filter(|s| !gone.contains(s)) {
+                cleaner.kept.insert(segment.path.clone(), now);
+            }
+            if let Some(why) = refusal {
+                cleaner.why_kept = Some(why);
+            }
+            count += gone.len();
+            freed += gone.iter().map(|s| s.bytes).sum::<u64>();
+            if gone.is_empty() {
+                break;
+            }
+        }
+        if count > 0 {
+            let days = days.unwrap_or_default();
+            log::info!(
+                "recordings: deleted the {count} segments ({freed} bytes) of camera {} ({}) \
+                 that ended more than {days} days ago: retainDays",
+                camera.id,
+                camera.settings.name
+            );
+            deleted_by(shared, "retainDays", Some(camera.id), count, freed);
+        }
+    }
+    Ok(())
 }
 
 /// Deletes the oldest segments while the rule asks for room, adding those
@@ -209,6 +304,7 @@ fn make_room(
     cleaner: &mut Cleaner,
     urgent: bool,
     deleted: &mut Vec<Segment>,
+    rule: &mut Option<Rule>,
 ) -> Result<(), Error> {
     let settings = &shared.settings;
     let mut urgent = urgent;
@@ -231,6 +327,14 @@ fn make_room(
         let need = to_free(used, settings.max_bytes, space, reserve, headroom);
         if need == 0 {
             return Ok(());
+        }
+        // The rule of the first round names the pass (a full disk that
+        // asks only headroom is the reserve's).
+        if rule.is_none() {
+            *rule = Some(
+                retention::to_free(used, settings.max_bytes, Some(space.free), reserve)
+                    .map_or(Rule::Reserve, |(_, rule)| rule),
+            );
         }
         // Looked at again each round: the disk may have gone, or gone
         // read-only, since the last.
@@ -448,7 +552,10 @@ fn refresh(shared: &Shared, used: Option<u64>, space: Option<Space>) -> Result<(
             s.unclaimed_segment_bytes()?,
         ))
     })?;
-    let message = lock(&shared.storage).message.clone();
+    let (message, last_deletion) = {
+        let storage = lock(&shared.storage);
+        (storage.message.clone(), storage.last_deletion.clone())
+    };
     shared.set_storage(Storage {
         used_bytes: used,
         unclaimed_bytes: unclaimed,
@@ -462,6 +569,7 @@ fn refresh(shared: &Shared, used: Option<u64>, space: Option<Space>) -> Result<(
         total_bytes: space.map(|s| s.total),
         oldest_ms,
         message,
+        last_deletion,
     });
     Ok(())
 }

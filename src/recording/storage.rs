@@ -21,4 +21,19 @@ pub struct Storage {
     /// being made or cleaned up (the disk is missing, the database cannot
     /// be written); None when all is well.
     pub message: Option<String>,
+    /// The last deletion of recordings, and the rule that made it.
+    pub last_deletion: Option<Deletion>,
+}
+
+/// Segments one rule deleted in one pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deletion {
+    pub at_ms: i64,
+    /// `RECORDINGS_MAX_BYTES`, `RECORDINGS_RESERVE` or `retainDays`.
+    pub rule: &'static str,
+    /// The camera whose retainDays it was; None for the other rules, which
+    /// delete across cameras.
+    pub camera_id: Option<uuid::Uuid>,
+    pub segments: u64,
+    pub bytes: u64,
 }

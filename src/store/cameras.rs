@@ -11,7 +11,8 @@ use super::events::tombstone_events_where;
 use super::segments::tombstone_where;
 use super::{Result, Store, uuid_column};
 use crate::cameras::camera::{
-    Camera, Capabilities, OnvifLink, Seen, Sensitivity, Settings, checked_masks, checked_zones,
+    Camera, Capabilities, MAX_RETAIN_DAYS, OnvifLink, Seen, Sensitivity, Settings, checked_masks,
+    checked_zones,
 };
 use crate::event::Kind;
 
@@ -61,9 +62,9 @@ impl Store {
             "INSERT INTO camera (id, name, make, model, rtsp_url, rtsp_sub_url, enabled,
                                  record, detect, capabilities, detect_sensitivity, classify,
                                  kinds, onvif_endpoint, onvif_address, motion_masks, zones,
-                                 auto_mask, onvif_mac, onvif_serial, created_at_ms)
+                                 auto_mask, onvif_mac, onvif_serial, retain_days, created_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18, ?19, ?20, ?21)",
+                     ?18, ?19, ?20, ?21, ?22)",
             params_from_iter(values),
         )?;
         Ok(())
@@ -77,7 +78,8 @@ impl Store {
                                enabled = ?7, record = ?8, detect = ?9, capabilities = ?10,
                                detect_sensitivity = ?11, classify = ?12, kinds = ?13,
                                onvif_endpoint = ?14, onvif_address = ?15, motion_masks = ?16,
-                               zones = ?17, auto_mask = ?18, onvif_mac = ?19, onvif_serial = ?20
+                               zones = ?17, auto_mask = ?18, onvif_mac = ?19, onvif_serial = ?20,
+                               retain_days = ?21
              WHERE id = ?1",
             params_from_iter(camera_values(camera)),
         )?;
@@ -140,7 +142,7 @@ impl Store {
     }
 }
 
-/// A camera's columns from `id` to `onvif_serial`, as parameters ?1 to ?20.
+/// A camera's columns from `id` to `retain_days`, as parameters ?1 to ?21.
 fn camera_values(camera: &Camera) -> Vec<Value> {
     let s = &camera.settings;
     let seen = s.onvif.as_ref().map(|o| &o.seen);
@@ -171,6 +173,8 @@ fn camera_values(camera: &Camera) -> Vec<Value> {
             .map_or(Value::Null, Value::Text),
         seen.and_then(|o| o.serial.clone())
             .map_or(Value::Null, Value::Text),
+        s.retain_days
+            .map_or(Value::Null, |d| Value::Integer(d.into())),
     ]
 }
 
@@ -212,7 +216,7 @@ fn kinds_from_text(text: &str) -> Vec<Kind> {
 const SELECT_CAMERA: &str = "SELECT id, name, make, model, rtsp_url, rtsp_sub_url, enabled, \
                              record, detect, capabilities, detect_sensitivity, classify, kinds, \
                              onvif_endpoint, onvif_address, motion_masks, zones, auto_mask, \
-                             onvif_mac, onvif_serial FROM camera";
+                             onvif_mac, onvif_serial, retain_days FROM camera";
 
 fn camera_from_row(r: &Row) -> Result<Camera> {
     let capabilities: Option<String> = r.get(9)?;
@@ -246,6 +250,11 @@ fn camera_from_row(r: &Row) -> Result<Camera> {
             motion_masks: areas(&r.get::<_, String>(15)?, checked_masks),
             zones: areas(&r.get::<_, String>(16)?, checked_zones),
             auto_mask: r.get(17)?,
+            // A value out of range (written by another version) counts as none.
+            retain_days: r
+                .get::<_, Option<i64>>(20)?
+                .and_then(|d| u32::try_from(d).ok())
+                .filter(|d| (1..=MAX_RETAIN_DAYS).contains(d)),
         },
         // A row this version cannot read counts as not probed.
         capabilities: capabilities.and_then(|json| serde_json::from_str(&json).ok()),
@@ -284,6 +293,7 @@ mod tests {
         ]))
         .unwrap();
         b.settings.auto_mask = false;
+        b.settings.retain_days = Some(3650);
         {
             let store = Store::open(&dir).unwrap();
             store.insert_camera(&a, 1).unwrap();
@@ -313,6 +323,7 @@ mod tests {
         changed.settings.motion_masks.clear();
         changed.settings.zones[0].name = "Gate".into();
         changed.settings.auto_mask = true;
+        changed.settings.retain_days = None;
         changed.capabilities = None;
         assert_eq!(*store.cameras().unwrap(), vec![a.clone(), b.clone()]);
         assert!(store.update_camera(&changed).unwrap());

@@ -3,7 +3,11 @@
 //! deleting those files crash-safe: rows become tombstones in one
 //! transaction, then the files are unlinked, then the tombstones dropped.
 
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, Transaction, params, params_from_iter};
 use uuid::Uuid;
 
 use super::{Result, Store, uuid_column};
@@ -18,6 +22,39 @@ pub struct EventFiles {
     pub bytes: u64,
 }
 
+/// Which events a page of the list holds, besides the newest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventFilter {
+    /// Started before this moment.
+    pub before_ms: Option<i64>,
+    pub camera_id: Option<Uuid>,
+    pub kind: Option<String>,
+    pub reviewed: Option<bool>,
+    pub keep: Option<bool>,
+}
+
+/// What the status shows of the events as a whole.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventTallies {
+    /// The events not reviewed, by camera (cameras with none left out).
+    pub unreviewed: HashMap<Uuid, u64>,
+    /// The bytes of kept events' clips and thumbnails.
+    pub kept_bytes: u64,
+}
+
+/// What became of marking an event.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Flagged {
+    /// Marked (or already so): the event as it is now.
+    Done(Event),
+    NoSuchEvent,
+    /// Keeping it would take the kept bytes past their budget: nothing changed.
+    OverKeepBudget {
+        kept_bytes: u64,
+        event_bytes: u64,
+    },
+}
+
 /// An event's file as written: the path (relative to `DATA_DIR`) and bytes.
 pub type File<'a> = (&'a str, u64);
 
@@ -26,13 +63,14 @@ pub type Unmeasured = (Uuid, Option<String>, Option<String>);
 
 impl Store {
     /// Adds an event, whose clip (a posted one) takes `clip_bytes`, and turns
-    /// the oldest past `keep` into tombstones; returns their files (clips and
-    /// thumbnails) to unlink.
+    /// the oldest events not kept past the `cap` newest into tombstones;
+    /// returns their files (clips and thumbnails) to unlink. Kept events do
+    /// not count: their bytes have a budget of their own.
     pub fn insert_event(
         &mut self,
         event: &Event,
         clip_bytes: u64,
-        keep: u64,
+        cap: u64,
     ) -> Result<Vec<String>> {
         let tx = self.conn.transaction()?;
         tx.execute(
@@ -55,18 +93,18 @@ impl Store {
                 event.in_progress,
             ],
         )?;
-        // The newest `keep` are found through the index; all older ones go.
+        // The newest `cap` are found through the index; all older ones go.
         let cutoff: Option<(i64, i64)> = tx
             .query_row(
-                "SELECT started_at_ms, rowid FROM event ORDER BY started_at_ms DESC, rowid DESC
-                 LIMIT 1 OFFSET ?1",
-                [keep],
+                "SELECT started_at_ms, rowid FROM event WHERE keep = 0
+                 ORDER BY started_at_ms DESC, rowid DESC LIMIT 1 OFFSET ?1",
+                [cap],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;
         let mut dropped = (Vec::new(), 0);
         if let Some((at, rowid)) = cutoff {
-            let older = "started_at_ms < ?1 OR (started_at_ms = ?1 AND rowid <= ?2)";
+            let older = "keep = 0 AND (started_at_ms < ?1 OR (started_at_ms = ?1 AND rowid <= ?2))";
             dropped = tombstone_events_where(&tx, older, params![at, rowid])?;
         }
         tx.commit()?;
@@ -169,11 +207,121 @@ impl Store {
     }
 
     /// The `limit` most recent events, newest first.
+    #[cfg(test)]
     pub fn recent_events(&self, limit: u32) -> Result<Vec<Event>> {
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "{SELECT_EVENT} ORDER BY started_at_ms DESC, rowid DESC LIMIT ?1"
-        ))?;
-        stmt.query_map([limit], event_from_row)?.collect()
+        self.events(&EventFilter::default(), limit)
+    }
+
+    /// The `limit` most recent events that `filter` lets through, newest first.
+    pub fn events(&self, filter: &EventFilter, limit: u32) -> Result<Vec<Event>> {
+        let (filter, mut values) = where_clause(filter);
+        values.push(Value::Integer(limit.into()));
+        let sql = format!(
+            "{SELECT_EVENT} {filter} ORDER BY started_at_ms DESC, rowid DESC LIMIT ?{}",
+            values.len()
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        stmt.query_map(params_from_iter(values), event_from_row)?
+            .collect()
+    }
+
+    /// Marks an event reviewed or not, and kept or not (`None`: as it is).
+    /// Keeping it is refused when the kept events' bytes would pass `keep_budget`.
+    pub fn mark_event(
+        &mut self,
+        id: Uuid,
+        reviewed: Option<bool>,
+        keep: Option<bool>,
+        keep_budget: u64,
+    ) -> Result<Flagged> {
+        let tx = self.conn.transaction()?;
+        let Some(event) = tx
+            .prepare_cached(&format!("{SELECT_EVENT} WHERE id = ?1"))?
+            .query_row([id.to_string()], event_from_row)
+            .optional()?
+        else {
+            return Ok(Flagged::NoSuchEvent);
+        };
+        if keep == Some(true) && !event.keep {
+            let event_bytes: i64 = tx.query_row(
+                &format!("SELECT {BYTES} FROM event WHERE id = ?1"),
+                [id.to_string()],
+                |r| r.get(0),
+            )?;
+            let kept_bytes = kept_bytes(&tx)?;
+            let event_bytes = event_bytes.max(0) as u64;
+            if kept_bytes + event_bytes > keep_budget {
+                return Ok(Flagged::OverKeepBudget {
+                    kept_bytes,
+                    event_bytes,
+                });
+            }
+        }
+        let event = Event {
+            reviewed: reviewed.unwrap_or(event.reviewed),
+            keep: keep.unwrap_or(event.keep),
+            ..event
+        };
+        tx.execute(
+            "UPDATE event SET reviewed = ?2, keep = ?3 WHERE id = ?1",
+            params![id.to_string(), event.reviewed, event.keep],
+        )?;
+        tx.commit()?;
+        self.events_changed();
+        Ok(Flagged::Done(event))
+    }
+
+    /// Marks reviewed the events (of `camera`, or all) started before
+    /// `before_ms`; returns how many were not reviewed before.
+    pub fn mark_reviewed_before(&mut self, before_ms: i64, camera: Option<Uuid>) -> Result<usize> {
+        // `reviewed = 0` in the query itself: SQLite then walks event_unreviewed.
+        let n = match camera {
+            Some(camera) => self.conn.execute(
+                "UPDATE event SET reviewed = 1
+                 WHERE reviewed = 0 AND started_at_ms < ?1 AND camera_id = ?2",
+                params![before_ms, camera.to_string()],
+            )?,
+            None => self.conn.execute(
+                "UPDATE event SET reviewed = 1 WHERE reviewed = 0 AND started_at_ms < ?1",
+                [before_ms],
+            )?,
+        };
+        if n > 0 {
+            self.events_changed();
+        }
+        Ok(n)
+    }
+
+    /// The events not reviewed by camera, and the bytes kept.
+    pub fn event_tallies(&self) -> Result<Arc<EventTallies>> {
+        if let Some(tallies) = self.event_tallies.borrow().as_ref() {
+            return Ok(tallies.clone());
+        }
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT camera_id, COUNT(*) FROM event WHERE reviewed = 0 GROUP BY camera_id",
+        )?;
+        let unreviewed = stmt
+            .query_map([], |r| {
+                Ok((uuid_column(r, 0)?, r.get::<_, i64>(1)?.max(0) as u64))
+            })?
+            .collect::<Result<_>>()?;
+        let tallies = Arc::new(EventTallies {
+            unreviewed,
+            kept_bytes: kept_bytes(&self.conn)?,
+        });
+        *self.event_tallies.borrow_mut() = Some(tallies.clone());
+        Ok(tallies)
+    }
+
+    /// Changes with every write to events that may change their tallies.
+    pub fn events_generation(&self) -> u64 {
+        self.events_generation.get()
+    }
+
+    /// Forgets the tallies, after events were written.
+    fn events_changed(&self) {
+        self.event_tallies.take();
+        self.events_generation.set(self.events_generation.get() + 1);
     }
 
     /// Each camera's newest event with a thumbnail: (camera, event).
@@ -273,11 +421,11 @@ impl Store {
         Ok(total)
     }
 
-    /// Up to `limit` of the oldest events that have files, oldest first.
+    /// Up to `limit` of the oldest events not kept that have files, oldest first.
     pub fn oldest_event_files(&self, limit: usize) -> Result<Vec<EventFiles>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, started_at_ms, COALESCE(clip_bytes, 0) + COALESCE(thumbnail_bytes, 0)
-             FROM event WHERE clip_path IS NOT NULL OR thumbnail_path IS NOT NULL
+             FROM event WHERE keep = 0 AND (clip_path IS NOT NULL OR thumbnail_path IS NOT NULL)
              ORDER BY started_at_ms, rowid LIMIT ?1",
         )?;
         stmt.query_map([limit as i64], |r| {
@@ -290,24 +438,39 @@ impl Store {
         .collect()
     }
 
-    /// Deletes events, turning their files into tombstones, in one
-    /// transaction; returns the bytes freed.
-    pub fn tombstone_events(&mut self, ids: &[Uuid]) -> Result<u64> {
+    /// Deletes events not kept, turning their files into tombstones, in one
+    /// transaction; returns those files and the bytes freed. (An event kept
+    /// since it was chosen stays, with its files.)
+    pub fn tombstone_events(&mut self, ids: &[Uuid]) -> Result<(Vec<String>, u64)> {
         let tx = self.conn.transaction()?;
-        let mut freed = 0;
+        let (mut files, mut freed) = (Vec::new(), 0);
         for id in ids {
-            freed += tombstone_events_where(&tx, "id = ?1", [id.to_string()])?.1;
+            let (gone, bytes) = tombstone_events_where(&tx, UNKEPT_ID, [id.to_string()])?;
+            files.extend(gone);
+            freed += bytes;
         }
         tx.commit()?;
         self.event_bytes_changed(0, freed);
-        Ok(freed)
+        Ok((files, freed))
     }
 
-    /// The files (clips and thumbnails) of events.
+    /// Deletes the events not kept that started before `before_ms`, turning
+    /// their files into tombstones; returns how many, and their bytes.
+    pub fn tombstone_events_before(&mut self, before_ms: i64) -> Result<(u64, u64)> {
+        let tx = self.conn.transaction()?;
+        let (_, bytes) =
+            tombstone_events_where(&tx, "keep = 0 AND started_at_ms < ?1", [before_ms])?;
+        let count = tx.changes();
+        tx.commit()?;
+        self.event_bytes_changed(0, bytes);
+        Ok((count, bytes))
+    }
+
+    /// The files (clips and thumbnails) of events not kept.
     pub fn files_of_events(&self, ids: &[Uuid]) -> Result<Vec<String>> {
         let mut files = Vec::new();
         for id in ids {
-            files.extend(clip_paths(&self.conn, "id = ?1", [id.to_string()])?);
+            files.extend(clip_paths(&self.conn, UNKEPT_ID, [id.to_string()])?);
         }
         Ok(files)
     }
@@ -323,17 +486,65 @@ impl Store {
         Ok(files)
     }
 
+    /// After events were added, deleted or their files changed: the count
+    /// of bytes, and the tallies (kept bytes, not reviewed) with it.
     pub(super) fn event_bytes_changed(&self, added: u64, removed: u64) {
         if let Some(total) = self.event_bytes.get() {
             self.event_bytes
                 .set(Some((total + added).saturating_sub(removed)));
         }
+        self.events_changed();
     }
 }
 
 const SELECT_EVENT: &str = "SELECT id, camera_id, kind, score, started_at_ms, ended_at_ms, \
-                            clip_status, clip_path, thumbnail_path, zones, in_progress \
-                            FROM event";
+                            clip_status, clip_path, thumbnail_path, zones, in_progress, \
+                            reviewed, keep FROM event";
+
+/// The event `?1` unless it is kept, as SQL: what any rule may delete.
+const UNKEPT_ID: &str = "id = ?1 AND keep = 0";
+
+/// An event's files' bytes, as SQL.
+const BYTES: &str = "COALESCE(clip_bytes, 0) + COALESCE(thumbnail_bytes, 0)";
+
+fn kept_bytes(conn: &Connection) -> Result<u64> {
+    let bytes: i64 = conn.query_row(
+        &format!("SELECT COALESCE(SUM({BYTES}), 0) FROM event WHERE keep = 1"),
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(bytes.max(0) as u64)
+}
+
+/// The `WHERE` clause of `filter` (empty for none) and its values. The
+/// flags are written in as 0 or 1: SQLite uses a partial index
+/// (event_unreviewed, event_kept) only for a term it can read.
+fn where_clause(filter: &EventFilter) -> (String, Vec<Value>) {
+    let mut terms = Vec::new();
+    let mut values = Vec::new();
+    let mut bind = |term: &str, value: Value| {
+        values.push(value);
+        terms.push(format!("{term} ?{}", values.len()));
+    };
+    if let Some(before) = filter.before_ms {
+        bind("started_at_ms <", Value::Integer(before));
+    }
+    if let Some(camera) = filter.camera_id {
+        bind("camera_id =", Value::Text(camera.to_string()));
+    }
+    if let Some(kind) = &filter.kind {
+        bind("kind =", Value::Text(kind.clone()));
+    }
+    for (column, flag) in [("reviewed", filter.reviewed), ("keep", filter.keep)] {
+        if let Some(flag) = flag {
+            terms.push(format!("{column} = {}", u8::from(flag)));
+        }
+    }
+    match terms.is_empty() {
+        true => (String::new(), values),
+        false => (format!("WHERE {}", terms.join(" AND ")), values),
+    }
+}
 
 fn event_from_row(r: &rusqlite::Row) -> Result<Event> {
     Ok(Event {
@@ -349,6 +560,8 @@ fn event_from_row(r: &rusqlite::Row) -> Result<Event> {
         // A value this version cannot read counts as no zones.
         zones: serde_json::from_str(&r.get::<_, String>(9)?).unwrap_or_default(),
         in_progress: r.get(10)?,
+        reviewed: r.get(11)?,
+        keep: r.get(12)?,
     })
 }
 
@@ -412,6 +625,8 @@ mod tests {
             thumbnail_path: None,
             zones: Vec::new(),
             in_progress: false,
+            reviewed: false,
+            keep: false,
         }
     }
 
@@ -460,6 +675,331 @@ mod tests {
             )
             .unwrap();
         assert!(plan.contains("USING INDEX event_started"), "{plan}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// The events `filter` lets through, as their starts.
+    fn starts(store: &Store, filter: EventFilter, limit: u32) -> Vec<i64> {
+        let events = store.events(&filter, limit).unwrap();
+        events.iter().map(|e| e.started_at_ms).collect()
+    }
+
+    #[test]
+    fn events_page_and_filter() {
+        let dir = temp_dir("event-filters");
+        let mut store = Store::open(&dir).unwrap();
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        for i in 1..=6_i64 {
+            let mut e = event(if i % 2 == 0 { a } else { b }, i * 1000, None);
+            if i > 4 {
+                e.kind = "vehicle".into();
+            }
+            store.insert_event(&e, 0, 100).unwrap();
+        }
+        let newest = store.recent_events(1).unwrap()[0].id;
+        assert!(matches!(
+            store.mark_event(newest, Some(true), Some(true), 0).unwrap(),
+            Flagged::Done(_)
+        ));
+        let table: [(EventFilter, u32, &[i64]); 9] = [
+            (EventFilter::default(), 3, &[6000, 5000, 4000]),
+            (
+                EventFilter {
+                    before_ms: Some(4000),
+                    ..Default::default()
+                },
+                50,
+                &[3000, 2000, 1000],
+            ),
+            (
+                EventFilter {
+                    camera_id: Some(a),
+                    ..Default::default()
+                },
+                50,
+                &[6000, 4000, 2000],
+            ),
+            (
+                EventFilter {
+                    camera_id: Some(a),
+                    before_ms: Some(6000),
+                    ..Default::default()
+                },
+                1,
+                &[4000],
+            ),
+            (
+                EventFilter {
+                    kind: Some("vehicle".into()),
+                    ..Default::default()
+                },
+                50,
+                &[6000, 5000],
+            ),
+            (
+                EventFilter {
+                    reviewed: Some(true),
+                    ..Default::default()
+                },
+                50,
+                &[6000],
+            ),
+            (
+                EventFilter {
+                    reviewed: Some(false),
+                    before_ms: Some(3000),
+                    ..Default::default()
+                },
+                50,
+                &[2000, 1000],
+            ),
+            (
+                EventFilter {
+                    keep: Some(true),
+                    ..Default::default()
+                },
+                50,
+                &[6000],
+            ),
+            (
+                EventFilter {
+                    keep: Some(false),
+                    kind: Some("vehicle".into()),
+                    camera_id: Some(b),
+                    ..Default::default()
+                },
+                50,
+                &[5000],
+            ),
+        ];
+        for (filter, limit, want) in table {
+            assert_eq!(starts(&store, filter.clone(), limit), want, "{filter:?}");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn each_filter_pages_through_an_index() {
+        let dir = temp_dir("event-plans");
+        let store = Store::open(&dir).unwrap();
+        let filter = |before_ms, camera_id, kind: Option<&str>, reviewed, keep| EventFilter {
+            before_ms,
+            camera_id,
+            kind: kind.map(str::to_owned),
+            reviewed,
+            keep,
+        };
+        let cam = Some(Uuid::new_v4());
+        let table = [
+            (filter(Some(1), None, None, None, None), "event_started"),
+            (
+                filter(Some(1), cam, None, None, None),
+                "event_camera_started",
+            ),
+            (
+                filter(Some(1), None, Some("person"), None, None),
+                "event_kind_started",
+            ),
+            (
+                filter(Some(1), None, None, Some(false), None),
+                "event_unreviewed",
+            ),
+            (filter(None, None, None, None, Some(true)), "event_kept"),
+            (
+                filter(Some(1), None, None, Some(true), Some(false)),
+                "event_started",
+            ),
+        ];
+        for (filter, index) in table {
+            let (clause, values) = where_clause(&filter);
+            let sql = format!(
+                "EXPLAIN QUERY PLAN {SELECT_EVENT} {clause}
+                 ORDER BY started_at_ms DESC, rowid DESC LIMIT 50"
+            );
+            let mut stmt = store.conn.prepare(&sql).unwrap();
+            let plan: Vec<String> = stmt
+                .query_map(params_from_iter(values), |r| r.get(3))
+                .unwrap()
+                .collect::<Result<_>>()
+                .unwrap();
+            let plan = plan.join("; ");
+            assert!(
+                plan.contains(&format!("INDEX {index}")),
+                "{filter:?}: {plan}"
+            );
+            // Only events that start at the same moment are sorted (by rowid).
+            assert!(
+                !plan.contains("TEMP B-TREE FOR ORDER BY"),
+                "{filter:?} sorts: {plan}"
+            );
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn events_are_marked_reviewed_and_counted() {
+        let dir = temp_dir("event-reviewed");
+        let mut store = Store::open(&dir).unwrap();
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let events: Vec<Event> = [(a, 1000), (a, 2000), (b, 1500), (b, 3000)]
+            .into_iter()
+            .map(|(cam, at)| event(cam, at, None))
+            .collect();
+        for e in &events {
+            store.insert_event(e, 0, 100).unwrap();
+        }
+        let unreviewed = |store: &Store| {
+            let mut counts: Vec<(Uuid, u64)> = store
+                .event_tallies()
+                .unwrap()
+                .unreviewed
+                .iter()
+                .map(|(c, n)| (*c, *n))
+                .collect();
+            counts.sort();
+            counts
+        };
+        let mut both = vec![(a, 2), (b, 2)];
+        both.sort();
+        assert_eq!(unreviewed(&store), both, "false when made");
+        let generation = store.events_generation();
+        let Flagged::Done(marked) = store.mark_event(events[0].id, Some(true), None, 0).unwrap()
+        else {
+            panic!("marked");
+        };
+        assert!(marked.reviewed && !marked.keep);
+        assert_eq!(store.event(events[0].id).unwrap(), Some(marked));
+        assert_ne!(store.events_generation(), generation, "the status rebuilds");
+        let mut after = vec![(a, 1), (b, 2)];
+        after.sort();
+        assert_eq!(unreviewed(&store), after);
+        assert_eq!(
+            store
+                .mark_event(Uuid::new_v4(), Some(true), None, 0)
+                .unwrap(),
+            Flagged::NoSuchEvent
+        );
+        // Of camera b, before 3000: one; then all before 3001: a's other.
+        assert_eq!(store.mark_reviewed_before(3000, Some(b)).unwrap(), 1);
+        assert_eq!(store.mark_reviewed_before(3001, None).unwrap(), 2);
+        assert!(unreviewed(&store).is_empty());
+        assert_eq!(
+            store.mark_reviewed_before(3001, None).unwrap(),
+            0,
+            "none left"
+        );
+        store
+            .mark_event(events[3].id, Some(false), None, 0)
+            .unwrap();
+        assert_eq!(unreviewed(&store), [(b, 1)], "unmarked");
+        let plan: String = store
+            .conn
+            .query_row(
+                "EXPLAIN QUERY PLAN UPDATE event SET reviewed = 1
+                 WHERE reviewed = 0 AND started_at_ms < 5",
+                [],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(plan.contains("INDEX event_unreviewed"), "{plan}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn kept_events_outlive_every_rule_within_their_budget() {
+        let dir = temp_dir("event-keep");
+        let mut store = Store::open(&dir).unwrap();
+        let cam = Uuid::new_v4();
+        let (old, older, oldest) = (
+            event(cam, 3_000, Some("clips/3.mp4")),
+            event(cam, 2_000, Some("clips/2.mp4")),
+            event(cam, 1_000, Some("clips/1.mp4")),
+        );
+        for e in [&old, &older, &oldest] {
+            store.insert_event(e, 100, 10).unwrap();
+        }
+        // The budget: 150 bytes; one clip is 100.
+        let keep = |store: &mut Store, e: &Event| store.mark_event(e.id, None, Some(true), 150);
+        assert!(matches!(keep(&mut store, &oldest).unwrap(), Flagged::Done(e) if e.keep));
+        assert_eq!(
+            keep(&mut store, &older).unwrap(),
+            Flagged::OverKeepBudget {
+                kept_bytes: 100,
+                event_bytes: 100
+            },
+            "past the budget"
+        );
+        assert!(
+            !store.event(older.id).unwrap().unwrap().keep,
+            "nothing changed"
+        );
+        assert!(
+            matches!(keep(&mut store, &oldest).unwrap(), Flagged::Done(_)),
+            "again"
+        );
+        assert_eq!(store.event_tallies().unwrap().kept_bytes, 100);
+
+        // The clips' budget and reserve choose among the others only, and
+        // cannot delete it when asked to.
+        let chosen: Vec<Uuid> = store
+            .oldest_event_files(10)
+            .unwrap()
+            .iter()
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(chosen, [older.id, old.id]);
+        let (files, bytes) = store.tombstone_events(&[oldest.id, older.id]).unwrap();
+        assert_eq!((files, bytes), (vec!["clips/2.mp4".to_owned()], 100));
+        assert!(store.files_of_events(&[oldest.id]).unwrap().is_empty());
+        assert!(store.event(oldest.id).unwrap().is_some());
+        // The event cap: two newer events with a cap of one leave the newest
+        // and the kept one.
+        let newer = event(cam, 4_000, None);
+        let newest = event(cam, 5_000, None);
+        store.insert_event(&newer, 0, 1).unwrap();
+        store.insert_event(&newest, 0, 1).unwrap();
+        let left: Vec<i64> = store
+            .recent_events(10)
+            .unwrap()
+            .iter()
+            .map(|e| e.started_at_ms)
+            .collect();
+        assert_eq!(left, [5_000, 1_000]);
+        let mut garbage = store.tombstones(Clips, 10).unwrap();
+        garbage.sort();
+        assert_eq!(garbage, ["clips/2.mp4", "clips/3.mp4"]);
+        // Unkept, it goes like any other.
+        store.mark_event(oldest.id, None, Some(false), 150).unwrap();
+        assert_eq!(store.event_tallies().unwrap().kept_bytes, 0);
+        assert_eq!(store.tombstone_events(&[oldest.id]).unwrap().1, 100);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn events_before_a_moment_go_but_kept_ones() {
+        let dir = temp_dir("event-age");
+        let mut store = Store::open(&dir).unwrap();
+        let cam = Uuid::new_v4();
+        let (old, kept, edge) = (
+            event(cam, 1_000, Some("clips/1.mp4")),
+            event(cam, 1_500, Some("clips/kept.mp4")),
+            event(cam, 2_000, Some("clips/2.mp4")),
+        );
+        for e in [&old, &kept, &edge] {
+            store.insert_event(e, 10, 100).unwrap();
+        }
+        store.mark_event(kept.id, None, Some(true), 100).unwrap();
+        assert_eq!(store.tombstone_events_before(2_000).unwrap(), (1, 10));
+        let left: Vec<i64> = store
+            .recent_events(10)
+            .unwrap()
+            .iter()
+            .map(|e| e.started_at_ms)
+            .collect();
+        assert_eq!(left, [2_000, 1_500], "not before, and kept");
+        assert_eq!(store.tombstones(Clips, 10).unwrap(), ["clips/1.mp4"]);
+        assert_eq!(store.event_bytes().unwrap(), 20);
+        assert_eq!(store.tombstone_events_before(2_000).unwrap(), (0, 0));
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -625,7 +1165,7 @@ mod tests {
         );
         assert_eq!(store.oldest_event_files(1).unwrap()[0].id, b.id);
 
-        assert_eq!(store.tombstone_events(&[b.id, a.id]).unwrap(), 255);
+        assert_eq!(store.tombstone_events(&[b.id, a.id]).unwrap().1, 255);
         assert_eq!(store.event_bytes().unwrap(), 40);
         assert!(store.event(a.id).unwrap().is_none(), "the event goes too");
         let mut garbage = store.tombstones(Clips, 10).unwrap();
@@ -679,7 +1219,10 @@ mod tests {
              ALTER TABLE camera DROP COLUMN motion_masks; ALTER TABLE camera DROP COLUMN zones;
              ALTER TABLE camera DROP COLUMN auto_mask; ALTER TABLE event DROP COLUMN zones;
              ALTER TABLE event DROP COLUMN in_progress; DROP TABLE busy_cells;
-             ALTER TABLE camera DROP COLUMN onvif_mac; ALTER TABLE camera DROP COLUMN onvif_serial;",
+             ALTER TABLE camera DROP COLUMN onvif_mac; ALTER TABLE camera DROP COLUMN onvif_serial;
+             DROP INDEX event_kind_started; DROP INDEX event_unreviewed; DROP INDEX event_kept;
+             ALTER TABLE event DROP COLUMN reviewed; ALTER TABLE event DROP COLUMN keep;
+             ALTER TABLE camera DROP COLUMN retain_days;",
         )
         .unwrap();
         drop(conn);

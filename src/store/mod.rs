@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use crate::cameras::camera::Camera;
 
-pub use events::EventFiles;
+pub use events::{EventFiles, EventFilter, EventTallies, Flagged};
 pub use node::Identity;
 pub use segments::Segment;
 pub use tombstones::Tombstones;
@@ -127,6 +127,18 @@ const UPGRADES: &[&str] = &[
     // device that answers with its endpoint reference; null until seen.
     "ALTER TABLE camera ADD COLUMN onvif_mac TEXT;
      ALTER TABLE camera ADD COLUMN onvif_serial TEXT;",
+    // 11 -> 12: events marked reviewed and kept (all not, the ones before
+    // too: none was seen through the node), and the indexes that page the
+    // events list by kind, by not reviewed and by kept, as it pages all
+    // events by event_started and a camera's by event_camera_started.
+    "ALTER TABLE event ADD COLUMN reviewed INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE event ADD COLUMN keep INTEGER NOT NULL DEFAULT 0;
+     CREATE INDEX event_kind_started ON event (kind, started_at_ms);
+     CREATE INDEX event_unreviewed ON event (started_at_ms) WHERE reviewed = 0;
+     CREATE INDEX event_kept ON event (started_at_ms) WHERE keep = 1;",
+    // 12 -> 13: a camera's retainDays, the age in days past which its
+    // recorded segments are deleted; null (every camera before): no limit.
+    "ALTER TABLE camera ADD COLUMN retain_days INTEGER;",
 ];
 
 pub struct Store {
@@ -147,6 +159,11 @@ pub struct Store {
     /// The bytes of all events' clips and thumbnails, once counted, kept up
     /// to date the same way: the clips' retention asks after every clip.
     event_bytes: Cell<Option<u64>>,
+    /// The events not reviewed and the bytes kept, once counted, until an
+    /// event is written: the status shows them on every build.
+    event_tallies: RefCell<Option<Arc<EventTallies>>>,
+    /// Counts writes to events, so the status knows when to rebuild.
+    events_generation: Cell<u64>,
 }
 
 impl Store {
@@ -164,6 +181,8 @@ impl Store {
             generation: Cell::new(0),
             segment_bytes: RefCell::new(None),
             event_bytes: Cell::new(None),
+            event_tallies: RefCell::new(None),
+            events_generation: Cell::new(0),
         };
         store.upgrade()?;
         Ok(store)
@@ -244,6 +263,7 @@ pub(crate) mod test_support {
                 motion_masks: Vec::new(),
                 zones: Vec::new(),
                 auto_mask: true,
+                retain_days: None,
             },
             capabilities: None,
         }

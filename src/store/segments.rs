@@ -127,6 +127,27 @@ impl Store {
         .collect()
     }
 
+    /// Up to `limit` of the camera's segments that ended before `before_ms`,
+    /// oldest first: those its retainDays deletes.
+    pub fn segments_ended_before(
+        &self,
+        camera: Uuid,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<Segment>> {
+        // start_ms bounds the search by the primary key (a segment ends
+        // after it starts); end_ms decides.
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "{SELECT_SEGMENT} WHERE camera_id = ?1 AND start_ms < ?2 AND end_ms < ?2
+               ORDER BY start_ms LIMIT ?3"
+        ))?;
+        stmt.query_map(
+            params![camera.to_string(), before_ms, limit as i64],
+            segment_from_row,
+        )?
+        .collect()
+    }
+
     /// The camera's newest segment.
     pub fn last_segment(&self, camera: Uuid) -> Result<Option<Segment>> {
         self.conn
@@ -420,6 +441,59 @@ mod tests {
     }
 
     #[test]
+    fn segments_past_an_age_are_the_cameras_that_ended_before_it() {
+        let dir = temp_dir("segments-age");
+        let store = Store::open(&dir).unwrap();
+        let (a, b) = (camera("a"), camera("b"));
+        store.insert_camera(&a, 1).unwrap();
+        store.insert_camera(&b, 2).unwrap();
+        // a: [0, 10 s), [10 s, 20 s), [20 s, 30 s); b: [0, 10 s).
+        for start in [20_000, 0, 10_000] {
+            store.insert_segment(&segment(a.id, start, 100)).unwrap();
+        }
+        store.insert_segment(&segment(b.id, 0, 100)).unwrap();
+        let table = [
+            // camera, before, limit -> starts chosen
+            (a.id, 0, 10, vec![], "none ended yet"),
+            (
+                a.id,
+                10_000,
+                10,
+                vec![],
+                "one ends at the moment: not before it",
+            ),
+            (a.id, 10_001, 10, vec![0], "one ended"),
+            (a.id, 25_000, 10, vec![0, 10_000], "one still going on"),
+            (
+                a.id,
+                100_000,
+                10,
+                vec![0, 10_000, 20_000],
+                "all, oldest first",
+            ),
+            (
+                a.id,
+                100_000,
+                2,
+                vec![0, 10_000],
+                "the oldest up to the limit",
+            ),
+            (b.id, 100_000, 10, vec![0], "only the camera's"),
+            (Uuid::new_v4(), 100_000, 10, vec![], "no such camera"),
+        ];
+        for (camera, before, limit, want, why) in table {
+            let starts: Vec<i64> = store
+                .segments_ended_before(camera, before, limit)
+                .unwrap()
+                .iter()
+                .map(|s| s.start_ms)
+                .collect();
+            assert_eq!(starts, want, "{why}");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn segments_are_indexed_found_and_counted() {
         let dir = temp_dir("segments");
         let store = Store::open(&dir).unwrap();
@@ -530,6 +604,8 @@ mod tests {
             thumbnail_path: None,
             zones: Vec::new(),
             in_progress: false,
+            reviewed: false,
+            keep: false,
         };
         store.insert_event(&event, 0, 100).unwrap();
         let order: Vec<(bool, i64)> = store

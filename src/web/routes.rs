@@ -10,6 +10,10 @@ pub enum Route {
     Status,
     Events,
     AddEvent,
+    /// Marks an event reviewed or kept.
+    UpdateEvent(Uuid),
+    /// Marks reviewed the events before a moment.
+    MarkReviewed,
     /// An event's clip, and its thumbnail.
     EventClip(Uuid),
     EventThumbnail(Uuid),
@@ -57,6 +61,8 @@ impl Route {
             Route::AddCamera
             | Route::UpdateCamera(_)
             | Route::AddEvent
+            | Route::UpdateEvent(_)
+            | Route::MarkReviewed
             | Route::DiscoverStreams => Some(BodyKind::Json),
             Route::Whep(_) => Some(BodyKind::Sdp),
             _ => None,
@@ -80,6 +86,11 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
             "POST" => ("GET, POST", Some(Route::AddEvent)),
             _ => ("GET, POST", None),
         },
+        ["events", "reviewed"] => ("POST", on(method, "POST", Route::MarkReviewed)),
+        ["events", id] => {
+            let id = uuid(id, "no such event")?;
+            ("PATCH", on(method, "PATCH", Route::UpdateEvent(id)))
+        }
         ["events", id, file @ ("clip.mp4" | "thumbnail.jpg")] => {
             let id = uuid(id, "no such event")?;
             let route = if *file == "clip.mp4" {
@@ -171,6 +182,16 @@ mod tests {
             ("GET", "/api/status".to_owned(), Route::Status),
             ("GET", "/api/events".to_owned(), Route::Events),
             ("POST", "/api/events".to_owned(), Route::AddEvent),
+            (
+                "PATCH",
+                format!("/api/events/{ID}"),
+                Route::UpdateEvent(id()),
+            ),
+            (
+                "POST",
+                "/api/events/reviewed".to_owned(),
+                Route::MarkReviewed,
+            ),
             (
                 "GET",
                 format!("/api/events/{ID}/clip.mp4"),
@@ -333,6 +354,19 @@ mod tests {
             ("GET", "/api/whep/x".to_owned(), Kind::NotFound, None),
             (
                 "GET",
+                format!("/api/events/{ID}"),
+                Kind::MethodNotAllowed,
+                Some("PATCH"),
+            ),
+            ("PATCH", "/api/events/x".to_owned(), Kind::NotFound, None),
+            (
+                "GET",
+                "/api/events/reviewed".to_owned(),
+                Kind::MethodNotAllowed,
+                Some("POST"),
+            ),
+            (
+                "GET",
                 "/api/events/x/clip.mp4".to_owned(),
                 Kind::NotFound,
                 None,
@@ -426,5 +460,8 @@ mod tests {
         assert_eq!(Route::Status.body_kind(), None);
         assert_eq!(Route::Discover.body_kind(), None);
         assert_eq!(Route::DiscoverStreams.body_kind(), Some(BodyKind::Json));
+        assert_eq!(Route::UpdateEvent(id()).body_kind(), Some(BodyKind::Json));
+        assert_eq!(Route::MarkReviewed.body_kind(), Some(BodyKind::Json));
+        assert_eq!(Route::Events.body_kind(), None);
     }
 }

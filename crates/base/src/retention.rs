@@ -81,6 +81,17 @@ pub fn fewest_to_free<T>(candidates: &[T], bytes: u64, size: impl Fn(&T) -> u64)
     &candidates[..count]
 }
 
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+/// The moment (milliseconds since the epoch) before which footage kept
+/// `days` days has outlived them at `now_ms`: what ends before it goes.
+/// None when there is no age limit, or when the clock is not trusted
+/// (`clock_set` false): every age would be wrong, so nothing goes by age.
+pub fn age_limit(now_ms: i64, days: Option<u32>, clock_set: bool) -> Option<i64> {
+    let days = days.filter(|_| clock_set)?;
+    Some(now_ms.saturating_sub(i64::from(days) * DAY_MS))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +140,36 @@ mod tests {
                 want,
                 "{used} {budget:?} {free:?} {reserve}"
             );
+        }
+    }
+
+    #[test]
+    fn the_age_past_which_footage_goes() {
+        let now = 100 * DAY_MS;
+        let table = [
+            // now, days, clock set -> footage ending before this goes
+            (now, Some(1), true, Some(99 * DAY_MS), "a day"),
+            (now, Some(30), true, Some(70 * DAY_MS), "a month"),
+            (
+                now,
+                Some(3650),
+                true,
+                Some(now - 3650 * DAY_MS),
+                "ten years, before 1970",
+            ),
+            (now, None, true, None, "no limit"),
+            (
+                now,
+                Some(1),
+                false,
+                None,
+                "the clock is not set: nothing by age",
+            ),
+            (now, None, false, None, "neither"),
+            (i64::MIN + 1, Some(1), true, Some(i64::MIN), "saturates"),
+        ];
+        for (now, days, set, want, why) in table {
+            assert_eq!(age_limit(now, days, set), want, "{why}");
         }
     }
 

@@ -36,6 +36,8 @@ pub struct CameraView<'a> {
     auto_mask: bool,
     /// What the node has learnt is always moving (left out while `auto_mask`).
     suggested_masks: Vec<Polygon>,
+    /// Recorded segments older than this many days are deleted; null: no age limit.
+    retain_days: Option<u32>,
     capabilities: CapabilitiesField,
     has_substream: bool,
     online: bool,
@@ -93,6 +95,7 @@ impl<'a> CameraView<'a> {
             zones: &settings.zones,
             auto_mask: settings.auto_mask,
             suggested_masks: app.motion.suggested_masks(camera.id),
+            retain_days: settings.retain_days,
             capabilities,
             has_substream,
             online: app.is_online(camera.id),

@@ -12,9 +12,14 @@ use crate::app::App;
 use crate::clips::Job;
 use crate::error::Error;
 use crate::error::Kind;
-use crate::event::{Event, NewEvent, format_timestamp};
+use crate::event::{
+    Event, Kind as EventKind, Marks, NewEvent, ReviewedBefore, camera_id, format_timestamp,
+    parse_timestamp,
+};
 use crate::notices::Notice;
+use crate::store::{EventFilter, Flagged};
 use crate::sys::data_file::is_absent;
+use crate::web::query::param;
 use crate::web::reply::Reply;
 
 /// The spec's limit on events returned.
@@ -37,6 +42,10 @@ struct EventView<'a> {
     zones: &'a [String],
     /// It goes on: `endedAt` is its latest moment so far.
     in_progress: bool,
+    /// A person marked it seen.
+    reviewed: bool,
+    /// A person kept it: no rule deletes it or its clip.
+    keep: bool,
 }
 
 impl<'a> EventView<'a> {
@@ -59,14 +68,91 @@ impl<'a> EventView<'a> {
                 .map(|_| format!("/api/events/{}/thumbnail.jpg", event.id)),
             zones: &event.zones,
             in_progress: event.in_progress,
+            reviewed: event.reviewed,
+            keep: event.keep,
         }
     }
 }
 
-pub fn list(app: &App) -> Result<Reply, Error> {
-    let events = app.db(|s| s.recent_events(RECENT_EVENTS))?;
+/// `GET /api/events?before=&cameraId=&kind=&reviewed=&keep=`: the newest
+/// 50 that the parameters let through.
+pub fn list(app: &App, query: &str) -> Result<Reply, Error> {
+    let filter = filter(query)?;
+    let events = app.db(|s| s.events(&filter, RECENT_EVENTS))?;
     let views: Vec<EventView> = events.iter().map(EventView::new).collect();
     Ok(Reply::json(200, &views))
+}
+
+/// The list's parameters; a bad one is refused by name.
+fn filter(query: &str) -> Result<EventFilter, Error> {
+    let flag = |name: &str| match param(query, name)?.as_deref() {
+        None => Ok(None),
+        Some("true") => Ok(Some(true)),
+        Some("false") => Ok(Some(false)),
+        Some(_) => Err(Error::bad_request(format!("{name} must be true or false"))),
+    };
+    let kind = param(query, "kind")?;
+    if let Some(kind) = &kind
+        && EventKind::from_name(kind).is_none()
+    {
+        let names: Vec<&str> = EventKind::ALL.iter().map(|k| k.name()).collect();
+        return Err(Error::bad_request(format!(
+            "kind must be one of {}",
+            names.join(", ")
+        )));
+    }
+    Ok(EventFilter {
+        before_ms: param(query, "before")?
+            .map(|t| parse_timestamp("before", &t))
+            .transpose()?,
+        camera_id: param(query, "cameraId")?
+            .map(|id| camera_id(&id))
+            .transpose()?,
+        kind,
+        reviewed: flag("reviewed")?,
+        keep: flag("keep")?,
+    })
+}
+
+/// `PATCH /api/events/{id}`: marks it reviewed or not, kept or not.
+pub fn update(app: &App, id: Uuid, body: &[u8]) -> Result<Reply, Error> {
+    let marks = Marks::from_json(body)?;
+    let budget = app.clips.keep_max_bytes();
+    match app.db(|s| s.mark_event(id, marks.reviewed, marks.keep, budget))? {
+        Flagged::Done(event) => Ok(Reply::json(200, &EventView::new(&event))),
+        Flagged::NoSuchEvent => Err(Error::not_found("no such event")),
+        Flagged::OverKeepBudget {
+            kept_bytes,
+            event_bytes,
+        } => Err(Error::new(
+            Kind::Conflict,
+            format!(
+                "cannot keep this event: kept events take {kept_bytes} bytes of their \
+                 {budget} (CLIPS_KEEP_MAX_BYTES), and this one takes {event_bytes}; to free \
+                 room, stop keeping some (PATCH /api/events/{{id}} with {{\"keep\": false}}; \
+                 GET /api/events?keep=true lists them) or raise CLIPS_KEEP_MAX_BYTES"
+            ),
+        )),
+    }
+}
+
+/// `POST /api/events/reviewed`: marks reviewed the events (of a camera, or
+/// all) started before a moment; answers how many it marked.
+pub fn mark_reviewed(app: &App, body: &[u8]) -> Result<Reply, Error> {
+    let ReviewedBefore {
+        before_ms,
+        camera_id,
+    } = ReviewedBefore::from_json(body)?;
+    let marked = app.db(|s| {
+        if let Some(camera) = camera_id
+            && s.camera(camera)?.is_none()
+        {
+            return Ok(None);
+        }
+        s.mark_reviewed_before(before_ms, camera_id).map(Some)
+    })?;
+    let marked = marked.ok_or_else(|| Error::bad_request("cameraId names no camera"))?;
+    Ok(Reply::json(200, &serde_json::json!({ "marked": marked })))
 }
 
 /// `POST /api/events`, from this machine only: the API has no authentication,
@@ -100,6 +186,8 @@ pub fn add(app: &App, peer: Option<IpAddr>, body: &[u8]) -> Result<Reply, Error>
         thumbnail_path: None,
         zones: new.zones,
         in_progress: false,
+        reviewed: false,
+        keep: false,
     };
     if !app.clips.add_event(&event)? {
         return Err(Error::bad_request("cameraId names no camera"));

@@ -43,8 +43,10 @@ pub fn dispatch(app: &App, ui: &Ui, route: Route, call: Call) -> Result<Reply, E
     } = call;
     match route {
         Route::Status => status::get(app, if_none_match.as_deref()),
-        Route::Events => events::list(app),
+        Route::Events => events::list(app, query),
         Route::AddEvent => events::add(app, peer, &body),
+        Route::UpdateEvent(id) => events::update(app, id, &body),
+        Route::MarkReviewed => events::mark_reviewed(app, &body),
         Route::EventClip(id) => events::clip(app, id, range.as_deref()),
         Route::EventThumbnail(id) => events::thumbnail(app, id),
         Route::ListCameras => cameras::list(app),

@@ -4,6 +4,7 @@
 //! `304 Not Modified`, without the body, while nothing in it has changed.
 
 use serde::Serialize;
+use uuid::Uuid;
 
 use super::cameras::CameraView;
 use crate::app::{App, StatusBody};
@@ -30,8 +31,19 @@ struct Status<'a> {
     /// "the clock is not set" and what the node does meanwhile, in plain
     /// words; null when it is set.
     clock: Option<&'static str>,
-    cameras: Vec<CameraView<'a>>,
+    cameras: Vec<CameraEntry<'a>>,
+    /// The events not reviewed, of all cameras.
+    unreviewed_events: u64,
     storage: StorageView,
+}
+
+/// A camera as the status shows it: as everywhere, and its events not reviewed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CameraEntry<'a> {
+    #[serde(flatten)]
+    camera: CameraView<'a>,
+    unreviewed_events: u64,
 }
 
 /// What recordings and events' clips take of the disk.
@@ -50,14 +62,33 @@ struct StorageView {
     /// What keeps recordings from being made or cleaned up, and what to
     /// do, in plain words; null when all is well.
     message: Option<String>,
+    /// The last deletion of recordings and the rule that made it; null
+    /// until one since the node started.
+    last_deletion: Option<DeletionView>,
     clips_bytes: u64,
     clips_budget_bytes: u64,
     clips_reserve_bytes: u64,
+    /// The kept events' files, apart from `clipsBytes` (the others', which
+    /// `clipsBudgetBytes` bounds): no rule deletes them.
+    kept_bytes: u64,
+    kept_budget_bytes: u64,
     /// The clips' disk, only when it is not the recordings'.
     #[serde(skip_serializing_if = "Option::is_none")]
     clips_free_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     clips_total_bytes: Option<u64>,
+}
+
+/// Segments one rule deleted: `rule` is `RECORDINGS_MAX_BYTES`,
+/// `RECORDINGS_RESERVE` or `retainDays` (then `cameraId` is the camera's).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeletionView {
+    at: String,
+    rule: &'static str,
+    camera_id: Option<String>,
+    segments: u64,
+    bytes: u64,
 }
 
 /// The body, or 304 when `if_none_match` (the request's `If-None-Match`)
@@ -96,7 +127,9 @@ fn build(app: &App) -> Result<StatusBody, Error> {
 }
 
 fn serialize(app: &App) -> Result<Vec<u8>, Error> {
-    let (node_id, cameras) = app.db(|s| Ok((s.node_id()?, s.cameras()?)))?;
+    let (node_id, cameras, tallies) =
+        app.db(|s| Ok((s.node_id()?, s.cameras()?, s.event_tallies()?)))?;
+    let unreviewed = |camera: &Uuid| tallies.unreviewed.get(camera).copied().unwrap_or(0);
     let status = Status {
         node_id,
         node_name: &app.node_name,
@@ -109,7 +142,14 @@ fn serialize(app: &App) -> Result<Vec<u8>, Error> {
         clock: (!clock::is_set()).then_some(
             "the clock is not set: recordings are timed from the newest one on until it is, then moved to their true times",
         ),
-        cameras: cameras.iter().map(|c| CameraView::new(c, app)).collect(),
+        cameras: cameras
+            .iter()
+            .map(|c| CameraEntry {
+                camera: CameraView::new(c, app),
+                unreviewed_events: unreviewed(&c.id),
+            })
+            .collect(),
+        unreviewed_events: tallies.unreviewed.values().sum(),
         storage: {
             let storage = app.recordings.storage();
             let clips = app.clips.storage();
@@ -126,9 +166,18 @@ fn serialize(app: &App) -> Result<Vec<u8>, Error> {
                     (Some(recordings), Some(clips)) => Some(format!("{recordings}; {clips}")),
                     (recordings, clips) => recordings.or(clips),
                 },
+                last_deletion: storage.last_deletion.map(|d| DeletionView {
+                    at: format_timestamp(d.at_ms),
+                    rule: d.rule,
+                    camera_id: d.camera_id.map(|id| id.to_string()),
+                    segments: d.segments,
+                    bytes: d.bytes,
+                }),
                 clips_bytes: clips.used_bytes,
                 clips_budget_bytes: clips.budget_bytes,
                 clips_reserve_bytes: clips.reserve_bytes,
+                kept_bytes: tallies.kept_bytes,
+                kept_budget_bytes: app.clips.keep_max_bytes(),
                 clips_free_bytes: clips.disk.map(|d| d.free),
                 clips_total_bytes: clips.disk.map(|d| d.total),
             }
