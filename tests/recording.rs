@@ -373,6 +373,28 @@ fn a_recording_plays_and_seeks_in_chromium() {
 }
 
 #[test]
+fn the_recordings_view_plays_at_2_4_and_8_times_the_speed() {
+    let camera = Camera::start();
+    let rec = Recording::start("rates", &camera.url("", "/aac"), &[]);
+    // 30 s of video go by at the four speeds: the first span must be longer.
+    rec.wait_for_segments(5, Duration::from_secs(90));
+    let verdict = browser_script(
+        "rates.mjs",
+        &["--url", &rec.node.url(), "--camera", &rec.id],
+    );
+    let report = verdict["output"].as_str().unwrap().to_owned();
+    assert_eq!(verdict["ok"], true, "{report}");
+    for rate in [1.0, 2.0, 4.0, 8.0] {
+        let measured = verdict["ratios"][rate.to_string()].as_f64().unwrap();
+        assert!(
+            (measured - rate).abs() <= rate * 0.15,
+            "{rate}×: {measured} s of video a second\n{report}"
+        );
+    }
+    eprintln!("{}", verdict["ratios"]);
+}
+
+#[test]
 fn a_killed_recorder_comes_back_and_record_off_stops_it() {
     let camera = Camera::start();
     // G.711 audio: no browser plays it from MP4, so only the video is kept.

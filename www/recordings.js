@@ -1,7 +1,7 @@
 // The recordings view of one camera, in a dialog: the last 24 h on a timeline
 // (timeline.js) and as a list of recorded stretches, a <video> that plays the
-// node's recording.mp4 from the moment chosen and on into what follows, and a
-// download of the stretch shown. The spans are asked for again every 10 s, so
+// node's recording.mp4 from the moment chosen and on into what follows, at
+// 1×, 2×, 4× or 8×, and a download of the stretch shown. The spans are asked for again every 10 s, so
 // a recording that is still going grows on the timeline.
 
 import { $, setText, setAttr, show, toggleClass, syncChildren } from './dom.js';
@@ -265,6 +265,11 @@ export function setUpRecordings() {
   dialog.addEventListener('close', stop);
   $('rec-close').addEventListener('click', () => dialog.close());
   setUpTimeline((t) => play(stretchAt(t)));
+  $('rec-rates').addEventListener('change', (event) => {
+    // The default too: each clip's load sets the rate back to it.
+    v.defaultPlaybackRate = Number(event.target.value);
+    v.playbackRate = v.defaultPlaybackRate;
+  });
   v.addEventListener('loadeddata', () => {
     if (clip) show($('rec-msg'), false);
   });
