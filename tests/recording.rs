@@ -9,8 +9,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    Camera, Node, TempDir, Tmpfs, browser_script, free_port, is_running, iso, ms, now_ms, password,
-    probe_file, processes_connected_to, processes_mentioning, segment_rows, wait_for,
+    Camera, Node, TempDir, Tmpfs, browser_script, closed_port, free_port, is_running, iso, ms,
+    now_ms, password, probe_file, processes_connected_to, processes_mentioning, segment_rows,
+    wait_for, write_segments,
 };
 use serde_json::{Value, json};
 
@@ -392,6 +393,34 @@ fn the_recordings_view_plays_at_2_4_and_8_times_the_speed() {
         );
     }
     eprintln!("{}", verdict["ratios"]);
+}
+
+#[test]
+fn the_timeline_zooms_from_7_days_to_1_minute_and_plays_from_a_click() {
+    let data = TempDir::new("timeline");
+    let recordings = data.path().join("recordings");
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
+    let created = node.add_camera(json!({ "name": "Porch", "rtspUrl": url, "enabled": false }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    drop(node);
+    // 30 s recorded two days ago (mid-track at 7 days), indexed at the next start.
+    let scratch = TempDir::new("timeline-scratch");
+    let start = (now_ms() - 2 * 86_400_000) / 1000 * 1000;
+    write_segments(&recordings, &id, start, 3, scratch.path());
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    assert!(wait_for(Duration::from_secs(20), || segment_rows(
+        data.path()
+    )
+    .len()
+        == 3));
+    let verdict = browser_script(
+        "timeline.mjs",
+        &["--url", &node.url(), "--camera", &id, "--seconds", "30"],
+    );
+    let report = verdict["output"].as_str().unwrap().to_owned();
+    assert_eq!(verdict["ok"], true, "{report}");
+    eprintln!("{verdict}");
 }
 
 #[test]

@@ -1,0 +1,128 @@
+// The recordings view's timeline in Debian's headless Chromium (playwright-core,
+// launched as browser.mjs says), on a camera with one recorded span of
+// --seconds, days ago:
+//  1. the view opens on the last 24 hours, with nothing in them; − twice shows
+//     the last 7 days, with the span, and − can go no further;
+//  2. the wheel, aimed at the middle of the span's block each time, zooms in to 1 minute
+//     (+ then can go no further), where the block is as wide as its seconds
+//     are of the track's minute (within 10 %) and wider than 100 px;
+//  3. a click 40 % into the block plays from there: the playhead starts where
+//     the click was and follows the video (track/60 px a second);
+//  4. a drag moves the window into the past, "Now" brings it back, and
+//     "‹ Day" and "Day ›" go a day back and forth.
+//
+// Usage:
+//   node tests/e2e/timeline.mjs --url <node URL> --camera <id> --seconds <span length> [--timeout-ms N]
+//
+// It prints one JSON line, {"ok":true,"blockPx":...,...} or
+// {"ok":false,"step":...,"error":...}, and exits 0 or 1 within --timeout-ms
+// (default 90000).
+
+import { prepareBrowser, launchBrowser, readFlags, reportAndExit } from './browser.mjs';
+
+function usage(message) {
+  process.stderr.write(`timeline: ${message}\n`);
+  process.stderr.write('usage: node tests/e2e/timeline.mjs --url <node URL> --camera <id> --seconds <s> [--timeout-ms N]\n');
+  process.exit(2);
+}
+
+const names = { '--url': 'url', '--camera': 'camera', '--seconds': 'seconds', '--timeout-ms': 'timeoutMs' };
+const opts = readFlags(process.argv.slice(2), names, { timeoutMs: 90000 }, usage);
+for (const need of ['url', 'camera', 'seconds']) if (!opts[need]) usage(`--${need} is required`);
+const WAIT = { timeout: 20000, polling: 100 };
+
+let step = 'start';
+const errors = [];
+const browser = prepareBrowser('timeline');
+
+/** The block's part on the track: its left edge, width and middle (px). */
+const visible = (page) => page.evaluate(() => {
+  const t = document.getElementById('rec-track').getBoundingClientRect();
+  const b = document.querySelector('#rec-blocks .tl-span').getBoundingClientRect();
+  const left = Math.max(t.left, b.left);
+  const right = Math.min(t.right, b.right);
+  return { left, width: right - left, middle: (left + right) / 2, y: t.top + t.height / 2, track: t.width };
+});
+
+const zoomWords = (page) => page.textContent('#rec-zoom');
+
+async function run() {
+  await launchBrowser(browser, { viewport: { width: 1280, height: 900 }, timeout: 15000 });
+  const { page } = browser;
+  page.on('pageerror', (error) => errors.push(error.message));
+
+  step = 'from 24 hours out to 7 days';
+  await page.goto(opts.url);
+  await page.click(`.card[data-id="${opts.camera}"] .recordings`);
+  await page.waitForFunction(() => document.getElementById('rec-msg-title').textContent === 'Nothing recorded in the last 24 hours', null, WAIT);
+  if ((await zoomWords(page)) !== 'Last 24 hours') throw new Error(`the view opens on "${await zoomWords(page)}"`);
+  await page.click('#rec-out');
+  await page.click('#rec-out');
+  if ((await zoomWords(page)) !== 'Last 7 days') throw new Error(`two zooms out show "${await zoomWords(page)}"`);
+  await page.locator('#rec-blocks .tl-span').first().waitFor(WAIT);
+  if (!(await page.isDisabled('#rec-out'))) throw new Error('− can zoom out past 7 days');
+
+  step = 'the wheel zooms in to 1 minute';
+  let steps = 0;
+  const seen = [];
+  while (!(await page.isDisabled('#rec-in'))) {
+    if ((steps += 1) > 12) throw new Error('more than 12 wheel steps and still not at 1 minute');
+    await page.waitForFunction(() => document.querySelector('#rec-blocks .tl-span'), null, WAIT)
+      .catch(async () => {
+        const now = await page.evaluate(() => [document.getElementById('rec-zoom').textContent, document.getElementById('rec-blocks').innerHTML, document.getElementById('rec-msg').innerText]);
+        throw new Error(`no block after ${JSON.stringify(seen)}: ${JSON.stringify(now)}`);
+      });
+    const block = await visible(page);
+    seen.push([await zoomWords(page), Math.round(block.left), Math.round(block.width)]);
+    if (!(block.width > 0)) throw new Error(`the block left the track: ${JSON.stringify(seen)}`);
+    const before = await zoomWords(page);
+    await page.mouse.move(block.middle, block.y);
+    await page.mouse.wheel(0, -100);
+    await page.waitForFunction((words) => document.getElementById('rec-zoom').textContent !== words, before, WAIT);
+  }
+  await page.waitForFunction(() => document.querySelector('#rec-blocks .tl-span'), null, WAIT);
+  const block = await visible(page);
+  const expected = (Math.min(60, Number(opts.seconds)) / 60) * block.track;
+  if (block.width < 100 || Math.abs(block.width - expected) > expected * 0.1) {
+    throw new Error(`at 1 minute the ${opts.seconds} s block is ${block.width} px wide, not ${expected} px`);
+  }
+
+  step = 'a click plays from that moment';
+  const x = block.left + block.width * 0.4;
+  await page.mouse.click(x, block.y);
+  await page.waitForFunction(() => document.getElementById('rec-video').readyState === 4, null, WAIT);
+  const head = await page.$eval('#rec-playhead', (el) => el.getBoundingClientRect().left);
+  // The playhead starts at the click, give or take the second before the video's first frame.
+  if (Math.abs(head - x) > block.track / 60 + 2) throw new Error(`the playhead is at ${head} px, the click was at ${x} px`);
+
+  // It follows the video: at 1 minute on the track a second is track/60 px.
+  const [moved, t0] = await page.evaluate(async () => {
+    const x0 = document.getElementById('rec-playhead').getBoundingClientRect().left;
+    const v0 = document.getElementById('rec-video').currentTime;
+    await new Promise((r) => setTimeout(r, 2000));
+    return [document.getElementById('rec-playhead').getBoundingClientRect().left - x0, document.getElementById('rec-video').currentTime - v0];
+  });
+  const expectedMove = (t0 * block.track) / 60;
+  if (!(t0 > 1) || Math.abs(moved - expectedMove) > 8) throw new Error(`the playhead moved ${moved} px while the video played ${t0} s (${expectedMove} px)`);
+
+  step = 'drag, now, and a day back and forth';
+  const live = await zoomWords(page);
+  const track = await page.$eval('#rec-track', (el) => { const r = el.getBoundingClientRect(); return { x: r.left + r.width / 2, y: r.top + r.height / 2 }; });
+  await page.mouse.move(track.x, track.y);
+  await page.mouse.down();
+  await page.mouse.move(track.x + 150, track.y, { steps: 5 });
+  await page.mouse.up();
+  const dragged = await zoomWords(page);
+  if (dragged === live || dragged.startsWith('Last')) throw new Error(`after a drag into the past the zoom says "${dragged}"`);
+  await page.click('#rec-now');
+  if ((await zoomWords(page)) !== 'Last minute') throw new Error(`"Now" shows "${await zoomWords(page)}"`);
+  await page.click('#rec-earlier');
+  const dayBack = await zoomWords(page);
+  if (dayBack.startsWith('Last') || (await page.isDisabled('#rec-later'))) throw new Error(`a day back shows "${dayBack}"`);
+  await page.click('#rec-later');
+  if ((await zoomWords(page)) !== 'Last minute') throw new Error(`a day forth shows "${await zoomWords(page)}"`);
+
+  return { wheelSteps: steps, blockPx: Math.round(block.width), expectedPx: Math.round(expected), playheadPx: Math.round(moved), dragged, dayBack };
+}
+
+reportAndExit(browser, run, Number(opts.timeoutMs), { name: 'timeline', step: () => step, errors });
