@@ -2,7 +2,8 @@
 // drawn as a track with the recorded spans as blocks, the camera's events as
 // markers, a playhead and local-time labels. A click or tap on the track, a
 // marker, or the arrow keys and Enter choose the moment to play; the wheel
-// zooms about the moment under the pointer and a drag pans.
+// and a pinch zoom about the moment under the pointer (between the fingers)
+// and a drag pans.
 
 import { $, setText, setAttr, show, toggleClass, syncChildren } from './dom.js';
 import { clockTime, dayName } from './format.js';
@@ -20,6 +21,7 @@ const NARROW_PX = 8; // a block narrower than this has no inside to point at
 const EVENT_LEAD_MS = 5000; // an event plays from a little before it starts
 const DRAG_PX = 6; // a press that moves less than this is a click
 const WHEEL_STEP = 100; // the wheel's deltaY of one zoom step (a mouse's notch; touchpads send less at a time)
+const PINCH_STEP = 1.5; // fingers this many times as far apart (or nearer) make one zoom step
 
 let view = { from: 0, to: 1, spans: [], events: [], live: true };
 let cursor = null; // the moment the keyboard points at, ms
@@ -27,6 +29,8 @@ let onPick = () => {};
 let onZoom = () => {};
 let onPan = () => {};
 let drag = null; // { x, from, moved } while the track is pressed
+const fingers = new Map(); // pointerId → clientX of the pointers down on the track
+let pinch = 0; // the fingers' distance at the last zoom step of a pinch, or 0
 let wheel = 0; // deltaY not yet turned into a zoom step
 
 const track = () => $('rec-track');
@@ -169,13 +173,40 @@ function onKey(event) {
   drawCursor();
 }
 
+const spread = () => {
+  const [a, b] = [...fingers.values()];
+  return Math.abs(a - b);
+};
+
 function press(event) {
   if (event.button !== 0 || event.target.closest('.tl-mark')) return;
+  fingers.set(event.pointerId, event.clientX);
+  if (fingers.size === 2) {
+    // A second finger: a pinch, not a drag, and no click at its end.
+    track().setPointerCapture(event.pointerId);
+    drag = { moved: true };
+    pinch = spread() || 1;
+    return;
+  }
   drag = { x: event.clientX, from: view.from, moved: false };
 }
 
+function pinchMove(event) {
+  fingers.set(event.pointerId, event.clientX);
+  const ratio = spread() / pinch;
+  const steps = Math.trunc(Math.log(ratio) / Math.log(PINCH_STEP));
+  if (!steps) return;
+  pinch = spread() || 1;
+  const [a, b] = [...fingers.values()];
+  onZoom(steps, timeAt({ clientX: (a + b) / 2 }));
+}
+
 function move(event) {
-  if (!drag) return;
+  if (fingers.size === 2 && fingers.has(event.pointerId)) {
+    pinchMove(event);
+    return;
+  }
+  if (!drag || drag.x === undefined) return;
   const dx = event.clientX - drag.x;
   if (!drag.moved && Math.abs(dx) < DRAG_PX) return;
   if (!drag.moved) track().setPointerCapture(event.pointerId);
@@ -183,8 +214,11 @@ function move(event) {
   onPan(drag.from - (dx / track().clientWidth) * (view.to - view.from), false);
 }
 
-function release() {
-  if (drag?.moved) onPan(view.from, true);
+function release(event) {
+  const pinched = fingers.size === 2;
+  fingers.delete(event.pointerId);
+  if (pinched) pinch = 0;
+  else if (drag?.moved) onPan(view.from, true);
 }
 
 /**
@@ -210,8 +244,8 @@ export function setUpTimeline(pick, zoom, pan) {
   el.addEventListener('pointerdown', press);
   el.addEventListener('pointermove', move);
   el.addEventListener('pointerup', release);
-  el.addEventListener('pointercancel', () => {
-    release();
+  el.addEventListener('pointercancel', (event) => {
+    release(event);
     drag = null;
   });
   el.addEventListener('wheel', (event) => {

@@ -9,7 +9,9 @@
 //  3. a click 40 % into the block plays from there: the playhead starts where
 //     the click was and follows the video (track/60 px a second);
 //  4. a drag moves the window into the past, "Now" brings it back, and
-//     "‹ Day" and "Day ›" go a day back and forth.
+//     "‹ Day" and "Day ›" go a day back and forth;
+//  5. at 7 days, two fingers going from 100 to 400 px apart zoom in three
+//     steps, to 12 hours.
 //
 // Usage:
 //   node tests/e2e/timeline.mjs --url <node URL> --camera <id> --seconds <span length> [--timeout-ms N]
@@ -121,6 +123,21 @@ async function run() {
   if (dayBack.startsWith('Last') || (await page.isDisabled('#rec-later'))) throw new Error(`a day back shows "${dayBack}"`);
   await page.click('#rec-later');
   if ((await zoomWords(page)) !== 'Last minute') throw new Error(`a day forth shows "${await zoomWords(page)}"`);
+
+  step = 'a pinch zooms in';
+  while (!(await page.isDisabled('#rec-out'))) await page.click('#rec-out');
+  const cdp = await browser.context.newCDPSession(page);
+  await cdp.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 2 });
+  const fingers = (type, apart) => cdp.send('Input.dispatchTouchEvent', {
+    type,
+    touchPoints: apart === null ? [] : [{ x: track.x - apart / 2, y: track.y, id: 1 }, { x: track.x + apart / 2, y: track.y, id: 2 }],
+  });
+  await fingers('touchStart', 100);
+  for (let apart = 130; apart <= 400; apart += 30) await fingers('touchMove', apart);
+  await fingers('touchEnd', null);
+  // 100 px to 400 px apart: three steps of 1.5 times, 7 days to 12 hours.
+  const minutes = await page.getAttribute('#rec-track', 'aria-valuemax');
+  if (minutes !== '720') throw new Error(`after the pinch the track spans ${minutes} minutes, not 720`);
 
   return { wheelSteps: steps, blockPx: Math.round(block.width), expectedPx: Math.round(expected), playheadPx: Math.round(moved), dragged, dayBack };
 }
