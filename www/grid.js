@@ -1,6 +1,6 @@
 // The live grid: every camera at once, each tile on its sub stream (the main
-// one when it has none) while the tile is on screen, the tab visible and the
-// large view closed, so nothing is pulled for nobody; a click opens the camera
+// one when it has none) while the tile is on screen, the tab visible and no
+// viewer (live, recordings, clip) covers the page, so nothing is pulled for nobody; a click opens the camera
 // large on its main stream (liveview.js).
 
 import { $, setText, setAttr, show, toggleClass, fromTemplate } from './dom.js';
@@ -61,15 +61,17 @@ async function start(tile, camera) {
   tile.starting = true;
   try {
     const session = await watch(tile.video, camera.id, camera.hasSubstream ? 'sub' : 'main');
-    if (mine !== tile.attempt) {
+    if (mine === tile.attempt) {
+      tile.session = session;
+      session.peer.addEventListener('connectionstatechange', () => {
+        const st = session.peer.connectionState;
+        if (mine === tile.attempt && (st === 'failed' || st === 'closed')) fail(tile, 'The connection to the stream was lost.');
+      });
+    } else {
+      // Stopped meanwhile: no other attempt ran while this one did.
       session.close();
-      return;
+      tile.video.srcObject = null;
     }
-    tile.session = session;
-    session.peer.addEventListener('connectionstatechange', () => {
-      const st = session.peer.connectionState;
-      if (mine === tile.attempt && (st === 'failed' || st === 'closed')) fail(tile, 'The connection to the stream was lost.');
-    });
   } catch (error) {
     if (mine === tile.attempt) fail(tile, error.message || 'The node did not answer.');
   } finally {
@@ -90,7 +92,7 @@ function renderTile(tile) {
   const camera = state.cameras.get(tile.id);
   if (!camera) return;
   const why = blocked(camera);
-  const wanted = !why && tile.inView && !document.hidden && !$('live').open;
+  const wanted = !why && tile.inView && !document.hidden && !document.querySelector('dialog.viewer[open]');
   if (!wanted) {
     if (tile.session || tile.starting) stop(tile);
     tile.failed = null;
@@ -151,7 +153,8 @@ export function setUpGrid() {
     }
   });
   document.addEventListener('visibilitychange', renderAll);
-  // The large view, whoever opens it, hides the grid: the tiles wait behind it.
-  new MutationObserver(renderAll).observe($('live'), { attributes: true, attributeFilter: ['open'] });
+  // A viewer, whoever opens it, hides the grid: the tiles wait behind it.
+  const covered = new MutationObserver(renderAll);
+  for (const dialog of document.querySelectorAll('dialog.viewer')) covered.observe(dialog, { attributes: true, attributeFilter: ['open'] });
   window.addEventListener('pagehide', () => tiles.forEach(stop));
 }
