@@ -396,7 +396,7 @@ fn the_recordings_view_plays_at_2_4_and_8_times_the_speed() {
 }
 
 #[test]
-fn the_timeline_zooms_from_7_days_to_1_minute_and_plays_from_a_click() {
+fn the_timeline_zooms_from_7_days_to_1_minute_plays_from_a_click_and_steps_through_events() {
     let data = TempDir::new("timeline");
     let recordings = data.path().join("recordings");
     let node = Node::start_recording(data.path(), &recordings, &[]);
@@ -414,6 +414,25 @@ fn the_timeline_zooms_from_7_days_to_1_minute_and_plays_from_a_click() {
     )
     .len()
         == 3));
+    // Three events in the span, 2 s long each; the node cuts their clips and thumbnails from it.
+    let ids: Vec<String> = [(3, "motion"), (18, "person"), (24, "vehicle")]
+        .iter()
+        .map(|(second, kind)| {
+            let at = start + second * 1000;
+            let body = json!({ "cameraId": id, "kind": kind, "score": 0.8,
+                "startedAt": iso(at), "endedAt": iso(at + 2000) });
+            let response = node.post_json("/api/events", &body.to_string());
+            assert_eq!(response.status, 201, "{response}");
+            response.json()["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert!(
+        wait_for(Duration::from_secs(60), || ids.iter().all(|e| node
+            .listed_event(e)
+            .is_some_and(|e| e["thumbnailUrl"].is_string()))),
+        "no thumbnails: {}",
+        node.get("/api/events").json()
+    );
     let verdict = browser_script(
         "timeline.mjs",
         &["--url", &node.url(), "--camera", &id, "--seconds", "30"],

@@ -2,7 +2,8 @@
 // minute (24 h at first, ending now) on a timeline (timeline.js), zoomed,
 // panned and moved by a day, and as a list of recorded stretches, a <video> that plays the
 // node's recording.mp4 from the moment chosen and on into what follows, at
-// 1×, 2×, 4× or 8×, and a download of the stretch shown. The spans are asked for again every 10 s, so
+// 1×, 2×, 4× or 8×, steps to the previous and next event, and a download of
+// the window shown (an hour at most, as the node serves). The spans are asked for again every 10 s, so
 // a recording that is still going grows on the timeline.
 
 import { $, setText, setAttr, show, toggleClass, syncChildren } from './dom.js';
@@ -24,6 +25,7 @@ const MIN_CLIP_MS = 5000; // a moment just before a span's end still plays this 
 const LATEST_MS = 60000; // a moment after every span plays the latest minute
 const FOLLOW_MS = 60000; // a clip that ended this near now waits for the recording to grow
 const SLIVER_MS = 1000; // less than this left of a span is not worth another clip
+const STEP_GAP_MS = 1500; // the playhead this near an event is at it (the clip starts at the key frame before)
 
 let camera = null;
 let allEvents = [];
@@ -44,6 +46,48 @@ let refreshTimer = null;
 const video = () => $('rec-video');
 const iso = (ms) => new Date(ms).toISOString();
 const message = stageMessage('rec');
+const recordingUrl = (start, end) => `/api/cameras/${camera.id}/recording.mp4?${new URLSearchParams({ start: iso(start), end: iso(end) })}`;
+/** The camera's events' starts (of the 50 newest the page has), oldest first. */
+const eventStarts = () => allEvents.filter((e) => e.cameraId === camera.id).map((e) => Date.parse(e.startedAt)).sort((a, b) => a - b);
+/** Where the playhead is, or null without a clip. */
+const playhead = () => (clip ? clip.start + video().currentTime * 1000 : null);
+/** The event start before (`dir` -1) or after (1) the playhead, else the window's end or start; undefined when none. */
+function eventStep(dir) {
+  const t = playhead() ?? (dir < 0 ? windowEnd : windowEnd - ZOOMS[zoom][0]);
+  const starts = eventStarts();
+  return dir < 0 ? starts.reverse().find((s) => s < t - STEP_GAP_MS) : starts.find((s) => s > t + STEP_GAP_MS);
+}
+
+function drawEventSteps() {
+  $('rec-prev').disabled = eventStep(-1) === undefined;
+  $('rec-next').disabled = eventStep(1) === undefined;
+}
+
+/** Plays from the previous or next event's start, the window moved to it (centred) when it is off screen. */
+async function stepEvent(dir) {
+  const start = eventStep(dir);
+  if (start === undefined) return;
+  const length = ZOOMS[zoom][0];
+  if (start < windowEnd - length || start > windowEnd) {
+    const mine = opened;
+    moveTo(start + length / 2, false);
+    await refresh();
+    if (mine !== opened) return;
+  }
+  play(stretchAt(start));
+}
+
+/** The download of the window shown, or why there is none. */
+function drawDownload(from, to) {
+  const link = $('rec-download');
+  const length = to - from;
+  let why = '';
+  if (length > CLIP_MS) why = 'Zoom in to an hour or less to download';
+  else if (!spans.some((s) => s.end > from && s.start < to)) why = 'Nothing recorded on screen to download';
+  setAttr(link, 'href', why ? null : recordingUrl(from, to));
+  setAttr(link, 'aria-disabled', why ? 'true' : null);
+  setText($('rec-download-word'), why || `Download ${clockRange(from, to, length < 2 * MINUTE_MS)}`);
+}
 
 /** What a moment `t` plays: from `t` (in a gap, from the next span's start) for up to an hour within its span; past every span, the latest minute. */
 function stretchAt(t) {
@@ -115,6 +159,8 @@ function render() {
   $('rec-later').disabled = following;
   $('rec-now').disabled = following;
   drawList();
+  drawEventSteps();
+  drawDownload(from, windowEnd);
   show($('rec-hint'), spans.length > 0);
   setText($('rec-note'), listed && problem ? `Could not refresh the recordings: ${problem}. Trying again…` : after);
   if (clip) return;
@@ -167,8 +213,7 @@ function play(stretch) {
   waitingAfter = null;
   after = '';
   failure = null;
-  const query = new URLSearchParams({ start: iso(stretch.start), end: iso(stretch.end) });
-  clip = { ...stretch, url: `/api/cameras/${camera.id}/recording.mp4?${query}` };
+  clip = { ...stretch, url: recordingUrl(stretch.start, stretch.end) };
   message('Loading…', '', true);
   const v = video();
   v.src = clip.url;
@@ -176,11 +221,6 @@ function play(stretch) {
   v.play().catch(() => {});
   setText($('rec-playing'), `Playing ${clockRange(clip.start, clip.end, true)}`);
   setText($('rec-at'), '');
-  const link = $('rec-download');
-  link.href = clip.url;
-  const short = clip.end - clip.start < 2 * 60000; // within a minute or two, minutes alone say little
-  setText($('rec-download-word'), `Download ${clockRange(clip.start, clip.end, short)}`);
-  show(link, true);
   setPlayhead(clip.start);
   render();
 }
@@ -194,7 +234,6 @@ function unload() {
   unloadVideo(video());
   setText($('rec-playing'), '');
   setText($('rec-at'), '');
-  show($('rec-download'), false);
   setPlayhead(null);
 }
 
@@ -319,6 +358,8 @@ export function setUpRecordings() {
   $('rec-earlier').addEventListener('click', () => moveTo(windowEnd - DAY_MS));
   $('rec-later').addEventListener('click', () => moveTo(windowEnd + DAY_MS));
   $('rec-now').addEventListener('click', () => moveTo(Infinity));
+  $('rec-prev').addEventListener('click', () => stepEvent(-1));
+  $('rec-next').addEventListener('click', () => stepEvent(1));
   $('rec-rates').addEventListener('change', (event) => {
     // The default too: each clip's load sets the rate back to it.
     v.defaultPlaybackRate = Number(event.target.value);
@@ -333,6 +374,7 @@ export function setUpRecordings() {
     const t = clip.start + v.currentTime * 1000;
     setPlayhead(t);
     setText($('rec-at'), ` · at ${clockTime(t, true)}`);
+    drawEventSteps();
   });
   v.addEventListener('ended', () => {
     if (clip) playOn();

@@ -1,6 +1,6 @@
 // The recordings timeline: a window of time (from 7 days to 1 minute long)
 // drawn as a track with the recorded spans as blocks, the camera's events as
-// markers, a playhead and local-time labels. A click or tap on the track, a
+// markers coloured by kind (their thumbnails on hover or a long press), a playhead and local-time labels. A click or tap on the track, a
 // marker, or the arrow keys and Enter choose the moment to play; the wheel
 // and a pinch zoom about the moment under the pointer (between the fingers)
 // and a drag pans.
@@ -61,6 +61,17 @@ function drawMarks() {
     mark.type = 'button';
     mark.className = 'tl-mark';
     mark.addEventListener('click', () => onPick(Number(mark.dataset.start) - EVENT_LEAD_MS));
+    // A long press (touch's hover) shows the thumbnail instead of the browser's menu.
+    mark.addEventListener('contextmenu', (e) => {
+      e.preventDefault();
+      toggleClass(mark, 'peek', true);
+    });
+    mark.addEventListener('pointerleave', () => toggleClass(mark, 'peek', false));
+    const thumb = document.createElement('img');
+    thumb.className = 'tl-thumb';
+    thumb.alt = '';
+    thumb.loading = 'lazy'; // only when first shown
+    mark.append(thumb);
     return mark;
   }, (mark, event) => {
     const start = Date.parse(event.startedAt);
@@ -71,6 +82,9 @@ function drawMarks() {
     const label = `${word} at ${clockTime(start, true)}: play from 5 s before`;
     setAttr(mark, 'aria-label', label);
     setAttr(mark, 'title', label);
+    const thumb = mark.firstElementChild;
+    setAttr(thumb, 'src', event.thumbnailUrl);
+    show(thumb, Boolean(event.thumbnailUrl));
   });
 }
 

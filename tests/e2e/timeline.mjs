@@ -1,16 +1,22 @@
 // The recordings view's timeline in Debian's headless Chromium (playwright-core,
 // launched as browser.mjs says), on a camera with one recorded span of
 // --seconds, days ago:
-//  1. the view opens on the last 24 hours, with nothing in them; − twice shows
+//  1. the view opens on the last 24 hours, with nothing in them and the
+//     download refused (over an hour); − twice shows
 //     the last 7 days, with the span, and − can go no further;
 //  2. the wheel, aimed at the middle of the span's block each time, zooms in to 1 minute
 //     (+ then can go no further), where the block is as wide as its seconds
 //     are of the track's minute (within 10 %) and wider than 100 px;
 //  3. a click 40 % into the block plays from there: the playhead starts where
 //     the click was and follows the video (track/60 px a second);
-//  4. a drag moves the window into the past, "Now" brings it back, and
+//  4. the camera's events (posted into the span) are marked where they
+//     started (within 3 px of the block's time scale), coloured by kind, with
+//     their thumbnails on hover; "Event ›" and "‹ Event" play from each
+//     event's start, the playhead on its marker, and stop at the last and
+//     first; the download names the minute shown and the node serves it;
+//  5. a drag moves the window into the past, "Now" brings it back, and
 //     "‹ Day" and "Day ›" go a day back and forth;
-//  5. at 7 days, two fingers going from 100 to 400 px apart zoom in three
+//  6. at 7 days, two fingers going from 100 to 400 px apart zoom in three
 //     steps, to 12 hours.
 //
 // Usage:
@@ -48,6 +54,83 @@ const visible = (page) => page.evaluate(() => {
 
 const zoomWords = (page) => page.textContent('#rec-zoom');
 
+/** The x (px) of moment `ms` by the span's block (not clipped by the track): the scale the events must keep to. */
+async function scale(page) {
+  const spans = await page.evaluate(async (camera) => {
+    const r = await fetch(`/api/cameras/${camera}/recordings?start=${new Date(Date.now() - 7 * 86400000).toISOString()}&end=${new Date().toISOString()}`);
+    return r.json();
+  }, opts.camera);
+  const span = { start: Date.parse(spans[0].start), end: Date.parse(spans[0].end) };
+  const b = await page.$eval('#rec-blocks .tl-span', (el) => { const r = el.getBoundingClientRect(); return { left: r.left, width: r.width }; });
+  const perMs = b.width / (span.end - span.start);
+  return { x: (ms) => b.left + (ms - span.start) * perMs, at: (x) => span.start + (x - b.left) / perMs, perMs };
+}
+
+/** Step 4: the events' markers, thumbnails, the steps between them, and the download. */
+async function checkEvents(page, block) {
+  step = 'events on the timeline';
+  const all = await page.evaluate(async () => (await fetch('/api/events')).json());
+  const events = all.filter((e) => e.cameraId === opts.camera).map((e) => ({ ...e, start: Date.parse(e.startedAt) }))
+    .sort((a, b) => a.start - b.start);
+  if (events.length !== 3) throw new Error(`the node lists ${events.length} events of the camera, not 3`);
+  // Give the page's own events refresh (every 3 s) time to bring them.
+  await page.waitForFunction((n) => document.querySelectorAll('#rec-marks .tl-mark').length === n, events.length, WAIT);
+  const { x, at, perMs } = await scale(page);
+  const colours = await page.evaluate(() => {
+    const probe = document.createElement('span');
+    document.body.append(probe);
+    const of = (v) => { probe.style.color = `var(${v})`; return getComputedStyle(probe).color; };
+    const map = { motion: of('--muted'), person: of('--bad'), vehicle: of('--warn') };
+    probe.remove();
+    return map;
+  });
+  const markX = (id) => page.$eval(`#rec-marks .tl-mark[data-key="${id}"]`, (el) => { const r = el.getBoundingClientRect(); return r.left + r.width / 2; });
+  const found = [];
+  for (const e of events) {
+    const mark = page.locator(`#rec-marks .tl-mark[data-key="${e.id}"]`);
+    const mx = await markX(e.id);
+    if (Math.abs(mx - x(e.start)) > 3) throw new Error(`the ${e.kind} marker is at ${mx} px, its start at ${x(e.start)} px`);
+    const colour = await mark.evaluate((el) => getComputedStyle(el).color);
+    if (colour !== colours[e.kind]) throw new Error(`the ${e.kind} marker is ${colour}, not ${colours[e.kind]}`);
+    const thumb = mark.locator('.tl-thumb');
+    if (await thumb.isVisible()) throw new Error(`the ${e.kind} thumbnail shows without a hover`);
+    await mark.hover();
+    await page.waitForFunction((el) => el.complete && el.naturalWidth > 0 && el.getBoundingClientRect().width > 0, await thumb.elementHandle(), WAIT);
+    const src = await thumb.getAttribute('src');
+    if (src !== e.thumbnailUrl) throw new Error(`the ${e.kind} thumbnail is ${src}, not ${e.thumbnailUrl}`);
+    found.push([e.kind, Math.round(mx - x(e.start)), colour]);
+  }
+  await page.mouse.move(0, 0);
+
+  step = 'next and previous event';
+  const px = perMs * 1500 + 2; // the clip starts at the key frame at or before the event: within 1.5 s
+  const stepTo = async (button, e) => {
+    await page.click(button);
+    await page.waitForFunction((started) => {
+      const v = document.getElementById('rec-video');
+      return new URL(v.src).searchParams.get('start') === started && v.readyState >= 3;
+    }, e.startedAt, WAIT);
+    const head = await page.$eval('#rec-playhead', (el) => el.getBoundingClientRect().left + 1);
+    if (Math.abs(head - (await markX(e.id))) > px) throw new Error(`${button} put the playhead at ${head} px, the ${e.kind} marker is at ${await markX(e.id)} px`);
+    return Math.round(head - (await markX(e.id)));
+  };
+  // Played from 40 % into the span (12 s): the events at 3, 18 and 24 s.
+  const heads = [await stepTo('#rec-next', events[1]), await stepTo('#rec-next', events[2])];
+  await page.waitForFunction(() => document.getElementById('rec-next').disabled, null, WAIT);
+  heads.push(await stepTo('#rec-prev', events[1]), await stepTo('#rec-prev', events[0]));
+  await page.waitForFunction(() => document.getElementById('rec-prev').disabled, null, WAIT);
+
+  step = 'the download of the minute shown';
+  const link = await page.$eval('#rec-download', (el) => el.href);
+  const query = new URL(link).searchParams;
+  const [from, to] = [Date.parse(query.get('start')), Date.parse(query.get('end'))];
+  const left = await page.$eval('#rec-track', (el) => el.getBoundingClientRect().left);
+  if (to - from !== 60000 || Math.abs(from - at(left)) > 500) throw new Error(`the download is ${link}, the track starts at ${new Date(at(left)).toISOString()}`);
+  const served = await page.evaluate(async (url) => { const r = await fetch(url, { method: 'HEAD' }); return [r.status, r.headers.get('content-type')]; }, link);
+  if (served[0] !== 200 || served[1] !== 'video/mp4') throw new Error(`the node answers the download with ${served}`);
+  return { marks: found, playheadOffsetsPx: heads };
+}
+
 async function run() {
   await launchBrowser(browser, { viewport: { width: 1280, height: 900 }, timeout: 15000 });
   const { page } = browser;
@@ -58,6 +141,8 @@ async function run() {
   await page.click(`.card[data-id="${opts.camera}"] .recordings`);
   await page.waitForFunction(() => document.getElementById('rec-msg-title').textContent === 'Nothing recorded in the last 24 hours', null, WAIT);
   if ((await zoomWords(page)) !== 'Last 24 hours') throw new Error(`the view opens on "${await zoomWords(page)}"`);
+  const refused = await page.evaluate(() => [document.getElementById('rec-download').getAttribute('href'), document.getElementById('rec-download').textContent]);
+  if (refused[0] !== null || refused[1] !== 'Zoom in to an hour or less to download') throw new Error(`at 24 hours the download is ${JSON.stringify(refused)}`);
   await page.click('#rec-out');
   await page.click('#rec-out');
   if ((await zoomWords(page)) !== 'Last 7 days') throw new Error(`two zooms out show "${await zoomWords(page)}"`);
@@ -107,6 +192,8 @@ async function run() {
   const expectedMove = (t0 * block.track) / 60;
   if (!(t0 > 1) || Math.abs(moved - expectedMove) > 8) throw new Error(`the playhead moved ${moved} px while the video played ${t0} s (${expectedMove} px)`);
 
+  const events = await checkEvents(page, block);
+
   step = 'drag, now, and a day back and forth';
   const live = await zoomWords(page);
   const track = await page.$eval('#rec-track', (el) => { const r = el.getBoundingClientRect(); return { x: r.left + r.width / 2, y: r.top + r.height / 2 }; });
@@ -139,7 +226,7 @@ async function run() {
   const minutes = await page.getAttribute('#rec-track', 'aria-valuemax');
   if (minutes !== '720') throw new Error(`after the pinch the track spans ${minutes} minutes, not 720`);
 
-  return { wheelSteps: steps, blockPx: Math.round(block.width), expectedPx: Math.round(expected), playheadPx: Math.round(moved), dragged, dayBack };
+  return { events, wheelSteps: steps, blockPx: Math.round(block.width), expectedPx: Math.round(expected), playheadPx: Math.round(moved), dragged, dayBack };
 }
 
 reportAndExit(browser, run, Number(opts.timeoutMs), { name: 'timeline', step: () => step, errors });
