@@ -21,6 +21,7 @@ const NARROW_PX = 8; // a block narrower than this has no inside to point at
 const EVENT_LEAD_MS = 5000; // an event plays from a little before it starts
 const DRAG_PX = 6; // a press that moves less than this is a click
 const WHEEL_STEP = 100; // the wheel's deltaY of one zoom step (a mouse's notch; touchpads send less at a time)
+const LONG_PRESS_MS = 500; // a finger held on a marker this long shows its thumbnail
 const PINCH_STEP = 1.5; // fingers this many times as far apart (or nearer) make one zoom step
 
 let view = { from: 0, to: 1, spans: [], events: [], live: true };
@@ -61,12 +62,19 @@ function drawMarks() {
     mark.type = 'button';
     mark.className = 'tl-mark';
     mark.addEventListener('click', () => onPick(Number(mark.dataset.start) - EVENT_LEAD_MS));
-    // A long press (touch's hover) shows the thumbnail instead of the browser's menu.
-    mark.addEventListener('contextmenu', (e) => {
-      e.preventDefault();
-      toggleClass(mark, 'peek', true);
+    // A finger held on it (touch's hover) shows the thumbnail until lifted; timed here,
+    // as not every browser turns a long press into a contextmenu event.
+    let peek = 0;
+    mark.addEventListener('pointerdown', (e) => {
+      if (e.pointerType === 'touch') peek = setTimeout(() => toggleClass(mark, 'peek', true), LONG_PRESS_MS);
     });
-    mark.addEventListener('pointerleave', () => toggleClass(mark, 'peek', false));
+    for (const type of ['pointerup', 'pointercancel', 'pointerleave']) {
+      mark.addEventListener(type, () => {
+        clearTimeout(peek);
+        toggleClass(mark, 'peek', false);
+      });
+    }
+    mark.addEventListener('contextmenu', (e) => e.preventDefault()); // the thumbnail, not the menu
     const thumb = document.createElement('img');
     thumb.className = 'tl-thumb';
     thumb.alt = '';

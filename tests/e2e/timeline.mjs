@@ -16,7 +16,8 @@
 //     first; the download names the minute shown and the node serves it;
 //  5. a drag moves the window into the past, "Now" brings it back, and
 //     "‹ Day" and "Day ›" go a day back and forth;
-//  6. at 7 days, two fingers going from 100 to 400 px apart zoom in three
+//  6. at 7 days, a finger held on a marker shows its thumbnail until
+//     lifted, and two fingers going from 100 to 400 px apart zoom in three
 //     steps, to 12 hours.
 //
 // Usage:
@@ -211,7 +212,7 @@ async function run() {
   await page.click('#rec-later');
   if ((await zoomWords(page)) !== 'Last minute') throw new Error(`a day forth shows "${await zoomWords(page)}"`);
 
-  step = 'a pinch zooms in';
+  step = 'touch at 7 days';
   while (!(await page.isDisabled('#rec-out'))) await page.click('#rec-out');
   const cdp = await browser.context.newCDPSession(page);
   await cdp.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 2 });
@@ -219,6 +220,19 @@ async function run() {
     type,
     touchPoints: apart === null ? [] : [{ x: track.x - apart / 2, y: track.y, id: 1 }, { x: track.x + apart / 2, y: track.y, id: 2 }],
   });
+  step = 'a long press shows the thumbnail';
+  const mark = await page.$eval('#rec-marks .tl-mark:last-child', (el) => {
+    const r = el.getBoundingClientRect();
+    return { x: r.left + r.width / 2, y: r.top + r.height / 2, key: el.dataset.key };
+  });
+  const thumbShown = (key) => page.evaluate((k) => document.querySelector(`.tl-mark[data-key="${k}"] .tl-thumb`).getBoundingClientRect().width > 0, key);
+  if (await thumbShown(mark.key)) throw new Error('a thumbnail shows before the long press');
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [{ x: mark.x, y: mark.y, id: 3 }] });
+  await page.waitForFunction((k) => document.querySelector(`.tl-mark[data-key="${k}"] .tl-thumb`).getBoundingClientRect().width > 0, mark.key, WAIT);
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+  await page.waitForFunction((k) => document.querySelector(`.tl-mark[data-key="${k}"] .tl-thumb`).getBoundingClientRect().width === 0, mark.key, WAIT);
+
+  step = 'a pinch zooms in';
   await fingers('touchStart', 100);
   for (let apart = 130; apart <= 400; apart += 30) await fingers('touchMove', apart);
   await fingers('touchEnd', null);
