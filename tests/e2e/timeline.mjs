@@ -15,7 +15,8 @@
 //     event's start, the playhead on its marker, and stop at the last and
 //     first; the download names the minute shown and the node serves it;
 //  5. a drag moves the window into the past, "Now" brings it back, and
-//     "‹ Day" and "Day ›" go a day back and forth;
+//     "‹ Day" and "Day ›" go a day back and forth; from there "Event ›"
+//     moves the window to the next event (paused at the first) and plays it;
 //  6. at 7 days, a finger held on a marker shows its thumbnail until
 //     lifted, and two fingers going from 100 to 400 px apart zoom in three
 //     steps, to 12 hours.
@@ -129,7 +130,9 @@ async function checkEvents(page, block) {
   if (to - from !== 60000 || Math.abs(from - at(left)) > 500) throw new Error(`the download is ${link}, the track starts at ${new Date(at(left)).toISOString()}`);
   const served = await page.evaluate(async (url) => { const r = await fetch(url, { method: 'HEAD' }); return [r.status, r.headers.get('content-type')]; }, link);
   if (served[0] !== 200 || served[1] !== 'video/mp4') throw new Error(`the node answers the download with ${served}`);
-  return { marks: found, playheadOffsetsPx: heads };
+  // Held at the first event, for "Event ›" from a window elsewhere (step 5).
+  await page.evaluate(() => document.getElementById('rec-video').pause());
+  return { marks: found, playheadOffsetsPx: heads, second: events[1] };
 }
 
 async function run() {
@@ -212,6 +215,17 @@ async function run() {
   await page.click('#rec-later');
   if ((await zoomWords(page)) !== 'Last minute') throw new Error(`a day forth shows "${await zoomWords(page)}"`);
 
+  step = '"Event ›" brings its event on screen';
+  await page.click('#rec-next');
+  await page.waitForFunction((started) => new URL(document.getElementById('rec-video').src).searchParams.get('start') === started, events.second.startedAt, WAIT);
+  await page.waitForFunction((id) => {
+    const t = document.getElementById('rec-track').getBoundingClientRect();
+    const m = document.querySelector(`#rec-marks .tl-mark[data-key="${id}"]`)?.getBoundingClientRect();
+    return m && m.left + m.width / 2 > t.left && m.left + m.width / 2 < t.right;
+  }, events.second.id, WAIT);
+  const stepped = await zoomWords(page);
+  if (stepped.startsWith('Last')) throw new Error(`after "Event ›" to two days ago the zoom says "${stepped}"`);
+
   step = 'touch at 7 days';
   while (!(await page.isDisabled('#rec-out'))) await page.click('#rec-out');
   const cdp = await browser.context.newCDPSession(page);
@@ -240,6 +254,7 @@ async function run() {
   const minutes = await page.getAttribute('#rec-track', 'aria-valuemax');
   if (minutes !== '720') throw new Error(`after the pinch the track spans ${minutes} minutes, not 720`);
 
+  delete events.second;
   return { events, wheelSteps: steps, blockPx: Math.round(block.width), expectedPx: Math.round(expected), playheadPx: Math.round(moved), dragged, dayBack };
 }
 
