@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::common;
 use crate::common::go2rtc::{Go2rtc, Restart};
-use crate::common::{Camera, Node, TempDir, live_view_in_browser, wait_for};
+use crate::common::{Camera, Node, TempDir, browser_script, live_view_in_browser, wait_for};
 use serde_json::{Value, json};
 
 fn screenshot(name: &str) -> String {
@@ -137,4 +137,64 @@ fn a_camera_that_is_down_gives_a_plain_message() {
     );
     assert!(started.elapsed() < Duration::from_secs(20));
     common::assert_no_secret(output, "the browser's page");
+}
+
+#[test]
+fn the_grid_plays_every_camera_and_stops_the_tiles_out_of_view() {
+    let camera = Camera::start();
+    let relay = Go2rtc::start();
+    let dir = TempDir::new("grid");
+    let node = Node::start(dir.path(), &relay.url(), &[]);
+    let add = |name: &str, main: &str, sub: Option<&str>| {
+        let mut body = json!({ "name": name, "rtspUrl": camera.url("", main) });
+        if let Some(sub) = sub {
+            body["rtspSubUrl"] = camera.url("", sub).into();
+        }
+        node.add_camera(body)["id"].as_str().unwrap().to_owned()
+    };
+    // Two with a sub stream, one without (its tile pulls the main stream), and
+    // a disabled one.
+    let porch = add("Porch", "/main", Some("/sub"));
+    let yard = add("Yard", "/video-only", Some("/sub"));
+    let gate = add("Gate", "/aac", None);
+    let shed = add("Shed", "/main", None);
+    node.patch_camera(&shed, json!({ "enabled": false }));
+    let online = |id: &str| node.camera(id)["online"] == true;
+    assert!(
+        wait_for(Duration::from_secs(40), || [&porch, &yard, &gate]
+            .iter()
+            .all(|id| online(id))),
+        "the cameras are not online"
+    );
+
+    let cameras = format!("{porch}:sub,{yard}:sub,{gate}:main");
+    let shots = screenshot("");
+    let verdict = browser_script(
+        "grid.mjs",
+        &[
+            "--url",
+            &node.url(),
+            "--relay",
+            &relay.url(),
+            "--cameras",
+            &cameras,
+            "--disabled",
+            &shed,
+            "--screenshots",
+            &shots,
+        ],
+    );
+    assert_eq!(
+        verdict["ok"],
+        true,
+        "the grid:\n{}",
+        verdict["output"].as_str().unwrap()
+    );
+    // The sub streams are 320x180, the main one 640x360, the large view main.
+    assert_eq!(
+        verdict["sizes"],
+        json!([[320, 180], [320, 180], [640, 360]]),
+        "{verdict}"
+    );
+    assert_eq!(verdict["large"], json!([640, 360]), "{verdict}");
 }

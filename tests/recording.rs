@@ -9,8 +9,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    Camera, Node, TempDir, Tmpfs, browser_script, free_port, is_running, iso, ms, now_ms, password,
-    probe_file, processes_connected_to, processes_mentioning, segment_rows, wait_for,
+    Camera, Node, TempDir, Tmpfs, browser_script, closed_port, free_port, is_running, iso, ms,
+    now_ms, password, probe_file, processes_connected_to, processes_mentioning, segment_rows,
+    wait_for, write_segments,
 };
 use serde_json::{Value, json};
 
@@ -369,6 +370,75 @@ fn a_recording_plays_and_seeks_in_chromium() {
             .any(|s| s == 206),
         "{report}"
     );
+    eprintln!("{verdict}");
+}
+
+#[test]
+fn the_recordings_view_plays_at_2_4_and_8_times_the_speed() {
+    let camera = Camera::start();
+    let rec = Recording::start("rates", &camera.url("", "/aac"), &[]);
+    // 30 s of video go by at the four speeds: the first span must be longer.
+    rec.wait_for_segments(5, Duration::from_secs(90));
+    let verdict = browser_script(
+        "rates.mjs",
+        &["--url", &rec.node.url(), "--camera", &rec.id],
+    );
+    let report = verdict["output"].as_str().unwrap().to_owned();
+    assert_eq!(verdict["ok"], true, "{report}");
+    for rate in [1.0, 2.0, 4.0, 8.0] {
+        let measured = verdict["ratios"][rate.to_string()].as_f64().unwrap();
+        assert!(
+            (measured - rate).abs() <= rate * 0.15,
+            "{rate}×: {measured} s of video a second\n{report}"
+        );
+    }
+    eprintln!("{}", verdict["ratios"]);
+}
+
+#[test]
+fn the_timeline_zooms_from_7_days_to_1_minute_plays_from_a_click_and_steps_through_events() {
+    let data = TempDir::new("timeline");
+    let recordings = data.path().join("recordings");
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
+    let created = node.add_camera(json!({ "name": "Porch", "rtspUrl": url, "enabled": false }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    drop(node);
+    // 30 s recorded two days ago (mid-track at 7 days), indexed at the next start.
+    let scratch = TempDir::new("timeline-scratch");
+    let start = (now_ms() - 2 * 86_400_000) / 1000 * 1000;
+    write_segments(&recordings, &id, start, 3, scratch.path());
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    assert!(wait_for(Duration::from_secs(20), || segment_rows(
+        data.path()
+    )
+    .len()
+        == 3));
+    // Three events in the span, 2 s long each; the node cuts their clips and thumbnails from it.
+    let ids: Vec<String> = [(3, "motion"), (18, "person"), (24, "vehicle")]
+        .iter()
+        .map(|(second, kind)| {
+            let at = start + second * 1000;
+            let body = json!({ "cameraId": id, "kind": kind, "score": 0.8,
+                "startedAt": iso(at), "endedAt": iso(at + 2000) });
+            let response = node.post_json("/api/events", &body.to_string());
+            assert_eq!(response.status, 201, "{response}");
+            response.json()["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert!(
+        wait_for(Duration::from_secs(60), || ids.iter().all(|e| node
+            .listed_event(e)
+            .is_some_and(|e| e["thumbnailUrl"].is_string()))),
+        "no thumbnails: {}",
+        node.get("/api/events").json()
+    );
+    let verdict = browser_script(
+        "timeline.mjs",
+        &["--url", &node.url(), "--camera", &id, "--seconds", "30"],
+    );
+    let report = verdict["output"].as_str().unwrap().to_owned();
+    assert_eq!(verdict["ok"], true, "{report}");
     eprintln!("{verdict}");
 }
 

@@ -1,4 +1,4 @@
-// nvr-node's browser UI: the node header, cameras, the add form, live view,
+// nvr-node's browser UI: the node header, the live grid, cameras, the add form, live view,
 // recordings, and events with their clips. Plain modules, no build step;
 // everything from the node itself.
 
@@ -9,6 +9,7 @@ import { setUpAddForm, foldAddForm, renderAddForm } from './addform.js';
 import { setUpDiscover } from './discover.js';
 import { renderEvents, setUpEvents } from './events.js';
 import { setUpLive, updateLive } from './liveview.js';
+import { renderGrid, setUpGrid } from './grid.js';
 import { setUpRecordings, updateRecordings } from './recordings.js';
 import { setUpClip } from './clip.js';
 
@@ -17,6 +18,7 @@ let cameraCount = 0;
 
 subscribe((state) => {
   renderHeader(state);
+  renderGrid(state);
   renderCameras(state);
   renderAddForm(state);
   renderEvents(state);
@@ -40,6 +42,7 @@ setUpAddForm();
 setUpDiscover();
 setUpEvents();
 setUpLive();
+setUpGrid();
 setUpRecordings();
 setUpClip();
 startRefreshing();

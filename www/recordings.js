@@ -1,27 +1,38 @@
-// The recordings view of one camera, in a dialog: the last 24 h on a timeline
-// (timeline.js) and as a list of recorded stretches, a <video> that plays the
-// node's recording.mp4 from the moment chosen and on into what follows, and a
-// download of the stretch shown. The spans are asked for again every 10 s, so
+// The recordings view of one camera, in a dialog: a window of 7 days to 1
+// minute (24 h at first, ending now) on a timeline (timeline.js), zoomed,
+// panned and moved by a day, and as a list of recorded stretches, a <video> that plays the
+// node's recording.mp4 from the moment chosen and on into what follows, at
+// 1×, 2×, 4× or 8×, steps to the previous and next event, and a download of
+// the window shown (an hour at most, as the node serves). The spans are asked for again every 10 s, so
 // a recording that is still going grows on the timeline.
 
 import { $, setText, setAttr, show, toggleClass, syncChildren } from './dom.js';
 import { api, serverNow } from './api.js';
-import { clockRange, clockTime, duration, recorderState, sentence } from './format.js';
+import { clockRange, clockTime, dayName, duration, recorderState, sentence } from './format.js';
 import { drawTimeline, resetCursor, setPlayhead, setUpTimeline } from './timeline.js';
 import { stageMessage, unloadVideo, whyNotPlayed } from './stage.js';
 
-const WINDOW_MS = 24 * 3600 * 1000;
+const DAY_MS = 24 * 3600 * 1000;
+const MINUTE_MS = 60000;
+// The windows the zoom steps through, with their words.
+const ZOOMS = [[7 * DAY_MS, '7 days'], [3 * DAY_MS, '3 days'], [DAY_MS, '24 hours'], [12 * 60 * MINUTE_MS, '12 hours'],
+  [6 * 60 * MINUTE_MS, '6 hours'], [3 * 60 * MINUTE_MS, '3 hours'], [60 * MINUTE_MS, 'hour'], [30 * MINUTE_MS, '30 minutes'],
+  [10 * MINUTE_MS, '10 minutes'], [5 * MINUTE_MS, '5 minutes'], [MINUTE_MS, 'minute']];
+const FIRST_ZOOM = 2;
 const REFRESH_MS = 10000; // recordings grow by one 10 s segment at a time
 const CLIP_MS = 3600 * 1000; // the longest stretch one recording.mp4 may hold
 const MIN_CLIP_MS = 5000; // a moment just before a span's end still plays this much
 const LATEST_MS = 60000; // a moment after every span plays the latest minute
 const FOLLOW_MS = 60000; // a clip that ended this near now waits for the recording to grow
 const SLIVER_MS = 1000; // less than this left of a span is not worth another clip
+const STEP_GAP_MS = 1500; // the playhead this near an event is at it (the clip starts at the key frame before)
 
 let camera = null;
 let allEvents = [];
 let spans = []; // {start, end} in ms, oldest first
-let windowEnd = 0; // the end of the listed window: the node's "now" when asked
+let windowEnd = 0; // the end of the window shown
+let following = true; // the window ends at the node's "now", which moves on
+let zoom = FIRST_ZOOM; // index in ZOOMS
 let listed = false; // the spans came at least once
 let problem = ''; // why the spans could not be listed, in the node's words
 let clip = null; // the stretch in the video: {start, end, url}
@@ -35,6 +46,48 @@ let refreshTimer = null;
 const video = () => $('rec-video');
 const iso = (ms) => new Date(ms).toISOString();
 const message = stageMessage('rec');
+const recordingUrl = (start, end) => `/api/cameras/${camera.id}/recording.mp4?${new URLSearchParams({ start: iso(start), end: iso(end) })}`;
+/** The camera's events' starts (of the 50 newest the page has), oldest first. */
+const eventStarts = () => allEvents.filter((e) => e.cameraId === camera.id).map((e) => Date.parse(e.startedAt)).sort((a, b) => a - b);
+/** Where the playhead is, or null without a clip. */
+const playhead = () => (clip ? clip.start + video().currentTime * 1000 : null);
+/** The event start before (`dir` -1) or after (1) the playhead, else the window's end or start; undefined when none. */
+function eventStep(dir) {
+  const t = playhead() ?? (dir < 0 ? windowEnd : windowEnd - ZOOMS[zoom][0]);
+  const starts = eventStarts();
+  return dir < 0 ? starts.reverse().find((s) => s < t - STEP_GAP_MS) : starts.find((s) => s > t + STEP_GAP_MS);
+}
+
+function drawEventSteps() {
+  $('rec-prev').disabled = eventStep(-1) === undefined;
+  $('rec-next').disabled = eventStep(1) === undefined;
+}
+
+/** Plays from the previous or next event's start, the window moved to it (centred) when it is off screen. */
+async function stepEvent(dir) {
+  const start = eventStep(dir);
+  if (start === undefined) return;
+  const length = ZOOMS[zoom][0];
+  if (start < windowEnd - length || start > windowEnd) {
+    const mine = opened;
+    moveTo(start + length / 2, false);
+    await refresh();
+    if (mine !== opened) return;
+  }
+  play(stretchAt(start));
+}
+
+/** The download of the window shown, or why there is none. */
+function drawDownload(from, to) {
+  const link = $('rec-download');
+  const length = to - from;
+  let why = '';
+  if (length > CLIP_MS) why = 'Zoom in to an hour or less to download';
+  else if (!spans.some((s) => s.end > from && s.start < to)) why = 'Nothing recorded on screen to download';
+  setAttr(link, 'href', why ? null : recordingUrl(from, to));
+  setAttr(link, 'aria-disabled', why ? 'true' : null);
+  setText($('rec-download-word'), why || `Download ${clockRange(from, to, length < 2 * MINUTE_MS)}`);
+}
 
 /** What a moment `t` plays: from `t` (in a gap, from the next span's start) for up to an hour within its span; past every span, the latest minute. */
 function stretchAt(t) {
@@ -90,20 +143,31 @@ function render() {
   const { text, tone } = recorderState(camera.recording);
   setText($('rec-state').querySelector('.rec-word'), text);
   for (const t of ['rec', 'bad', 'off']) toggleClass($('rec-state'), t, t === tone);
-  const from = windowEnd - WINDOW_MS;
+  const [length, words] = ZOOMS[zoom];
+  const from = windowEnd - length;
   const events = allEvents.filter((e) => {
     const t = Date.parse(e.startedAt);
     return e.cameraId === camera.id && t >= from && t <= windowEnd;
   });
-  drawTimeline(from, windowEnd, spans, events);
+  drawTimeline(from, windowEnd, spans, events, following);
+  // A window of another day names it; clockRange names the days only when its ends' differ.
+  const today = new Date(serverNow()).toDateString() === new Date(from).toDateString();
+  const range = clockRange(from, windowEnd, length < 10 * MINUTE_MS);
+  setText($('rec-zoom'), following ? `Last ${words}` : today || range.includes(dayName(from)) ? range : `${dayName(from)}, ${range}`);
+  $('rec-in').disabled = zoom === ZOOMS.length - 1;
+  $('rec-out').disabled = zoom === 0;
+  $('rec-later').disabled = following;
+  $('rec-now').disabled = following;
   drawList();
+  drawEventSteps();
+  drawDownload(from, windowEnd);
   show($('rec-hint'), spans.length > 0);
   setText($('rec-note'), listed && problem ? `Could not refresh the recordings: ${problem}. Trying again…` : after);
   if (clip) return;
   if (failure) message(failure.title, failure.text);
   else if (problem && !listed) message('Could not load the recordings', `${sentence(problem)}. Trying again…`);
   else if (!listed) message('Loading the recordings…', '', true);
-  else if (spans.length === 0) message('Nothing recorded in the last 24 hours', whyNothing());
+  else if (spans.length === 0) message(following ? `Nothing recorded in the last ${words}` : 'Nothing recorded here', whyNothing());
   else message('Choose a moment to play', 'Click or tap the timeline, or pick a recorded stretch below it.');
 }
 
@@ -116,11 +180,13 @@ async function refresh() {
   clearTimeout(refreshTimer);
   if (!camera) return;
   const mine = opened;
-  const end = serverNow();
-  const query = new URLSearchParams({ start: iso(end - WINDOW_MS), end: iso(end) });
+  const end = following ? serverNow() : windowEnd;
+  const start = end - ZOOMS[zoom][0];
+  const query = new URLSearchParams({ start: iso(start), end: iso(end) });
   try {
     const list = await api('GET', `/api/cameras/${camera.id}/recordings?${query}`, undefined, { timeoutMs: 8000 });
-    if (mine !== opened) return;
+    // Dropped when the window moved meanwhile: its own answer comes.
+    if (mine !== opened || end - start !== ZOOMS[zoom][0] || (!following && end !== windowEnd)) return;
     spans = list.map((s) => ({ start: Date.parse(s.start), end: Date.parse(s.end) })).filter((s) => s.end > s.start);
     windowEnd = end;
     listed = true;
@@ -147,8 +213,7 @@ function play(stretch) {
   waitingAfter = null;
   after = '';
   failure = null;
-  const query = new URLSearchParams({ start: iso(stretch.start), end: iso(stretch.end) });
-  clip = { ...stretch, url: `/api/cameras/${camera.id}/recording.mp4?${query}` };
+  clip = { ...stretch, url: recordingUrl(stretch.start, stretch.end) };
   message('Loading…', '', true);
   const v = video();
   v.src = clip.url;
@@ -156,11 +221,6 @@ function play(stretch) {
   v.play().catch(() => {});
   setText($('rec-playing'), `Playing ${clockRange(clip.start, clip.end, true)}`);
   setText($('rec-at'), '');
-  const link = $('rec-download');
-  link.href = clip.url;
-  const short = clip.end - clip.start < 2 * 60000; // within a minute or two, minutes alone say little
-  setText($('rec-download-word'), `Download ${clockRange(clip.start, clip.end, short)}`);
-  show(link, true);
   setPlayhead(clip.start);
   render();
 }
@@ -174,7 +234,6 @@ function unload() {
   unloadVideo(video());
   setText($('rec-playing'), '');
   setText($('rec-at'), '');
-  show($('rec-download'), false);
   setPlayhead(null);
 }
 
@@ -228,6 +287,33 @@ function removed() {
   show($('rec-stretches'), false);
 }
 
+/** Shows the window ending at `end` (within a refresh of now or later: following now), and lists its spans when `list`. */
+function moveTo(end, list = true) {
+  const now = serverNow();
+  following = end >= now - REFRESH_MS;
+  windowEnd = Math.min(end, now);
+  render();
+  if (list) refresh();
+}
+
+/** Zooms `steps` in (out when negative) about the moment `t`, which stays where it is on the track. */
+function zoomAbout(steps, t) {
+  const next = Math.min(ZOOMS.length - 1, Math.max(0, zoom + steps));
+  if (next === zoom) return;
+  const ratio = ZOOMS[next][0] / ZOOMS[zoom][0];
+  zoom = next;
+  // Zoomed about now, or out, a window that ends now goes on ending now.
+  moveTo(following && (steps < 0 || t >= windowEnd) ? Infinity : t + (windowEnd - t) * ratio);
+}
+
+/** The moment zooming keeps in place: the playhead where it is in the window, else the window's middle (its end when it ends now). */
+function anchor() {
+  const from = windowEnd - ZOOMS[zoom][0];
+  const head = clip ? clip.start + video().currentTime * 1000 : NaN;
+  if (head >= from && head <= windowEnd) return head;
+  return following ? windowEnd : from + ZOOMS[zoom][0] / 2;
+}
+
 /** Opens the recordings of `cam`, with markers for its events among `events` (the API's). */
 export function openRecordings(cam, events) {
   stop();
@@ -238,6 +324,8 @@ export function openRecordings(cam, events) {
   problem = '';
   failure = null;
   windowEnd = serverNow();
+  following = true;
+  zoom = FIRST_ZOOM;
   resetCursor();
   const dialog = $('rec');
   if (!dialog.open) dialog.showModal();
@@ -264,7 +352,19 @@ export function setUpRecordings() {
   const v = video();
   dialog.addEventListener('close', stop);
   $('rec-close').addEventListener('click', () => dialog.close());
-  setUpTimeline((t) => play(stretchAt(t)));
+  setUpTimeline((t) => play(stretchAt(t)), zoomAbout, (from, done) => moveTo(from + ZOOMS[zoom][0], done));
+  $('rec-in').addEventListener('click', () => zoomAbout(1, anchor()));
+  $('rec-out').addEventListener('click', () => zoomAbout(-1, anchor()));
+  $('rec-earlier').addEventListener('click', () => moveTo(windowEnd - DAY_MS));
+  $('rec-later').addEventListener('click', () => moveTo(windowEnd + DAY_MS));
+  $('rec-now').addEventListener('click', () => moveTo(Infinity));
+  $('rec-prev').addEventListener('click', () => stepEvent(-1));
+  $('rec-next').addEventListener('click', () => stepEvent(1));
+  $('rec-rates').addEventListener('change', (event) => {
+    // The default too: each clip's load sets the rate back to it.
+    v.defaultPlaybackRate = Number(event.target.value);
+    v.playbackRate = v.defaultPlaybackRate;
+  });
   v.addEventListener('loadeddata', () => {
     if (clip) show($('rec-msg'), false);
   });
@@ -274,6 +374,7 @@ export function setUpRecordings() {
     const t = clip.start + v.currentTime * 1000;
     setPlayhead(t);
     setText($('rec-at'), ` · at ${clockTime(t, true)}`);
+    drawEventSteps();
   });
   v.addEventListener('ended', () => {
     if (clip) playOn();

@@ -1,23 +1,38 @@
-// The recordings timeline: a window of time (the last 24 h) drawn as a track
-// with the recorded spans as blocks, the camera's events as markers, a
-// playhead and local-time hour labels. A click or tap on the track, a marker,
-// or the arrow keys and Enter choose the moment to play.
+// The recordings timeline: a window of time (from 7 days to 1 minute long)
+// drawn as a track with the recorded spans as blocks, the camera's events as
+// markers coloured by kind (their thumbnails on hover or a long press), a playhead and local-time labels. A click or tap on the track, a
+// marker, or the arrow keys and Enter choose the moment to play; the wheel
+// and a pinch zoom about the moment under the pointer (between the fingers)
+// and a drag pans.
 
 import { $, setText, setAttr, show, toggleClass, syncChildren } from './dom.js';
 import { clockTime, dayName } from './format.js';
 import { KINDS } from './events.js';
 
+const SECOND = 1000;
 const MINUTE = 60000;
 const HOUR = 60 * MINUTE;
-const LABEL_STEPS_H = [1, 2, 3, 6, 12, 24];
+const LABEL_STEPS = [10 * SECOND, 30 * SECOND, MINUTE, 5 * MINUTE, 10 * MINUTE, 15 * MINUTE, 30 * MINUTE,
+  HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, 24 * HOUR];
 const MIN_LABEL_GAP_PX = 76; // "12:00 AM" at the labels' size, with room
+const MIN_SECONDS_GAP_PX = 100; // "12:00:00 AM"
 const EDGE_PX = 30; // labels nearer the ends than this would be cut off
 const NARROW_PX = 8; // a block narrower than this has no inside to point at
 const EVENT_LEAD_MS = 5000; // an event plays from a little before it starts
+const DRAG_PX = 6; // a press that moves less than this is a click
+const WHEEL_STEP = 100; // the wheel's deltaY of one zoom step (a mouse's notch; touchpads send less at a time)
+const LONG_PRESS_MS = 500; // a finger held on a marker this long shows its thumbnail
+const PINCH_STEP = 1.5; // fingers this many times as far apart (or nearer) make one zoom step
 
-let view = { from: 0, to: 1, spans: [], events: [] };
+let view = { from: 0, to: 1, spans: [], events: [], live: true };
 let cursor = null; // the moment the keyboard points at, ms
 let onPick = () => {};
+let onZoom = () => {};
+let onPan = () => {};
+let drag = null; // { x, from, moved } while the track is pressed
+const fingers = new Map(); // pointerId → clientX of the pointers down on the track
+let pinch = 0; // the fingers' distance at the last zoom step of a pinch, or 0
+let wheel = 0; // deltaY not yet turned into a zoom step
 
 const track = () => $('rec-track');
 /** A length of time as a share of the track's width, for CSS. */
@@ -47,6 +62,24 @@ function drawMarks() {
     mark.type = 'button';
     mark.className = 'tl-mark';
     mark.addEventListener('click', () => onPick(Number(mark.dataset.start) - EVENT_LEAD_MS));
+    // A finger held on it (touch's hover) shows the thumbnail until lifted; timed here,
+    // as not every browser turns a long press into a contextmenu event.
+    let peek = 0;
+    mark.addEventListener('pointerdown', (e) => {
+      if (e.pointerType === 'touch') peek = setTimeout(() => toggleClass(mark, 'peek', true), LONG_PRESS_MS);
+    });
+    for (const type of ['pointerup', 'pointercancel', 'pointerleave']) {
+      mark.addEventListener(type, () => {
+        clearTimeout(peek);
+        toggleClass(mark, 'peek', false);
+      });
+    }
+    mark.addEventListener('contextmenu', (e) => e.preventDefault()); // the thumbnail, not the menu
+    const thumb = document.createElement('img');
+    thumb.className = 'tl-thumb';
+    thumb.alt = '';
+    thumb.loading = 'lazy'; // only when first shown
+    mark.append(thumb);
     return mark;
   }, (mark, event) => {
     const start = Date.parse(event.startedAt);
@@ -57,26 +90,35 @@ function drawMarks() {
     const label = `${word} at ${clockTime(start, true)}: play from 5 s before`;
     setAttr(mark, 'aria-label', label);
     setAttr(mark, 'title', label);
+    const thumb = mark.firstElementChild;
+    setAttr(thumb, 'src', event.thumbnailUrl);
+    show(thumb, Boolean(event.thumbnailUrl));
   });
 }
 
-/** Full local hours, as far apart as the width allows (midnight as its day); "now" at the end. */
-function drawHours() {
+/** Local times as far apart as the width allows (midnight as its day); "now" at the end when the window ends now. */
+function drawLabels() {
   const width = track().clientWidth;
   if (!width) return;
-  const perHour = (width * HOUR) / (view.to - view.from);
-  const step = LABEL_STEPS_H.find((h) => h * perHour >= MIN_LABEL_GAP_PX) || 24;
-  const hours = [];
-  const first = new Date(view.from).setMinutes(0, 0, 0) + HOUR; // the local clock's next full hour
-  for (let ms = first; ms < view.to; ms += HOUR) {
-    const x = ((ms - view.from) / (view.to - view.from)) * width;
-    if (new Date(ms).getHours() % step === 0 && x > EDGE_PX && x < width - EDGE_PX * 1.5) hours.push(ms);
+  const perMs = width / (view.to - view.from);
+  const step = LABEL_STEPS.find((ms) => ms * perMs >= (ms < MINUTE ? MIN_SECONDS_GAP_PX : MIN_LABEL_GAP_PX)) || 24 * HOUR;
+  const times = [];
+  if (step < HOUR) {
+    for (let ms = Math.ceil(view.from / step) * step; ms < view.to; ms += step) times.push(ms);
+  } else {
+    // Whole local hours, those a multiple of the step.
+    for (let ms = new Date(view.from).setMinutes(0, 0, 0) + HOUR; ms < view.to; ms += HOUR) {
+      if (new Date(ms).getHours() % (step / HOUR) === 0) times.push(ms);
+    }
   }
-  const labels = hours.map((ms) => {
-    const midnight = new Date(ms).getHours() === 0;
-    return { ms, text: midnight ? dayName(ms) : clockTime(ms), day: midnight };
+  const labels = times.filter((ms) => {
+    const x = (ms - view.from) * perMs;
+    return x > EDGE_PX && x < width - EDGE_PX * (view.live ? 1.5 : 1);
+  }).map((ms) => {
+    const midnight = new Date(ms).getHours() === 0 && new Date(ms).getMinutes() === 0 && step >= MINUTE;
+    return { ms, text: midnight ? dayName(ms) : clockTime(ms, step < MINUTE), day: midnight };
   });
-  labels.push({ ms: view.to, text: 'now', now: true });
+  if (view.live) labels.push({ ms: view.to, text: 'now', now: true });
   syncChildren($('rec-hours'), labels, (l) => (l.now ? 'now' : l.ms), () => document.createElement('span'), (el, label) => {
     setText(el, label.text);
     toggleClass(el, 'tl-now', Boolean(label.now));
@@ -95,13 +137,14 @@ function drawCursor() {
   $('rec-cursor').style.left = at(t);
 }
 
-/** Draws `from`..`to` (ms) with `spans` ({start, end}, oldest first) and `events` (the API's). */
-export function drawTimeline(from, to, spans, events) {
-  view = { from, to, spans, events };
+/** Draws `from`..`to` (ms) with `spans` ({start, end}, oldest first) and `events` (the API's); `live`: `to` is now. */
+export function drawTimeline(from, to, spans, events, live) {
+  view = { from, to, spans, events, live };
   if (cursor !== null) cursor = Math.min(to, Math.max(from, cursor));
+  setAttr(track(), 'aria-valuemax', Math.round((to - from) / MINUTE));
   drawBlocks();
   drawMarks();
-  drawHours();
+  drawLabels();
   drawCursor();
 }
 
@@ -118,9 +161,15 @@ export function resetCursor() {
   cursor = null;
 }
 
+/** The moment under the pointer of `event`. */
+function timeAt(event) {
+  const rect = track().getBoundingClientRect();
+  return view.from + ((event.clientX - rect.left) / rect.width) * (view.to - view.from);
+}
+
 function pointed(event) {
   const rect = track().getBoundingClientRect();
-  const t = view.from + ((event.clientX - rect.left) / rect.width) * (view.to - view.from);
+  const t = timeAt(event);
   const block = event.target.closest('.tl-span');
   const span = block && view.spans.find((s) => String(s.start) === block.dataset.key);
   if (!span) return t;
@@ -146,11 +195,88 @@ function onKey(event) {
   drawCursor();
 }
 
-/** Wires the timeline; `pick(ms)` is called with the moment chosen. */
-export function setUpTimeline(pick) {
+const spread = () => {
+  const [a, b] = [...fingers.values()];
+  return Math.abs(a - b);
+};
+
+function press(event) {
+  if (event.button !== 0 || event.target.closest('.tl-mark')) return;
+  fingers.set(event.pointerId, event.clientX);
+  if (fingers.size === 2) {
+    // A second finger: a pinch, not a drag, and no click at its end.
+    track().setPointerCapture(event.pointerId);
+    drag = { moved: true };
+    pinch = spread() || 1;
+    return;
+  }
+  drag = { x: event.clientX, from: view.from, moved: false };
+}
+
+function pinchMove(event) {
+  fingers.set(event.pointerId, event.clientX);
+  const ratio = spread() / pinch;
+  const steps = Math.trunc(Math.log(ratio) / Math.log(PINCH_STEP));
+  if (!steps) return;
+  pinch = spread() || 1;
+  const [a, b] = [...fingers.values()];
+  onZoom(steps, timeAt({ clientX: (a + b) / 2 }));
+}
+
+function move(event) {
+  if (fingers.size === 2 && fingers.has(event.pointerId)) {
+    pinchMove(event);
+    return;
+  }
+  if (!drag || drag.x === undefined) return;
+  const dx = event.clientX - drag.x;
+  if (!drag.moved && Math.abs(dx) < DRAG_PX) return;
+  if (!drag.moved) track().setPointerCapture(event.pointerId);
+  drag.moved = true;
+  onPan(drag.from - (dx / track().clientWidth) * (view.to - view.from), false);
+}
+
+function release(event) {
+  const pinched = fingers.size === 2;
+  fingers.delete(event.pointerId);
+  if (pinched) pinch = 0;
+  else if (drag?.moved) onPan(view.from, true);
+}
+
+/**
+ * Wires the timeline: `pick(ms)` is called with the moment chosen,
+ * `zoom(steps, ms)` to zoom in (steps > 0) or out about a moment, and
+ * `pan(from, done)` with the start the window is dragged to (`done` when let go).
+ */
+export function setUpTimeline(pick, zoom, pan) {
   onPick = pick;
+  onZoom = zoom;
+  onPan = pan;
   const el = track();
-  el.addEventListener('click', (event) => onPick(pointed(event)));
+  el.addEventListener('click', (event) => {
+    // The click that ends a drag plays nothing.
+    if (drag?.moved) {
+      drag = null;
+      return;
+    }
+    drag = null;
+    onPick(pointed(event));
+  });
   el.addEventListener('keydown', onKey);
-  new ResizeObserver(drawHours).observe(el);
+  el.addEventListener('pointerdown', press);
+  el.addEventListener('pointermove', move);
+  el.addEventListener('pointerup', release);
+  el.addEventListener('pointercancel', (event) => {
+    release(event);
+    drag = null;
+  });
+  el.addEventListener('wheel', (event) => {
+    event.preventDefault();
+    wheel += event.deltaY;
+    const steps = Math.trunc(wheel / WHEEL_STEP);
+    if (!steps) return;
+    wheel -= steps * WHEEL_STEP;
+    onZoom(-steps, timeAt(event));
+  }, { passive: false });
+  new ResizeObserver(drawLabels).observe(el);
 }

@@ -1049,8 +1049,11 @@ async function run() {
     check(/^· at \d/.test(norm(await page.textContent('#rec-at'))), `no time under the playhead: "${await page.textContent('#rec-at')}"`);
     check(await page.isVisible('#rec-playhead'), 'no playhead on the timeline');
 
-    // The download saves the stretch shown, as the MP4 it plays.
+    // The download saves the window shown, as an MP4, once it is the node's hour or less.
     const link = page.locator('#rec-download');
+    const over = norm(await link.textContent());
+    check(over === 'Zoom in to an hour or less to download' && (await link.getAttribute('href')) === null, `at 24 hours the download says "${over}"`);
+    while ((await page.getAttribute('#rec-track', 'aria-valuemax')) !== '60') await page.click('#rec-in');
     check(norm(await link.textContent()).startsWith('Download '), `the download says "${await link.textContent()}"`);
     const [download] = await Promise.all([page.waitForEvent('download', { timeout: within(15000) }), link.click()]);
     const bytes = fs.readFileSync(await download.path());
@@ -1058,6 +1061,8 @@ async function run() {
       `the download is ${bytes.length} bytes starting ${JSON.stringify(bytes.subarray(0, 8).toString('latin1'))}, not an MP4`);
     check(download.suggestedFilename().endsWith('.mp4'), `the download is named ${download.suggestedFilename()}`);
     note(`downloaded ${bytes.length} bytes as ${download.suggestedFilename()}`);
+    while ((await page.getAttribute('#rec-track', 'aria-valuemax')) !== '1440') await page.click('#rec-out');
+    if (!(await page.isDisabled('#rec-now'))) await page.click('#rec-now');
 
     // The keyboard: the newest stretch's button, then an event's marker.
     const newest = page.locator('#rec-list .rec-span').first();

@@ -1,0 +1,64 @@
+// Playback speed in the recordings view, in Debian's headless Chromium
+// (playwright-core, launched as browser.mjs says): the camera's recordings
+// open from its card, a click on the first recorded span plays it, and at
+// each speed the video's currentTime advances that many times the wall
+// clock's time (measured over 2 s of the page's own clock).
+//
+// Usage:
+//   node tests/e2e/rates.mjs --url <node URL> --camera <id> [--timeout-ms N]
+//
+// It prints one JSON line, {"ok":true,"ratios":{"1":1.0,"4":4.0,...}} or
+// {"ok":false,"step":...,"error":...}, and exits 0 or 1 within --timeout-ms
+// (default 60000).
+
+import { prepareBrowser, launchBrowser, readFlags, reportAndExit } from './browser.mjs';
+
+function usage(message) {
+  process.stderr.write(`rates: ${message}\n`);
+  process.stderr.write('usage: node tests/e2e/rates.mjs --url <node URL> --camera <id> [--timeout-ms N]\n');
+  process.exit(2);
+}
+
+const names = { '--url': 'url', '--camera': 'camera', '--timeout-ms': 'timeoutMs' };
+const opts = readFlags(process.argv.slice(2), names, { timeoutMs: 60000 }, usage);
+for (const need of ['url', 'camera']) if (!opts[need]) usage(`--${need} is required`);
+const WAIT = { timeout: 20000, polling: 100 };
+
+let step = 'start';
+const errors = [];
+const browser = prepareBrowser('rates');
+
+/** How many seconds of video play per second of the page's clock, over 2 s. */
+const ratio = (page) => page.evaluate(async () => {
+  const v = document.getElementById('rec-video');
+  const t0 = v.currentTime;
+  const w0 = performance.now();
+  await new Promise((r) => setTimeout(r, 2000));
+  return (v.currentTime - t0) / ((performance.now() - w0) / 1000);
+});
+
+async function run() {
+  await launchBrowser(browser, { viewport: { width: 1280, height: 800 }, timeout: 15000 });
+  const { page } = browser;
+  page.on('pageerror', (error) => errors.push(error.message));
+
+  step = 'the first span plays';
+  await page.goto(opts.url);
+  await page.click(`.card[data-id="${opts.camera}"] .recordings`);
+  const block = page.locator('#rec-blocks .tl-span').first();
+  await block.waitFor(WAIT);
+  await block.click({ position: { x: 1, y: 5 } });
+  await page.waitForFunction(() => document.getElementById('rec-video').readyState === 4, null, WAIT);
+
+  const ratios = {};
+  for (const rate of ['1', '4', '8', '2']) {
+    step = `${rate}×`;
+    await page.locator('#rec-rates label', { hasText: `${rate}×` }).click();
+    const v = await page.$eval('#rec-video', (video) => [video.playbackRate, video.paused]);
+    if (v[0] !== Number(rate) || v[1]) throw new Error(`the video's rate is ${v[0]}, paused ${v[1]}`);
+    ratios[rate] = Math.round((await ratio(page)) * 100) / 100;
+  }
+  return { ratios };
+}
+
+reportAndExit(browser, run, Number(opts.timeoutMs), { name: 'rates', step: () => step, errors });
