@@ -99,6 +99,18 @@ pub struct Storage {
     pub disk: Option<Space>,
     /// Why old clips that should go are kept; None when none is.
     pub message: Option<String>,
+    /// The last deletion of events, and the rule that made it.
+    pub last_deletion: Option<Deletion>,
+}
+
+/// Events one rule deleted at once, with their clips and thumbnails.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deletion {
+    pub at_ms: i64,
+    /// `MAX_EVENTS`, `CLIPS_MAX_BYTES`, `CLIPS_RESERVE` or `EVENTS_RETAIN_DAYS`.
+    pub rule: &'static str,
+    pub events: u64,
+    pub bytes: u64,
 }
 
 /// An event whose clip is to be cut.
@@ -149,13 +161,26 @@ struct Inner {
 }
 
 impl Inner {
-    fn set_storage(&self, storage: Storage) {
+    /// Sets the figures and the message; the last deletion stays.
+    fn set_storage(&self, mut storage: Storage) {
         let mut current = lock(&self.storage);
+        storage.last_deletion = current.last_deletion.clone();
         if *current != storage {
             *current = storage;
             drop(current);
             self.live.bump();
         }
+    }
+
+    /// Says in status what `rule` deleted last.
+    fn deleted_by(&self, rule: &'static str, events: u64, bytes: u64) {
+        lock(&self.storage).last_deletion = Some(Deletion {
+            at_ms: now_ms(),
+            rule,
+            events,
+            bytes,
+        });
+        self.live.bump();
     }
 }
 
@@ -232,7 +257,16 @@ impl Clips {
         let Some(dropped) = dropped else {
             return Ok(false);
         };
-        self.remove_files(&dropped);
+        if dropped.events > 0 {
+            log::info!(
+                "clips: deleted the {} oldest events with their clips and thumbnails ({} bytes): MAX_EVENTS",
+                dropped.events,
+                dropped.bytes
+            );
+            self.inner
+                .deleted_by("MAX_EVENTS", dropped.events, dropped.bytes);
+        }
+        self.remove_files(&dropped.files);
         if bytes > 0 {
             self.send(Order::Check);
         }
@@ -248,12 +282,12 @@ impl Clips {
         }
     }
 
-    /// What clips take of the disk.
     /// The most bytes kept events' files may take (`CLIPS_KEEP_MAX_BYTES`).
     pub fn keep_max_bytes(&self) -> u64 {
         self.inner.settings.keep_max_bytes
     }
 
+    /// What clips take of the disk, and the last deletion.
     pub fn storage(&self) -> Storage {
         lock(&self.inner.storage).clone()
     }

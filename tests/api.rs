@@ -142,6 +142,7 @@ fn status_has_the_spec_fields() {
             "unclaimedBytes",
             "message",
             "clipsBytes",
+            "lastEventsDeletion",
             "clipsBudgetBytes",
             "clipsReserveBytes",
             "keptBytes",
@@ -155,6 +156,11 @@ fn status_has_the_spec_fields() {
     assert_eq!(storage["budgetBytes"], Value::Null);
     assert_eq!(storage["oldestRecordingAt"], Value::Null);
     assert_eq!(storage["lastDeletion"], Value::Null, "nothing deleted yet");
+    assert_eq!(
+        storage["lastEventsDeletion"],
+        Value::Null,
+        "no event deleted yet"
+    );
     assert_eq!(storage["clipsBytes"], 0);
     assert_eq!(storage["clipsBudgetBytes"], 2_u64 << 30);
 }

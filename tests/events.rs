@@ -651,6 +651,14 @@ fn kept_events_outlive_the_cap_and_the_clips_budget_within_their_own() {
     post(&node, 3);
     post(&node, 4);
     assert_eq!(listed(&node, ""), ["04", "03", "01"]);
+    assert_eq!(last_events_deletion(&node), ("MAX_EVENTS".into(), 1, 1000));
+    assert!(
+        node.logs().contains(
+            "deleted the 1 oldest events with their clips and thumbnails (1000 bytes): MAX_EVENTS"
+        ),
+        "{}",
+        node.logs()
+    );
     assert!(
         !dir.path().join("clips/2.mp4").exists(),
         "the unkept event's clip is left"
@@ -684,6 +692,10 @@ fn kept_events_outlive_the_cap_and_the_clips_budget_within_their_own() {
             .contains("clips over their budget")),
         "{}",
         node.logs()
+    );
+    assert_eq!(
+        last_events_deletion(&node),
+        ("CLIPS_MAX_BYTES".into(), 1, 1000)
     );
     let storage = node.get("/api/status").json()["storage"].clone();
     assert_eq!(
@@ -752,4 +764,22 @@ fn events_past_their_days_go_but_kept_ones() {
         "{}",
         node.logs()
     );
+    assert_eq!(
+        last_events_deletion(&node),
+        ("EVENTS_RETAIN_DAYS".into(), 1, 1)
+    );
+}
+
+/// status.storage.lastEventsDeletion's rule, events and bytes.
+fn last_events_deletion(node: &Node) -> (String, u64, u64) {
+    let last = node.get("/api/status").json()["storage"]["lastEventsDeletion"].clone();
+    assert!(
+        last["at"].as_str().is_some_and(|at| at.ends_with('Z')),
+        "{last}"
+    );
+    (
+        last["rule"].as_str().unwrap_or_default().to_owned(),
+        last["events"].as_u64().unwrap_or(u64::MAX),
+        last["bytes"].as_u64().unwrap_or(u64::MAX),
+    )
 }

@@ -35,11 +35,11 @@ const BATCH: usize = 64;
 /// Tombstones unlinked per round, and events measured.
 const GARBAGE_BATCH: usize = 256;
 
-/// The rule that deleted clips, as the log names it.
-fn words(rule: Rule) -> &'static str {
+/// The rule that deleted clips, as the log names it, and its setting.
+fn words(rule: Rule) -> (&'static str, &'static str) {
     match rule {
-        Rule::Budget => "clips over their budget",
-        Rule::Reserve => "free space under the reserve",
+        Rule::Budget => ("clips over their budget", "CLIPS_MAX_BYTES"),
+        Rule::Reserve => ("free space under the reserve", "CLIPS_RESERVE"),
     }
 }
 
@@ -298,16 +298,16 @@ impl Retention {
                 }
             }
         }
+        let (words, setting) = words(rule);
         if events > 0 {
             log::info!(
-                "clips: deleted the {events} oldest events with their clips and thumbnails ({event_bytes} bytes): {}",
-                words(rule)
+                "clips: deleted the {events} oldest events with their clips and thumbnails ({event_bytes} bytes): {words} ({setting})"
             );
+            inner.deleted_by(setting, events as u64, event_bytes);
         }
         if files > 0 {
             log::info!(
-                "clips: deleted the {files} oldest clip files that no event names ({file_bytes} bytes): {}",
-                words(rule)
+                "clips: deleted the {files} oldest clip files that no event names ({file_bytes} bytes): {words} ({setting})"
             );
         }
         if let Some(why) = &refused {
@@ -335,6 +335,7 @@ impl Retention {
             ),
             disk: space.filter(|_| own_disk),
             message,
+            last_deletion: None,
         });
     }
 }
@@ -421,6 +422,7 @@ fn expire(inner: &Inner) {
         log::info!(
             "clips: deleted the {count} events older than {days} days with their clips and thumbnails ({bytes} bytes): EVENTS_RETAIN_DAYS"
         );
+        inner.deleted_by("EVENTS_RETAIN_DAYS", count, bytes);
     }
 }
 

@@ -95,7 +95,7 @@ impl Store {
         };
         self.written();
         let tx = self.conn.transaction()?;
-        let (clips, clip_bytes) = tombstone_events_where(&tx, "camera_id = ?1", [id.to_string()])?;
+        let events = tombstone_events_where(&tx, "camera_id = ?1", [id.to_string()])?;
         tombstone_where(&tx, "camera_id = ?1", [id.to_string()])?;
         // Its folder is emptied too, of files no row names (one being written).
         tx.execute(
@@ -109,8 +109,8 @@ impl Store {
         )?;
         tx.commit()?;
         self.segments_gone(id);
-        self.event_bytes_changed(0, clip_bytes);
-        Ok(Some((camera, clips)))
+        self.event_bytes_changed(0, events.bytes);
+        Ok(Some((camera, events.files)))
     }
 
     /// Records what was seen of the camera's ONVIF device, if the camera is

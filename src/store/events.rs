@@ -66,12 +66,7 @@ impl Store {
     /// the oldest events not kept past the `cap` newest into tombstones;
     /// returns their files (clips and thumbnails) to unlink. Kept events do
     /// not count: their bytes have a budget of their own.
-    pub fn insert_event(
-        &mut self,
-        event: &Event,
-        clip_bytes: u64,
-        cap: u64,
-    ) -> Result<Vec<String>> {
+    pub fn insert_event(&mut self, event: &Event, clip_bytes: u64, cap: u64) -> Result<Dropped> {
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO event (id, camera_id, kind, score, started_at_ms, ended_at_ms, clip_status,
@@ -102,14 +97,14 @@ impl Store {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;
-        let mut dropped = (Vec::new(), 0);
+        let mut dropped = Dropped::default();
         if let Some((at, rowid)) = cutoff {
             let older = "keep = 0 AND (started_at_ms < ?1 OR (started_at_ms = ?1 AND rowid <= ?2))";
             dropped = tombstone_events_where(&tx, older, params![at, rowid])?;
         }
         tx.commit()?;
-        self.event_bytes_changed(clip_bytes, dropped.1);
-        Ok(dropped.0)
+        self.event_bytes_changed(clip_bytes, dropped.bytes);
+        Ok(dropped)
     }
 
     /// An event in progress as it stands now (its kind, score, latest
@@ -445,9 +440,9 @@ impl Store {
         let tx = self.conn.transaction()?;
         let (mut files, mut freed) = (Vec::new(), 0);
         for id in ids {
-            let (gone, bytes) = tombstone_events_where(&tx, UNKEPT_ID, [id.to_string()])?;
-            files.extend(gone);
-            freed += bytes;
+            let dropped = tombstone_events_where(&tx, UNKEPT_ID, [id.to_string()])?;
+            files.extend(dropped.files);
+            freed += dropped.bytes;
         }
         tx.commit()?;
         self.event_bytes_changed(0, freed);
@@ -458,12 +453,10 @@ impl Store {
     /// their files into tombstones; returns how many, and their bytes.
     pub fn tombstone_events_before(&mut self, before_ms: i64) -> Result<(u64, u64)> {
         let tx = self.conn.transaction()?;
-        let (_, bytes) =
-            tombstone_events_where(&tx, "keep = 0 AND started_at_ms < ?1", [before_ms])?;
-        let count = tx.changes();
+        let dropped = tombstone_events_where(&tx, "keep = 0 AND started_at_ms < ?1", [before_ms])?;
         tx.commit()?;
-        self.event_bytes_changed(0, bytes);
-        Ok((count, bytes))
+        self.event_bytes_changed(0, dropped.bytes);
+        Ok((dropped.events, dropped.bytes))
     }
 
     /// The files (clips and thumbnails) of events not kept.
@@ -582,11 +575,19 @@ fn clip_paths(
 /// Deletes the events matching `filter`, their files moved to the
 /// tombstones; returns those files and their bytes. The caller adjusts the
 /// count of bytes once the transaction commits.
+/// Events tombstoned together: their files, to unlink, and their bytes.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Dropped {
+    pub files: Vec<String>,
+    pub events: u64,
+    pub bytes: u64,
+}
+
 pub(super) fn tombstone_events_where(
     tx: &Transaction,
     filter: &str,
     params: impl rusqlite::Params + Clone,
-) -> Result<(Vec<String>, u64)> {
+) -> Result<Dropped> {
     let bytes: i64 = tx.query_row(
         &format!(
             "SELECT COALESCE(SUM(COALESCE(clip_bytes, 0) + COALESCE(thumbnail_bytes, 0)), 0)
@@ -602,8 +603,12 @@ pub(super) fn tombstone_events_where(
             [file],
         )?;
     }
-    tx.execute(&format!("DELETE FROM event WHERE {filter}"), params)?;
-    Ok((files, bytes.max(0) as u64))
+    let events = tx.execute(&format!("DELETE FROM event WHERE {filter}"), params)?;
+    Ok(Dropped {
+        files,
+        events: events as u64,
+        bytes: bytes.max(0) as u64,
+    })
 }
 
 #[cfg(test)]
@@ -650,7 +655,14 @@ mod tests {
         assert_eq!(got, vec![9000, 7000, 5000]);
         // The fifth insert dropped the oldest (1000) with its clip; this one drops 3000.
         let dropped = store.insert_event(&event(cam, 8000, None), 0, 4).unwrap();
-        assert_eq!(dropped, vec!["clips/3.mp4".to_owned()]);
+        assert_eq!(
+            dropped,
+            Dropped {
+                files: vec!["clips/3.mp4".to_owned()],
+                events: 1,
+                bytes: 10
+            }
+        );
         assert_eq!(
             store.event_bytes().unwrap(),
             30,

@@ -66,6 +66,9 @@ struct StorageView {
     /// until one since the node started.
     last_deletion: Option<DeletionView>,
     clips_bytes: u64,
+    /// The last deletion of events and the rule that made it; null until
+    /// one since the node started.
+    last_events_deletion: Option<EventsDeletionView>,
     clips_budget_bytes: u64,
     clips_reserve_bytes: u64,
     /// The kept events' files, apart from `clipsBytes` (the others', which
@@ -88,6 +91,17 @@ struct DeletionView {
     rule: &'static str,
     camera_id: Option<String>,
     segments: u64,
+    bytes: u64,
+}
+
+/// Events deleted at once, with their clips and thumbnails: `rule` is
+/// `MAX_EVENTS`, `CLIPS_MAX_BYTES`, `CLIPS_RESERVE` or `EVENTS_RETAIN_DAYS`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventsDeletionView {
+    at: String,
+    rule: &'static str,
+    events: u64,
     bytes: u64,
 }
 
@@ -174,6 +188,12 @@ fn serialize(app: &App) -> Result<Vec<u8>, Error> {
                     bytes: d.bytes,
                 }),
                 clips_bytes: clips.used_bytes,
+                last_events_deletion: clips.last_deletion.map(|d| EventsDeletionView {
+                    at: format_timestamp(d.at_ms),
+                    rule: d.rule,
+                    events: d.events,
+                    bytes: d.bytes,
+                }),
                 clips_budget_bytes: clips.budget_bytes,
                 clips_reserve_bytes: clips.reserve_bytes,
                 kept_bytes: tallies.kept_bytes,
