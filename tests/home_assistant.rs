@@ -4,8 +4,9 @@
 //! test's mosquitto. What it makes of the node's discovery (devices and
 //! entities, read back by `entities.py` through its websocket API), a switch
 //! turned from Home Assistant, motion, the event entity, the last event's
-//! image, which Home Assistant fetches from the node by NODE_URL, and the
-//! sensors of the kinds of event (person, …), which go with classify.
+//! image, which Home Assistant fetches from the node by NODE_URL, the
+//! sensors of the kinds of event (person, …), which go with classify, and
+//! the count of events not reviewed, as events come and are marked.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,8 @@ use std::time::Duration;
 use crate::common;
 use crate::common::mosquitto::Broker;
 use crate::common::{
-    Camera, Node, Response, TempDir, closed_port, drain_into, free_port, http, password, wait_for,
+    Camera, Node, Response, TempDir, closed_port, drain_into, free_port, http, iso, now_ms,
+    password, wait_for,
 };
 use serde_json::{Value, json};
 
@@ -177,31 +179,49 @@ fn device<'a>(entities: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no device {name}: {entities:#}"))
 }
 
+/// A node with MQTT on `broker`, no relay, and `extra` settings; its NODE_URL.
+fn node_for(broker: &Broker, data: &TempDir, extra: &[(&str, &str)]) -> (Node, String) {
+    let port = free_port().to_string();
+    let node_url = format!("http://localhost:{port}");
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    let mqtt_url = format!("mqtt://127.0.0.1:{}", broker.port);
+    let mut settings = vec![
+        ("PORT", port.as_str()),
+        ("NODE_URL", &node_url),
+        ("MQTT_URL", &mqtt_url),
+        ("MQTT_USER", "nvr"),
+        ("MQTT_PASSWORD", &broker.password),
+    ];
+    settings.extend_from_slice(extra);
+    let node = Node::start(data.path(), &relay, &settings);
+    (node, node_url)
+}
+
+/// Posts an event of `camera` that started `ago_s` seconds ago; its id.
+fn post_event(node: &Node, camera: &str, ago_s: i64) -> String {
+    let at = iso(now_ms() - ago_s * 1000);
+    let body = json!({ "cameraId": camera, "kind": "person", "score": 0.9, "startedAt": at, "endedAt": at });
+    let response = node.post_json("/api/events", &body.to_string());
+    assert_eq!(response.status, 201, "{response}");
+    response.json()["id"].as_str().unwrap().to_owned()
+}
+
 #[test]
 fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
     let dir = TempDir::new("ha-broker");
     let broker = Broker::start(dir.path(), "nvr", &password("mqtt"));
     let camera = Camera::start();
     let data = TempDir::new("ha-node");
-    let port = free_port().to_string();
-    let node_url = format!("http://localhost:{port}");
-    let relay = format!("http://127.0.0.1:{}", closed_port());
     let recordings = data.path().join("recordings").display().to_string();
-    let mqtt_url = format!("mqtt://127.0.0.1:{}", broker.port);
     let classifier = common::classifier::real();
-    let node = Node::start(
-        data.path(),
-        &relay,
+    let (node, node_url) = node_for(
+        &broker,
+        &data,
         &[
             (classifier[0].0, &classifier[0].1),
             (classifier[1].0, &classifier[1].1),
-            ("PORT", &port),
-            ("NODE_URL", &node_url),
             ("RECORDINGS_DIR", &recordings),
             ("RECORDINGS_RESERVE", "0"),
-            ("MQTT_URL", &mqtt_url),
-            ("MQTT_USER", "nvr"),
-            ("MQTT_PASSWORD", &broker.password),
         ],
     );
     let created = node.add_camera(json!({
@@ -214,12 +234,12 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
     // Discovered, then available (the node's availability topic) with their states.
     let all_there = wait_for(Duration::from_secs(60), || {
         let entities = ha.entities()["entities"].as_array().unwrap().clone();
-        entities.len() == 13 && entities.iter().all(|e| e["state"] != "unavailable")
+        entities.len() == 14 && entities.iter().all(|e| e["state"] != "unavailable")
     });
     let entities = ha.entities();
     assert!(
         all_there,
-        "not the 13 entities: {entities:#}\n{}",
+        "not the 14 entities: {entities:#}\n{}",
         ha.output()
     );
     eprintln!("Home Assistant shows: {entities:#}");
@@ -411,5 +431,84 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
             == 1),
         "the deleted camera's device is still there: {:#}",
         ha.entities()
+    );
+}
+
+#[test]
+fn home_assistant_counts_each_cameras_events_not_reviewed() {
+    let dir = TempDir::new("ha-review-broker");
+    let broker = Broker::start(dir.path(), "nvr", &password("mqtt"));
+    let data = TempDir::new("ha-review-node");
+    let (node, _) = node_for(&broker, &data, &[]);
+    // No stream needed: the count is the events', whatever the camera does.
+    let url = format!("rtsp://127.0.0.1:{}/x", closed_port());
+    let porch = node
+        .add_camera(json!({ "name": "Porch", "rtspUrl": url, "record": false, "detect": false }));
+    let porch = porch["id"].as_str().unwrap().to_owned();
+    let first = post_event(&node, &porch, 300);
+    post_event(&node, &porch, 200);
+    // What the node itself says, that Home Assistant must show.
+    let node_count = || node.get("/api/status").json()["cameras"][0]["unreviewedEvents"].clone();
+    assert_eq!(node_count(), 2);
+
+    let ha = HomeAssistant::start(&broker);
+    let sensor = "sensor.porch_unreviewed_events";
+    ha.expect_state(
+        sensor,
+        "2",
+        Duration::from_secs(60),
+        "the sensor never showed the node's 2 events not reviewed",
+    );
+    let entities = ha.entities();
+    let count = entity(&entities, "unreviewed_events");
+    assert_eq!(count["entity_id"], sensor);
+    assert_eq!(count["name"], "Porch Events not reviewed");
+    assert_eq!(count["device"], "Porch");
+    assert_eq!(count["attributes"]["state_class"], "measurement");
+    assert_eq!(count["attributes"]["icon"], "mdi:bell-badge-outline");
+
+    // A new event counts at once; marking them, through the node's API, counts down.
+    let newest = post_event(&node, &porch, 100);
+    ha.expect_state(
+        sensor,
+        "3",
+        Duration::from_secs(10),
+        "a new event was not counted",
+    );
+    assert_eq!(node_count(), 3);
+    let response = node.patch_json(&format!("/api/events/{first}"), r#"{"reviewed": true}"#);
+    assert_eq!(response.status, 200, "{response}");
+    ha.expect_state(
+        sensor,
+        "2",
+        Duration::from_secs(10),
+        "the event marked reviewed still counts",
+    );
+    assert_eq!(node_count(), 2);
+    let body = json!({ "before": iso(now_ms()), "cameraId": porch });
+    let response = node.post_json("/api/events/reviewed", &body.to_string());
+    assert_eq!(response.status, 200, "{response}");
+    assert_eq!(response.json()["marked"], 2);
+    ha.expect_state(
+        sensor,
+        "0",
+        Duration::from_secs(10),
+        "the events marked reviewed still count",
+    );
+    assert_eq!(node_count(), 0);
+    // Marked not reviewed again: it counts again.
+    let response = node.patch_json(&format!("/api/events/{newest}"), r#"{"reviewed": false}"#);
+    assert_eq!(response.status, 200, "{response}");
+    ha.expect_state(
+        sensor,
+        "1",
+        Duration::from_secs(10),
+        "the event marked not reviewed does not count",
+    );
+
+    let complaints = ha.mqtt_complaints();
+    assert!(
+        complaints.is_empty(),
+        "Home Assistant complained: {complaints:#?}"
     );
 }

@@ -176,7 +176,10 @@ impl Link {
     /// Builds the retained messages again if what they show changed, and
     /// publishes the difference through `session` (None: only builds).
     fn refresh(&mut self, session: Option<&Session>) {
-        let Ok(cameras) = self.app.db(|s| s.cameras()) else {
+        // Both kept by the store until written: SQLite is asked again only
+        // after a change (the tallies after an event was added, marked or
+        // deleted), at most once a tick however many came.
+        let Ok((cameras, tallies)) = self.app.db(|s| Ok((s.cameras()?, s.event_tallies()?))) else {
             return;
         };
         let storage = match &self.storage {
@@ -227,6 +230,7 @@ impl Link {
                         _ => Vec::new(),
                     },
                     snapshot: self.snapshots.get(&c.id).copied(),
+                    unreviewed: tallies.unreviewed.get(&c.id).copied().unwrap_or(0),
                 }
             })
             .collect();

@@ -43,6 +43,8 @@ pub struct CameraState {
     pub seen: Vec<Kind>,
     /// The newest event with a thumbnail.
     pub snapshot: Option<Uuid>,
+    /// Its events not reviewed.
+    pub unreviewed: u64,
 }
 
 /// What Home Assistant is shown of the node itself.
@@ -273,6 +275,16 @@ fn camera_messages(names: &Names, camera: &CameraState) -> Retained {
             json!({"name": "Last event", "url_topic": topic("snapshot")}),
         ),
         (
+            "sensor",
+            "unreviewed_events",
+            json!({
+                "name": "Events not reviewed",
+                "state_topic": topic("unreviewed_events"),
+                "icon": "mdi:bell-badge-outline",
+                "state_class": "measurement",
+            }),
+        ),
+        (
             "event",
             "event",
             json!({
@@ -320,6 +332,10 @@ fn camera_messages(names: &Names, camera: &CameraState) -> Retained {
         let on = camera.seen.contains(kind);
         out.insert(topic(kind.name()), on_off(on).to_vec());
     }
+    out.insert(
+        topic("unreviewed_events"),
+        camera.unreviewed.to_string().into_bytes(),
+    );
     if let Some(event) = camera.snapshot {
         out.insert(topic("snapshot"), thumbnail_url(names, event).into_bytes());
     }
@@ -509,6 +525,7 @@ mod tests {
         // Classifying into two kinds, a person seen.
         yard.kinds = vec![Kind::Person, Kind::Animal];
         yard.seen = vec![Kind::Person];
+        yard.unreviewed = 12;
         let cameras = [camera("Front door"), yard];
         let node = NodeState {
             relay_healthy: true,
@@ -522,7 +539,7 @@ mod tests {
             .filter(|(t, _)| t.starts_with("homeassistant/"))
             .map(|(t, p)| (t, serde_json::from_slice(p).unwrap()))
             .collect();
-        assert_eq!(configs.len(), 3 + 6 * cameras.len() + 4 + 2);
+        assert_eq!(configs.len(), 3 + 7 * cameras.len() + 4 + 2);
         let mut unique_ids: Vec<&str> = configs
             .iter()
             .map(|(_, c)| c["unique_id"].as_str().unwrap())
@@ -591,6 +608,21 @@ mod tests {
         assert_eq!(sensor["name"], "Person", "shown as Yard Person");
         assert_eq!(sensor["device_class"], "occupancy");
         assert_eq!(sensor["state_topic"], format!("nvr/n1/{yard}/person"));
+        // The count not reviewed: a plain number, none at first.
+        assert_eq!(all[&format!("nvr/n1/{front}/unreviewed_events")], b"0");
+        assert_eq!(all[&format!("nvr/n1/{yard}/unreviewed_events")], b"12");
+        let count: Value = serde_json::from_slice(
+            &all[&format!("homeassistant/sensor/n1_{yard}/unreviewed_events/config")],
+        )
+        .unwrap();
+        assert_eq!(count["name"], "Events not reviewed");
+        assert_eq!(
+            count["state_topic"],
+            format!("nvr/n1/{yard}/unreviewed_events")
+        );
+        assert_eq!(count["state_class"], "measurement");
+        assert_eq!(count["icon"], "mdi:bell-badge-outline");
+        assert_eq!(count["object_id"], "Yard_unreviewed_events");
         let event: Value =
             serde_json::from_slice(&all[&format!("homeassistant/event/n1_{yard}/event/config")])
                 .unwrap();

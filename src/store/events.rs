@@ -1001,7 +1001,11 @@ mod tests {
             store.insert_event(e, 10, 100).unwrap();
         }
         store.mark_event(kept.id, None, Some(true), 100).unwrap();
+        let unreviewed = |store: &Store| store.event_tallies().unwrap().unreviewed[&cam];
+        assert_eq!(unreviewed(&store), 3);
         assert_eq!(store.tombstone_events_before(2_000).unwrap(), (1, 10));
+        // Counted again, not the count kept from before (Home Assistant's sensor shows it).
+        assert_eq!(unreviewed(&store), 2);
         let left: Vec<i64> = store
             .recent_events(10)
             .unwrap()
