@@ -237,10 +237,14 @@ async function eventsBetween(id, from, to) {
   return found;
 }
 
-/** Whether camera `id`'s events of `from`..`to` were fetched (while following, the store brings those after). */
+/**
+ * Whether camera `id`'s events of `from`..`to` were fetched: while following, the store's newest
+ * bring those after, as long as they reach back to the fetch (all cameras' 50 newest may not).
+ */
 function fetched(id, from, to) {
   const had = marks.get(id);
-  return had && had.from <= from && (to <= had.to || (had.live && following));
+  const reach = newest.length < EVENTS_PAGE ? -Infinity : Date.parse(newest[newest.length - 1].startedAt);
+  return had && had.from <= from && (to <= had.to || (had.live && following && reach <= had.to));
 }
 
 /** Fetches the events of the window shown for each camera shown that lacks them, until the window stops moving. */
