@@ -15,7 +15,9 @@
 //     newest; "‹ Event" and "Event ›" step between the cameras' events,
 //     playing each camera in turn;
 //  5. at 390x844 with touch, the blocks are still where the spans are and a
-//     tap on the first row plays the first camera from there.
+//     tap on the first row plays the first camera from there;
+//  6. choosing the second camera alone shows its row (unnamed) and its
+//     stretch, and lets go of the first camera's video.
 //
 // Usage:
 //   node tests/e2e/stacked.mjs --url <node URL> --cameras <id>,<id> --start <ms> [--timeout-ms N]
@@ -239,6 +241,19 @@ async function run() {
     const b = document.querySelector(`#rec-blocks .tl-row[data-key="${id}"]`).getBoundingClientRect();
     return r.width > 0 && (r.top + r.bottom) / 2 > b.top && (r.top + r.bottom) / 2 < b.bottom;
   }, first, WAIT);
+
+  step = 'back to one camera';
+  await page.selectOption('#rec-camera', second);
+  await page.waitForFunction((id) => {
+    const rows = document.querySelectorAll('#rec-blocks .tl-row');
+    return rows.length === 1 && rows[0].dataset.key === id && document.querySelectorAll('#rec-list .rec-span').length === 1;
+  }, second, WAIT);
+  const single = await page.evaluate(() => [document.getElementById('rec-title').textContent, document.getElementById('rec-video').getAttribute('src'),
+    getComputedStyle(document.querySelector('#rec-blocks .tl-name')).display]);
+  const yardName = names.find(([id]) => id === second)[1];
+  if (single[0] !== `Recordings · ${yardName}` || single[1] !== null || single[2] !== 'none') {
+    throw new Error(`one camera chosen while another played: title, video and row name ${JSON.stringify(single)}`);
+  }
 
   return { spanOffPx: off, phoneSpanOffPx: phone.off, markOffPx: markOff, playheadPx: [Math.round(head0.x), Math.round(head1.x)], trackPx: [Math.round(rows.track.width), Math.round(phone.d.track.width)] };
 }
