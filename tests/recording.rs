@@ -443,6 +443,62 @@ fn the_timeline_zooms_from_7_days_to_1_minute_plays_from_a_click_and_steps_throu
 }
 
 #[test]
+fn the_stacked_timeline_shows_each_cameras_spans_plays_the_row_clicked_and_marks_events_past_the_newest_50()
+ {
+    let data = TempDir::new("stacked");
+    let recordings = data.path().join("recordings");
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    let ids: Vec<String> = ["Porch", "Yard"]
+        .iter()
+        .map(|name| {
+            let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
+            let created =
+                node.add_camera(json!({ "name": name, "rtspUrl": url, "enabled": false }));
+            created["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    drop(node);
+    // 30 s of each, two days ago, the second's a minute after the first's; indexed at the next start.
+    let scratch = TempDir::new("stacked-scratch");
+    let start = (now_ms() - 2 * 86_400_000) / 1000 * 1000;
+    write_segments(&recordings, &ids[0], start, 3, scratch.path());
+    write_segments(&recordings, &ids[1], start + 60_000, 3, scratch.path());
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    assert!(wait_for(Duration::from_secs(20), || segment_rows(
+        data.path()
+    )
+    .len()
+        == 6));
+    // The first camera's 10 events in its span (at 1, 3, ... 19 s) are older than its 50
+    // of the last 17 hours, so not in the events list's first page; the second's one at 65 s.
+    let hour = 3_600_000;
+    let events = (0..10)
+        .map(|i| (0, start + 1000 + i * 2000))
+        .chain([(1, start + 65_000)])
+        .chain((1..=50).map(|i| (0, now_ms() - i * hour / 3)));
+    for (camera, at) in events {
+        let body = json!({ "cameraId": ids[camera], "kind": "motion", "score": 0.8,
+            "startedAt": iso(at), "endedAt": iso(at + 1000) });
+        let response = node.post_json("/api/events", &body.to_string());
+        assert_eq!(response.status, 201, "{response}");
+    }
+    let verdict = browser_script(
+        "stacked.mjs",
+        &[
+            "--url",
+            &node.url(),
+            "--cameras",
+            &ids.join(","),
+            "--start",
+            &start.to_string(),
+        ],
+    );
+    let report = verdict["output"].as_str().unwrap().to_owned();
+    assert_eq!(verdict["ok"], true, "{report}");
+    eprintln!("{verdict}");
+}
+
+#[test]
 fn a_killed_recorder_comes_back_and_record_off_stops_it() {
     let camera = Camera::start();
     // G.711 audio: no browser plays it from MP4, so only the video is kept.

@@ -1,10 +1,13 @@
-// The recordings view of one camera, in a dialog: a window of 7 days to 1
-// minute (24 h at first, ending now) on a timeline (timeline.js), zoomed,
+// The recordings view of one camera, or of all cameras stacked, in a
+// dialog: a window of 7 days to 1 minute (24 h at first, ending now) on a
+// timeline (timeline.js) with the events of the window as markers, zoomed,
 // panned and moved by a day, and as a list of recorded stretches, a <video> that plays the
 // node's recording.mp4 from the moment chosen and on into what follows, at
 // 1×, 2×, 4× or 8×, steps to the previous and next event, and a download of
 // the window shown (an hour at most, as the node serves). The spans are asked for again every 10 s, so
-// a recording that is still going grows on the timeline.
+// a recording that is still going grows on the timeline. The events shown
+// are the page's newest (kept current by the store) and those of the window,
+// paged back from its end once per camera and window.
 
 import { $, setText, setAttr, show, toggleClass, syncChildren } from './dom.js';
 import { api, serverNow } from './api.js';
@@ -26,10 +29,19 @@ const LATEST_MS = 60000; // a moment after every span plays the latest minute
 const FOLLOW_MS = 60000; // a clip that ended this near now waits for the recording to grow
 const SLIVER_MS = 1000; // less than this left of a span is not worth another clip
 const STEP_GAP_MS = 1500; // the playhead this near an event is at it (the clip starts at the key frame before)
+const EVENTS_PAGE = 50; // GET /api/events answers this many at most
+// Pages of events asked for a camera's window: 1,000 markers is already one a
+// pixel on a laptop's track, and 20 requests a move is as much as a board
+// should serve one viewer; a busier window shows its newest 1,000.
+const EVENTS_PAGES = 20;
 
-let camera = null;
-let allEvents = [];
-let spans = []; // {start, end} in ms, oldest first
+let camera = null; // the one shown, or (all shown) the one playing or last opened
+let stacked = false; // all cameras shown, one row each
+let cameras = new Map(); // id → Camera, the store's
+let newest = []; // the newest events, the store's
+let marks = new Map(); // camera id → {from, to, live, events}: its events fetched for a window (live: and on to now)
+let fetching = false; // a window's events are being fetched
+let spansBy = new Map(); // camera id → its spans, {start, end} in ms, oldest first
 let windowEnd = 0; // the end of the window shown
 let following = true; // the window ends at the node's "now", which moves on
 let zoom = FIRST_ZOOM; // index in ZOOMS
@@ -46,16 +58,26 @@ let refreshTimer = null;
 const video = () => $('rec-video');
 const iso = (ms) => new Date(ms).toISOString();
 const message = stageMessage('rec');
-const recordingUrl = (start, end) => `/api/cameras/${camera.id}/recording.mp4?${new URLSearchParams({ start: iso(start), end: iso(end) })}`;
-/** The camera's events' starts (of the 50 newest the page has), oldest first. */
-const eventStarts = () => allEvents.filter((e) => e.cameraId === camera.id).map((e) => Date.parse(e.startedAt)).sort((a, b) => a - b);
+const recordingUrl = (id, start, end) => `/api/cameras/${id}/recording.mp4?${new URLSearchParams({ start: iso(start), end: iso(end) })}`;
+/** The cameras shown, in the node's order. */
+const shown = () => (stacked ? [...cameras.values()] : [camera]);
+const spansOf = (id) => spansBy.get(id) || [];
+/** The events the page has of camera `id`: the newest and its window's, each once (the newest's copy is the fresher). */
+function eventsOf(id) {
+  const byId = new Map((marks.get(id)?.events || []).map((e) => [e.id, e]));
+  for (const e of newest) if (e.cameraId === id) byId.set(e.id, e);
+  return [...byId.values()];
+}
+/** The shown cameras' event starts, oldest first: [{start, id}]. */
+const eventStarts = () => shown().flatMap((c) => eventsOf(c.id).map((e) => ({ start: Date.parse(e.startedAt), id: c.id })))
+  .sort((a, b) => a.start - b.start);
 /** Where the playhead is, or null without a clip. */
 const playhead = () => (clip ? clip.start + video().currentTime * 1000 : null);
-/** The event start before (`dir` -1) or after (1) the playhead, else the window's end or start; undefined when none. */
+/** The event before (`dir` -1) or after (1) the playhead, else the window's end or start; undefined when none. */
 function eventStep(dir) {
   const t = playhead() ?? (dir < 0 ? windowEnd : windowEnd - ZOOMS[zoom][0]);
   const starts = eventStarts();
-  return dir < 0 ? starts.reverse().find((s) => s < t - STEP_GAP_MS) : starts.find((s) => s > t + STEP_GAP_MS);
+  return dir < 0 ? starts.reverse().find((s) => s.start < t - STEP_GAP_MS) : starts.find((s) => s.start > t + STEP_GAP_MS);
 }
 
 function drawEventSteps() {
@@ -65,7 +87,7 @@ function drawEventSteps() {
 
 /** Plays from the previous or next event's start, the window moved to it (centred) when it is off screen. */
 async function stepEvent(dir) {
-  const start = eventStep(dir);
+  const { start, id } = eventStep(dir) || {};
   if (start === undefined) return;
   const length = ZOOMS[zoom][0];
   if (start < windowEnd - length || start > windowEnd) {
@@ -74,23 +96,24 @@ async function stepEvent(dir) {
     await refresh();
     if (mine !== opened) return;
   }
-  play(stretchAt(start));
+  play(stretchAt(start, spansOf(id)), id);
 }
 
-/** The download of the window shown, or why there is none. */
+/** The download of the window shown (all shown: of the camera playing), or why there is none. */
 function drawDownload(from, to) {
   const link = $('rec-download');
   const length = to - from;
   let why = '';
   if (length > CLIP_MS) why = 'Zoom in to an hour or less to download';
-  else if (!spans.some((s) => s.end > from && s.start < to)) why = 'Nothing recorded on screen to download';
-  setAttr(link, 'href', why ? null : recordingUrl(from, to));
+  else if (stacked && !clip) why = 'Play a camera to download its stretch on screen';
+  else if (!spansOf(camera.id).some((s) => s.end > from && s.start < to)) why = 'Nothing recorded on screen to download';
+  setAttr(link, 'href', why ? null : recordingUrl(camera.id, from, to));
   setAttr(link, 'aria-disabled', why ? 'true' : null);
-  setText($('rec-download-word'), why || `Download ${clockRange(from, to, length < 2 * MINUTE_MS)}`);
+  setText($('rec-download-word'), why || `Download ${stacked ? `${nameOf(camera)} ` : ''}${clockRange(from, to, length < 2 * MINUTE_MS)}`);
 }
 
-/** What a moment `t` plays: from `t` (in a gap, from the next span's start) for up to an hour within its span; past every span, the latest minute. */
-function stretchAt(t) {
+/** What a moment `t` of `spans` plays: from `t` (in a gap, from the next span's start) for up to an hour within its span; past every span, the latest minute. */
+function stretchAt(t, spans) {
   const span = spans.find((s) => s.end > t);
   if (!span) {
     const last = spans[spans.length - 1];
@@ -100,8 +123,8 @@ function stretchAt(t) {
   return { start, end: Math.min(span.end, start + CLIP_MS) };
 }
 
-/** What follows a clip that ended at `t`: the rest of its span, else the next span; null when nothing does (yet). */
-function stretchAfter(t) {
+/** What follows in `spans` a clip that ended at `t`: the rest of its span, else the next span; null when nothing does (yet). */
+function stretchAfter(t, spans) {
   const span = spans.find((s) => s.end > t + SLIVER_MS);
   if (!span) return null;
   const start = Math.max(span.start, t);
@@ -115,16 +138,17 @@ function whyNothing() {
   return 'A recording shows here some 10 s after it starts.';
 }
 
+/** The camera's stretches, newest first (none listed when all are shown: the rows are the list). */
 function drawList() {
-  const newest = [...spans].reverse();
-  show($('rec-stretches'), newest.length > 0);
-  syncChildren($('rec-list'), newest, (s) => s.start, () => {
+  const latest = stacked ? [] : [...spansOf(camera.id)].reverse();
+  show($('rec-stretches'), latest.length > 0);
+  syncChildren($('rec-list'), latest, (s) => s.start, () => {
     const item = document.createElement('li');
     const button = document.createElement('button');
     button.type = 'button';
     button.className = 'rec-span';
     // The item's key is its span's start, which stays while the span grows.
-    button.addEventListener('click', () => play(stretchAt(Number(item.dataset.key))));
+    button.addEventListener('click', () => play(stretchAt(Number(item.dataset.key), spansOf(camera.id)), camera.id));
     item.append(button);
     return item;
   }, (item, span) => {
@@ -137,19 +161,42 @@ function drawList() {
   });
 }
 
+const nameOf = (c) => c.name || 'Unnamed camera';
+
+/** The choice of camera: each one, and all of them. */
+function drawChoice() {
+  const select = $('rec-camera');
+  const options = [...[...cameras.values()].map((c) => [c.id, nameOf(c)]), ['', 'All cameras']];
+  syncChildren(select, options, ([id]) => id, () => document.createElement('option'), (option, [id, name]) => {
+    option.value = id;
+    setText(option, name);
+  });
+  const value = stacked ? '' : camera.id;
+  if (select.value !== value) select.value = value;
+}
+
 function render() {
   if (!camera) return;
-  setText($('rec-title'), `Recordings · ${camera.name || 'Unnamed camera'}`);
+  drawChoice();
+  setText($('rec-title'), `Recordings · ${stacked ? 'All cameras' : nameOf(camera)}`);
+  show($('rec-state'), !stacked);
   const { text, tone } = recorderState(camera.recording);
   setText($('rec-state').querySelector('.rec-word'), text);
   for (const t of ['rec', 'bad', 'off']) toggleClass($('rec-state'), t, t === tone);
   const [length, words] = ZOOMS[zoom];
   const from = windowEnd - length;
-  const events = allEvents.filter((e) => {
-    const t = Date.parse(e.startedAt);
-    return e.cameraId === camera.id && t >= from && t <= windowEnd;
-  });
-  drawTimeline(from, windowEnd, spans, events, following);
+  const rows = shown().map((c) => ({
+    id: c.id,
+    name: nameOf(c),
+    spans: spansOf(c.id),
+    events: eventsOf(c.id).filter((e) => {
+      const t = Date.parse(e.startedAt);
+      return t >= from && t <= windowEnd;
+    }),
+  }));
+  drawTimeline(from, windowEnd, rows, following, stacked);
+  setPlayhead(playhead(), clip?.id);
+  const spans = rows.flatMap((r) => r.spans);
   // A window of another day names it; clockRange names the days only when its ends' differ.
   const today = new Date(serverNow()).toDateString() === new Date(from).toDateString();
   const range = clockRange(from, windowEnd, length < 10 * MINUTE_MS);
@@ -167,13 +214,60 @@ function render() {
   if (failure) message(failure.title, failure.text);
   else if (problem && !listed) message('Could not load the recordings', `${sentence(problem)}. Trying again…`);
   else if (!listed) message('Loading the recordings…', '', true);
-  else if (spans.length === 0) message(following ? `Nothing recorded in the last ${words}` : 'Nothing recorded here', whyNothing());
-  else message('Choose a moment to play', 'Click or tap the timeline, or pick a recorded stretch below it.');
+  else if (spans.length === 0) message(following ? `Nothing recorded in the last ${words}` : 'Nothing recorded here', stacked ? '' : whyNothing());
+  else message('Choose a moment to play', stacked ? 'Click or tap a camera’s row on the timeline.' : 'Click or tap the timeline, or pick a recorded stretch below it.');
 }
 
 function schedule() {
   clearTimeout(refreshTimer);
   refreshTimer = setTimeout(() => (document.hidden ? schedule() : refresh()), REFRESH_MS);
+}
+
+/** Camera `id`'s events started in `from`..`to`, paged back from `to` (at most EVENTS_PAGES pages). */
+async function eventsBetween(id, from, to) {
+  const found = [];
+  let before = to;
+  for (let page = 0; page < EVENTS_PAGES && before >= from; page += 1) {
+    const query = new URLSearchParams({ cameraId: id, before: iso(before) });
+    const list = await api('GET', `/api/events?${query}`, undefined, { timeoutMs: 8000 });
+    found.push(...list.filter((e) => Date.parse(e.startedAt) >= from));
+    if (list.length < EVENTS_PAGE) break;
+    before = Date.parse(list[list.length - 1].startedAt);
+  }
+  return found;
+}
+
+/**
+ * Whether camera `id`'s events of `from`..`to` were fetched: while following, the store's newest
+ * bring those after, as long as they reach back to the fetch (all cameras' 50 newest may not).
+ */
+function fetched(id, from, to) {
+  const had = marks.get(id);
+  const reach = newest.length < EVENTS_PAGE ? -Infinity : Date.parse(newest[newest.length - 1].startedAt);
+  return had && had.from <= from && (to <= had.to || (had.live && following && reach <= had.to));
+}
+
+/** Fetches the events of the window shown for each camera shown that lacks them, until the window stops moving. */
+async function fetchMarks() {
+  if (fetching) return;
+  fetching = true;
+  try {
+    for (;;) {
+      const mine = opened;
+      const [to, live] = [windowEnd, following];
+      const from = to - ZOOMS[zoom][0];
+      const todo = shown().find((c) => !fetched(c.id, from, to));
+      if (!todo) break;
+      const events = await eventsBetween(todo.id, from, to);
+      if (mine !== opened) break;
+      marks.set(todo.id, { from, to, live, events });
+      render();
+    }
+  } catch {
+    // The next refresh tries again.
+  } finally {
+    fetching = false;
+  }
 }
 
 async function refresh() {
@@ -183,37 +277,40 @@ async function refresh() {
   const end = following ? serverNow() : windowEnd;
   const start = end - ZOOMS[zoom][0];
   const query = new URLSearchParams({ start: iso(start), end: iso(end) });
-  try {
-    const list = await api('GET', `/api/cameras/${camera.id}/recordings?${query}`, undefined, { timeoutMs: 8000 });
-    // Dropped when the window moved meanwhile: its own answer comes.
-    if (mine !== opened || end - start !== ZOOMS[zoom][0] || (!following && end !== windowEnd)) return;
-    spans = list.map((s) => ({ start: Date.parse(s.start), end: Date.parse(s.end) })).filter((s) => s.end > s.start);
-    windowEnd = end;
-    listed = true;
-    problem = '';
-  } catch (error) {
-    if (mine !== opened) return;
-    if (error.status === 404) {
-      removed();
-      return;
-    }
-    problem = error.message;
+  const list = shown();
+  const answers = await Promise.allSettled(list.map((c) => api('GET', `/api/cameras/${c.id}/recordings?${query}`, undefined, { timeoutMs: 8000 })));
+  if (mine !== opened) return;
+  // Dropped when the window moved meanwhile: its own answer comes.
+  if (end - start !== ZOOMS[zoom][0] || (!following && end !== windowEnd)) return;
+  const failed = answers.find((a) => a.status === 'rejected')?.reason;
+  if (failed?.status === 404 && !stacked) {
+    removed();
+    return;
   }
+  answers.forEach((a, i) => {
+    if (a.status === 'fulfilled') spansBy.set(list[i].id, a.value.map((s) => ({ start: Date.parse(s.start), end: Date.parse(s.end) })).filter((s) => s.end > s.start));
+  });
+  windowEnd = end;
+  listed ||= answers.some((a) => a.status === 'fulfilled');
+  problem = failed ? failed.message : '';
   render();
+  fetchMarks();
   if (waitingAfter !== null) {
-    const next = stretchAfter(waitingAfter);
-    if (next) play(next);
+    const next = stretchAfter(waitingAfter, spansOf(clip.id));
+    if (next) play(next, clip.id);
   }
   schedule();
 }
 
-function play(stretch) {
-  if (!stretch || !camera) return;
+/** Plays `stretch` of camera `id` (which becomes the view's camera). */
+function play(stretch, id) {
+  if (!stretch || !cameras.has(id)) return;
+  camera = cameras.get(id);
   attempt += 1;
   waitingAfter = null;
   after = '';
   failure = null;
-  clip = { ...stretch, url: recordingUrl(stretch.start, stretch.end) };
+  clip = { ...stretch, id, url: recordingUrl(id, stretch.start, stretch.end) };
   message('Loading…', '', true);
   const v = video();
   v.src = clip.url;
@@ -221,7 +318,6 @@ function play(stretch) {
   v.play().catch(() => {});
   setText($('rec-playing'), `Playing ${clockRange(clip.start, clip.end, true)}`);
   setText($('rec-at'), '');
-  setPlayhead(clip.start);
   render();
 }
 
@@ -240,12 +336,12 @@ function unload() {
 /** The clip ended: the next piece plays on if more was recorded; at the growing end, once it grows. */
 async function playOn() {
   const mine = attempt;
-  const end = clip.end;
+  const { end, id } = clip;
   await refresh();
   if (mine !== attempt || !camera) return;
-  const next = stretchAfter(end);
+  const next = stretchAfter(end, spansOf(id));
   if (next) {
-    play(next);
+    play(next, id);
   } else if (camera.recording?.state === 'recording' && windowEnd - end < FOLLOW_MS) {
     waitingAfter = end;
     after = 'Waiting for the next part of the recording…';
@@ -279,6 +375,8 @@ function stop() {
   clearTimeout(refreshTimer);
   opened += 1;
   camera = null;
+  marks = new Map();
+  fetching = false;
 }
 
 function removed() {
@@ -314,12 +412,23 @@ function anchor() {
   return following ? windowEnd : from + ZOOMS[zoom][0] / 2;
 }
 
-/** Opens the recordings of `cam`, with markers for its events among `events` (the API's). */
+/** Shows the camera of `id`, or all cameras (''), keeping the window and a clip of a camera still shown. */
+function choose(id) {
+  stacked = !id;
+  if (id) camera = cameras.get(id) || camera;
+  if (clip && clip.id !== camera.id && !stacked) unload();
+  render();
+  refresh();
+}
+
+/** Opens the recordings of `cam`, with markers for its events among `events` (the API's newest). */
 export function openRecordings(cam, events) {
   stop();
   camera = cam;
-  allEvents = events || [];
-  spans = [];
+  stacked = false;
+  if (!cameras.has(cam.id)) cameras = new Map([...cameras, [cam.id, cam]]); // a copy: the store's is its own
+  newest = events || [];
+  spansBy = new Map();
   listed = false;
   problem = '';
   failure = null;
@@ -336,14 +445,17 @@ export function openRecordings(cam, events) {
 
 /** Keeps the open view's camera (name, recorder) and event markers current. */
 export function updateRecordings(state) {
+  cameras = state.cameras;
   if (!camera) return;
-  const fresh = state.cameras.get(camera.id);
+  // All shown, another camera takes the place of one removed.
+  const fresh = cameras.get(camera.id) || (stacked && cameras.values().next().value);
   if (!fresh) {
     if (state.status) removed();
     return;
   }
+  if (clip && !cameras.has(clip.id)) unload();
   camera = fresh;
-  allEvents = state.events || [];
+  newest = state.events || [];
   render();
 }
 
@@ -352,12 +464,14 @@ export function setUpRecordings() {
   const v = video();
   dialog.addEventListener('close', stop);
   $('rec-close').addEventListener('click', () => dialog.close());
-  setUpTimeline((t) => play(stretchAt(t)), zoomAbout, (from, done) => moveTo(from + ZOOMS[zoom][0], done));
+  // A moment from the keyboard (no row) plays the camera shown or playing.
+  setUpTimeline((t, id = camera.id) => play(stretchAt(t, spansOf(id)), id), zoomAbout, (from, done) => moveTo(from + ZOOMS[zoom][0], done));
   $('rec-in').addEventListener('click', () => zoomAbout(1, anchor()));
   $('rec-out').addEventListener('click', () => zoomAbout(-1, anchor()));
   $('rec-earlier').addEventListener('click', () => moveTo(windowEnd - DAY_MS));
   $('rec-later').addEventListener('click', () => moveTo(windowEnd + DAY_MS));
   $('rec-now').addEventListener('click', () => moveTo(Infinity));
+  $('rec-camera').addEventListener('change', (event) => choose(event.target.value));
   $('rec-prev').addEventListener('click', () => stepEvent(-1));
   $('rec-next').addEventListener('click', () => stepEvent(1));
   $('rec-rates').addEventListener('change', (event) => {
@@ -372,7 +486,7 @@ export function setUpRecordings() {
     if (!clip || !v.getAttribute('src')) return;
     // The clip's timeline is the wall clock's from its start (give or take the key frame before it).
     const t = clip.start + v.currentTime * 1000;
-    setPlayhead(t);
+    setPlayhead(t, clip.id);
     setText($('rec-at'), ` · at ${clockTime(t, true)}`);
     drawEventSteps();
   });

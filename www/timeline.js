@@ -1,7 +1,10 @@
 // The recordings timeline: a window of time (from 7 days to 1 minute long)
-// drawn as a track with the recorded spans as blocks, the camera's events as
-// markers coloured by kind (their thumbnails on hover or a long press), a playhead and local-time labels. A click or tap on the track, a
-// marker, or the arrow keys and Enter choose the moment to play; the wheel
+// drawn as a track of rows, one a camera (named when there are several,
+// stacked on one time axis), each with its recorded spans as blocks and its
+// events as markers coloured by kind (their thumbnails on hover or a long
+// press), a playhead on the row playing and local-time labels. A click or
+// tap on a row, a marker, or the arrow keys and Enter choose the moment (and
+// the camera) to play; the wheel
 // and a pinch zoom about the moment under the pointer (between the fingers)
 // and a drag pans.
 
@@ -24,7 +27,7 @@ const WHEEL_STEP = 100; // the wheel's deltaY of one zoom step (a mouse's notch;
 const LONG_PRESS_MS = 500; // a finger held on a marker this long shows its thumbnail
 const PINCH_STEP = 1.5; // fingers this many times as far apart (or nearer) make one zoom step
 
-let view = { from: 0, to: 1, spans: [], events: [], live: true };
+let view = { from: 0, to: 1, rows: [], live: true }; // rows: [{id, name, spans, events}]
 let cursor = null; // the moment the keyboard points at, ms
 let onPick = () => {};
 let onZoom = () => {};
@@ -39,61 +42,91 @@ const track = () => $('rec-track');
 const share = (ms) => `${((ms / (view.to - view.from)) * 100).toFixed(3)}%`;
 const at = (ms) => share(ms - view.from);
 /** Where the keyboard points: where it was moved to, else the latest recording's start. */
-const pointer = () => cursor ?? (view.spans.length ? view.spans[view.spans.length - 1].start : view.to);
+function pointer() {
+  const latest = Math.max(...view.rows.map((r) => r.spans[r.spans.length - 1]?.start ?? -Infinity));
+  return cursor ?? (latest > -Infinity ? latest : view.to);
+}
 
 function spanAt(t) {
-  return view.spans.find((s) => s.start <= t && t < s.end);
+  return view.rows.some((r) => r.spans.some((s) => s.start <= t && t < s.end));
+}
+
+/** One element per row in `parent` (its index in --row), each with its items kept by `syncChildren`. */
+function drawRows(parent, className, fill) {
+  syncChildren(parent, view.rows, (r) => r.id, () => {
+    const row = document.createElement('div');
+    row.className = className;
+    return row;
+  }, (row, r) => {
+    row.style.setProperty('--row', view.rows.indexOf(r));
+    fill(row, r);
+  });
 }
 
 function drawBlocks() {
-  syncChildren($('rec-blocks'), view.spans, (s) => s.start, () => {
-    const block = document.createElement('span');
-    block.className = 'tl-span';
-    return block;
-  }, (block, span) => {
-    block.style.left = at(span.start);
-    block.style.width = share(span.end - span.start);
+  drawRows($('rec-blocks'), 'tl-row', (row, r) => {
+    if (!row.firstElementChild) {
+      const name = document.createElement('span');
+      name.className = 'tl-name';
+      const blocks = document.createElement('div');
+      blocks.className = 'tl-spans';
+      row.append(name, blocks);
+    }
+    setText(row.firstElementChild, r.name || '');
+    syncChildren(row.lastElementChild, r.spans, (s) => s.start, () => {
+      const block = document.createElement('span');
+      block.className = 'tl-span';
+      return block;
+    }, (block, span) => {
+      block.style.left = at(span.start);
+      block.style.width = share(span.end - span.start);
+    });
   });
 }
 
 function drawMarks() {
-  syncChildren($('rec-marks'), view.events, (e) => e.id, () => {
-    const mark = document.createElement('button');
-    mark.type = 'button';
-    mark.className = 'tl-mark';
-    mark.addEventListener('click', () => onPick(Number(mark.dataset.start) - EVENT_LEAD_MS));
-    // A finger held on it (touch's hover) shows the thumbnail until lifted; timed here,
-    // as not every browser turns a long press into a contextmenu event.
-    let peek = 0;
-    mark.addEventListener('pointerdown', (e) => {
-      if (e.pointerType === 'touch') peek = setTimeout(() => toggleClass(mark, 'peek', true), LONG_PRESS_MS);
-    });
-    for (const type of ['pointerup', 'pointercancel', 'pointerleave']) {
-      mark.addEventListener(type, () => {
-        clearTimeout(peek);
-        toggleClass(mark, 'peek', false);
-      });
-    }
-    mark.addEventListener('contextmenu', (e) => e.preventDefault()); // the thumbnail, not the menu
-    const thumb = document.createElement('img');
-    thumb.className = 'tl-thumb';
-    thumb.alt = '';
-    thumb.loading = 'lazy'; // only when first shown
-    mark.append(thumb);
-    return mark;
-  }, (mark, event) => {
-    const start = Date.parse(event.startedAt);
-    const [word] = KINDS[event.kind] || [String(event.kind || 'Event')];
-    mark.dataset.start = String(start);
-    mark.style.left = at(start);
-    for (const kind of Object.keys(KINDS)) toggleClass(mark, `kind-${kind}`, kind === event.kind);
-    const label = `${word} at ${clockTime(start, true)}: play from 5 s before`;
-    setAttr(mark, 'aria-label', label);
-    setAttr(mark, 'title', label);
-    const thumb = mark.firstElementChild;
-    setAttr(thumb, 'src', event.thumbnailUrl);
-    show(thumb, Boolean(event.thumbnailUrl));
+  drawRows($('rec-marks'), 'tl-lane', (lane, r) => syncChildren(lane, r.events, (e) => e.id, makeMark, (mark, e) => fillMark(mark, e, r.name)));
+}
+
+function makeMark() {
+  const mark = document.createElement('button');
+  mark.type = 'button';
+  mark.className = 'tl-mark';
+  mark.addEventListener('click', () => onPick(Number(mark.dataset.start) - EVENT_LEAD_MS, mark.parentElement.dataset.key));
+  // A finger held on it (touch's hover) shows the thumbnail until lifted; timed here,
+  // as not every browser turns a long press into a contextmenu event.
+  let peek = 0;
+  mark.addEventListener('pointerdown', (e) => {
+    if (e.pointerType === 'touch') peek = setTimeout(() => toggleClass(mark, 'peek', true), LONG_PRESS_MS);
   });
+  for (const type of ['pointerup', 'pointercancel', 'pointerleave']) {
+    mark.addEventListener(type, () => {
+      clearTimeout(peek);
+      toggleClass(mark, 'peek', false);
+    });
+  }
+  mark.addEventListener('contextmenu', (e) => e.preventDefault()); // the thumbnail, not the menu
+  const thumb = document.createElement('img');
+  thumb.className = 'tl-thumb';
+  thumb.alt = '';
+  thumb.loading = 'lazy'; // only when first shown
+  mark.append(thumb);
+  return mark;
+}
+
+/** `name`: the camera's, when rows are stacked. */
+function fillMark(mark, event, name) {
+  const start = Date.parse(event.startedAt);
+  const [word] = KINDS[event.kind] || [String(event.kind || 'Event')];
+  mark.dataset.start = String(start);
+  mark.style.left = at(start);
+  for (const kind of Object.keys(KINDS)) toggleClass(mark, `kind-${kind}`, kind === event.kind);
+  const label = `${name ? `${name}: ` : ''}${word} at ${clockTime(start, true)}: play from 5 s before`;
+  setAttr(mark, 'aria-label', label);
+  setAttr(mark, 'title', label);
+  const thumb = mark.firstElementChild;
+  setAttr(thumb, 'src', event.thumbnailUrl);
+  show(thumb, Boolean(event.thumbnailUrl));
 }
 
 /** Local times as far apart as the width allows (midnight as its day); "now" at the end when the window ends now. */
@@ -137,9 +170,15 @@ function drawCursor() {
   $('rec-cursor').style.left = at(t);
 }
 
-/** Draws `from`..`to` (ms) with `spans` ({start, end}, oldest first) and `events` (the API's); `live`: `to` is now. */
-export function drawTimeline(from, to, spans, events, live) {
-  view = { from, to, spans, events, live };
+/**
+ * Draws `from`..`to` (ms) with `rows` ({id, name, spans: [{start, end}] oldest first, events: the API's}),
+ * stacked with their names when `stacked`; `live`: `to` is now.
+ */
+export function drawTimeline(from, to, rows, live, stacked) {
+  view = { from, to, rows: rows.map((r) => ({ ...r, name: stacked ? r.name : '' })), live };
+  const timeline = track().parentElement;
+  toggleClass(timeline, 'stacked', stacked);
+  timeline.style.setProperty('--rows', rows.length);
   if (cursor !== null) cursor = Math.min(to, Math.max(from, cursor));
   setAttr(track(), 'aria-valuemax', Math.round((to - from) / MINUTE));
   drawBlocks();
@@ -148,12 +187,15 @@ export function drawTimeline(from, to, spans, events, live) {
   drawCursor();
 }
 
-/** Puts the playhead at `ms`, or hides it (null). */
-export function setPlayhead(ms) {
+/** Puts the playhead at `ms` on the row of `id`, or hides it (null). */
+export function setPlayhead(ms, id) {
   const el = $('rec-playhead');
-  const shown = ms !== null && ms >= view.from && ms <= view.to;
+  const row = view.rows.findIndex((r) => r.id === id);
+  const shown = ms !== null && ms >= view.from && ms <= view.to && row >= 0;
   show(el, shown);
-  if (shown) el.style.left = at(ms);
+  if (!shown) return;
+  el.style.left = at(ms);
+  el.style.setProperty('--row', row);
 }
 
 /** Forgets where the keyboard pointed (another camera's recordings). */
@@ -167,15 +209,18 @@ function timeAt(event) {
   return view.from + ((event.clientX - rect.left) / rect.width) * (view.to - view.from);
 }
 
+/** The moment and the row (its id) under the pointer of a click. */
 function pointed(event) {
   const rect = track().getBoundingClientRect();
   const t = timeAt(event);
+  const n = view.rows.length;
+  const row = view.rows[Math.min(n - 1, Math.max(0, Math.floor(((event.clientY - rect.top) / rect.height) * n)))];
   const block = event.target.closest('.tl-span');
-  const span = block && view.spans.find((s) => String(s.start) === block.dataset.key);
-  if (!span) return t;
+  const span = block && row?.spans.find((s) => String(s.start) === block.dataset.key);
+  if (!span) return [t, row?.id];
   // A click on a block plays that block, even where its minimum width reaches past the span.
   const wide = ((span.end - span.start) / (view.to - view.from)) * rect.width >= NARROW_PX;
-  return wide ? Math.min(span.end, Math.max(span.start, t)) : span.start;
+  return [wide ? Math.min(span.end, Math.max(span.start, t)) : span.start, row.id];
 }
 
 const KEY_STEPS = { ArrowLeft: -MINUTE, ArrowDown: -MINUTE, ArrowRight: MINUTE, ArrowUp: MINUTE, PageDown: -HOUR, PageUp: HOUR };
@@ -244,7 +289,8 @@ function release(event) {
 }
 
 /**
- * Wires the timeline: `pick(ms)` is called with the moment chosen,
+ * Wires the timeline: `pick(ms, id)` is called with the moment chosen and
+ * its row's id (undefined from the keyboard),
  * `zoom(steps, ms)` to zoom in (steps > 0) or out about a moment, and
  * `pan(from, done)` with the start the window is dragged to (`done` when let go).
  */
@@ -260,7 +306,7 @@ export function setUpTimeline(pick, zoom, pan) {
       return;
     }
     drag = null;
-    onPick(pointed(event));
+    onPick(...pointed(event));
   });
   el.addEventListener('keydown', onKey);
   el.addEventListener('pointerdown', press);

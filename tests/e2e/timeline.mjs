@@ -71,6 +71,9 @@ async function scale(page) {
 /** Step 4: the events' markers, thumbnails, the steps between them, and the download. */
 async function checkEvents(page, block) {
   step = 'events on the timeline';
+  // Held where the click put it (12 s in): on a busy machine the hovers below take long enough
+  // for the video to play past the second event (18 s), where "Event ›" would skip it.
+  await page.evaluate(() => document.getElementById('rec-video').pause());
   const all = await page.evaluate(async () => (await fetch('/api/events')).json());
   const events = all.filter((e) => e.cameraId === opts.camera).map((e) => ({ ...e, start: Date.parse(e.startedAt) }))
     .sort((a, b) => a.start - b.start);
