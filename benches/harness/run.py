@@ -110,11 +110,13 @@ class Bench:
         operator, limit = target
         met = {"<": value < limit, "<=": value <= limit, ">=": value >= limit, "=": value == limit}
         symbol = {"<": "<", "<=": "≤", ">=": "≥", "=": "="}[operator]
+        # A whole limit in full (3,145,728 bytes), not as 3.14573e+06.
+        shown = f"{limit:,}" if isinstance(limit, int) else f"{limit:g}"
         self.figures[name] = {
             "label": label,
             "value": round(value, 3),
             "unit": unit,
-            "target": f"{symbol} {limit:g} {unit}".strip(),
+            "target": f"{symbol} {shown} {unit}".strip(),
             "met": met[operator],
             **{k: round(v, 3) if isinstance(v, float) else v for k, v in raw.items()},
         }
