@@ -38,8 +38,8 @@ NAME = "ui"
 FIGURES = ("ui_weight", "board_binary", "grid_cpu", "grid_rss", "grid_other_requests")
 # The UI's weight is also given against this branch's (its merge base with the checkout).
 REFERENCE = "main"
-# What the UI may weigh, gzipped: the aarch64 node had some 50 KB left under
-# its 3 MiB when issue 33 began, with a UI of 53 KB.
+# What the UI may weigh, gzipped: its share of the boards' 3 MiB. Before
+# issue 33 it weighed 54 KB, and the aarch64 node left 50 to 75 KB of the 3 MiB.
 UI_MAX_BYTES = 64 * 1024
 # The boards' limit (tests/arm.rs checks it in the test command too).
 BOARD_MAX_BYTES = 3 * 1024 * 1024
