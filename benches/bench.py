@@ -5,15 +5,16 @@ Usage: python3 benches/bench.py [PART ...] [--smoke] [--record] [--binary PATH]
                                 [--json PATH] [--classifier PATH] [--model PATH]
                                 [--standin PATH]
 
-PART is http, recording, motion, mqtt, memory or classification; without one, all
-run, in that order. Each part is also a program of its own
+PART is http, recording, motion, mqtt, memory, classification, ui or events;
+without one, all run, in that order. Each part is also a program of its own
 (benches/bench_http.py, bench_recording.py, bench_motion.py, bench_mqtt.py,
-bench_memory.py, bench_classify.py, with the same options), all over one
-harness (the package benches/harness).
+bench_memory.py, bench_classify.py, bench_ui.py, bench_events.py, with the
+same options), all over one harness (the package benches/harness).
 
 Starts everything it needs on 127.0.0.1 (the node, go2rtc stand-ins, a camera
 that never answers, nginx, mosquitto, and the GStreamer test camera for the
-recording, motion, MQTT, memory and classification figures), each in its own
+recording, motion, MQTT, memory, classification and UI figures, with a real
+go2rtc as the node's relay and Debian's Chromium for the UI's), each in its own
 temporary folder, and stops all of it on exit. The stand-ins are the tests'
 (crates/standins), built with cargo into target/standins unless --standin
 names the program. Prints a markdown table and
@@ -23,22 +24,25 @@ each part's in benches/results.json, in place of that part's. Needs wrk,
 nginx and mosquitto (Debian: apt-get install wrk nginx-light mosquitto
 mosquitto-clients); the classification part needs nvr-classify
 (target/classify/nvr-classify), its model (target/model) and the test
-camera's photographs (target/photos). Exits 0 after printing, 1 if something
+camera's photographs (target/photos); the UI part Node.js, playwright-core
+(tests/e2e/node_modules) and /usr/bin/chromium. Exits 0 after printing, 1 if something
 broke or is missing, 2 if the node binary is missing.
 """
 
 import sys
 
 import bench_classify
+import bench_events
 import bench_http
 import bench_memory
 import bench_motion
 import bench_mqtt
 import bench_recording
+import bench_ui
 import harness
 
 # The parts, in the order a full run takes them.
-PARTS = (bench_http, bench_recording, bench_motion, bench_mqtt, bench_memory, bench_classify)
+PARTS = (bench_http, bench_recording, bench_motion, bench_mqtt, bench_memory, bench_classify, bench_ui, bench_events)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 - net: free ports and HTTP requests on 127.0.0.1;
 - standins: the relay stand-in and the camera that never answers;
 - processes: the programs a run starts (the node, nginx, the GStreamer test
-  camera behind go2rtc, mosquitto) and the clean-up that stops them;
+  camera behind go2rtc, go2rtc as the node's relay, mosquitto) and the
+  clean-up that stops them;
 - api: what the parts ask of a running node;
 - measure: /proc, medians, API times and wrk;
 - run: one run's settings, tools, temporary folders and figures;
@@ -29,6 +30,7 @@ from .processes import (
     Broker,
     Nginx,
     Node,
+    Relay,
     children_named,
     recorders_of,
     stop_process,

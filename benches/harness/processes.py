@@ -1,6 +1,7 @@
-"""The programs a run starts and stops: the node (with its relay stand-in),
-nginx, the GStreamer test camera behind go2rtc, and mosquitto; the clean-up
-that stops them all; and finding the node's children."""
+"""The programs a run starts and stops: the node (with its relay stand-in,
+or a real go2rtc as its relay), nginx, the GStreamer test camera behind
+go2rtc, and mosquitto; the clean-up that stops them all; and finding the
+node's children."""
 
 import collections
 import json
@@ -101,11 +102,12 @@ def recorders_of(node, role="-f segment"):
 
 
 class Node:
-    """An nvr-node process with its own data folder and relay stand-in; its output is kept."""
+    """An nvr-node process with its own data folder and relay (a stand-in of
+    its own, or `relay`, a Relay, when given); its output is kept."""
 
-    def __init__(self, bench, data_dir, port=0, extra_env=None):
+    def __init__(self, bench, data_dir, port=0, extra_env=None, relay=None):
         self.data_dir = data_dir
-        self.relay = RelayStandIn(bench)
+        self.relay = relay or RelayStandIn(bench)
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "PORT": str(port),
@@ -170,10 +172,12 @@ class Node:
         return body
 
     def stop(self):
-        """Stops the node with SIGTERM (killing it if it lingers) and its relay stand-in."""
+        """Stops the node with SIGTERM (killing it if it lingers), and its
+        relay stand-in (a Relay given is the run's, stopped at its end)."""
         self.stopped = True
         stop_process(self.proc)
-        self.relay.stop()
+        if isinstance(self.relay, RelayStandIn):
+            self.relay.stop()
 
 
 class Nginx:
@@ -269,31 +273,15 @@ class TestCamera:
         self.relay_port = self._start_go2rtc(bench)
 
     def _start_go2rtc(self, bench):
-        """Starts go2rtc with a stream per mount; returns its RTSP port."""
-        binary = os.environ.get("GO2RTC") or str(ROOT / "target/go2rtc/go2rtc")
-        if not os.access(binary, os.X_OK):
-            raise BenchError(f"go2rtc is missing at {binary}: tests/run.sh builds it into target/go2rtc; or set GO2RTC")
-        api, rtsp = free_port(), free_port()
+        """Starts go2rtc with a stream per mount, no WebRTC; returns its RTSP port."""
+        rtsp = free_port()
         mounts = (HD_PATH, SUB_PATH, SCENE_PATH)
         config = {
-            "api": {"listen": f"127.0.0.1:{api}"},
             "rtsp": {"listen": f"127.0.0.1:{rtsp}"},
             "webrtc": {"listen": ""},
-            "srtp": {"listen": ""},
-            "log": {"level": "warn"},
             "streams": {path.strip("/"): f"rtsp://127.0.0.1:{self.port}{path}" for path in mounts},
         }
-        log = bench.temp_dir("go2rtc") / "go2rtc.log"
-        with open(log, "w") as out:
-            proc = subprocess.Popen(
-                [binary, "-config", json.dumps(config)], stdin=subprocess.DEVNULL, stdout=out, stderr=out
-            )
-        bench.cleanup.add(lambda: stop_process(proc))
-        deadline = time.monotonic() + 10
-        while not (accepts(api) and accepts(rtsp)):
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise BenchError(f"go2rtc did not start:\n{log.read_text()[-2000:]}")
-            time.sleep(0.05)
+        start_go2rtc(bench, config, [rtsp])
         return rtsp
 
     def _drain(self):
@@ -310,6 +298,57 @@ class TestCamera:
         self.proc.stdin.write(command + "\n")
         self.proc.stdin.flush()
         return time.time() * 1000
+
+
+def start_go2rtc(bench, config, ports):
+    """Starts the real go2rtc (`GO2RTC`, else target/go2rtc/go2rtc) with
+    `config` and its API on a free port of 127.0.0.1, stopped at the run's
+    end; waits until it accepts on its API and on `ports`; returns the API's
+    port."""
+    binary = os.environ.get("GO2RTC") or str(ROOT / "target/go2rtc/go2rtc")
+    if not os.access(binary, os.X_OK):
+        raise BenchError(f"go2rtc is missing at {binary}: tests/run.sh builds it into target/go2rtc; or set GO2RTC")
+    api = free_port()
+    config = {"api": {"listen": f"127.0.0.1:{api}"}, "srtp": {"listen": ""}, "log": {"level": "warn"}, **config}
+    log = bench.temp_dir("go2rtc") / "go2rtc.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [binary, "-config", json.dumps(config)], stdin=subprocess.DEVNULL, stdout=out, stderr=out
+        )
+    bench.cleanup.add(lambda: stop_process(proc))
+    deadline = time.monotonic() + 10
+    while not all(accepts(port) for port in (api, *ports)):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise BenchError(f"go2rtc did not start:\n{log.read_text()[-2000:]}")
+        time.sleep(0.05)
+    return api
+
+
+class Relay:
+    """A real go2rtc as the node's relay (Node's `relay`), as on a board:
+    the node puts its cameras' streams in it through its API, and a browser
+    plays them over WebRTC on 127.0.0.1 (TCP and UDP, no STUN server), its
+    offers sent through the node (WHEP). Its RTSP server is on a free port,
+    where no one else's go2rtc is."""
+
+    def __init__(self, bench):
+        webrtc, rtsp = free_port(), free_port()
+        config = {
+            "rtsp": {"listen": f"127.0.0.1:{rtsp}"},
+            "webrtc": {
+                "listen": f"127.0.0.1:{webrtc}",
+                "candidates": [f"127.0.0.1:{webrtc}"],
+                "ice_servers": [],
+                "filters": {"loopback": True, "candidates": ["127.0.0.1"], "networks": ["udp4", "tcp4"]},
+            },
+            "exec": {"allow_paths": []},
+            "echo": {"allow_paths": []},
+        }
+        self.port = start_go2rtc(bench, config, [rtsp, webrtc])
+
+    def url(self):
+        """The base URL to give the node as RELAY_URL."""
+        return f"http://127.0.0.1:{self.port}"
 
 
 class Broker:

@@ -56,6 +56,16 @@ FIGURES = (
     "classifier_rss",
     "classify_idle_cpu",
     "classify_kind_latency",
+    "ui_weight",
+    "board_binary",
+    "grid_cpu",
+    "grid_rss",
+    "grid_other_requests",
+    "events_page",
+    "events_page_camera",
+    "events_page_kind",
+    "events_page_unreviewed",
+    "events_page_filtered",
 )
 
 

@@ -44,6 +44,13 @@ class Settings:
         self.memory_counts = (1, 2, 4) if smoke else (1, 8, 32)
         self.memory_settle_seconds = 3 if smoke else 10
         self.memory_cpu_seconds = 3 if smoke else 10
+        # The UI part: seconds the node is watched with no browser and with
+        # the grid open, in turns, `grid_runs` times (the median taken).
+        self.grid_seconds = 5 if smoke else 60
+        self.grid_runs = 1 if smoke else 3
+        # The events part: events stored, and the requests timed for each filter.
+        self.paging_events = 20_000 if smoke else 1_000_000
+        self.paging_requests = 100 if smoke else 1000
 
 
 class Bench:
@@ -103,11 +110,13 @@ class Bench:
         operator, limit = target
         met = {"<": value < limit, "<=": value <= limit, ">=": value >= limit, "=": value == limit}
         symbol = {"<": "<", "<=": "≤", ">=": "≥", "=": "="}[operator]
+        # A whole limit in full (3,145,728 bytes), not as 3.14573e+06.
+        shown = f"{limit:,}" if isinstance(limit, int) else f"{limit:g}"
         self.figures[name] = {
             "label": label,
             "value": round(value, 3),
             "unit": unit,
-            "target": f"{symbol} {limit:g} {unit}".strip(),
+            "target": f"{symbol} {shown} {unit}".strip(),
             "met": met[operator],
             **{k: round(v, 3) if isinstance(v, float) else v for k, v in raw.items()},
         }
