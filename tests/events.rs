@@ -467,6 +467,9 @@ fn events_are_reviewed_counted_and_filtered() {
     ] {
         let mut body = event(camera, minute);
         body["kind"] = json!(kind);
+        if minute == 2 {
+            body["zones"] = json!(["Gate", "Back door"]);
+        }
         let response = node.post_json("/api/events", &body.to_string());
         assert_eq!(response.status, 201, "{response}");
         assert_eq!(response.json()["reviewed"], false, "false when made");
@@ -540,8 +543,25 @@ fn events_are_reviewed_counted_and_filtered() {
         ["01"]
     );
     assert_eq!(ids_of("?keep=true"), Vec::<String>::new());
+    assert_eq!(ids_of("?after=2026-11-22T10:02:00.000Z"), ["03", "02"]);
+    assert_eq!(
+        ids_of("?after=2026-11-22T10:01:00Z&before=2026-11-22T10:03:00Z"),
+        ["02", "01"]
+    );
+    assert_eq!(ids_of("?zone=Back%20door"), ["02"]);
+    assert_eq!(
+        ids_of(&format!("?zone=Gate&cameraId={door}")),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        ids_of("?zone=Back"),
+        Vec::<String>::new(),
+        "whole names only"
+    );
     for (query, message) in [
         ("?before=yesterday", "before must be an ISO 8601 UTC time"),
+        ("?after=noon", "after must be an ISO 8601 UTC time"),
+        ("?zone=", "zone must be 1 to 32 characters"),
         ("?cameraId=door", "cameraId must be a camera id"),
         ("?kind=cat", "kind must be one of motion, person"),
         ("?reviewed=1", "reviewed must be true or false"),
