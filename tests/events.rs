@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common;
-use crate::common::{Node, TempDir, closed_port};
+use crate::common::{Node, TempDir, browser_script, closed_port};
 use serde_json::{Value, json};
 
 fn node(dir: &Path, extra: &[(&str, &str)]) -> Node {
@@ -772,4 +772,68 @@ fn events_past_their_days_go_but_kept_ones() {
         "{}",
         node.logs()
     );
+}
+
+/// The review list in Chromium at a laptop's and a phone's size
+/// (`tests/e2e/review.mjs`), each against a node of its own with five events
+/// with 1000-byte clips on two cameras and room to keep one of them.
+#[test]
+fn events_are_reviewed_and_kept_in_the_browser() {
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    for viewport in ["1280x800", "390x844"] {
+        let dir = TempDir::new("events-review-ui");
+        std::fs::create_dir_all(dir.path().join("clips")).unwrap();
+        let env = [("CLIPS_KEEP_MAX_BYTES", "1500"), ("CLIPS_RESERVE", "0")];
+        let node = node(dir.path(), &env);
+        let url = format!("rtsp://127.0.0.1:{}/x", closed_port());
+        let add = |name: &str| {
+            let camera = node.add_camera(json!({ "name": name, "rtspUrl": url }));
+            camera["id"].as_str().unwrap().to_owned()
+        };
+        let (door, yard) = (add("Door"), add("Yard"));
+        let events = [
+            (&door, "2026-11-20T09:00:00.000Z", "motion", json!([])),
+            (&door, "2026-11-22T10:01:00.000Z", "person", json!([])),
+            (
+                &yard,
+                "2026-11-22T10:02:00.000Z",
+                "vehicle",
+                json!(["Gate"]),
+            ),
+            (&door, "2026-11-22T10:03:00.000Z", "vehicle", json!([])),
+            (&yard, "2026-11-22T10:04:00.000Z", "motion", json!([])),
+        ];
+        for (i, (camera, at, kind, zones)) in events.into_iter().enumerate() {
+            let clip = format!("clips/{i}.mp4");
+            std::fs::write(dir.path().join(&clip), [0; 1000]).unwrap();
+            let body = json!({
+                "cameraId": camera, "kind": kind, "score": 0.8, "startedAt": at, "endedAt": at,
+                "zones": zones, "clipPath": clip,
+            });
+            let response = node.post_json("/api/events", &body.to_string());
+            assert_eq!(response.status, 201, "{response}");
+        }
+        let verdict = browser_script(
+            "review.mjs",
+            &[
+                "--url",
+                &node.url(),
+                "--viewport",
+                viewport,
+                "--screenshots",
+                &shots.display().to_string(),
+            ],
+        );
+        assert_eq!(
+            verdict["ok"],
+            true,
+            "reviewing at {viewport}:\n{}",
+            verdict["output"].as_str().unwrap()
+        );
+        eprintln!(
+            "{viewport}: the header counted one less {} ms after an event was opened",
+            verdict["headerMs"]
+        );
+    }
 }
