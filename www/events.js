@@ -72,7 +72,7 @@ function listed() {
   const pool = q && own?.query !== q ? [...(last.events || []), ...first] : first;
   const seen = new Map();
   for (const e of [...pool, ...(olderQuery === q ? older : [])]) if (!seen.has(e.id)) seen.set(e.id, e);
-  return [...seen.values()].filter((e) => fits(e, q)).sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1));
+  return [...seen.values()].filter((e) => fits(e, q)).sort((a, b) => (a.startedAt < b.startedAt) - (a.startedAt > b.startedAt));
 }
 
 /** Asks the node for the first page of the filters (again at each refresh). */

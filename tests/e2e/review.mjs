@@ -18,7 +18,9 @@
 //  6. an event marked not reviewed through the API is counted, and the
 //     header's count opens the list of events not reviewed;
 //  7. the camera form saves "Keep recordings for N days" (retainDays), shows
-//     the node's 400 at the field for 0, and blank clears it.
+//     the node's 400 at the field for 0, and blank clears it;
+//  8. with 50 more events, "Older events" pages back, also when filtered, and
+//     each filter and page is asked of the node (its query in the request).
 // It prints one JSON line, {"ok":true,...} or {"ok":false,"step":...,"error":...},
 // and exits 0 or 1 within --timeout-ms (default 90000).
 
@@ -73,6 +75,8 @@ async function run() {
   await launchBrowser(browser, { timeout: 15000, viewport: { width, height } });
   const { page } = browser;
   page.on('pageerror', (e) => errors.push(String(e)));
+  const requests = []; // the URLs of GET /api/events the page asked
+  page.on('request', (r) => r.url().includes('/api/events?') && requests.push(decodeURIComponent(r.url())));
   const rows = () => page.$$eval('#event-list .event', (els) => els.map((el) => el.dataset.key));
   const badge = () => page.textContent('#review-badge');
   const row = (id) => `#event-list .event[data-key="${id}"]`;
@@ -110,12 +114,15 @@ async function run() {
     check(want.length > 0 && want.length < 5 || value === 'false', `${query} picks out some events only`);
     await page.selectOption(select, value);
     await lists(query, fromNode);
+    // Filtered by the node, not on the page.
+    await until(`the page asks the node for ${query}`, () => requests.some((u) => u.endsWith(query.slice(1))));
     await page.selectOption(select, '');
   }
   await page.fill('#filter-day', '2026-11-22');
   const day = all.filter((e) => e.startedAt.startsWith('2026-11-22'));
   check(day.length === 4, 'four events on Nov 22');
   await lists('the day Nov 22', day.map((e) => e.id));
+  await until('the page asks the node for a day', () => requests.some((u) => /after=2026-11-2[12]T.*before=2026-11-2[23]T/.test(u)));
   await page.fill('#filter-day', '');
   await lists('no day', all.map((e) => e.id));
 
@@ -225,6 +232,34 @@ async function run() {
   await page.click('#edit-save');
   await saved();
   check(await retain() === null, 'blank saved no age limit');
+
+  step = 'paging';
+  // 50 older events (from loopback, as a detector posts them): the first page
+  // is the node's 50 newest, "Older events" adds the other 5, then is gone.
+  for (let i = 0; i < 50; i += 1) {
+    const at = new Date(Date.UTC(2026, 10, 10, 8, i)).toISOString();
+    const r = await node('POST', '/api/events', { cameraId: door, kind: 'motion', score: 0.5, startedAt: at, endedAt: at });
+    check(r.status === 201, `POST /api/events answered ${r.status}`);
+  }
+  const first = await ids('');
+  await lists('the first page', first);
+  check(await page.isVisible('#events-older'), 'a full page offers "Older events"');
+  await page.click('#events-older');
+  const older = await ids(`?before=${encodeURIComponent(new Date(Date.UTC(2026, 10, 10, 8, 5)).toISOString())}`);
+  check(older.length === 5, `the node has ${older.length} events before the first page's last`);
+  await lists('two pages', [...first, ...older]);
+  await page.waitForSelector('#events-older', { ...WAIT, state: 'hidden' });
+  // Filtered, the next page is the filter's: Door's not reviewed.
+  await page.selectOption('#filter-camera', door);
+  await page.selectOption('#filter-reviewed', 'false');
+  const doorFirst = await ids(`?reviewed=false&cameraId=${door}`);
+  await lists('Door not reviewed', doorFirst);
+  await page.click('#events-older');
+  const doorEnd = (await node('GET', `/api/events?reviewed=false&cameraId=${door}`)).json.at(-1).startedAt;
+  const doorOlder = await ids(`?reviewed=false&cameraId=${door}&before=${encodeURIComponent(doorEnd)}`);
+  check(doorOlder.length === 1, `the node has ${doorOlder.length} of Door's not reviewed past the first page`);
+  await lists('Door not reviewed, two pages', [...doorFirst, ...doorOlder]);
+  check(requests.some((u) => u.includes(`reviewed=false&cameraId=${door}&before=`)), `the page asked the node for the older page: ${requests.slice(-3)}`);
 
   check(errors.length === 0, `script errors: ${errors.slice(0, 3).join(' | ')}`);
   return { headerMs };
