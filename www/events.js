@@ -35,6 +35,7 @@ let older = []; // events of older pages (and the first pages seen before them),
 let olderQuery = '';
 let noMore = false; // the last older page was not full
 let asking = ''; // the query of the first page being asked for
+let loadFailed = false; // the message says a first page could not be had
 
 /** The filters as the node's query (without `before` of paging); '' for none. */
 function query() {
@@ -83,9 +84,11 @@ async function loadFirst() {
   try {
     const events = await api('GET', `/api/events?${q}`, undefined, { timeoutMs: 8000 });
     if (query() === q) own = { query: q, events };
-    say('');
+    // Only its own message goes: a refused keep stays until the next action.
+    if (loadFailed) say('');
   } catch (error) {
     say(`Could not load events: ${error.message}`);
+    loadFailed = true;
   } finally {
     if (asking === q) asking = '';
   }
@@ -119,6 +122,7 @@ async function loadOlder() {
 }
 
 function say(text) {
+  loadFailed = false;
   const el = $('events-msg');
   setText(el, text);
   show(el, Boolean(text));
