@@ -776,7 +776,8 @@ fn events_past_their_days_go_but_kept_ones() {
 
 /// The review list in Chromium at a laptop's and a phone's size
 /// (`tests/e2e/review.mjs`), each against a node of its own with five events
-/// with 1000-byte clips on two cameras and room to keep one of them.
+/// with 1000-byte clips on two cameras and room to keep one of them (the
+/// script posts 50 more to page back).
 #[test]
 fn events_are_reviewed_and_kept_in_the_browser() {
     let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
