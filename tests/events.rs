@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common;
-use crate::common::{Node, TempDir, closed_port};
+use crate::common::{Node, TempDir, browser_script, closed_port};
 use serde_json::{Value, json};
 
 fn node(dir: &Path, extra: &[(&str, &str)]) -> Node {
@@ -467,6 +467,9 @@ fn events_are_reviewed_counted_and_filtered() {
     ] {
         let mut body = event(camera, minute);
         body["kind"] = json!(kind);
+        if minute == 2 {
+            body["zones"] = json!(["Gate", "Back door"]);
+        }
         let response = node.post_json("/api/events", &body.to_string());
         assert_eq!(response.status, 201, "{response}");
         assert_eq!(response.json()["reviewed"], false, "false when made");
@@ -540,8 +543,25 @@ fn events_are_reviewed_counted_and_filtered() {
         ["01"]
     );
     assert_eq!(ids_of("?keep=true"), Vec::<String>::new());
+    assert_eq!(ids_of("?after=2026-11-22T10:02:00.000Z"), ["03", "02"]);
+    assert_eq!(
+        ids_of("?after=2026-11-22T10:01:00Z&before=2026-11-22T10:03:00Z"),
+        ["02", "01"]
+    );
+    assert_eq!(ids_of("?zone=Back%20door"), ["02"]);
+    assert_eq!(
+        ids_of(&format!("?zone=Gate&cameraId={door}")),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        ids_of("?zone=Back"),
+        Vec::<String>::new(),
+        "whole names only"
+    );
     for (query, message) in [
         ("?before=yesterday", "before must be an ISO 8601 UTC time"),
+        ("?after=noon", "after must be an ISO 8601 UTC time"),
+        ("?zone=", "zone must be 1 to 32 characters"),
         ("?cameraId=door", "cameraId must be a camera id"),
         ("?kind=cat", "kind must be one of motion, person"),
         ("?reviewed=1", "reviewed must be true or false"),
@@ -782,4 +802,69 @@ fn last_events_deletion(node: &Node) -> (String, u64, u64) {
         last["events"].as_u64().unwrap_or(u64::MAX),
         last["bytes"].as_u64().unwrap_or(u64::MAX),
     )
+}
+
+/// The review list in Chromium at a laptop's and a phone's size
+/// (`tests/e2e/review.mjs`), each against a node of its own with five events
+/// with 1000-byte clips on two cameras and room to keep one of them (the
+/// script posts 50 more to page back).
+#[test]
+fn events_are_reviewed_and_kept_in_the_browser() {
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    for viewport in ["1280x800", "390x844"] {
+        let dir = TempDir::new("events-review-ui");
+        std::fs::create_dir_all(dir.path().join("clips")).unwrap();
+        let env = [("CLIPS_KEEP_MAX_BYTES", "1500"), ("CLIPS_RESERVE", "0")];
+        let node = node(dir.path(), &env);
+        let url = format!("rtsp://127.0.0.1:{}/x", closed_port());
+        let add = |name: &str| {
+            let camera = node.add_camera(json!({ "name": name, "rtspUrl": url }));
+            camera["id"].as_str().unwrap().to_owned()
+        };
+        let (door, yard) = (add("Door"), add("Yard"));
+        let events = [
+            (&door, "2026-11-20T09:00:00.000Z", "motion", json!([])),
+            (&door, "2026-11-22T10:01:00.000Z", "person", json!([])),
+            (
+                &yard,
+                "2026-11-22T10:02:00.000Z",
+                "vehicle",
+                json!(["Gate"]),
+            ),
+            (&door, "2026-11-22T10:03:00.000Z", "vehicle", json!([])),
+            (&yard, "2026-11-22T10:04:00.000Z", "motion", json!([])),
+        ];
+        for (i, (camera, at, kind, zones)) in events.into_iter().enumerate() {
+            let clip = format!("clips/{i}.mp4");
+            std::fs::write(dir.path().join(&clip), [0; 1000]).unwrap();
+            let body = json!({
+                "cameraId": camera, "kind": kind, "score": 0.8, "startedAt": at, "endedAt": at,
+                "zones": zones, "clipPath": clip,
+            });
+            let response = node.post_json("/api/events", &body.to_string());
+            assert_eq!(response.status, 201, "{response}");
+        }
+        let verdict = browser_script(
+            "review.mjs",
+            &[
+                "--url",
+                &node.url(),
+                "--viewport",
+                viewport,
+                "--screenshots",
+                &shots.display().to_string(),
+            ],
+        );
+        assert_eq!(
+            verdict["ok"],
+            true,
+            "reviewing at {viewport}:\n{}",
+            verdict["output"].as_str().unwrap()
+        );
+        eprintln!(
+            "{viewport}: the header counted one less {} ms after an event was opened",
+            verdict["headerMs"]
+        );
+    }
 }

@@ -238,7 +238,7 @@ async function confirmDelete() {
   }
 }
 
-// ---- Edit: name, make, model, motion sensitivity, classification, masks and zones (zones.js) and (optionally) the stream addresses ----
+// ---- Edit: name, make, model, motion sensitivity, days to keep recordings, classification, masks and zones (zones.js) and (optionally) the stream addresses ----
 
 let editId = null;
 let editBusy = false;
@@ -256,6 +256,7 @@ function openEdit(id) {
   $('edit-make').value = camera.make || '';
   $('edit-model').value = camera.model || '';
   $('edit-detectSensitivity').value = camera.detectSensitivity || 'medium';
+  $('edit-retainDays').value = camera.retainDays ?? '';
   setClassify('edit', camera, classifierInstalled(state.status));
   openAreas(camera);
   $('edit-urls').open = false;
@@ -283,6 +284,10 @@ async function saveEdit(event) {
   }
   const sensitivity = $('edit-detectSensitivity').value;
   if (sensitivity !== (camera.detectSensitivity || 'medium')) patch.detectSensitivity = sensitivity;
+  // Blank is no age limit; what is not a number goes as typed, for the node to say why not.
+  const days = $('edit-retainDays').value.trim();
+  const retainDays = days === '' ? null : /^\d+$/.test(days) ? Number(days) : days;
+  if (retainDays !== (camera.retainDays ?? null)) patch.retainDays = retainDays;
   const { classify, kinds } = readClassify('edit');
   if (classify !== Boolean(camera.classify)) patch.classify = classify;
   // The kinds ticked, if they changed (none ticked with classify off keeps the node's).
@@ -316,7 +321,7 @@ async function saveEdit(event) {
       dropCamera(id);
       $('edit').close();
     } else {
-      editErrors.showError(areaWords(error.message), 'Could not save: ');
+      editErrors.showError(areaWords(error.message).replace('or null for', 'or blank for'), 'Could not save: ');
     }
   } finally {
     editBusy = false;

@@ -70,6 +70,7 @@ export const FIELD_LABELS = {
   motionMasks: 'Motion masks',
   zones: 'Zones',
   autoMask: 'Ignore areas that are always moving',
+  retainDays: 'Days to keep recordings',
 };
 
 /** The field a 400 message is about ("rtspUrl must be ..." → "rtspUrl"), or null. */

@@ -1,11 +1,14 @@
-// Recent events: newest first, filtered by camera, kind and zone on the page,
-// each with the zones it entered and its thumbnail, which plays its clip
-// (clip.js).
+// The review list: events newest first, filtered by the node (camera, kind,
+// zone, day, reviewed, kept) a page of 50 at a time, "Older events" paging
+// back; each with the zones it entered, whether it is reviewed and kept, a
+// keep button, and its thumbnail, which plays its clip (clip.js) and marks
+// it reviewed.
 
 import { $, setText, setAttr, show, toggleClass, fromTemplate, setIcon, syncChildren } from './dom.js';
-import { serverNow } from './api.js';
-import { absoluteTime, duration, percent, relativeTime, scoreWords } from './format.js';
+import { api, serverNow } from './api.js';
+import { absoluteTime, bytes, duration, percent, relativeTime, scoreWords, sentence } from './format.js';
 import { openClip } from './clip.js';
+import { refreshSoon } from './store.js';
 
 /** Each event kind's word and icon. */
 export const KINDS = {
@@ -23,7 +26,151 @@ const CLIPS = {
 
 const CLIP_WAIT_MS = 60000; // the node cuts a clip within some 40 s of its event's end
 
+const PAGE = 50; // the node's page of events
+const FILTERS = ['filter-reviewed', 'filter-camera', 'filter-kind', 'filter-zone', 'filter-day', 'filter-keep'];
+
 let last = null; // the state last rendered, for the clock tick and the filters
+let own = null; // {query, events}: the node's first page for the filters, when any are set
+let older = []; // events of older pages (and the first pages seen before them), for this query
+let olderQuery = '';
+let noMore = false; // the last older page was not full
+let asking = ''; // the query of the first page being asked for
+let loadFailed = false; // the message says a first page could not be had
+
+/** The filters as the node's query (without `before` of paging); '' for none. */
+function query() {
+  const q = new URLSearchParams();
+  const put = (name, value) => value && q.set(name, value);
+  put('reviewed', $('filter-reviewed').value);
+  put('cameraId', $('filter-camera').value);
+  put('kind', $('filter-kind').value);
+  put('zone', $('filter-zone').value);
+  if ($('filter-keep').checked) q.set('keep', 'true');
+  // A day is the local day: from its midnight to the next.
+  const day = $('filter-day').valueAsDate;
+  if (day) {
+    const start = new Date(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate());
+    q.set('after', start.toISOString());
+    q.set('before', new Date(start.getFullYear(), start.getMonth(), start.getDate() + 1).toISOString());
+  }
+  return q.toString();
+}
+
+/** Whether `event` passes the filters: what is shown while the node's answer is on its way. */
+function fits(event, q) {
+  const p = new URLSearchParams(q);
+  const is = (name, value) => !p.has(name) || p.get(name) === String(value);
+  return is('reviewed', event.reviewed) && is('cameraId', event.cameraId) && is('kind', event.kind) &&
+    is('keep', event.keep) && (!p.has('zone') || (event.zones || []).includes(p.get('zone'))) &&
+    (!p.has('after') || (event.startedAt >= p.get('after') && event.startedAt < p.get('before')));
+}
+
+/** The events to show: the first page and the older ones, once each, newest first. */
+function listed() {
+  const q = query();
+  const first = q ? own?.events || [] : last.events || [];
+  // Until the node answers for new filters, what the page has, filtered here.
+  const pool = q && own?.query !== q ? [...(last.events || []), ...first] : first;
+  const seen = new Map();
+  for (const e of [...pool, ...(olderQuery === q ? older : [])]) if (!seen.has(e.id)) seen.set(e.id, e);
+  return [...seen.values()].filter((e) => fits(e, q)).sort((a, b) => (a.startedAt < b.startedAt) - (a.startedAt > b.startedAt));
+}
+
+/** Asks the node for the first page of the filters (again at each refresh). */
+async function loadFirst() {
+  const q = query();
+  if (!q || asking === q) return;
+  asking = q;
+  try {
+    const events = await api('GET', `/api/events?${q}`, undefined, { timeoutMs: 8000 });
+    if (query() === q) own = { query: q, events };
+    // Only its own message goes: a refused keep stays until the next action.
+    if (loadFailed) say('');
+  } catch (error) {
+    say(`Could not load events: ${error.message}`);
+    loadFailed = true;
+  } finally {
+    if (asking === q) asking = '';
+  }
+  draw();
+}
+
+/** "Older events": the next page back from the last one shown. */
+async function loadOlder() {
+  const q = query();
+  const shown = listed();
+  const end = shown[shown.length - 1];
+  if (!end) return;
+  const params = new URLSearchParams(q);
+  params.set('before', end.startedAt);
+  const button = $('events-older');
+  button.disabled = true;
+  try {
+    const page = await api('GET', `/api/events?${params}`);
+    if (query() !== q) return;
+    // The pages seen so far stay: newer events pushing the first page on leave no gap.
+    older = [...shown, ...page];
+    olderQuery = q;
+    noMore = page.length < PAGE;
+    say('');
+  } catch (error) {
+    say(`Could not load older events: ${error.message}`);
+  } finally {
+    button.disabled = false;
+  }
+  draw();
+}
+
+function say(text) {
+  loadFailed = false;
+  const el = $('events-msg');
+  setText(el, text);
+  show(el, Boolean(text));
+}
+
+/** Puts the node's answer for a marked event in every list that holds it. */
+function replace(event) {
+  for (const list of [last.events, own?.events, older]) {
+    const i = (list || []).findIndex((e) => e.id === event.id);
+    if (i >= 0) list[i] = event;
+  }
+}
+
+/** The node's refusal to keep one more, in words: how much is kept and what to do. */
+function keepRefusal(message) {
+  const n = /take (\d+) bytes of their (\d+) .*this one takes (\d+)/.exec(message);
+  if (!n) return sentence(message);
+  return `Cannot keep this event: kept events already take ${bytes(+n[1])} of the ${bytes(+n[2])} set aside for them, ` +
+    `and this one takes ${bytes(+n[3])}. Stop keeping some (tick “Kept only” to list them), or raise CLIPS_KEEP_MAX_BYTES on the node.`;
+}
+
+/** PATCHes the event's marks; the header's count follows at once. */
+async function mark(event, marks) {
+  try {
+    replace(await api('PATCH', `/api/events/${event.id}`, marks));
+    say('');
+  } catch (error) {
+    say(error.status === 409 ? keepRefusal(error.message) : `Could not mark the event: ${error.message}`);
+  }
+  draw();
+  refreshSoon();
+}
+
+async function markAll() {
+  const cameraId = $('filter-camera').value;
+  const before = new Date(serverNow()).toISOString();
+  try {
+    const { marked } = await api('POST', '/api/events/reviewed', cameraId ? { before, cameraId } : { before });
+    for (const list of [last.events, own?.events, older]) {
+      for (const e of list || []) if (e.startedAt < before && (!cameraId || e.cameraId === cameraId)) e.reviewed = true;
+    }
+    say(marked === 1 ? 'Marked 1 event reviewed.' : `Marked ${marked} events reviewed.`);
+  } catch (error) {
+    say(`Could not mark events reviewed: ${error.message}`);
+  }
+  draw();
+  refreshSoon();
+}
 
 function cameraOptions(cameras) {
   const select = $('filter-camera');
@@ -46,7 +193,7 @@ function cameraOptions(cameras) {
 function zoneOptions(state) {
   const names = new Set();
   for (const camera of state.cameras.values()) for (const zone of camera.zones || []) names.add(zone.name);
-  for (const event of state.events || []) for (const name of event.zones || []) names.add(name);
+  for (const event of [...(state.events || []), ...(own?.events || [])]) for (const name of event.zones || []) names.add(name);
   const select = $('filter-zone');
   const wanted = ['', ...[...names].sort((a, b) => a.localeCompare(b))];
   const have = [...select.options].map((o) => o.value);
@@ -64,9 +211,16 @@ function makeRow() {
   const img = row.querySelector('.ev-shot img');
   // A thumbnail that cannot be had (its file gone) leaves the play button on its own.
   img.addEventListener('error', () => show(img, false));
+  const find = () => listed().find((e) => e.id === row.dataset.key);
   row.querySelector('.ev-shot').addEventListener('click', () => {
-    const event = last.events.find((e) => e.id === row.dataset.key);
-    if (event?.clipUrl) openClip(event, last.cameras.get(event.cameraId), img.alt);
+    const event = find();
+    if (!event?.clipUrl) return;
+    openClip(event, last.cameras.get(event.cameraId), img.alt);
+    if (!event.reviewed) mark(event, { reviewed: true });
+  });
+  row.querySelector('.ev-keep').addEventListener('click', () => {
+    const event = find();
+    if (event) mark(event, { keep: !event.keep });
   });
   return row;
 }
@@ -124,38 +278,61 @@ function fillRow(row, event, cameras, now) {
   show(clipEl, Boolean(event.clipUrl));
   setText(clipEl, clip);
   for (const t of ['local', 'uploading', 'uploaded']) toggleClass(clipEl, t, t === tone);
+  toggleClass(row, 'unreviewed', !event.reviewed);
+  setText(row.querySelector('.ev-seen'), event.reviewed ? 'Reviewed' : 'New');
+  const keep = row.querySelector('.ev-keep');
+  setAttr(keep, 'aria-pressed', String(Boolean(event.keep)));
+  setText(keep, event.keep ? 'Kept' : 'Keep');
+  setAttr(keep, 'title', event.keep ? 'Kept: no rule deletes it or its clip. Click to stop keeping it.' : 'Keep it and its clip for good');
 }
 
-export function renderEvents(state) {
-  last = state;
-  cameraOptions(state.cameras);
-  zoneOptions(state);
-  const list = $('event-list');
-  if (state.events === null) return;
-  const cameraId = $('filter-camera').value;
-  const kind = $('filter-kind').value;
-  const zone = $('filter-zone').value;
-  const shown = state.events.filter((e) => (!cameraId || e.cameraId === cameraId) && (!kind || e.kind === kind) &&
-    (!zone || (e.zones || []).includes(zone)));
+function draw() {
+  if (!last) return;
+  cameraOptions(last.cameras);
+  zoneOptions(last);
+  if (last.events === null) return;
+  const q = query();
+  const shown = listed();
   const now = serverNow();
-  syncChildren(list, shown, (e) => e.id, makeRow, (row, event) => fillRow(row, event, state.cameras, now));
-  const total = state.events.length;
-  const filtered = Boolean(cameraId || kind || zone);
+  syncChildren($('event-list'), shown, (e) => e.id, makeRow, (row, event) => fillRow(row, event, last.cameras, now));
   let empty = '';
-  if (total === 0) empty = 'No events yet. Detections from cameras with “Detect” on show up here.';
+  if (!q && shown.length === 0) empty = 'No events yet. Detections from cameras with “Detect” on show up here.';
   else if (shown.length === 0) empty = 'No events match these filters.';
   show($('event-list').parentElement, shown.length > 0);
   setText($('events-empty'), empty);
   show($('events-empty'), Boolean(empty));
-  setText($('events-count'), total === 0 ? '' : filtered ? `Showing ${shown.length} of the ${total} most recent events` : `The ${total} most recent events, newest first`);
+  setText($('events-count'), shown.length === 0 ? '' : `${shown.length} ${q ? 'matching events' : 'most recent events'}, newest first`);
+  show($('events-older'), shown.length >= PAGE && !(olderQuery === q && noMore));
+}
+
+export function renderEvents(state) {
+  last = state;
+  loadFirst();
+  draw();
+}
+
+/** The list of events not reviewed (the header's count links here). */
+function showUnreviewed() {
+  for (const id of FILTERS.slice(1, -1)) $(id).value = '';
+  $('filter-keep').checked = false;
+  $('filter-reviewed').value = 'false';
+  filtered();
+}
+
+function filtered() {
+  older = [];
+  noMore = false;
+  loadFirst();
+  draw();
 }
 
 export function setUpEvents() {
-  for (const id of ['filter-camera', 'filter-kind', 'filter-zone']) {
-    $(id).addEventListener('change', () => last && renderEvents(last));
-  }
+  for (const id of FILTERS) $(id).addEventListener('change', filtered);
+  $('events-older').addEventListener('click', loadOlder);
+  $('events-mark-all').addEventListener('click', markAll);
+  $('review-badge').addEventListener('click', showUnreviewed);
   // "2 min ago" moves on even between refreshes.
   setInterval(() => {
-    if (!document.hidden && last) renderEvents(last);
+    if (!document.hidden) draw();
   }, 15000);
 }

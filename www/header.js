@@ -1,4 +1,5 @@
-// The node header: name, version, id, the recordings' and clips' storage, relay health
+// The node header: name, version, id, the recordings' and clips' storage, the events
+// not reviewed, relay health
 // (with the relay's version), cloud link (with the claim code and its
 // countdown), and a banner when the node cannot be reached.
 
@@ -87,6 +88,13 @@ export function renderHeader(state) {
   setText($('node-version'), `Version ${status.version || '?'}`);
   setText($('node-id'), status.nodeId ? `Node ID ${status.nodeId}` : 'Not registered');
   renderStorage(status.storage);
+
+  // Events not reviewed: a link to the list of them (events.js).
+  const unreviewed = status.unreviewedEvents;
+  const review = $('review-badge');
+  show(review, Number.isInteger(unreviewed));
+  setBadge(review, unreviewed ? `To review: ${unreviewed}` : 'Nothing to review', unreviewed ? 'warn' : 'ok',
+    unreviewed ? `${unreviewed} event${unreviewed === 1 ? '' : 's'} not reviewed yet: show them` : 'Every event is reviewed');
 
   if (status.relayHealthy) {
     // The node only passes on a short version string, e.g. "1.9.14".

@@ -27,10 +27,14 @@ pub struct EventFiles {
 pub struct EventFilter {
     /// Started before this moment.
     pub before_ms: Option<i64>,
+    /// Started at or after this moment.
+    pub after_ms: Option<i64>,
     pub camera_id: Option<Uuid>,
     pub kind: Option<String>,
     pub reviewed: Option<bool>,
     pub keep: Option<bool>,
+    /// Entered the zone of this name.
+    pub zone: Option<String>,
 }
 
 /// What the status shows of the events as a whole.
@@ -517,16 +521,28 @@ fn where_clause(filter: &EventFilter) -> (String, Vec<Value>) {
     let mut values = Vec::new();
     let mut bind = |term: &str, value: Value| {
         values.push(value);
-        terms.push(format!("{term} ?{}", values.len()));
+        terms.push(term.replace('?', &format!("?{}", values.len())));
     };
     if let Some(before) = filter.before_ms {
-        bind("started_at_ms <", Value::Integer(before));
+        bind("started_at_ms < ?", Value::Integer(before));
+    }
+    if let Some(after) = filter.after_ms {
+        bind("started_at_ms >= ?", Value::Integer(after));
     }
     if let Some(camera) = filter.camera_id {
-        bind("camera_id =", Value::Text(camera.to_string()));
+        bind("camera_id = ?", Value::Text(camera.to_string()));
     }
     if let Some(kind) = &filter.kind {
-        bind("kind =", Value::Text(kind.clone()));
+        bind("kind = ?", Value::Text(kind.clone()));
+    }
+    // Zones are a compact JSON list on the event (this SQLite is built
+    // without JSON functions): an element starts after `[` or `,`, which
+    // inside a string are never followed by an unescaped `"`. Read along
+    // the index that orders the page, until it is full (or `after` stops it).
+    if let Some(zone) = &filter.zone {
+        let name = serde_json::to_string(zone).expect("a string serializes");
+        let term = "(instr(zones, '[' || ?) > 0 OR instr(zones, ',' || ?) > 0)";
+        bind(term, Value::Text(name));
     }
     for (column, flag) in [("reviewed", filter.reviewed), ("keep", filter.keep)] {
         if let Some(flag) = flag {
@@ -706,6 +722,9 @@ mod tests {
             if i > 4 {
                 e.kind = "vehicle".into();
             }
+            if i % 3 == 0 {
+                e.zones = vec!["Gate".into(), "Path".into()];
+            }
             store.insert_event(&e, 0, 100).unwrap();
         }
         let newest = store.recent_events(1).unwrap()[0].id;
@@ -713,7 +732,7 @@ mod tests {
             store.mark_event(newest, Some(true), Some(true), 0).unwrap(),
             Flagged::Done(_)
         ));
-        let table: [(EventFilter, u32, &[i64]); 9] = [
+        let table: [(EventFilter, u32, &[i64]); 13] = [
             (EventFilter::default(), 3, &[6000, 5000, 4000]),
             (
                 EventFilter {
@@ -783,6 +802,40 @@ mod tests {
                 50,
                 &[5000],
             ),
+            (
+                EventFilter {
+                    after_ms: Some(3000),
+                    before_ms: Some(5000),
+                    ..Default::default()
+                },
+                50,
+                &[4000, 3000],
+            ),
+            (
+                EventFilter {
+                    zone: Some("Path".into()),
+                    ..Default::default()
+                },
+                50,
+                &[6000, 3000],
+            ),
+            (
+                EventFilter {
+                    zone: Some("Pat".into()),
+                    ..Default::default()
+                },
+                50,
+                &[],
+            ),
+            (
+                EventFilter {
+                    zone: Some("Gate".into()),
+                    before_ms: Some(6000),
+                    ..Default::default()
+                },
+                50,
+                &[3000],
+            ),
         ];
         for (filter, limit, want) in table {
             assert_eq!(starts(&store, filter.clone(), limit), want, "{filter:?}");
@@ -800,6 +853,7 @@ mod tests {
             kind: kind.map(str::to_owned),
             reviewed,
             keep,
+            ..Default::default()
         };
         let cam = Some(Uuid::new_v4());
         let table = [
@@ -820,6 +874,21 @@ mod tests {
             (
                 filter(Some(1), None, None, Some(true), Some(false)),
                 "event_started",
+            ),
+            (
+                EventFilter {
+                    after_ms: Some(0),
+                    zone: Some("Gate".into()),
+                    ..filter(Some(1), None, None, None, None)
+                },
+                "event_started",
+            ),
+            (
+                EventFilter {
+                    after_ms: Some(0),
+                    ..filter(Some(1), cam, None, None, None)
+                },
+                "event_camera_started",
             ),
         ];
         for (filter, index) in table {

@@ -13,8 +13,8 @@ use crate::clips::Job;
 use crate::error::Error;
 use crate::error::Kind;
 use crate::event::{
-    Event, Kind as EventKind, Marks, NewEvent, ReviewedBefore, camera_id, format_timestamp,
-    parse_timestamp,
+    Event, Kind as EventKind, Marks, NewEvent, ReviewedBefore, camera_id, checked_zone_name,
+    format_timestamp, parse_timestamp,
 };
 use crate::notices::Notice;
 use crate::store::{EventFilter, Flagged};
@@ -74,7 +74,7 @@ impl<'a> EventView<'a> {
     }
 }
 
-/// `GET /api/events?before=&cameraId=&kind=&reviewed=&keep=`: the newest
+/// `GET /api/events?before=&after=&cameraId=&kind=&zone=&reviewed=&keep=`: the newest
 /// 50 that the parameters let through.
 pub fn list(app: &App, query: &str) -> Result<Reply, Error> {
     let filter = filter(query)?;
@@ -101,14 +101,21 @@ fn filter(query: &str) -> Result<EventFilter, Error> {
             names.join(", ")
         )));
     }
+    let time = |name: &str| {
+        param(query, name)?
+            .map(|t| parse_timestamp(name, &t))
+            .transpose()
+    };
     Ok(EventFilter {
-        before_ms: param(query, "before")?
-            .map(|t| parse_timestamp("before", &t))
-            .transpose()?,
+        before_ms: time("before")?,
+        after_ms: time("after")?,
         camera_id: param(query, "cameraId")?
             .map(|id| camera_id(&id))
             .transpose()?,
         kind,
+        zone: param(query, "zone")?
+            .map(|name| checked_zone_name("zone", &serde_json::Value::String(name)))
+            .transpose()?,
         reviewed: flag("reviewed")?,
         keep: flag("keep")?,
     })
