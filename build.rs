@@ -5,7 +5,8 @@
 //!
 //! The system's `gzip` compresses, so the build needs no crate and the binary
 //! no compressor; `-n` leaves out the file's name and time, so a build is the
-//! same bytes whenever it runs.
+//! same bytes whenever it runs. Scripts lose their whole-line comments first
+//! (see `blank_comment_lines`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,7 +30,16 @@ fn main() {
             .expect("UTF-8 file names in www/");
         println!("cargo:rerun-if-changed={}", file.display());
         let compressed = out.join(format!("www-{i}.gz"));
-        fs::write(&compressed, gzip(file)).unwrap();
+        let source = match file.extension().and_then(|e| e.to_str()) {
+            Some("js") => {
+                let text = fs::read_to_string(file).expect("UTF-8 scripts in www/");
+                let stripped = out.join(format!("www-{i}.js"));
+                fs::write(&stripped, blank_comment_lines(&text)).unwrap();
+                stripped
+            }
+            _ => file.clone(),
+        };
+        fs::write(&compressed, gzip(&source)).unwrap();
         table.push_str(&format!(
             "    ({:?}, include_bytes!({:?})),\n",
             format!("/{url}"),
@@ -62,6 +72,29 @@ fn build_time() -> u64 {
         .filter(|o| o.status.success())
         .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// A script with each line that is only a comment (`// …`, or `/* … */`
+/// alone) made empty: the comments are for the code's readers, and would
+/// take about 5 KB of the boards' 3 MiB. The lines stay, so a browser's line
+/// numbers are the file's. A script with a template literal over several
+/// lines (a line with an odd number of backticks) is left whole, since a
+/// line of such a literal may start with `//`; none can inside other
+/// strings, regular expressions or code.
+fn blank_comment_lines(text: &str) -> String {
+    if text.lines().any(|line| line.matches('`').count() % 2 == 1) {
+        return text.to_owned();
+    }
+    text.split_inclusive('\n')
+        .map(|line| {
+            let code = line.trim();
+            let comment = code.starts_with("//")
+                || (code.starts_with("/*")
+                    && code.ends_with("*/")
+                    && code.matches("*/").count() == 1);
+            if comment { "\n" } else { line }
+        })
+        .collect()
 }
 
 fn gzip(file: &Path) -> Vec<u8> {

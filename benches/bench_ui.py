@@ -29,8 +29,10 @@ from harness import (
     Relay,
     add_cameras,
     cpu_seconds,
+    expect,
     proc_fields,
     progress,
+    request,
 )
 
 NAME = "ui"
@@ -77,7 +79,8 @@ def www_files():
 
 def reference_weight():
     """(commit, gzipped bytes) of www/ at the merge base of the checkout and
-    REFERENCE; (None, None) without git or that branch."""
+    REFERENCE, each file gzipped whole as build.rs embedded it until it
+    blanked scripts' comment lines; (None, None) without git or that branch."""
     base = git("merge-base", "HEAD", REFERENCE)
     if base is None:
         return None, None
@@ -87,17 +90,31 @@ def reference_weight():
     return commit, sum(gzip_size(git("show", f"{commit}:{name}")) for name in names)
 
 
+def served_sizes(bench, files):
+    """{name: bytes} of each UI file as the node serves it from its binary
+    (gzipped, scripts without their comment lines: build.rs's own output)."""
+    node = Node(bench, bench.temp_dir("ui-node")).wait_listening()
+    sizes = {}
+    for path in files:
+        name = path.relative_to(ROOT / "www").as_posix()
+        status, body = request(node.port, "GET", f"/{name}", headers={"Accept-Encoding": "gzip"})
+        expect(status, body, 200, f"GET /{name}")
+        sizes[name] = len(body)
+    node.stop()
+    return sizes
+
+
 def measure_weight(bench):
     """The UI's gzipped bytes in the binary, the bytes added since REFERENCE,
     and the aarch64 node's size where it is built."""
     files = www_files()
-    sizes = {path.relative_to(ROOT / "www").as_posix(): gzip_size(path.read_bytes()) for path in files}
+    sizes = served_sizes(bench, files)
     total = sum(sizes.values())
     commit, reference = reference_weight()
     largest = sorted(sizes, key=sizes.get, reverse=True)[:3]
     bench.add_figure(
         "ui_weight",
-        f"the UI in the binary (www/, gzip -9 as build.rs embeds it), {len(files)} files",
+        f"the UI in the binary (www/ as the node serves it: gzip -9, scripts without comment lines), {len(files)} files",
         total,
         "bytes",
         ("<=", UI_MAX_BYTES),

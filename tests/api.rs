@@ -860,10 +860,28 @@ fn the_ui_is_served_from_the_binary() {
         assert_eq!(page.header("Cache-Control"), Some("no-cache"), "{page}");
         assert!(page.gunzipped() == index, "{path} is not www/index.html");
     }
-    let script = node.request("GET", "/app.js", &chromium, b"");
+    // A script is its file with its whole-line comments (// or /* */) made empty lines.
+    let script = node.request("GET", "/timeline.js", &chromium, b"");
+    let served = String::from_utf8(script.gunzipped()).unwrap();
+    let file = std::fs::read_to_string(www.join("timeline.js")).unwrap();
+    assert_eq!(served.lines().count(), file.lines().count(), "{served}");
+    let mut blanked = 0;
+    for (n, (served, line)) in served.lines().zip(file.lines()).enumerate() {
+        if served != line {
+            let code = line.trim();
+            let comment =
+                code.starts_with("//") || (code.starts_with("/*") && code.ends_with("*/"));
+            assert!(
+                served.is_empty() && comment,
+                "line {}: {served:?} served for {line:?}",
+                n + 1
+            );
+            blanked += 1;
+        }
+    }
     assert!(
-        script.gunzipped() == std::fs::read(www.join("app.js")).unwrap(),
-        "/app.js is not www/app.js"
+        blanked > 0,
+        "no comment line of www/timeline.js was left out"
     );
     for refusing in ["identity", "gzip;q=0", "br, *;q=0", ""] {
         let page = node.request("GET", "/", &[("Accept-Encoding", refusing)], b"");

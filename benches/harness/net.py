@@ -22,11 +22,13 @@ def accepts(port):
         return False
 
 
-def request(port, method, path, body=None, content_type=None, timeout=30):
+def request(port, method, path, body=None, content_type=None, timeout=30, headers=None):
     """One HTTP request on a new connection; returns (status, body bytes)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        headers = {"Content-Type": content_type} if content_type else {}
+        headers = dict(headers or {})
+        if content_type:
+            headers["Content-Type"] = content_type
         conn.request(method, path, body=body, headers=headers)
         response = conn.getresponse()
         return response.status, response.read()
