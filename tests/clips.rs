@@ -277,7 +277,7 @@ fn clips_over_their_budget_go_oldest_first_with_their_events() {
 }
 
 #[test]
-fn a_clips_disk_under_its_reserve_loses_its_oldest_events() {
+fn a_clips_disk_under_its_reserve_loses_its_oldest_events_but_a_kept_one() {
     let camera = Camera::start();
     let disk = Tmpfs::new("64m");
     let recordings = TempDir::new("clips-reserve-recordings");
@@ -312,9 +312,12 @@ fn a_clips_disk_under_its_reserve_loses_its_oldest_events() {
     // the filler below changes its free space.
     node.patch_camera(&id, json!({ "record": false }));
     thread::sleep(Duration::from_secs(3));
-    let oldest = bytes_on_disk(disk.path(), &id, &events[0]).unwrap();
+    // The oldest is kept: the reserve passes it by.
+    let kept = node.patch_json(&format!("/api/events/{}", events[0]), r#"{"keep": true}"#);
+    assert_eq!(kept.status, 200, "{kept}");
+    let oldest = bytes_on_disk(disk.path(), &id, &events[1]).unwrap();
 
-    // Another program fills the disk to half the oldest event short of the reserve.
+    // Another program fills the disk to half the oldest event not kept short of the reserve.
     let filler = disk.path().join("filler");
     let wanted_free = reserve - oldest / 2;
     let fill = free_bytes(disk.path()) - wanted_free;
@@ -328,12 +331,12 @@ fn a_clips_disk_under_its_reserve_loses_its_oldest_events() {
     }
     drop(file);
     let filled = Instant::now();
-    // Within the minute, the oldest event goes, and only it.
+    // Within the minute, the oldest event not kept goes, and only it.
     assert!(
         wait_for(Duration::from_secs(75), || node
-            .listed_event(&events[0])
+            .listed_event(&events[1])
             .is_none()),
-        "the oldest event outlived the reserve: {} {}",
+        "the oldest event not kept outlived the reserve: {} {}",
         storage(&node),
         node.get("/api/events").json()
     );
@@ -341,8 +344,8 @@ fn a_clips_disk_under_its_reserve_loses_its_oldest_events() {
         "the reserve's deletion came {:?} after the disk filled",
         filled.elapsed()
     );
-    assert_eq!(bytes_on_disk(disk.path(), &id, &events[0]), None);
-    for event in &events[1..] {
+    assert_eq!(bytes_on_disk(disk.path(), &id, &events[1]), None);
+    for event in [&events[0], &events[2]] {
         assert!(has_clip(&node, event), "{event} went too");
     }
     // The node logs the deletion once it is done, so after the listing shows it.
@@ -359,6 +362,14 @@ fn a_clips_disk_under_its_reserve_loses_its_oldest_events() {
     assert!(
         free >= reserve,
         "{free} bytes free under a reserve of {reserve}: {shown}"
+    );
+    assert_eq!(
+        (
+            shown["lastEventsDeletion"]["rule"].clone(),
+            shown["lastEventsDeletion"]["events"].clone()
+        ),
+        (json!("CLIPS_RESERVE"), json!(1)),
+        "{shown}"
     );
 }
 
