@@ -282,6 +282,13 @@ impl Clips {
         }
     }
 
+    /// An event was kept or let go: its bytes moved between the clips'
+    /// budget and the kept ones', so status and the budget look again now,
+    /// not at the next minute.
+    pub fn keep_changed(&self) {
+        self.send(Order::Check);
+    }
+
     /// The most bytes kept events' files may take (`CLIPS_KEEP_MAX_BYTES`).
     pub fn keep_max_bytes(&self) -> u64 {
         self.inner.settings.keep_max_bytes

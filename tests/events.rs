@@ -651,6 +651,15 @@ fn kept_events_outlive_the_cap_and_the_clips_budget_within_their_own() {
         (json!(1000), json!(1500)),
         "{storage}"
     );
+    // Its bytes leave the clips' count at once, not at the next minute's look.
+    assert!(
+        common::wait_for(std::time::Duration::from_secs(5), || node
+            .get("/api/status")
+            .json()["storage"]["clipsBytes"]
+            == 0),
+        "{}",
+        node.get("/api/status").json()["storage"]
+    );
 
     // Past the budget: refused, saying how much is kept and how to free it.
     let second = post(&node, 2);

@@ -126,7 +126,12 @@ pub fn update(app: &App, id: Uuid, body: &[u8]) -> Result<Reply, Error> {
     let marks = Marks::from_json(body)?;
     let budget = app.clips.keep_max_bytes();
     match app.db(|s| s.mark_event(id, marks.reviewed, marks.keep, budget))? {
-        Flagged::Done(event) => Ok(Reply::json(200, &EventView::new(&event))),
+        Flagged::Done(event) => {
+            if marks.keep.is_some() {
+                app.clips.keep_changed();
+            }
+            Ok(Reply::json(200, &EventView::new(&event)))
+        }
         Flagged::NoSuchEvent => Err(Error::not_found("no such event")),
         Flagged::OverKeepBudget {
             kept_bytes,
