@@ -18,8 +18,8 @@ use crate::common::{
 use serde_json::{Value, json};
 
 const USER: &str = "nvr";
-/// Entities per camera (motion, online, record, detect, image, event) and of the node itself.
-const PER_CAMERA: usize = 6;
+/// Entities per camera (motion, online, record, detect, image, event, events not reviewed) and of the node itself.
+const PER_CAMERA: usize = 7;
 const OF_NODE: usize = 3;
 
 fn start_node(data: &TempDir, mqtt_url: &str, mqtt_password: &str, extra: &[(&str, &str)]) -> Node {
