@@ -61,6 +61,16 @@ struct Cleaner {
 }
 
 impl Cleaner {
+    /// The files left out of the next choices: unlinked with their rows
+    /// still there, or kept after a refused unlink.
+    fn skipped(&self) -> HashSet<&str> {
+        self.unlinked
+            .iter()
+            .map(|s| s.path.as_str())
+            .chain(self.kept.keys().map(String::as_str))
+            .collect()
+    }
+
     /// What status says of the files kept, while any is.
     fn kept_message(&mut self) -> Option<String> {
         if self.kept.is_empty() {
@@ -241,12 +251,7 @@ fn expire(shared: &Shared, cleaner: &mut Cleaner) -> Result<(), Error> {
         };
         let (mut count, mut freed) = (0, 0);
         loop {
-            let skipped: HashSet<&str> = cleaner
-                .unlinked
-                .iter()
-                .map(|s| s.path.as_str())
-                .chain(cleaner.kept.keys().map(String::as_str))
-                .collect();
+            let skipped = cleaner.skipped();
             let limit = BATCH + skipped.len();
             let chosen: Vec<Segment> = shared
                 .db
@@ -346,12 +351,7 @@ fn make_room(
                 "the recordings disk cannot be written to ({e}); its files and their index are kept"
             )));
         }
-        let skipped: HashSet<&str> = cleaner
-            .unlinked
-            .iter()
-            .map(|s| s.path.as_str())
-            .chain(cleaner.kept.keys().map(String::as_str))
-            .collect();
+        let skipped = cleaner.skipped();
         let limit = BATCH + skipped.len();
         let candidates: Vec<Segment> = shared
             .db
