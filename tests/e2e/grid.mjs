@@ -72,6 +72,8 @@ async function until(what, check, ms = 20000) {
 /** Waits until the tiles of `ids` have readyState 4 and currentTime 1 s past where it is now; their sizes, in the order of `ids`. */
 async function playing(page, ids) {
   const selectors = ids.map((id) => `#grid [data-id="${id}"] video`);
+  // The tiles come with the page's first status, which may follow the page's load.
+  await page.waitForFunction((list) => list.every((s) => document.querySelector(s)), selectors, WAIT);
   const from = await page.evaluate((list) => list.map((s) => document.querySelector(s).currentTime), selectors);
   await page.waitForFunction(
     ([list, t0]) => list.every((s, i) => {
