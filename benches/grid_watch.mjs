@@ -64,6 +64,12 @@ async function run() {
 
   step = 'every tile plays';
   await page.goto(opts.url);
+  // The tiles come with the page's first status, which may follow the page's load.
+  await page.waitForFunction(
+    (list) => list.every((id) => document.querySelector(`#grid [data-id="${id}"] video`)),
+    ids,
+    { timeout: 60000, polling: 100 },
+  );
   const from = await times(page);
   await page.waitForFunction(
     ([list, t0]) => list.every((id, i) => {
