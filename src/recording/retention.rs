@@ -263,14 +263,7 @@ fn expire(shared: &Shared, cleaner: &mut Cleaner) -> Result<(), Error> {
             if chosen.is_empty() {
                 break;
             }
-            if !shared.folder_is_ours() {
-                return Err(refused("the recordings folder is not this node's disk now"));
-            }
-            if let Err(e) = filesystem::writable(&shared.settings.dir) {
-                return Err(refused(&format!(
-                    "the recordings disk cannot be written to ({e}); its files and their index are kept"
-                )));
-            }
+            deletable(shared)?;
             let (gone, refusal) = delete(shared, cleaner, &chosen)?;
             let now = Instant::now();
             for segment in chosen.iter().filter(|s| !gone.contains(s)) {
@@ -295,6 +288,21 @@ fn expire(shared: &Shared, cleaner: &mut Cleaner) -> Result<(), Error> {
             );
             deleted_by(shared, "retainDays", Some(camera.id), count, freed);
         }
+    }
+    Ok(())
+}
+
+/// Refuses when the folder is no longer this node's or cannot be written:
+/// looked at before each batch, as the disk may have gone, or gone
+/// read-only, since the last.
+fn deletable(shared: &Shared) -> Result<(), Error> {
+    if !shared.folder_is_ours() {
+        return Err(refused("the recordings folder is not this node's disk now"));
+    }
+    if let Err(e) = filesystem::writable(&shared.settings.dir) {
+        return Err(refused(&format!(
+            "the recordings disk cannot be written to ({e}); its files and their index are kept"
+        )));
     }
     Ok(())
 }
@@ -341,16 +349,7 @@ fn make_room(
                     .map_or(Rule::Reserve, |(_, rule)| rule),
             );
         }
-        // Looked at again each round: the disk may have gone, or gone
-        // read-only, since the last.
-        if !shared.folder_is_ours() {
-            return Err(refused("the recordings folder is not this node's disk now"));
-        }
-        if let Err(e) = filesystem::writable(&settings.dir) {
-            return Err(refused(&format!(
-                "the recordings disk cannot be written to ({e}); its files and their index are kept"
-            )));
-        }
+        deletable(shared)?;
         let skipped = cleaner.skipped();
         let limit = BATCH + skipped.len();
         let candidates: Vec<Segment> = shared
