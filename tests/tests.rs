@@ -29,6 +29,7 @@ mod motion;
 mod mqtt;
 mod online;
 mod onvif;
+mod package;
 mod probe;
 mod quick_start;
 mod recording;
