@@ -3,6 +3,8 @@
 # /etc/default/nvr-node are kept); safe to run again.
 #
 #   sudo sh install.sh [BINARY]               install or upgrade, then (re)start
+#   sudo sh install.sh BINARY --classifier CLASSIFIER --model MODEL_DIR
+#                                             the same, with the classifier and its model
 #   sudo sh install.sh BINARY --with-go2rtc GO2RTC
 #                                             the same, with go2rtc beside it
 #   sudo sh install.sh --uninstall            remove the program; keep settings and data
@@ -13,10 +15,15 @@
 # go2rtc.yaml, go2rtc.service, go2rtc.init) are taken from beside it. go2rtc
 # runs as its own user, go2rtc, with /etc/go2rtc/go2rtc.yaml; an upgrade without
 # --with-go2rtc leaves it as it is, and uninstall removes it with the node.
+# The classifier goes beside the node, PREFIX/bin/nvr-classify, and its model
+# (the folder deploy/model/install-model.sh makes) in
+# PREFIX/share/nvr-node/model: the node's defaults for CLASSIFIER and
+# MODEL_DIR. They are given together or not at all; an upgrade without them
+# leaves installed ones as they are, and uninstall removes them.
 # DESTDIR=/path installs into a board image instead of this machine: nothing is
 # started, the user nvr is made only if DESTDIR/etc/passwd exists, and both the
 # systemd unit and the init script are installed. PREFIX (default /usr/local)
-# is where the program goes: PREFIX/bin/nvr-node.
+# is where the programs go: PREFIX/bin/nvr-node.
 
 set -eu
 
@@ -32,13 +39,18 @@ G2_HOME=/var/lib/go2rtc
 # In the go2rtc files it installs: uninstall and purge remove only those.
 MARKER="nvr-node's install.sh"
 SHIPPED_PREFIX=/usr/local
+# What deploy/model/install-model.sh writes; SOURCE, written last, names the
+# sha256 of the model and of the labels.
+MODEL_FILES="model.tflite labels.txt LICENSE SOURCE"
 
 usage() {
-    echo "usage: sh $0 [--uninstall] [--purge] [--with-go2rtc GO2RTC] [BINARY]" >&2
-    echo "  BINARY    the nvr-node program built for this board (default: nvr-node beside this script)" >&2
-    echo "  GO2RTC    a go2rtc program for this board, installed beside it as a service of its own" >&2
-    echo "  DESTDIR   install into this folder (a board image), not this machine" >&2
-    echo "  PREFIX    where the program goes, PREFIX/bin/nvr-node (default /usr/local)" >&2
+    echo "usage: sh $0 [--uninstall] [--purge] [--classifier CLASSIFIER --model MODEL_DIR] [--with-go2rtc GO2RTC] [BINARY]" >&2
+    echo "  BINARY      the nvr-node program built for this board (default: nvr-node beside this script)" >&2
+    echo "  CLASSIFIER  the nvr-classify program built for this board, installed beside the node" >&2
+    echo "  MODEL_DIR   its model, the folder deploy/model/install-model.sh makes" >&2
+    echo "  GO2RTC      a go2rtc program for this board, installed beside it as a service of its own" >&2
+    echo "  DESTDIR     install into this folder (a board image), not this machine" >&2
+    echo "  PREFIX      where the programs go, PREFIX/bin/nvr-node (default /usr/local)" >&2
     exit 2
 }
 
@@ -55,6 +67,8 @@ uninstall=no
 purge=no
 binary=
 go2rtc=
+classifier=
+model=
 while [ $# -gt 0 ]; do
     case $1 in
         --uninstall) uninstall=yes ;;
@@ -63,6 +77,16 @@ while [ $# -gt 0 ]; do
         --with-go2rtc)
             [ $# -ge 2 ] && [ -n "$2" ] && [ -z "$go2rtc" ] || usage
             go2rtc=$2
+            shift
+            ;;
+        --classifier)
+            [ $# -ge 2 ] && [ -n "$2" ] && [ -z "$classifier" ] || usage
+            classifier=$2
+            shift
+            ;;
+        --model)
+            [ $# -ge 2 ] && [ -n "$2" ] && [ -z "$model" ] || usage
+            model=$2
             shift
             ;;
         -h | --help) usage ;;
@@ -103,6 +127,9 @@ g2_bin_file=$DESTDIR$g2_bin_path
 g2_config_dir=$DESTDIR/etc/go2rtc
 g2_config=$g2_config_dir/go2rtc.yaml
 g2_log_dir=$DESTDIR/var/log/go2rtc
+classifier_file=$DESTDIR$PREFIX/bin/nvr-classify
+share_dir=$DESTDIR$PREFIX/share/$NAME
+model_dir=$share_dir/model
 
 # The systemd unit and the init script of service $1.
 unit_file() {
@@ -185,7 +212,8 @@ put() {
     tmp=
 }
 tmp=
-trap '[ -z "$tmp" ] || rm -f "$tmp"' EXIT
+tmp_dir=
+trap '[ -z "$tmp" ] || rm -f "$tmp"; [ -z "$tmp_dir" ] || rm -rf "$tmp_dir"' EXIT
 
 # The units and the init scripts name the programs' paths; a PREFIX other
 # than /usr/local changes them.
@@ -243,6 +271,64 @@ install_binary() {
     fi
     put "$1" "$2" 0755
     say "program $2: installed"
+}
+
+# Refuses model folder $1 unless it holds the files install-model.sh writes,
+# their sizes non-zero, with the model and the labels SOURCE names: a copy cut
+# short, or an install-model.sh that did not finish, fails here.
+check_model() {
+    for file in $MODEL_FILES; do
+        [ -f "$1/$file" ] && [ -s "$1/$file" ] \
+            || fail "$1/$file is missing or empty: give the folder deploy/model/install-model.sh makes (--model MODEL_DIR)"
+    done
+    command -v sha256sum >/dev/null 2>&1 || fail "checking the model needs sha256sum"
+    for pair in model:model.tflite labels:labels.txt; do
+        file=${pair#*:}
+        want=$(sed -n "s/^${pair%%:*} sha256: //p" "$1/SOURCE")
+        [ -n "$want" ] || fail "$1/SOURCE names no ${pair%%:*} sha256: not a model install-model.sh made"
+        got=$(sha256sum "$1/$file" | cut -d' ' -f1)
+        [ "$got" = "$want" ] \
+            || fail "$1/$file is not the one $1/SOURCE names (sha256 $got, not $want): copy the folder again"
+    done
+}
+
+# Whether the installed model is model folder $1's files and nothing else.
+same_model() {
+    [ -d "$model_dir" ] && [ "$(ls -A "$model_dir" | wc -l)" -eq 4 ] || return 1
+    for file in $MODEL_FILES; do
+        cmp -s "$1/$file" "$model_dir/$file" || return 1
+    done
+}
+
+# Installs model folder $1 as a whole: copied into a folder beside the
+# installed one, then renamed into its place, so a classifier starting
+# meanwhile finds the old model or the new one, never half of one (or, for
+# the instant between the two renames, none: it then fails and is started
+# again).
+install_model() {
+    if same_model "$1"; then
+        say "model $model_dir: unchanged"
+        return 0
+    fi
+    mkdir -p "$share_dir"
+    # Left by an install that was cut short (uninstall removes them too).
+    rm -rf "$share_dir"/.model.new.* "$share_dir"/.model.old.*
+    tmp_dir=$share_dir/.model.new.$$
+    mkdir "$tmp_dir"
+    for file in $MODEL_FILES; do
+        cp "$1/$file" "$tmp_dir/$file"
+        chmod 0644 "$tmp_dir/$file"
+    done
+    chmod 0755 "$tmp_dir"
+    if [ -e "$model_dir" ]; then
+        mv "$model_dir" "$share_dir/.model.old.$$"
+        mv "$tmp_dir" "$model_dir"
+        rm -rf "$share_dir/.model.old.$$"
+    else
+        mv "$tmp_dir" "$model_dir"
+    fi
+    tmp_dir=
+    say "model $model_dir: installed"
 }
 
 # go2rtc saves the node's streams, passwords included, into its settings by
@@ -376,9 +462,16 @@ remove_user() {
 }
 
 if [ "$uninstall" = yes ]; then
-    [ -z "$binary" ] && [ -z "$go2rtc" ] || usage
+    [ -z "$binary" ] && [ -z "$go2rtc" ] && [ -z "$classifier" ] && [ -z "$model" ] || usage
     stop_service "$NAME"
     remove "$bin_file"
+    # The classifier and its model are the program's, not data.
+    remove "$classifier_file"
+    remove_dir "$model_dir"
+    rm -rf "$share_dir"/.model.new.* "$share_dir"/.model.old.*
+    if rmdir "$share_dir" 2>/dev/null; then
+        say "removed $share_dir"
+    fi
     remove "$(unit_file "$NAME")"
     remove "$(init_file "$NAME")"
     remove "$env_file.dist"
@@ -434,6 +527,25 @@ if [ -n "$go2rtc" ]; then
     fi
     files="$files go2rtc.yaml go2rtc.service go2rtc.init"
 fi
+# The one without the other classifies nothing.
+if [ -n "$classifier" ] && [ -z "$model" ]; then
+    echo "$NAME: --classifier needs --model too: the classifier's model (the folder deploy/model/install-model.sh makes)" >&2
+    usage
+fi
+if [ -n "$model" ] && [ -z "$classifier" ]; then
+    echo "$NAME: --model needs --classifier too: the nvr-classify built for this board" >&2
+    usage
+fi
+if [ -n "$classifier" ]; then
+    if [ ! -f "$classifier" ]; then
+        fail "no program at $classifier: give the nvr-classify built for this board (--classifier path/to/nvr-classify)"
+    fi
+    if [ ! -x "$classifier" ]; then
+        fail "$classifier is not executable (chmod +x $classifier)"
+    fi
+    [ -d "$model" ] || fail "no folder at $model: give the one deploy/model/install-model.sh makes (--model path/to/model)"
+    check_model "$model"
+fi
 for file in $files; do
     [ -f "$here/$file" ] || fail "$here/$file is missing: keep the files of deploy/ together"
 done
@@ -448,12 +560,28 @@ if live && [ -n "$go2rtc" ]; then
         *) fail "$go2rtc does not run on this machine as go2rtc (built for another board?)" ;;
     esac
 fi
+# Without arguments it prints its usage and exits 2; one built for another
+# CPU fails to start instead.
+if live && [ -n "$classifier" ]; then
+    case $("$classifier" 2>&1) in
+        "usage: nvr-classify "*) ;;
+        *) fail "$classifier does not run on this machine as nvr-classify (built for another board?)" ;;
+    esac
+fi
 
 say "installing $binary into ${DESTDIR:-/} (prefix $PREFIX)"
 install_user "$RUN_AS" "$HOME_DIR" "nvr-node"
 install_data_dir
 install_binary "$binary" "$bin_file"
 install_settings
+if [ -n "$classifier" ]; then
+    install_binary "$classifier" "$classifier_file"
+    install_model "$model"
+elif [ -e "$classifier_file" ] || [ -e "$model_dir" ]; then
+    say "classifier and model: left as they are (--classifier CLASSIFIER --model MODEL_DIR upgrades them)"
+else
+    say "no classifier installed: motion events will not be classified (--classifier CLASSIFIER --model MODEL_DIR installs it and its model)"
+fi
 if [ -n "$go2rtc" ]; then
     install_user "$G2_USER" "$G2_HOME" "go2rtc for nvr-node"
     install_binary "$go2rtc" "$g2_bin_file"

@@ -6,7 +6,10 @@
 //! moved into a temporary folder. With `--with-go2rtc`, the same for go2rtc
 //! (the real one, `GO2RTC`): its files, and the installed go2rtc with its
 //! installed settings run under its installed init script next to the
-//! installed node, which registers a camera in it. Nothing is installed on
+//! installed node, which registers a camera in it. With `--classifier` and
+//! `--model`, the real classifier and its model (`common::classifier`):
+//! installed, upgraded, refused when half given or broken, removed, and
+//! found by the installed node without a setting. Nothing is installed on
 //! this machine.
 //!
 //! Runs as any user; as root it also checks that install.sh makes the users
@@ -15,6 +18,7 @@
 
 use std::collections::BTreeSet;
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -244,6 +248,84 @@ fn new_build(program: &Path, dir: &Path) -> (PathBuf, Vec<u8>) {
     (path, bytes)
 }
 
+/// The files of a model folder (deploy/model/install-model.sh's).
+const MODEL_FILES: [&str; 4] = ["model.tflite", "labels.txt", "LICENSE", "SOURCE"];
+
+/// The real classifier and its model, as `--classifier` and `--model` take them.
+fn classifier_and_model() -> (String, String) {
+    (
+        common::classifier::program(),
+        common::classifier::model_dir().display().to_string(),
+    )
+}
+
+fn names_in(dir: &Path) -> BTreeSet<String> {
+    fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Checks that the model folder `installed` holds `model`'s four files and
+/// nothing else, readable by the node, with nothing left beside it.
+fn assert_model(installed: &Path, model: &Path, run: &Run) {
+    assert_eq!(
+        names_in(installed),
+        MODEL_FILES.map(str::to_owned).into(),
+        "{}",
+        run.report()
+    );
+    for file in MODEL_FILES {
+        assert!(
+            fs::read(installed.join(file)).unwrap() == fs::read(model.join(file)).unwrap(),
+            "{file} differs from {}'s\n{}",
+            model.display(),
+            run.report()
+        );
+        assert_eq!(mode(&installed.join(file)), 0o644, "{file}");
+    }
+    assert_eq!(mode(installed), 0o755);
+    assert_eq!(
+        names_in(installed.parent().unwrap()),
+        BTreeSet::from(["model".to_owned()]),
+        "left beside the model\n{}",
+        run.report()
+    );
+}
+
+/// A copy of `model` in `dir`/`name`.
+fn copy_model(model: &Path, dir: &Path, name: &str) -> PathBuf {
+    let copy = dir.join(name);
+    fs::create_dir_all(&copy).unwrap();
+    for file in MODEL_FILES {
+        fs::copy(model.join(file), copy.join(file)).unwrap();
+    }
+    copy
+}
+
+/// A newer model in `dir`/model: one more label, and SOURCE naming the new
+/// labels' sha256, as install-model.sh would write it.
+fn changed_model(model: &Path, dir: &Path) -> PathBuf {
+    let changed = copy_model(model, dir, "model");
+    let labels = changed.join("labels.txt");
+    let mut text = read(&labels);
+    text.push_str("91  test label\n");
+    fs::write(&labels, text).unwrap();
+    let sha = Command::new("sha256sum").arg(&labels).run_ok().stdout();
+    let sha = sha.split(' ').next().unwrap();
+    let source = read(&changed.join("SOURCE"));
+    let old = source
+        .lines()
+        .find(|l| l.starts_with("labels sha256: "))
+        .unwrap_or_else(|| panic!("no labels sha256 in SOURCE:\n{source}"));
+    fs::write(
+        changed.join("SOURCE"),
+        source.replace(old, &format!("labels sha256: {sha}")),
+    )
+    .unwrap();
+    changed
+}
+
 /// Every line install.sh prints is one "nvr-node: ..." step.
 fn assert_steps(run: &Run) {
     let stdout = run.stdout();
@@ -273,9 +355,17 @@ fn install_upgrade_uninstall_and_purge_into_a_destdir() {
     let unit = dest.join("etc/systemd/system/nvr-node.service");
     let init = dest.join("etc/init.d/nvr-node");
     let data = dest.join("var/lib/nvr-node");
+    let classifier_bin = dest.join("usr/local/bin/nvr-classify");
+    let share = dest.join("usr/local/share/nvr-node");
+    let model_dir = share.join("model");
+    let (classifier, model) = classifier_and_model();
 
     // First install.
-    let first = install(&dest, &[BINARY]).run_ok();
+    let first = install(
+        &dest,
+        &[BINARY, "--classifier", &classifier, "--model", &model],
+    )
+    .run_ok();
     assert_steps(&first);
     assert_eq!(mode(&bin), 0o755, "{}", first.report());
     assert!(
@@ -283,6 +373,13 @@ fn install_upgrade_uninstall_and_purge_into_a_destdir() {
         "{} differs from {BINARY}",
         bin.display()
     );
+    assert_eq!(mode(&classifier_bin), 0o755, "{}", first.report());
+    assert!(
+        fs::read(&classifier_bin).unwrap() == fs::read(&classifier).unwrap(),
+        "{} differs from {classifier}",
+        classifier_bin.display()
+    );
+    assert_model(&model_dir, Path::new(&model), &first);
     assert_eq!(read(&env_file), read(&deploy("nvr-node.default")));
     assert_documents_every_variable(&read(&env_file));
     assert!(!dist.exists(), "a fresh install needs no .dist");
@@ -313,14 +410,38 @@ fn install_upgrade_uninstall_and_purge_into_a_destdir() {
     fs::write(&env_file, &edited).unwrap();
     // As an install before 0640 left them.
     fs::set_permissions(&env_file, fs::Permissions::from_mode(0o644)).unwrap();
+    // The classifier and the model too.
+    let (new_classifier, classifier_bytes) = new_build(Path::new(&classifier), dir.path());
     let (new_build, bytes) = new_build(Path::new(BINARY), dir.path());
     let running = fs::File::open(&bin).unwrap();
     let running_inode = running.metadata().unwrap().ino();
+    let classifier_inode = fs::metadata(&classifier_bin).unwrap().ino();
+    let new_model = changed_model(Path::new(&model), dir.path());
+    let model_inode = fs::metadata(&model_dir).unwrap().ino();
+    // What an install cut short would have left beside it.
+    let stale = share.join(".model.new.1");
+    fs::create_dir_all(&stale).unwrap();
+    fs::write(stale.join("model.tflite"), b"half").unwrap();
+    let upgrade_args = [
+        new_build.to_str().unwrap(),
+        "--classifier",
+        new_classifier.to_str().unwrap(),
+        "--model",
+        new_model.to_str().unwrap(),
+    ];
 
-    let upgrade = install(&dest, &[new_build.to_str().unwrap()]).run_ok();
+    let upgrade = install(&dest, &upgrade_args).run_ok();
     assert_steps(&upgrade);
     assert_replaced(&bin, &bytes, running_inode);
     assert_eq!(mode(&bin), 0o755);
+    assert_replaced(&classifier_bin, &classifier_bytes, classifier_inode);
+    assert_eq!(mode(&classifier_bin), 0o755);
+    assert_model(&model_dir, &new_model, &upgrade);
+    assert_ne!(
+        fs::metadata(&model_dir).unwrap().ino(),
+        model_inode,
+        "the model was rewritten in place, not renamed into it"
+    );
     assert_eq!(read(&env_file), edited, "the user's settings were not kept");
     assert_eq!(mode(&env_file), 0o640);
     assert_eq!(
@@ -347,16 +468,41 @@ fn install_upgrade_uninstall_and_purge_into_a_destdir() {
         );
     }
 
-    // The same program again: nothing to replace.
-    let again = install(&dest, &[new_build.to_str().unwrap()]).run_ok();
-    assert!(again.stdout().contains("unchanged"), "{}", again.report());
+    // The same programs and model again: nothing to replace.
+    let model_inode = fs::metadata(&model_dir).unwrap().ino();
+    let again = install(&dest, &upgrade_args).run_ok();
+    assert_steps(&again);
+    for unchanged in [&bin, &classifier_bin, &model_dir] {
+        assert!(
+            again
+                .stdout()
+                .contains(&format!("{}: unchanged", unchanged.display())),
+            "{}",
+            again.report()
+        );
+    }
+    assert_eq!(fs::metadata(&model_dir).unwrap().ino(), model_inode);
+    assert_model(&model_dir, &new_model, &again);
     assert_eq!(read(&env_file), edited);
+
+    // The node alone: the classifier and its model stay as they are.
+    let node_only = install(&dest, &[new_build.to_str().unwrap()]).run_ok();
+    assert_steps(&node_only);
+    assert!(
+        node_only
+            .stdout()
+            .contains("classifier and model: left as they are"),
+        "{}",
+        node_only.report()
+    );
+    assert!(fs::read(&classifier_bin).unwrap() == classifier_bytes);
+    assert_model(&model_dir, &new_model, &node_only);
 
     // Uninstall keeps the settings and the data.
     fs::write(data.join("nvr-node.db"), b"cameras").unwrap();
     let uninstall = install(&dest, &["--uninstall"]).run_ok();
     assert_steps(&uninstall);
-    for gone in [&bin, &unit, &init, &dist] {
+    for gone in [&bin, &unit, &init, &dist, &classifier_bin, &share] {
         assert!(
             !gone.exists(),
             "{} is left\n{}",
@@ -462,15 +608,197 @@ fn install_refuses_a_missing_or_non_executable_program_and_bad_options() {
 }
 
 #[test]
+fn install_refuses_half_a_classifier_or_a_broken_model_and_installs_none_unasked() {
+    let dir = TempDir::new("install-classifier-refuse");
+    let dest = dir.path().join("root");
+    let (classifier, model) = classifier_and_model();
+    let refused = |args: &[&str], code: i32, says: &str| {
+        let refused = install(&dest, args).exits(code);
+        assert!(refused.stderr().contains(says), "{}", refused.report());
+        assert!(
+            !dest.join("usr").exists() && !dest.join("etc").exists(),
+            "refused, yet installed\n{}",
+            refused.report()
+        );
+    };
+
+    // Half the pair: the classifier classifies nothing without its model.
+    refused(
+        &[BINARY, "--classifier", &classifier],
+        2,
+        "--classifier needs --model",
+    );
+    refused(
+        &[BINARY, "--model", &model],
+        2,
+        "--model needs --classifier",
+    );
+    refused(&["--uninstall", "--classifier", &classifier], 2, "usage:");
+    refused(&["--uninstall", "--model", &model], 2, "usage:");
+    refused(&[BINARY, "--classifier"], 2, "usage:");
+
+    let missing = dir.path().join("no-such-nvr-classify");
+    let missing = missing.to_str().unwrap();
+    refused(
+        &[BINARY, "--classifier", missing, "--model", &model],
+        1,
+        "no program at",
+    );
+    let plain = dir.path().join("nvr-classify");
+    fs::write(&plain, "#!/bin/sh\n").unwrap();
+    fs::set_permissions(&plain, fs::Permissions::from_mode(0o644)).unwrap();
+    refused(
+        &[
+            BINARY,
+            "--classifier",
+            plain.to_str().unwrap(),
+            "--model",
+            &model,
+        ],
+        1,
+        "not executable",
+    );
+    refused(
+        &[BINARY, "--classifier", &classifier, "--model", missing],
+        1,
+        "no folder at",
+    );
+
+    // A model copied short, and one a file short.
+    let short = copy_model(Path::new(&model), dir.path(), "short");
+    let bytes = fs::read(short.join("model.tflite")).unwrap();
+    fs::write(short.join("model.tflite"), &bytes[..bytes.len() / 2]).unwrap();
+    refused(
+        &[
+            BINARY,
+            "--classifier",
+            &classifier,
+            "--model",
+            short.to_str().unwrap(),
+        ],
+        1,
+        "model.tflite is not the one",
+    );
+    for file in MODEL_FILES {
+        let without = copy_model(Path::new(&model), dir.path(), &format!("no-{file}"));
+        fs::remove_file(without.join(file)).unwrap();
+        refused(
+            &[
+                BINARY,
+                "--classifier",
+                &classifier,
+                "--model",
+                without.to_str().unwrap(),
+            ],
+            1,
+            &format!("{file} is missing"),
+        );
+    }
+
+    // Neither: the node alone, and it says what that means.
+    let alone = install(&dest, &[BINARY]).run_ok();
+    assert_steps(&alone);
+    assert!(
+        alone
+            .stdout()
+            .contains("no classifier installed: motion events will not be classified"),
+        "{}",
+        alone.report()
+    );
+    assert!(!dest.join("usr/local/bin/nvr-classify").exists());
+    assert!(!dest.join("usr/local/share").exists());
+}
+
+/// The installed node, with no setting naming them, finds the installed
+/// classifier and model (its defaults) and runs them for a new camera.
+#[test]
+fn the_installed_node_runs_the_installed_classifier_with_the_installed_model() {
+    let dir = TempDir::new("install-classify");
+    let dest = dir.path().join("root");
+    let (classifier, model) = classifier_and_model();
+    install(
+        &dest,
+        &[BINARY, "--classifier", &classifier, "--model", &model],
+    )
+    .run_ok();
+    let bin = dest.join("usr/local/bin/nvr-node");
+    let installed_classifier = dest.join("usr/local/bin/nvr-classify");
+    let installed_model = dest.join("usr/local/share/nvr-node/model");
+    let data = dir.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    let relay = format!("http://127.0.0.1:{}", closed_port());
+    // start_program clears the environment: no CLASSIFIER, no MODEL_DIR.
+    let node = common::Node::start_program(&[bin.to_str().unwrap()], &data, &relay, &[]);
+    let status = node.get("/api/status").json();
+    assert_eq!(
+        status["classifier"]["installed"],
+        true,
+        "{status}\n{}",
+        node.logs()
+    );
+    let created = node.add_camera(serde_json::json!({
+        "name": "Porch",
+        "rtspUrl": format!("rtsp://127.0.0.1:{}/main", closed_port()),
+    }));
+    assert_eq!(created["classify"], true, "{created}");
+    let running = common::wait_for(Duration::from_secs(60), || {
+        node.get("/api/status").json()["classifier"]["running"] == true
+    });
+    assert!(
+        running,
+        "the classifier did not run with its model\n{}",
+        node.logs()
+    );
+    let child = common::children_of(node.pid())
+        .into_iter()
+        .find(|pid| {
+            fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == installed_classifier)
+        })
+        .unwrap_or_else(|| panic!("no child runs the installed classifier\n{}", node.logs()));
+    let args = fs::read(format!("/proc/{child}/cmdline")).unwrap();
+    let model_arg = args.split(|b| *b == 0).nth(1).unwrap_or_default();
+    // As the node names it: `<program dir>/../share/nvr-node/model`.
+    let model_arg = Path::new(std::ffi::OsStr::from_bytes(model_arg));
+    assert_eq!(
+        fs::canonicalize(model_arg).ok(),
+        fs::canonicalize(&installed_model).ok(),
+        "the classifier's model: {}",
+        model_arg.display()
+    );
+}
+
+#[test]
 fn prefix_moves_the_program_and_the_paths_that_name_it() {
     let dir = TempDir::new("install-prefix");
     let dest = dir.path().join("root");
     let go2rtc = common::go2rtc::binary();
-    install(&dest, &[BINARY, "--with-go2rtc", go2rtc.to_str().unwrap()])
-        .env("PREFIX", "/opt/nvr")
-        .run_ok();
+    let (classifier, model) = classifier_and_model();
+    install(
+        &dest,
+        &[
+            BINARY,
+            "--with-go2rtc",
+            go2rtc.to_str().unwrap(),
+            "--classifier",
+            &classifier,
+            "--model",
+            &model,
+        ],
+    )
+    .env("PREFIX", "/opt/nvr")
+    .run_ok();
     assert!(dest.join("opt/nvr/bin/nvr-node").is_file());
     assert!(!dest.join("usr/local/bin/nvr-node").exists());
+    // The classifier and its model where the node looks by default.
+    assert!(dest.join("opt/nvr/bin/nvr-classify").is_file());
+    for file in MODEL_FILES {
+        assert!(
+            dest.join("opt/nvr/share/nvr-node/model")
+                .join(file)
+                .is_file()
+        );
+    }
+    assert!(!dest.join("usr/local").exists());
     let unit = read(&dest.join("etc/systemd/system/nvr-node.service"));
     assert!(
         unit.contains("\nExecStart=/opt/nvr/bin/nvr-node\n"),
@@ -493,6 +821,8 @@ fn prefix_moves_the_program_and_the_paths_that_name_it() {
         .run_ok();
     assert!(!dest.join("opt/nvr/bin/nvr-node").exists());
     assert!(!dest.join("opt/nvr/bin/go2rtc").exists());
+    assert!(!dest.join("opt/nvr/bin/nvr-classify").exists());
+    assert!(!dest.join("opt/nvr/share/nvr-node").exists());
 }
 
 // ---- the settings file ----
