@@ -128,8 +128,8 @@ maintainer=$(sed -n 's/^Maintainer: //p' "$debian/control")
 } | gzip -9n >"$doc/changelog.gz"
 help2man --no-info --section 1 --name "local node of a network video recorder" \
     --version-string "$cargo_version" target/release/nvr-node | gzip -9n >"$root/usr/share/man/man1/nvr-node.1.gz"
-sed -n "/^\[$arch\]\$/,/^\[/{/^\[/d;p}; /^\[all\]\$/,/^\[/{/^\[/d;p}" "$debian/lintian-overrides" \
-    | sed '/^$/d' >"$root/usr/share/lintian/overrides/nvr-node"
+awk -v arch="$arch" '/^\[.*\]$/ { keep = ($0 == "[all]" || $0 == "[" arch "]"); next }
+    keep' "$debian/lintian-overrides" >"$root/usr/share/lintian/overrides/nvr-node"
 chmod 0644 "$doc/copyright" "$doc/changelog.gz" "$root/usr/share/man/man1/nvr-node.1.gz" \
     "$root/usr/share/lintian/overrides/nvr-node"
 
@@ -138,12 +138,39 @@ for script in postinst prerm postrm; do
 done
 
 # The libraries the binaries link to (amd64's and armhf's glibc; arm64's are
-# static), as dpkg-shlibdeps finds them: for armhf, in libc6:armhf's files.
+# static), as dpkg-shlibdeps finds them. For armhf, in Debian 12's
+# libc6:armhf unpacked here (its files and its symbols file, given as a
+# package built beside this one, -S) rather than installed: installed, its
+# libc would be loaded by the cross toolchain's older ld.so under qemu
+# (its ld.so.cache names it), which then crashes.
 mkdir -p "$work/shlibs/debian"
 printf 'Source: nvr-node\n\nPackage: nvr-node\nArchitecture: %s\n' "$arch" >"$work/shlibs/debian/control"
-shlibs=$(cd "$work/shlibs" && DEB_HOST_ARCH=$arch dpkg-shlibdeps -O \
+libc=
+if [ "$arch" = armhf ]; then
+    libc=$work/libc6
+    mkdir -p "$libc/DEBIAN"
+    (cd "$work" && apt-get download -qq libc6:armhf) || {
+        echo "cannot download libc6:armhf for dpkg-shlibdeps: add the architecture once" \
+            "(sudo dpkg --add-architecture armhf && sudo apt-get update)" >&2
+        exit 1
+    }
+    dpkg-deb --extract "$work"/libc6_*_armhf.deb "$libc"
+    dpkg-deb --control "$work"/libc6_*_armhf.deb "$libc/DEBIAN"
+fi
+shlibs=$(cd "$work/shlibs" && DEB_HOST_ARCH=$arch dpkg-shlibdeps ${libc:+"-S$libc"} -O \
     "$root/usr/bin/nvr-node" "$root/usr/lib/nvr-node/nvr-classify" 2>"$work/shlibdeps.log" \
     | sed -n 's/^shlibs:Depends=//p') || { cat "$work/shlibdeps.log" >&2; exit 1; }
+# dpkg-shlibdeps reads the symbols in Debian 12's glibc, which took
+# libpthread's and libdl's into libc.so.6 at 2.34; the armhf build, linked
+# by zig against glibc 2.17's libraries, needs only the highest GLIBC_
+# version it names (tests/arm.rs checks that floor), so Debian 11 boards
+# can take it too.
+floor=$(readelf -V --wide "$root/usr/bin/nvr-node" "$root/usr/lib/nvr-node/nvr-classify" 2>/dev/null \
+    | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -n 1)
+found=$(printf '%s\n' "$shlibs" | sed -n 's/.*libc6 (>= \([^)]*\)).*/\1/p')
+if [ -n "$floor" ] && [ -n "$found" ] && dpkg --compare-versions "$floor" lt "$found"; then
+    shlibs=$(printf '%s\n' "$shlibs" | sed "s/libc6 (>= $found)/libc6 (>= $floor)/")
+fi
 # useradd, groupadd and userdel, in the maintainer scripts.
 depends="ffmpeg, passwd${shlibs:+, $shlibs}"
 

@@ -199,8 +199,7 @@ fi
 # (and openssl for its TLS certificates) for the Home Assistant tests;
 # mkfs.ext4 for the read-only database test; libfaketime for the clock's;
 # for the Debian packages (package::), dpkg-dev (dpkg-shlibdeps), help2man
-# (the man page), lintian, mmdebstrap and zstd (the Debian 12 root) and
-# armhf's glibc (what dpkg-shlibdeps reads for the armhf package).
+# (the man page), lintian, mmdebstrap and zstd (the Debian 12 root).
 packages=(
   ffmpeg
   chromium
@@ -233,12 +232,12 @@ packages=(
   lintian
   mmdebstrap
   zstd
-  libc6:armhf
 )
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
-# musl-dev:arm64 and libc6:armhf are other architectures' packages
-# (Multi-Arch: same); package:: also reads those architectures' lists.
+# musl-dev:arm64 is another architecture's package (Multi-Arch: same);
+# package.sh downloads armhf's libc6 for dpkg-shlibdeps, and package::
+# reads both architectures' lists.
 missing=()
 update=""
 for arch in arm64 armhf; do
