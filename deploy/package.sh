@@ -163,8 +163,8 @@ shlibs=$(cd "$work/shlibs" && DEB_HOST_ARCH=$arch dpkg-shlibdeps ${libc:+"-S$lib
 # dpkg-shlibdeps reads the symbols in Debian 12's glibc, which took
 # libpthread's and libdl's into libc.so.6 at 2.34; the armhf build, linked
 # by zig against glibc 2.17's libraries, needs only the highest GLIBC_
-# version it names (tests/arm.rs checks that floor), so Debian 11 boards
-# can take it too.
+# version it names (tests/arm.rs checks that floor), which does not keep
+# the package from boards with an older glibc.
 floor=$(readelf -V --wide "$root/usr/bin/nvr-node" "$root/usr/lib/nvr-node/nvr-classify" 2>/dev/null \
     | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -n 1)
 found=$(printf '%s\n' "$shlibs" | sed -n 's/.*libc6 (>= \([^)]*\)).*/\1/p')

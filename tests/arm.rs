@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::system::stdout_of;
 use crate::common::{self, Node, TempDir, closed_port};
 use serde_json::json;
 
@@ -67,22 +68,6 @@ impl Board {
         );
         binary
     }
-}
-
-/// Runs `program` with `args`; panics with its output unless it succeeds.
-fn output(program: &str, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {program} (Debian's binutils): {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {args:?}: {}\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -143,7 +128,8 @@ fn board_binaries_link_within_their_floor() {
     for board in &BOARDS {
         let binary = board.binary();
         let binary = binary.to_str().unwrap();
-        let dynamic = output("readelf", &["--dynamic", "--program-headers", binary]);
+        let dynamic =
+            stdout_of(Command::new("readelf").args(["--dynamic", "--program-headers", binary]));
         match board.glibc_floor {
             None => {
                 assert!(
@@ -154,7 +140,9 @@ fn board_binaries_link_within_their_floor() {
                 eprintln!("{}: static", board.triple);
             }
             Some(floor) => {
-                let highest = highest_glibc(&output("readelf", &["--version-info", binary]));
+                let highest = highest_glibc(&stdout_of(
+                    Command::new("readelf").args(["--version-info", binary]),
+                ));
                 let highest = highest.expect("a glibc binary names glibc versions");
                 assert!(
                     highest <= floor,
@@ -168,7 +156,7 @@ fn board_binaries_link_within_their_floor() {
                 eprintln!("{}: glibc {}.{}", board.triple, highest.0, highest.1);
             }
         }
-        let sections = output("readelf", &["--section-headers", binary]);
+        let sections = stdout_of(Command::new("readelf").args(["--section-headers", binary]));
         assert!(
             !sections.contains(".symtab"),
             "{} is not stripped",

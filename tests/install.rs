@@ -26,6 +26,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::common;
+use crate::common::system::{account_entries, unit_values};
 use crate::common::{TempDir, closed_port};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_nvr-node");
@@ -166,15 +167,6 @@ fn seed_accounts(dest: &Path) {
         fs::write(etc.join(file), text).unwrap();
         fs::set_permissions(etc.join(file), fs::Permissions::from_mode(mode)).unwrap();
     }
-}
-
-/// The lines of DESTDIR/etc/`file` for `name`, split on ':'.
-fn account_entries(dest: &Path, file: &str, name: &str) -> Vec<Vec<String>> {
-    read(&dest.join("etc").join(file))
-        .lines()
-        .filter(|l| l.starts_with(&format!("{name}:")))
-        .map(|l| l.split(':').map(str::to_owned).collect())
-        .collect()
 }
 
 /// An empty DESTDIR in `dir`, and whether install.sh can make users in it:
@@ -957,13 +949,6 @@ fn the_settings_file_documents_every_variable_the_node_reads() {
 }
 
 // ---- the systemd unit ----
-
-fn unit_values(unit: &str, key: &str) -> Vec<String> {
-    unit.lines()
-        .filter_map(|l| l.strip_prefix(&format!("{key}=")))
-        .map(str::to_owned)
-        .collect()
-}
 
 #[test]
 fn the_systemd_unit_verifies_and_matches_the_settings() {

@@ -15,10 +15,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::common::system::{account_entries, stdout_of, unit_values};
 use crate::common::{self, Camera, Node, TempDir, closed_port, wait_for};
 use serde_json::json;
 
@@ -33,24 +34,6 @@ const OURS: [&str; 4] = ["nvr-node", "nvr-base", "nvr-classify", "nvr-classify-c
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs `command`; panics with the command, its output and status unless
-/// it succeeds; returns its stdout.
-fn run(command: &mut Command) -> String {
-    let description = format!("{command:?}");
-    let out = command
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {description}: {e}"));
-    assert!(
-        out.status.success(),
-        "{description}: {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// `sh deploy/package.sh ARCH OUT` with `VERSION` when given; the package's path.
@@ -77,7 +60,7 @@ fn build(arch: &str, out: &Path, version: Option<&str>) -> PathBuf {
         command.env("VERSION", version);
     }
     let started = std::time::Instant::now();
-    let printed = run(&mut command);
+    let printed = stdout_of(&mut command);
     let deb = PathBuf::from(printed.lines().last().unwrap_or_default());
     assert!(deb.is_file(), "package.sh printed no package: {printed}");
     let bytes = std::fs::metadata(&deb).unwrap().len();
@@ -104,14 +87,14 @@ fn package(arch: &str) -> PathBuf {
 
 /// A field of the package's control file.
 fn field(deb: &Path, name: &str) -> String {
-    run(Command::new("dpkg-deb").arg("--field").arg(deb).arg(name))
+    stdout_of(Command::new("dpkg-deb").arg("--field").arg(deb).arg(name))
         .trim()
         .to_owned()
 }
 
 /// The package's files, unpacked into `dir`.
 fn unpack(deb: &Path, dir: &Path) {
-    run(Command::new("dpkg-deb").arg("--extract").arg(deb).arg(dir));
+    stdout_of(Command::new("dpkg-deb").arg("--extract").arg(deb).arg(dir));
 }
 
 #[test]
@@ -120,9 +103,11 @@ fn each_package_passes_lintian_and_holds_the_node_its_classifier_and_model() {
         let deb = package(arch);
         // Errors and warnings fail it; those overridden (and explained
         // below) do not count.
-        let lintian = run(Command::new("lintian")
-            .args(["--fail-on", "error,warning", "--tag-display-limit", "0"])
-            .arg(&deb));
+        let lintian = stdout_of(
+            Command::new("lintian")
+                .args(["--fail-on", "error,warning", "--tag-display-limit", "0"])
+                .arg(&deb),
+        );
         eprintln!("{arch}: {}: lintian:\n{lintian}", deb.display());
 
         assert_eq!(field(&deb, "Package"), "nvr-node");
@@ -172,7 +157,7 @@ fn each_package_passes_lintian_and_holds_the_node_its_classifier_and_model() {
             if path.ends_with("/nvr-node") && path.starts_with("usr/bin")
                 || path.ends_with("/nvr-classify")
             {
-                let header = run(Command::new("readelf").arg("-h").arg(&file));
+                let header = stdout_of(Command::new("readelf").arg("-h").arg(&file));
                 assert!(header.contains(machine), "{arch}: {path}: {header}");
             }
         }
@@ -216,22 +201,26 @@ fn debian_root(dir: &Path) -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"))
         .join("nvr-node-tests");
-    let tarball = run(Command::new("sh")
-        .arg(repo().join("tests/debian/root.sh"))
-        .arg(&cache));
+    let tarball = stdout_of(
+        Command::new("sh")
+            .arg(repo().join("tests/debian/root.sh"))
+            .arg(&cache),
+    );
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
-    run(Command::new("tar")
-        .args([
-            "--zstd",
-            "--extract",
-            "--numeric-owner",
-            "--preserve-permissions",
-        ])
-        .arg("--file")
-        .arg(tarball.trim())
-        .arg("--directory")
-        .arg(&root));
+    stdout_of(
+        Command::new("tar")
+            .args([
+                "--zstd",
+                "--extract",
+                "--numeric-owner",
+                "--preserve-permissions",
+            ])
+            .arg("--file")
+            .arg(tarball.trim())
+            .arg("--directory")
+            .arg(&root),
+    );
     // As in a chroot or an image being built: the init script is not run,
     // and what the maintainer scripts asked of it is written down.
     let policy = root.join("usr/sbin/policy-rc.d");
@@ -248,27 +237,29 @@ fn debian_root(dir: &Path) -> PathBuf {
 /// Runs `args` in `root` as root, in a mount and process namespace of its
 /// own with the root's /proc: whatever it starts ends with it.
 fn in_root(root: &Path, args: &[&str]) -> String {
-    run(Command::new("unshare")
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "--fork",
-            "--pid",
-            "--kill-child",
-        ])
-        .args([
-            "--",
-            "/bin/sh",
-            "-c",
-            "mount -t proc proc \"$0/proc\" && exec chroot \"$0\" \"$@\"",
-        ])
-        .arg(root)
-        .args(args)
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .env("LC_ALL", "C")
-        .env("DEBIAN_FRONTEND", "noninteractive"))
+    stdout_of(
+        Command::new("unshare")
+            .args([
+                "--mount",
+                "--propagation",
+                "private",
+                "--fork",
+                "--pid",
+                "--kill-child",
+            ])
+            .args([
+                "--",
+                "/bin/sh",
+                "-c",
+                "mount -t proc proc \"$0/proc\" && exec chroot \"$0\" \"$@\"",
+            ])
+            .arg(root)
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .env("LC_ALL", "C")
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
 }
 
 /// What the maintainer scripts asked of the init script since the last call.
@@ -292,20 +283,7 @@ fn init_requests(root: &Path, seen: &mut usize) -> Vec<String> {
 
 /// `name`'s entry in the root's `file` (passwd or group), split on colons.
 fn account(root: &Path, file: &str, name: &str) -> Option<Vec<String>> {
-    std::fs::read_to_string(root.join("etc").join(file))
-        .unwrap()
-        .lines()
-        .map(|l| l.split(':').map(str::to_owned).collect::<Vec<_>>())
-        .find(|fields| fields[0] == name)
-}
-
-/// The value of each `key=` line of a systemd unit.
-fn unit_values(unit: &str, key: &str) -> Vec<String> {
-    let prefix = format!("{key}=");
-    unit.lines()
-        .filter_map(|l| l.strip_prefix(&prefix))
-        .map(str::to_owned)
-        .collect()
+    account_entries(root, file, name).into_iter().next()
 }
 
 /// The installed node, started as its systemd unit starts it: the unit's
@@ -535,7 +513,8 @@ fn the_amd64_package_installs_runs_upgrades_removes_and_purges_in_a_debian_12_ro
 /// The candidate version of `package` for `arch` in this machine's Debian
 /// 12 lists, if any.
 fn candidate(package: &str, arch: &str) -> Option<String> {
-    let policy = run(Command::new("apt-cache").args(["policy", &format!("{package}:{arch}")]));
+    let policy =
+        stdout_of(Command::new("apt-cache").args(["policy", &format!("{package}:{arch}")]));
     let version = policy
         .lines()
         .find_map(|l| l.trim().strip_prefix("Candidate: "))?
@@ -676,7 +655,7 @@ fn the_readme_installs_the_package_that_package_sh_makes() {
 /// `vendor/<name>-<version>` (as `cargo vendor --versioned-dirs` lays it out).
 fn linked(triple: &str) -> BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let tree = run(Command::new(cargo).current_dir(repo()).args([
+    let tree = stdout_of(Command::new(cargo).current_dir(repo()).args([
         "tree",
         "--locked",
         "-e",
@@ -748,9 +727,11 @@ fn paragraphs(text: &str) -> Vec<Paragraph> {
 #[test]
 fn the_copyright_file_names_every_crate_linked_and_its_licence() {
     for triple in TRIPLES {
-        let text = run(Command::new("python3")
-            .current_dir(repo())
-            .args(["deploy/debian/copyright.py", triple]));
+        let text = stdout_of(
+            Command::new("python3")
+                .current_dir(repo())
+                .args(["deploy/debian/copyright.py", triple]),
+        );
         let all = paragraphs(&text);
         assert!(
             all[0]["Format"]

@@ -13,6 +13,7 @@ pub mod mosquitto;
 pub mod netns;
 pub mod onvif_device;
 pub mod rtsp_trap;
+pub mod system;
 pub mod wsd;
 pub mod xml;
 
