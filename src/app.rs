@@ -2,13 +2,16 @@
 //! relay client, the recordings, snapshots and the live state kept in memory.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::thread;
 use std::time::Instant;
 
 use uuid::Uuid;
 
+use crate::alerts::pictures::Pictures;
+use crate::alerts::send::Sender;
+use crate::alerts::webpush::Vapid;
 use crate::cameras::camera::{Camera, SettingsPatch};
 use crate::cameras::discover::Finder;
 use crate::cameras::prober::{self, Prober};
@@ -33,6 +36,9 @@ use crate::store::{self, Store};
 
 pub struct App {
     pub node_name: String,
+    /// Where people reach the node, for links in alerts and Home
+    /// Assistant (`NODE_URL`, else `http://HOST NAME:PORT`).
+    pub node_url: String,
     pub host_name: String,
     pub allowed_hosts: Vec<String>,
     pub prober: Prober,
@@ -55,8 +61,19 @@ pub struct App {
     /// Asks the relay sync loop for a reconcile.
     relay_nudges: mpsc::Sender<()>,
     state_changes: Arc<StateChanges>,
-    /// Motion and events as they happen, for Home Assistant.
+    /// Motion and events as they happen, for Home Assistant and alerts.
     pub notices: Arc<Notices>,
+    /// What alerts were about, pictured when they were made.
+    pub pictures: Pictures,
+    /// Sends alerts, and tests of their destinations.
+    pub alert_sender: Sender,
+    /// Changes with alerts' destinations and settings, for the thread
+    /// that sends them.
+    alerts_generation: AtomicU64,
+    vapid: OnceLock<Arc<Vapid>>,
+    /// Whether alerts go out: the database's, kept here too for Home
+    /// Assistant's view, built four times a second.
+    armed: AtomicBool,
     /// The MQTT connection's state; None: MQTT is off.
     mqtt: Mutex<Option<mqtt::State>>,
     /// The last status body, with the [`Versions`] it
@@ -78,7 +95,13 @@ pub struct StatusBody {
 type Versions = (u64, u64, u64, bool);
 
 impl App {
-    pub fn new(config: &Config, store: Store, relay_nudges: mpsc::Sender<()>) -> App {
+    pub fn new(
+        config: &Config,
+        store: Store,
+        relay_nudges: mpsc::Sender<()>,
+        node_url: String,
+    ) -> App {
+        let armed = store.armed().unwrap_or(true);
         let db = Arc::new(Db::new(store));
         let state_changes = Arc::new(StateChanges::default());
         let notices = Arc::new(Notices::default());
@@ -121,6 +144,7 @@ impl App {
         );
         App {
             node_name: config.node_name.clone(),
+            node_url,
             host_name: config.host_name.clone(),
             allowed_hosts: config.allowed_hosts.clone(),
             prober,
@@ -141,8 +165,54 @@ impl App {
             state_changes,
             status_body: Mutex::new(None),
             notices,
+            pictures: Pictures::default(),
+            alert_sender: Sender::default(),
+            alerts_generation: AtomicU64::new(0),
+            vapid: OnceLock::new(),
+            armed: AtomicBool::new(armed),
             mqtt: Mutex::new(None),
         }
+    }
+
+    /// Alerts' destinations or settings changed, or how delivering goes:
+    /// the status shows it, and the alerts' thread takes it in.
+    pub fn alerts_changed(&self) {
+        self.alerts_generation.fetch_add(1, Ordering::Release);
+        self.live_changed();
+    }
+
+    pub fn alerts_generation(&self) -> u64 {
+        self.alerts_generation.load(Ordering::Acquire)
+    }
+
+    pub fn armed(&self) -> bool {
+        self.armed.load(Ordering::Acquire)
+    }
+
+    /// Arms or disarms the node's alerts (the API, Home Assistant).
+    pub fn set_armed(&self, armed: bool) -> Result<(), Error> {
+        if self.armed.load(Ordering::Acquire) != armed {
+            self.db(|s| s.set_armed(armed))?;
+            self.armed.store(armed, Ordering::Release);
+            log::info!("alerts: {}", if armed { "armed" } else { "disarmed" });
+            self.alerts_changed();
+        }
+        Ok(())
+    }
+
+    /// The node's VAPID key pair, made at its first use and kept for good.
+    pub fn vapid(&self) -> Result<Arc<Vapid>, Error> {
+        if let Some(vapid) = self.vapid.get() {
+            return Ok(vapid.clone());
+        }
+        let pkcs8 = self.db(|s| s.vapid_key(Vapid::generate))?;
+        let vapid = Vapid::from_pkcs8(&pkcs8).ok_or_else(|| {
+            Error::new(
+                crate::error::Kind::Internal,
+                "the node's VAPID key is unreadable",
+            )
+        })?;
+        Ok(self.vapid.get_or_init(|| Arc::new(vapid)).clone())
     }
 
     /// Runs `f` under the database lock. Keep `f` short: no I/O beyond SQLite.

@@ -2,10 +2,12 @@
 
 use std::path::{Component, Path};
 
+use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
 use crate::error::Error;
+use crate::json_body::object;
 
 /// The most zones a camera has, so also the most an event enters.
 pub const MAX_ZONES: usize = 8;
@@ -34,6 +36,56 @@ pub struct Event {
     pub reviewed: bool,
     /// A person kept it: no rule deletes it or its files.
     pub keep: bool,
+}
+
+/// An event as the API shows it (and alerts and webhooks send it).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventView<'a> {
+    id: String,
+    camera_id: String,
+    kind: &'a str,
+    score: f64,
+    started_at: String,
+    ended_at: String,
+    clip_status: &'a str,
+    /// Where the clip plays from, once it is cut; null before or without one.
+    clip_url: Option<String>,
+    thumbnail_url: Option<String>,
+    /// The zones what moved entered.
+    zones: &'a [String],
+    /// It goes on: `endedAt` is its latest moment so far.
+    in_progress: bool,
+    /// A person marked it seen.
+    reviewed: bool,
+    /// A person kept it: no rule deletes it or its clip.
+    keep: bool,
+}
+
+impl<'a> EventView<'a> {
+    pub fn new(event: &'a Event) -> EventView<'a> {
+        EventView {
+            id: event.id.to_string(),
+            camera_id: event.camera_id.to_string(),
+            kind: &event.kind,
+            score: event.score,
+            started_at: format_timestamp(event.started_at_ms),
+            ended_at: format_timestamp(event.ended_at_ms),
+            clip_status: &event.clip_status,
+            clip_url: event
+                .clip_path
+                .as_ref()
+                .map(|_| format!("/api/events/{}/clip.mp4", event.id)),
+            thumbnail_url: event
+                .thumbnail_path
+                .as_ref()
+                .map(|_| format!("/api/events/{}/thumbnail.jpg", event.id)),
+            zones: &event.zones,
+            in_progress: event.in_progress,
+            reviewed: event.reviewed,
+            keep: event.keep,
+        }
+    }
 }
 
 /// Around an event, the recording its clip is cut from: this long before
@@ -372,6 +424,36 @@ impl Kind {
     }
 }
 
+/// `field`: a JSON array of distinct names of `allowed` kinds, sorted.
+pub fn kind_names(field: &str, value: &Value, allowed: &[Kind]) -> Result<Vec<Kind>, Error> {
+    let names = || {
+        let names: Vec<&str> = allowed.iter().map(|k| k.name()).collect();
+        names.join(", ")
+    };
+    let Value::Array(items) = value else {
+        return Err(Error::bad_request(format!(
+            "{field} must be an array of names from {}",
+            names()
+        )));
+    };
+    let mut kinds = Vec::with_capacity(items.len());
+    for item in items {
+        let kind = item
+            .as_str()
+            .and_then(Kind::from_name)
+            .filter(|k| allowed.contains(k))
+            .ok_or_else(|| Error::bad_request(format!("{field} may only name {}", names())))?;
+        if kinds.contains(&kind) {
+            return Err(Error::bad_request(format!(
+                "{field} must not name a kind twice"
+            )));
+        }
+        kinds.push(kind);
+    }
+    kinds.sort();
+    Ok(kinds)
+}
+
 /// A kind is shown by its name.
 impl serde::Serialize for Kind {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -393,16 +475,6 @@ pub struct NewEvent {
     pub zones: Vec<String>,
 }
 
-/// The body's JSON object.
-fn json_object(body: &[u8]) -> Result<serde_json::Map<String, Value>, Error> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| Error::bad_request(format!("body is not valid JSON: {e}")))?;
-    match value {
-        Value::Object(fields) => Ok(fields),
-        _ => Err(Error::bad_request("body must be a JSON object")),
-    }
-}
-
 /// A validated `PATCH /api/events/{id}` body: the marks to set, at least one.
 #[derive(Debug, PartialEq)]
 pub struct Marks {
@@ -412,7 +484,7 @@ pub struct Marks {
 
 impl Marks {
     pub fn from_json(body: &[u8]) -> Result<Marks, Error> {
-        let fields = json_object(body)?;
+        let fields = object(body)?;
         let flag = |name: &str| match fields.get(name) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -439,7 +511,7 @@ pub struct ReviewedBefore {
 
 impl ReviewedBefore {
     pub fn from_json(body: &[u8]) -> Result<ReviewedBefore, Error> {
-        let fields = json_object(body)?;
+        let fields = object(body)?;
         let before_ms = match fields.get("before") {
             Some(Value::String(text)) => parse_timestamp("before", text)?,
             None | Some(Value::Null) => return Err(Error::bad_request("before is required")),
@@ -464,7 +536,7 @@ pub fn camera_id(text: &str) -> Result<Uuid, Error> {
 
 impl NewEvent {
     pub fn from_json(body: &[u8]) -> Result<NewEvent, Error> {
-        let fields = json_object(body)?;
+        let fields = object(body)?;
         let text = |name: &str| match fields.get(name) {
             Some(Value::String(s)) => Ok(Some(s.as_str())),
             None | Some(Value::Null) => Ok(None),

@@ -38,6 +38,8 @@
 //! The documents are in `docs/`; the design of recording and motion, whose
 //! rules the code cites, in `docs/design/`.
 
+mod alerting;
+mod alerts;
 mod app;
 mod background;
 mod cameras;
@@ -51,6 +53,7 @@ mod db;
 mod error;
 mod event;
 mod home_assistant;
+mod json_body;
 mod link_state;
 mod lock;
 mod media;

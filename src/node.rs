@@ -6,6 +6,7 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::alerting;
 use crate::app::App;
 use crate::background::{follow, monitor, relay_sync};
 use crate::cloud;
@@ -39,8 +40,12 @@ pub fn run(config: &Config) -> Result<(), String> {
     })?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
 
+    let node_url = config
+        .node_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}:{}", config.host_name, address.port()));
     let (relay_nudges, nudged) = mpsc::channel();
-    let app = Arc::new(App::new(config, store, relay_nudges));
+    let app = Arc::new(App::new(config, store, relay_nudges, node_url));
     app.start();
     relay_sync::spawn(app.clone(), nudged);
     monitor::spawn(app.clone(), config.camera_check_interval);
@@ -49,12 +54,9 @@ pub fn run(config: &Config) -> Result<(), String> {
         cloud::link::spawn(app.clone(), cloud_url);
         cloud::uploader::spawn(app.clone(), cloud_url);
     }
+    alerting::spawn(app.clone());
     if let Some(mqtt) = &config.mqtt {
-        let node_url = config
-            .node_url
-            .clone()
-            .unwrap_or_else(|| format!("http://{}:{}", config.host_name, address.port()));
-        home_assistant::spawn(app.clone(), mqtt, node_url)?;
+        home_assistant::spawn(app.clone(), mqtt)?;
     }
 
     println!("listening on http://{address}");

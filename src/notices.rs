@@ -1,11 +1,14 @@
-//! What happened that a listener outside the node (Home Assistant through
-//! MQTT) is told of as it happens: motion starting and ending, events added
-//! and their files done. Senders never block: with no listener a notice is
-//! dropped at once, and a listener that falls behind loses the oldest.
+//! What happened that listeners outside the footage are told of as it
+//! happens: motion starting and ending, kinds seen, events added and their
+//! files done. A bus: each listener (Home Assistant, alerts) has a queue of
+//! its own, bounded, so senders never block and a listener that falls
+//! behind loses its own oldest notices (counted), never another's. With no
+//! listener a notice is dropped at once. What must not be lost is kept by
+//! the listener itself (alerts write it to their outbox).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use uuid::Uuid;
@@ -18,18 +21,22 @@ const MAX_WAITING: usize = 256;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Notice {
-    /// Motion began on `camera`; its event, stored when it ends, gets `event` as id.
+    /// Motion began on `camera`; its event, stored when it ends, gets `event`
+    /// as id. `classifying`: the camera's classifier will look at it, so
+    /// `motion` is its kind only for now.
     MotionStarted {
         camera: Uuid,
         event: Uuid,
         at_ms: i64,
+        classifying: bool,
     },
     /// The event under way on `camera` was found to be of `kind` (by the
-    /// classifier, while it goes on).
+    /// classifier, while it goes on), having entered `zones` so far.
     KindSeen {
         camera: Uuid,
         event: Uuid,
         kind: Kind,
+        zones: Vec<String>,
     },
     /// The motion on `camera` ended, its event of `kind` in the end (it is
     /// stored, if the camera still exists).
@@ -46,24 +53,52 @@ pub enum Notice {
 
 #[derive(Default)]
 pub struct Notices {
-    listening: AtomicBool,
+    listeners: Mutex<Vec<Arc<Inbox>>>,
+}
+
+/// One listener's queue.
+pub struct Inbox {
+    pub name: &'static str,
     waiting: Mutex<VecDeque<Notice>>,
     wake: Condvar,
+    /// Notices dropped because this listener fell behind.
+    lost: AtomicU64,
 }
 
 impl Notices {
-    /// From now on notices are kept for [`Notices::wait`].
-    pub fn listen(&self) {
-        self.listening.store(true, Ordering::Release);
+    /// A listener named `name`: from now on every notice is kept for it too.
+    pub fn subscribe(&self, name: &'static str) -> Arc<Inbox> {
+        let inbox = Arc::new(Inbox {
+            name,
+            waiting: Mutex::new(VecDeque::new()),
+            wake: Condvar::new(),
+            lost: AtomicU64::new(0),
+        });
+        lock(&self.listeners).push(inbox.clone());
+        inbox
     }
 
     pub fn send(&self, notice: Notice) {
-        if !self.listening.load(Ordering::Acquire) {
-            return;
+        for inbox in lock(&self.listeners).iter() {
+            inbox.put(notice.clone());
         }
+    }
+
+    /// Each listener's name and the notices it lost by falling behind.
+    pub fn lost(&self) -> Vec<(&'static str, u64)> {
+        lock(&self.listeners)
+            .iter()
+            .map(|inbox| (inbox.name, inbox.lost.load(Ordering::Relaxed)))
+            .collect()
+    }
+}
+
+impl Inbox {
+    fn put(&self, notice: Notice) {
         let mut waiting = lock(&self.waiting);
         if waiting.len() == MAX_WAITING {
             waiting.pop_front();
+            self.lost.fetch_add(1, Ordering::Relaxed);
         }
         waiting.push_back(notice);
         self.wake.notify_one();
@@ -84,29 +119,40 @@ impl Notices {
 mod tests {
     use super::*;
 
-    #[test]
-    fn kept_only_for_a_listener_and_bounded() {
-        let notices = Notices::default();
-        let camera = Uuid::new_v4();
-        notices.send(Notice::MotionEnded {
+    fn ended(camera: Uuid) -> Notice {
+        Notice::MotionEnded {
             camera,
             event: Uuid::nil(),
             kind: Kind::Motion,
-        });
-        assert!(notices.wait(Duration::ZERO).is_empty(), "nobody listened");
-        notices.listen();
+        }
+    }
+
+    #[test]
+    fn each_listener_has_its_own_bounded_queue() {
+        let notices = Notices::default();
+        let camera = Uuid::new_v4();
+        notices.send(ended(camera));
+        let slow = notices.subscribe("slow");
+        assert!(
+            slow.wait(Duration::ZERO).is_empty(),
+            "sent before it listened"
+        );
+        let quick = notices.subscribe("quick");
         for _ in 0..MAX_WAITING + 10 {
-            notices.send(Notice::MotionEnded {
-                camera,
-                event: Uuid::nil(),
-                kind: Kind::Motion,
-            });
+            notices.send(ended(camera));
+            assert_eq!(quick.wait(Duration::ZERO).len(), 1, "it keeps up");
         }
         let event = Uuid::new_v4();
         notices.send(Notice::EventFinished { event });
-        let got = notices.wait(Duration::ZERO);
+        let got = slow.wait(Duration::ZERO);
         assert_eq!(got.len(), MAX_WAITING);
         assert_eq!(got.last(), Some(&Notice::EventFinished { event }));
-        assert!(notices.wait(Duration::from_millis(10)).is_empty());
+        assert!(slow.wait(Duration::from_millis(10)).is_empty());
+        assert_eq!(
+            quick.wait(Duration::ZERO),
+            [Notice::EventFinished { event }],
+            "the slow one's losses are not the quick one's"
+        );
+        assert_eq!(notices.lost(), [("slow", 11), ("quick", 0)]);
     }
 }

@@ -9,7 +9,8 @@ use uuid::Uuid;
 
 use crate::cameras::rtsp_url;
 use crate::error::Error;
-use crate::event::Kind;
+use crate::event::{Kind, kind_names};
+use crate::json_body::{field, object, optional_bool, optional_str};
 use crate::media::polygon::Polygon;
 pub use areas::{MAX_MASKS, MAX_POINTS, Zone, checked_masks, checked_zones};
 
@@ -117,7 +118,7 @@ impl Settings {
     /// names the field. `classify_by_default`: whether the classifier is
     /// installed, which makes `classify` default to on.
     pub fn from_json(body: &[u8], classify_by_default: bool) -> Result<Settings, Error> {
-        let fields = json_object(body)?;
+        let fields = object(body)?;
         let given = SettingsPatch::from_fields(&fields)?;
         if given.confirm_move.is_some() {
             return Err(Error::bad_request(
@@ -215,19 +216,9 @@ pub struct SettingsPatch {
     pub retain_days: Option<Option<u32>>,
 }
 
-/// The body's JSON object.
-fn json_object(body: &[u8]) -> Result<Map<String, Value>, Error> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| Error::bad_request(format!("body is not valid JSON: {e}")))?;
-    match value {
-        Value::Object(fields) => Ok(fields),
-        _ => Err(Error::bad_request("body must be a JSON object")),
-    }
-}
-
 impl SettingsPatch {
     pub fn from_json(body: &[u8]) -> Result<SettingsPatch, Error> {
-        SettingsPatch::from_fields(&json_object(body)?)
+        SettingsPatch::from_fields(&object(body)?)
     }
 
     fn from_fields(fields: &Map<String, Value>) -> Result<SettingsPatch, Error> {
@@ -376,7 +367,7 @@ fn confirmed_move(value: &Value) -> Result<Option<Ipv4Addr>, Error> {
 /// account (user name, password), if the device needs one: checked as at
 /// camera creation.
 pub fn device_login(body: &[u8]) -> Result<(String, Option<(String, String)>), Error> {
-    let fields = json_object(body)?;
+    let fields = object(body)?;
     let address = optional_str(&fields, "address")?
         .ok_or_else(|| Error::bad_request("address is required"))?;
     Ok((service_address("address", address)?, credentials(&fields)?))
@@ -444,37 +435,6 @@ fn checked_kinds(value: &Value) -> Result<Vec<Kind>, Error> {
     Ok(kinds)
 }
 
-/// `field`: a JSON array of distinct names of kinds from `allowed`, in
-/// [`Kind::ALL`]'s order; maybe none.
-fn kind_names(field: &str, value: &Value, allowed: &[Kind]) -> Result<Vec<Kind>, Error> {
-    let names = || {
-        let names: Vec<&str> = allowed.iter().map(|k| k.name()).collect();
-        names.join(", ")
-    };
-    let Value::Array(items) = value else {
-        return Err(Error::bad_request(format!(
-            "{field} must be an array of names from {}",
-            names()
-        )));
-    };
-    let mut kinds = Vec::with_capacity(items.len());
-    for item in items {
-        let kind = item
-            .as_str()
-            .and_then(Kind::from_name)
-            .filter(|k| allowed.contains(k))
-            .ok_or_else(|| Error::bad_request(format!("{field} may only name {}", names())))?;
-        if kinds.contains(&kind) {
-            return Err(Error::bad_request(format!(
-                "{field} must not name a kind twice"
-            )));
-        }
-        kinds.push(kind);
-    }
-    kinds.sort();
-    Ok(kinds)
-}
-
 /// The most days `retainDays` may be: ten years.
 pub const MAX_RETAIN_DAYS: u32 = 3650;
 
@@ -489,27 +449,6 @@ fn checked_retain_days(value: &Value) -> Result<u32, Error> {
                 "retainDays must be a whole number of days from 1 to {MAX_RETAIN_DAYS}, or null for no age limit"
             ))
         })
-}
-
-/// A field that may be absent; JSON null counts as absent.
-fn field<'a>(fields: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    fields.get(name).filter(|v| !v.is_null())
-}
-
-fn optional_str<'a>(fields: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, Error> {
-    match field(fields, name) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(Error::bad_request(format!("{name} must be a string"))),
-    }
-}
-
-fn optional_bool(fields: &Map<String, Value>, name: &str) -> Result<Option<bool>, Error> {
-    match field(fields, name) {
-        None => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(Error::bad_request(format!("{name} must be true or false"))),
-    }
 }
 
 /// `make` and `model`: at most 64 characters, no control characters.

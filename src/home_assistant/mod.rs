@@ -27,7 +27,7 @@ use crate::lock::lock;
 use crate::mqtt;
 use crate::mqtt::limit::{Throttle, held_back};
 use crate::mqtt::session::{self, Handler, Message, Session};
-use crate::notices::Notice;
+use crate::notices::{Inbox, Notice};
 use crate::recording::Storage;
 use crate::tls;
 use topics::{CameraState, Incoming, Names, NodeState, Retained, Switch};
@@ -43,7 +43,7 @@ const RESEND_EVERY: Duration = Duration::from_secs(5);
 const LOG_EVERY: Duration = Duration::from_secs(1);
 
 /// Starts the link to the broker; an error is a setting that cannot work.
-pub fn spawn(app: Arc<App>, config: &mqtt::config::Config, node_url: String) -> Result<(), String> {
+pub fn spawn(app: Arc<App>, config: &mqtt::config::Config) -> Result<(), String> {
     let tls = if config.tls {
         Some(tls::client_config(config.ca_file.as_deref())?)
     } else {
@@ -64,7 +64,7 @@ pub fn spawn(app: Arc<App>, config: &mqtt::config::Config, node_url: String) -> 
         discovery: config.discovery_prefix.clone(),
         node,
         node_name: app.node_name.clone(),
-        node_url,
+        node_url: app.node_url.clone(),
     };
     let settings = session::Settings {
         host: config.host.clone(),
@@ -76,9 +76,9 @@ pub fn spawn(app: Arc<App>, config: &mqtt::config::Config, node_url: String) -> 
         availability_topic: names.availability(),
         subscriptions: names.subscriptions(),
     };
-    app.notices.listen();
+    let notices = app.notices.subscribe("home assistant");
     app.set_mqtt_state(mqtt::State::Connecting);
-    let mut link = Link::new(app.clone(), names);
+    let mut link = Link::new(app.clone(), names, notices);
     // Everything is there to send before the first connect.
     link.refresh(None);
     let handler = Commands {
@@ -100,6 +100,7 @@ pub fn spawn(app: Arc<App>, config: &mqtt::config::Config, node_url: String) -> 
 struct Link {
     app: Arc<App>,
     names: Names,
+    notices: Arc<Inbox>,
     /// The retained messages last published (or to send after a connect).
     published: Arc<Mutex<Retained>>,
     /// What they were built from.
@@ -112,7 +113,7 @@ struct Link {
 }
 
 impl Link {
-    fn new(app: Arc<App>, names: Names) -> Link {
+    fn new(app: Arc<App>, names: Names, notices: Arc<Inbox>) -> Link {
         let snapshots = app
             .db(|s| s.newest_thumbnails())
             .unwrap_or_default()
@@ -121,6 +122,7 @@ impl Link {
         Link {
             app,
             names,
+            notices,
             published: Arc::default(),
             built_from: None,
             activity: Activity::default(),
@@ -131,7 +133,7 @@ impl Link {
 
     fn run(mut self, session: &Session) {
         loop {
-            for notice in self.app.notices.wait(TICK) {
+            for notice in self.notices.wait(TICK) {
                 if let Some(message) = self.take(notice) {
                     session.publish(message);
                 }
@@ -149,6 +151,7 @@ impl Link {
                 camera,
                 event,
                 at_ms,
+                ..
             } => {
                 let payload = topics::event_started(event, "motion", at_ms);
                 Some(Message::event(self.names.event_topic(camera), payload))
@@ -197,6 +200,7 @@ impl Link {
         };
         let node = NodeState {
             relay_healthy: self.app.relay_healthy(),
+            armed: self.app.armed(),
             used_bytes: storage.used_bytes,
             budget_bytes: storage.budget_bytes,
             free_bytes: storage.free_bytes,
@@ -354,6 +358,16 @@ impl Handler for Commands {
                 self.set(camera, switch, on);
                 Vec::new()
             }
+            Incoming::Arm(on) => {
+                if let Err(e) = self.app.set_armed(on) {
+                    log::warn!(
+                        "mqtt: alerts {}: {}",
+                        if on { "on" } else { "off" },
+                        e.message
+                    );
+                }
+                Vec::new()
+            }
             Incoming::HomeAssistantOnline => match self.resends.pass(Instant::now()) {
                 Some(_) => {
                     log::info!("mqtt: Home Assistant started: sending discovery and states again");
@@ -396,12 +410,14 @@ mod tests {
                 camera,
                 event,
                 at_ms: 0,
+                classifying: true,
             });
         }
         let seen = |camera, kind| Notice::KindSeen {
             camera,
             event,
             kind,
+            zones: Vec::new(),
         };
         activity.take(&seen(front, Kind::Person));
         activity.take(&seen(front, Kind::Animal));

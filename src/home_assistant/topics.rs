@@ -51,6 +51,8 @@ pub struct CameraState {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeState {
     pub relay_healthy: bool,
+    /// Whether alerts go out.
+    pub armed: bool,
     pub used_bytes: u64,
     pub budget_bytes: Option<u64>,
     pub free_bytes: Option<u64>,
@@ -87,6 +89,7 @@ impl Names {
     /// (which name the cameras a broker still shows, deleted ones included).
     pub fn subscriptions(&self) -> Vec<String> {
         vec![
+            self.node_topic("alerts/set"),
             self.camera_topic_filter("record/set"),
             self.camera_topic_filter("detect/set"),
             self.camera_topic_filter("online"),
@@ -183,6 +186,7 @@ pub fn retained(names: &Names, node: &NodeState, cameras: &[CameraState]) -> Ret
 fn node_messages(names: &Names, node: &NodeState) -> Retained {
     let storage = names.node_topic("storage");
     let relay = names.node_topic("relay");
+    let alerts = names.node_topic("alerts");
     let size = |object: &str, name: &str, field: &str| {
         let config = names.config(
             None,
@@ -215,12 +219,26 @@ fn node_messages(names: &Names, node: &NodeState) -> Retained {
                 }),
             ),
         ),
+        (
+            names.config_topic("switch", None, "alerts"),
+            names.config(
+                None,
+                "alerts",
+                json!({
+                    "name": "Alerts",
+                    "state_topic": alerts,
+                    "command_topic": names.node_topic("alerts/set"),
+                    "icon": "mdi:bell-ring",
+                }),
+            ),
+        ),
     ];
     let mut out: Retained = configs
         .into_iter()
         .map(|(topic, config)| (topic, config.to_string().into_bytes()))
         .collect();
     out.insert(relay, on_off(node.relay_healthy).to_vec());
+    out.insert(alerts, on_off(node.armed).to_vec());
     let storage_state = json!({
         "usedBytes": node.used_bytes,
         "budgetBytes": node.budget_bytes,
@@ -423,6 +441,8 @@ pub enum Incoming {
         switch: Switch,
         on: bool,
     },
+    /// `nvr/<node>/alerts/set` with `ON` or `OFF`: arm or disarm alerts.
+    Arm(bool),
     /// Home Assistant started again: send it everything.
     HomeAssistantOnline,
     /// A camera's retained `online` state is on the broker.
@@ -453,6 +473,12 @@ pub fn incoming(names: &Names, topic: &str, payload: &[u8], retained: bool) -> I
     else {
         return Incoming::Nothing;
     };
+    if rest == "alerts/set" {
+        return match command(topic, payload, retained) {
+            Ok(on) => Incoming::Arm(on),
+            Err(refused) => refused,
+        };
+    }
     let Some((camera, object)) = rest.split_once('/') else {
         return Incoming::Nothing;
     };
@@ -465,26 +491,31 @@ pub fn incoming(names: &Names, topic: &str, payload: &[u8], retained: bool) -> I
         "detect/set" => Switch::Detect,
         _ => return Incoming::Nothing,
     };
+    match command(topic, payload, retained) {
+        Ok(on) => Incoming::Set { camera, switch, on },
+        Err(refused) => refused,
+    }
+}
+
+/// A switch's command: ON or OFF, never a retained one.
+fn command(topic: &str, payload: &[u8], retained: bool) -> Result<bool, Incoming> {
     if retained {
         // Stale: it was acted on when it was sent, and it would undo every
         // change made since at each connect.
-        return Incoming::Refused(format!(
+        return Err(Incoming::Refused(format!(
             "{}: a retained command, which the broker sends again at each connect",
             shorten(topic)
-        ));
+        )));
     }
-    let on = match payload {
-        b"ON" => true,
-        b"OFF" => false,
-        _ => {
-            return Incoming::Refused(format!(
-                "{}: a {}-byte payload that is neither ON nor OFF",
-                shorten(topic),
-                payload.len()
-            ));
-        }
-    };
-    Incoming::Set { camera, switch, on }
+    match payload {
+        b"ON" => Ok(true),
+        b"OFF" => Ok(false),
+        _ => Err(Incoming::Refused(format!(
+            "{}: a {}-byte payload that is neither ON nor OFF",
+            shorten(topic),
+            payload.len()
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -529,6 +560,7 @@ mod tests {
         let cameras = [camera("Front door"), yard];
         let node = NodeState {
             relay_healthy: true,
+            armed: true,
             used_bytes: 5,
             budget_bytes: None,
             free_bytes: Some(7),
@@ -539,7 +571,7 @@ mod tests {
             .filter(|(t, _)| t.starts_with("homeassistant/"))
             .map(|(t, p)| (t, serde_json::from_slice(p).unwrap()))
             .collect();
-        assert_eq!(configs.len(), 3 + 7 * cameras.len() + 4 + 2);
+        assert_eq!(configs.len(), 4 + 7 * cameras.len() + 4 + 2);
         let mut unique_ids: Vec<&str> = configs
             .iter()
             .map(|(_, c)| c["unique_id"].as_str().unwrap())
@@ -643,6 +675,11 @@ mod tests {
             fewer.keys()
         );
         assert_eq!(all["nvr/n1/relay"], b"ON");
+        assert_eq!(all["nvr/n1/alerts"], b"ON");
+        let alerts: Value =
+            serde_json::from_slice(&all["homeassistant/switch/n1/alerts/config"]).unwrap();
+        assert_eq!(alerts["command_topic"], "nvr/n1/alerts/set");
+        assert_eq!(alerts["name"], "Alerts");
         let storage: Value = serde_json::from_slice(&all["nvr/n1/storage"]).unwrap();
         assert_eq!(
             storage,
@@ -706,7 +743,18 @@ mod tests {
             on: true,
         };
         let long = format!("nvr/n1/{}\nforged/record/set", "x".repeat(200));
-        let table: [(String, &[u8], bool, Incoming); 16] = [
+        let table: [(String, &[u8], bool, Incoming); 19] = [
+            ("nvr/n1/alerts/set".into(), b"OFF", false, Incoming::Arm(false)),
+            ("nvr/n1/alerts/set".into(), b"ON", false, Incoming::Arm(true)),
+            (
+                "nvr/n1/alerts/set".into(),
+                b"ON",
+                true,
+                Incoming::Refused(
+                    "nvr/n1/alerts/set: a retained command, which the broker sends again at each connect"
+                        .into(),
+                ),
+            ),
             (set("record/set"), b"ON", false, record_on),
             (
                 set("detect/set"),

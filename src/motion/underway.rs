@@ -20,16 +20,20 @@ const WRITE_EVERY_MS: i64 = 3_000;
 pub struct Underway {
     pub id: Uuid,
     camera: Uuid,
+    /// Whether the classifier looks at it (its kind `motion` is then only
+    /// for now).
+    classifying: bool,
     entered: Entered,
     /// As stored, and when last written (monotonic ms); None until made.
     stored: Option<(Event, i64)>,
 }
 
 impl Underway {
-    pub fn new(camera: Uuid, zones: &[Zone]) -> Underway {
+    pub fn new(camera: Uuid, zones: &[Zone], classifying: bool) -> Underway {
         Underway {
             id: Uuid::new_v4(),
             camera,
+            classifying,
             entered: Entered::new(zones),
             stored: None,
         }
@@ -38,6 +42,11 @@ impl Underway {
     /// Whether it is made (stored and listed).
     pub fn made(&self) -> bool {
         self.stored.is_some()
+    }
+
+    /// The zones meant for `kind` that what moved entered so far.
+    pub fn zones_for(&self, zones: &[Zone], kind: Kind) -> Vec<String> {
+        self.entered.names_for(zones, kind).unwrap_or_default()
     }
 
     /// What moved, or an object seen, in these boxes.
@@ -73,6 +82,7 @@ impl Underway {
                             camera: self.camera,
                             event: self.id,
                             at_ms: event.started_at_ms,
+                            classifying: self.classifying,
                         });
                         self.stored = Some((event, mono_ms));
                     }
@@ -131,6 +141,7 @@ impl Underway {
                 camera: self.camera,
                 event: self.id,
                 at_ms: event.started_at_ms,
+                classifying: false,
             });
         }
         if made || stored.is_some() {

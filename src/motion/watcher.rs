@@ -557,6 +557,7 @@ impl Watcher {
                     camera,
                     event: underway.id,
                     kind,
+                    zones: underway.zones_for(&self.spec.zones, kind),
                 });
             }
         }
@@ -593,7 +594,11 @@ impl Watcher {
                 .recordings
                 .pin(self.camera, at_ms - CLIP_MARGIN_MS),
         );
-        self.underway = Some(Underway::new(self.camera, &self.spec.zones));
+        self.underway = Some(Underway::new(
+            self.camera,
+            &self.spec.zones,
+            self.classifying.is_some(),
+        ));
         self.progress(&[], at);
     }
 

@@ -107,6 +107,10 @@ impl Store {
             "DELETE FROM busy_cells WHERE camera_id = ?1",
             [id.to_string()],
         )?;
+        tx.execute(
+            "DELETE FROM alert_snooze WHERE camera_id = ?1",
+            [id.to_string()],
+        )?;
         tx.commit()?;
         self.segments_gone(id);
         self.event_bytes_changed(0, events.bytes);

@@ -3,6 +3,7 @@
 //! deleted footage, the node's identity).
 //! Knows nothing of HTTP.
 
+mod alerts;
 mod busy;
 mod cameras;
 mod events;
@@ -20,6 +21,7 @@ use uuid::Uuid;
 
 use crate::cameras::camera::Camera;
 
+pub use alerts::{Delivery, Outgoing};
 pub use events::{EventFiles, EventFilter, EventTallies, Flagged};
 pub use node::Identity;
 pub use segments::Segment;
@@ -139,6 +141,35 @@ const UPGRADES: &[&str] = &[
     // 12 -> 13: a camera's retainDays, the age in days past which its
     // recorded segments are deleted; null (every camera before): no limit.
     "ALTER TABLE camera ADD COLUMN retain_days INTEGER;",
+    // 13 -> 14: alerts: where they go (target and rules as JSON, the
+    // target's secrets included) with how delivering to each goes, the
+    // outbox of alerts not yet delivered, and cameras snoozed.
+    "CREATE TABLE alert_destination (
+         id TEXT PRIMARY KEY,
+         name TEXT NOT NULL,
+         target TEXT NOT NULL,
+         rules TEXT NOT NULL,
+         created_at_ms INTEGER NOT NULL,
+         delivered INTEGER NOT NULL DEFAULT 0,
+         last_delivered_ms INTEGER,
+         last_failure TEXT,
+         last_failure_ms INTEGER,
+         expired INTEGER NOT NULL DEFAULT 0,
+         overflowed INTEGER NOT NULL DEFAULT 0
+     ) STRICT;
+     CREATE TABLE alert_outbox (
+         id TEXT PRIMARY KEY,
+         destination_id TEXT NOT NULL,
+         created_at_ms INTEGER NOT NULL,
+         due_at_ms INTEGER NOT NULL,
+         attempts INTEGER NOT NULL,
+         message TEXT NOT NULL
+     ) STRICT;
+     CREATE INDEX alert_outbox_destination ON alert_outbox (destination_id, created_at_ms);
+     CREATE TABLE alert_snooze (
+         camera_id TEXT PRIMARY KEY,
+         until_ms INTEGER NOT NULL
+     ) STRICT, WITHOUT ROWID;",
 ];
 
 pub struct Store {

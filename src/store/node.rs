@@ -57,7 +57,7 @@ impl Store {
         Ok(())
     }
 
-    fn node_value(&self, key: &str) -> Result<Option<String>> {
+    pub(super) fn node_value(&self, key: &str) -> Result<Option<String>> {
         self.conn
             .prepare_cached("SELECT value FROM node WHERE key = ?1")?
             .query_row([key], |r| r.get(0))

@@ -1,11 +1,11 @@
 //! The network calls std has no method for: options on the HTTP listener
 //! (which Linux passes on to each socket it accepts) and its backlog, the
-//! interface a multicast leaves by, the machine's IPv4 interfaces, and its
-//! host name.
+//! interface a multicast leaves by, the machine's IPv4 interfaces and all
+//! its addresses, and its host name.
 
 use std::ffi::CStr;
 use std::io;
-use std::net::{Ipv4Addr, TcpListener, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpListener, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
@@ -99,6 +99,39 @@ pub fn ipv4_interfaces() -> io::Result<Vec<(String, Ipv4Addr)>> {
     Ok(found)
 }
 
+/// Every address of every interface, up or not, IPv4 and IPv6: the
+/// addresses that reach the machine itself.
+pub fn own_addresses() -> io::Result<Vec<IpAddr>> {
+    let mut found = Vec::new();
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: as in `ipv4_interfaces`; an AF_INET6 address is a sockaddr_in6.
+    unsafe {
+        if libc::getifaddrs(&mut list) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut entry = list;
+        while let Some(e) = entry.as_ref() {
+            entry = e.ifa_next;
+            if e.ifa_addr.is_null() {
+                continue;
+            }
+            match (*e.ifa_addr).sa_family as libc::c_int {
+                libc::AF_INET => {
+                    let sin = &*(e.ifa_addr as *const libc::sockaddr_in);
+                    found.push(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)).into());
+                }
+                libc::AF_INET6 => {
+                    let sin6 = &*(e.ifa_addr as *const libc::sockaddr_in6);
+                    found.push(Ipv6Addr::from(sin6.sin6_addr.s6_addr).into());
+                }
+                _ => {}
+            }
+        }
+        libc::freeifaddrs(list);
+    }
+    Ok(found)
+}
+
 /// The machine's host name, as the kernel has it.
 pub fn host_name() -> io::Result<String> {
     let mut buf = [0u8; 256];
@@ -113,6 +146,15 @@ pub fn host_name() -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn own_addresses_include_loopback_and_each_ipv4_interface() {
+        let own = own_addresses().unwrap();
+        assert!(own.contains(&IpAddr::from([127, 0, 0, 1])), "{own:?}");
+        for (_, address) in ipv4_interfaces().unwrap() {
+            assert!(own.contains(&address.into()), "{address} in {own:?}");
+        }
+    }
 
     #[test]
     fn the_host_name_is_the_kernels() {

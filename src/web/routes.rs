@@ -32,6 +32,17 @@ pub enum Route {
     WhepOptions(Uuid),
     /// Ends the WHEP session (camera, session) named in a 201's `Location`.
     EndWhepSession(Uuid, Uuid),
+    /// Silences a camera's alerts for a while, and ends that.
+    SnoozeCamera(Uuid),
+    WakeCamera(Uuid),
+    /// Alerts: whether they are on, where they go.
+    Alerts,
+    UpdateAlerts,
+    AddDestination,
+    UpdateDestination(Uuid),
+    DeleteDestination(Uuid),
+    /// Sends a test alert to a destination.
+    TestDestination(Uuid),
     /// The ONVIF devices on the LAN, and the streams of one.
     Discover,
     DiscoverStreams,
@@ -63,7 +74,11 @@ impl Route {
             | Route::AddEvent
             | Route::UpdateEvent(_)
             | Route::MarkReviewed
-            | Route::DiscoverStreams => Some(BodyKind::Json),
+            | Route::DiscoverStreams
+            | Route::SnoozeCamera(_)
+            | Route::UpdateAlerts
+            | Route::AddDestination
+            | Route::UpdateDestination(_) => Some(BodyKind::Json),
             Route::Whep(_) => Some(BodyKind::Sdp),
             _ => None,
         }
@@ -128,6 +143,34 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
                 "GET, HEAD",
                 matches!(method, "GET" | "HEAD").then_some(route),
             )
+        }
+        ["cameras", id, "snooze"] => {
+            let id = camera(id)?;
+            let route = match method {
+                "POST" => Some(Route::SnoozeCamera(id)),
+                "DELETE" => Some(Route::WakeCamera(id)),
+                _ => None,
+            };
+            ("DELETE, POST", route)
+        }
+        ["alerts"] => match method {
+            "GET" => ("GET, PATCH", Some(Route::Alerts)),
+            "PATCH" => ("GET, PATCH", Some(Route::UpdateAlerts)),
+            _ => ("GET, PATCH", None),
+        },
+        ["alerts", "destinations"] => ("POST", on(method, "POST", Route::AddDestination)),
+        ["alerts", "destinations", id] => {
+            let id = uuid(id, "no such destination")?;
+            let route = match method {
+                "PATCH" => Some(Route::UpdateDestination(id)),
+                "DELETE" => Some(Route::DeleteDestination(id)),
+                _ => None,
+            };
+            ("DELETE, PATCH", route)
+        }
+        ["alerts", "destinations", id, "test"] => {
+            let id = uuid(id, "no such destination")?;
+            ("POST", on(method, "POST", Route::TestDestination(id)))
         }
         ["discover"] => ("POST", on(method, "POST", Route::Discover)),
         ["discover", "streams"] => ("POST", on(method, "POST", Route::DiscoverStreams)),
@@ -261,6 +304,38 @@ mod tests {
                 format!("/api/whep/{ID}/{ID}"),
                 Route::EndWhepSession(id(), id()),
             ),
+            (
+                "POST",
+                format!("/api/cameras/{ID}/snooze"),
+                Route::SnoozeCamera(id()),
+            ),
+            (
+                "DELETE",
+                format!("/api/cameras/{ID}/snooze"),
+                Route::WakeCamera(id()),
+            ),
+            ("GET", "/api/alerts".to_owned(), Route::Alerts),
+            ("PATCH", "/api/alerts".to_owned(), Route::UpdateAlerts),
+            (
+                "POST",
+                "/api/alerts/destinations".to_owned(),
+                Route::AddDestination,
+            ),
+            (
+                "PATCH",
+                format!("/api/alerts/destinations/{ID}"),
+                Route::UpdateDestination(id()),
+            ),
+            (
+                "DELETE",
+                format!("/api/alerts/destinations/{ID}"),
+                Route::DeleteDestination(id()),
+            ),
+            (
+                "POST",
+                format!("/api/alerts/destinations/{ID}/test"),
+                Route::TestDestination(id()),
+            ),
             ("GET", "/".to_owned(), Route::Ui("/".to_owned())),
             (
                 "HEAD",
@@ -309,6 +384,36 @@ mod tests {
                 None,
             ),
             ("POST", "/api/whep/123".to_owned(), Kind::NotFound, None),
+            (
+                "GET",
+                format!("/api/cameras/{ID}/snooze"),
+                Kind::MethodNotAllowed,
+                Some("DELETE, POST"),
+            ),
+            (
+                "POST",
+                "/api/alerts".to_owned(),
+                Kind::MethodNotAllowed,
+                Some("GET, PATCH"),
+            ),
+            (
+                "GET",
+                "/api/alerts/destinations".to_owned(),
+                Kind::MethodNotAllowed,
+                Some("POST"),
+            ),
+            (
+                "PATCH",
+                "/api/alerts/destinations/x".to_owned(),
+                Kind::NotFound,
+                None,
+            ),
+            (
+                "GET",
+                format!("/api/alerts/destinations/{ID}/test"),
+                Kind::MethodNotAllowed,
+                Some("POST"),
+            ),
             (
                 "POST",
                 format!("/api/cameras/{ID}/probe/x"),
@@ -463,5 +568,9 @@ mod tests {
         assert_eq!(Route::UpdateEvent(id()).body_kind(), Some(BodyKind::Json));
         assert_eq!(Route::MarkReviewed.body_kind(), Some(BodyKind::Json));
         assert_eq!(Route::Events.body_kind(), None);
+        assert_eq!(Route::AddDestination.body_kind(), Some(BodyKind::Json));
+        assert_eq!(Route::SnoozeCamera(id()).body_kind(), Some(BodyKind::Json));
+        assert_eq!(Route::TestDestination(id()).body_kind(), None);
+        assert_eq!(Route::WakeCamera(id()).body_kind(), None);
     }
 }

@@ -3,8 +3,8 @@
 
 use std::io::{Read, Seek, SeekFrom};
 use std::net::IpAddr;
+use std::time::Duration;
 
-use serde::Serialize;
 use uuid::Uuid;
 
 use super::media;
@@ -13,8 +13,8 @@ use crate::clips::Job;
 use crate::error::Error;
 use crate::error::Kind;
 use crate::event::{
-    Event, Kind as EventKind, Marks, NewEvent, ReviewedBefore, camera_id, checked_zone_name,
-    format_timestamp, parse_timestamp,
+    Event, EventView, Kind as EventKind, Marks, NewEvent, ReviewedBefore, camera_id,
+    checked_zone_name, parse_timestamp,
 };
 use crate::notices::Notice;
 use crate::store::{EventFilter, Flagged};
@@ -24,55 +24,6 @@ use crate::web::reply::Reply;
 
 /// The spec's limit on events returned.
 const RECENT_EVENTS: u32 = 50;
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct EventView<'a> {
-    id: String,
-    camera_id: String,
-    kind: &'a str,
-    score: f64,
-    started_at: String,
-    ended_at: String,
-    clip_status: &'a str,
-    /// Where the clip plays from, once it is cut; null before or without one.
-    clip_url: Option<String>,
-    thumbnail_url: Option<String>,
-    /// The zones what moved entered.
-    zones: &'a [String],
-    /// It goes on: `endedAt` is its latest moment so far.
-    in_progress: bool,
-    /// A person marked it seen.
-    reviewed: bool,
-    /// A person kept it: no rule deletes it or its clip.
-    keep: bool,
-}
-
-impl<'a> EventView<'a> {
-    fn new(event: &'a Event) -> EventView<'a> {
-        EventView {
-            id: event.id.to_string(),
-            camera_id: event.camera_id.to_string(),
-            kind: &event.kind,
-            score: event.score,
-            started_at: format_timestamp(event.started_at_ms),
-            ended_at: format_timestamp(event.ended_at_ms),
-            clip_status: &event.clip_status,
-            clip_url: event
-                .clip_path
-                .as_ref()
-                .map(|_| format!("/api/events/{}/clip.mp4", event.id)),
-            thumbnail_url: event
-                .thumbnail_path
-                .as_ref()
-                .map(|_| format!("/api/events/{}/thumbnail.jpg", event.id)),
-            zones: &event.zones,
-            in_progress: event.in_progress,
-            reviewed: event.reviewed,
-            keep: event.keep,
-        }
-    }
-}
 
 /// `GET /api/events?before=&after=&cameraId=&kind=&zone=&reviewed=&keep=`: the newest
 /// 50 that the parameters let through.
@@ -221,9 +172,19 @@ pub fn clip(app: &App, id: Uuid, range: Option<&str>) -> Result<Reply, Error> {
 }
 
 /// `GET /api/events/{id}/thumbnail.jpg`.
+/// The event's thumbnail; until it is made (at the event's end), the
+/// picture taken for its alert, if there was one.
 pub fn thumbnail(app: &App, id: Uuid) -> Result<Reply, Error> {
-    let path = event_file(app, id, |e| e.thumbnail_path, "thumbnail")?;
-    file(app, &path, "image/jpeg", None)
+    match event_file(app, id, |e| e.thumbnail_path, "thumbnail") {
+        Ok(path) => file(app, &path, "image/jpeg", None),
+        Err(e) if e.kind == Kind::NotFound => match app.pictures.get(id, Duration::ZERO) {
+            Some(jpeg) => {
+                Ok(Reply::shared(200, "image/jpeg", jpeg).with_header("Cache-Control", "no-store"))
+            }
+            None => Err(e),
+        },
+        Err(e) => Err(e),
+    }
 }
 
 /// The path of the event's `what` (`which` of it), or why there is none.

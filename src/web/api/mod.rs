@@ -1,6 +1,7 @@
 //! Request handlers, one module per resource; each handler takes what the
 //! route and body carry and returns a reply or an error.
 
+mod alerts;
 mod cameras;
 mod discover;
 mod events;
@@ -60,6 +61,14 @@ pub fn dispatch(app: &App, ui: &Ui, route: Route, call: Call) -> Result<Reply, E
         Route::Whep(id) => whep::offer(app, id, query, body),
         Route::WhepOptions(_) => whep::options(),
         Route::EndWhepSession(camera, session) => whep::end(app, camera, session),
+        Route::SnoozeCamera(id) => alerts::snooze(app, id, &body),
+        Route::WakeCamera(id) => alerts::wake(app, id),
+        Route::Alerts => alerts::get(app),
+        Route::UpdateAlerts => alerts::update(app, &body),
+        Route::AddDestination => alerts::add_destination(app, &body),
+        Route::UpdateDestination(id) => alerts::update_destination(app, id, &body),
+        Route::DeleteDestination(id) => alerts::delete_destination(app, id),
+        Route::TestDestination(id) => alerts::test(app, id),
         Route::Discover => discover::devices(app),
         Route::DiscoverStreams => discover::streams(app, &body),
         Route::Ui(path) => ui.get(&path, accept_encoding.as_deref()),

@@ -35,6 +35,9 @@ struct Status<'a> {
     /// The events not reviewed, of all cameras.
     unreviewed_events: u64,
     storage: StorageView,
+    /// Whether alerts go out, cameras snoozed, and how delivering to each
+    /// destination goes.
+    alerts: serde_json::Value,
 }
 
 /// A camera as the status shows it: as everywhere, and its events not reviewed.
@@ -164,6 +167,7 @@ fn serialize(app: &App) -> Result<Vec<u8>, Error> {
             })
             .collect(),
         unreviewed_events: tallies.unreviewed.values().sum(),
+        alerts: super::alerts::status_view(app)?,
         storage: {
             let storage = app.recordings.storage();
             let clips = app.clips.storage();
