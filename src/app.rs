@@ -1,7 +1,7 @@
 //! The node's shared state: the database behind its lock, the prober, the
 //! relay client, the recordings, snapshots and the live state kept in memory.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::thread;
@@ -72,14 +72,20 @@ pub struct App {
     alerts_generation: AtomicU64,
     vapid: OnceLock<Arc<Vapid>>,
     /// Whether alerts go out: the database's, kept here too for Home
-    /// Assistant's view, built four times a second.
-    armed: AtomicBool,
+    /// Assistant's view, built four times a second; and since when (ms
+    /// since the epoch), with the changes before, for the alerts of
+    /// events the node learnt of before a change and judges after it.
+    armed: Mutex<VecDeque<(i64, bool)>>,
     /// The MQTT connection's state; None: MQTT is off.
     mqtt: Mutex<Option<mqtt::State>>,
     /// The last status body, with the [`Versions`] it
     /// was built at: status is asked for far more often than it changes.
     status_body: Mutex<Option<(Versions, StatusBody)>>,
 }
+
+/// Changes of `armed` kept: far more than a person makes while an
+/// alert waits to be judged.
+const ARMED_CHANGES_KEPT: usize = 16;
 
 /// A status body as built, with its entity tag: kept, and shared by the
 /// answers, until what status shows changes.
@@ -169,7 +175,7 @@ impl App {
             alert_sender: Sender::default(),
             alerts_generation: AtomicU64::new(0),
             vapid: OnceLock::new(),
-            armed: AtomicBool::new(armed),
+            armed: Mutex::new(VecDeque::from([(i64::MIN, armed)])),
             mqtt: Mutex::new(None),
         }
     }
@@ -186,17 +192,34 @@ impl App {
     }
 
     pub fn armed(&self) -> bool {
-        self.armed.load(Ordering::Acquire)
+        self.armed_at(i64::MAX)
+    }
+
+    /// Whether alerts went out at `at_ms` (as far as the changes kept tell).
+    pub fn armed_at(&self, at_ms: i64) -> bool {
+        let changes = lock(&self.armed);
+        changes
+            .iter()
+            .rev()
+            .find(|(since, _)| *since <= at_ms)
+            .or(changes.front())
+            .is_none_or(|(_, armed)| *armed)
     }
 
     /// Arms or disarms the node's alerts (the API, Home Assistant).
     pub fn set_armed(&self, armed: bool) -> Result<(), Error> {
-        if self.armed.load(Ordering::Acquire) != armed {
-            self.db(|s| s.set_armed(armed))?;
-            self.armed.store(armed, Ordering::Release);
-            log::info!("alerts: {}", if armed { "armed" } else { "disarmed" });
-            self.alerts_changed();
+        if self.armed() == armed {
+            return Ok(());
         }
+        self.db(|s| s.set_armed(armed))?;
+        let mut changes = lock(&self.armed);
+        if changes.len() == ARMED_CHANGES_KEPT {
+            changes.pop_front();
+        }
+        changes.push_back((clock::now_ms(), armed));
+        drop(changes);
+        log::info!("alerts: {}", if armed { "armed" } else { "disarmed" });
+        self.alerts_changed();
         Ok(())
     }
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
+use crate::clock;
 use crate::event::Kind;
 use crate::lock::lock;
 
@@ -56,10 +57,17 @@ pub struct Notices {
     listeners: Mutex<Vec<Arc<Inbox>>>,
 }
 
+/// A notice, and when it was sent (ms since the epoch).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sent {
+    pub at_ms: i64,
+    pub notice: Notice,
+}
+
 /// One listener's queue.
 pub struct Inbox {
     pub name: &'static str,
-    waiting: Mutex<VecDeque<Notice>>,
+    waiting: Mutex<VecDeque<Sent>>,
     wake: Condvar,
     /// Notices dropped because this listener fell behind.
     lost: AtomicU64,
@@ -79,8 +87,16 @@ impl Notices {
     }
 
     pub fn send(&self, notice: Notice) {
-        for inbox in lock(&self.listeners).iter() {
-            inbox.put(notice.clone());
+        let listeners = lock(&self.listeners);
+        if listeners.is_empty() {
+            return;
+        }
+        let sent = Sent {
+            at_ms: clock::now_ms(),
+            notice,
+        };
+        for inbox in listeners.iter() {
+            inbox.put(sent.clone());
         }
     }
 
@@ -94,18 +110,18 @@ impl Notices {
 }
 
 impl Inbox {
-    fn put(&self, notice: Notice) {
+    fn put(&self, sent: Sent) {
         let mut waiting = lock(&self.waiting);
         if waiting.len() == MAX_WAITING {
             waiting.pop_front();
             self.lost.fetch_add(1, Ordering::Relaxed);
         }
-        waiting.push_back(notice);
+        waiting.push_back(sent);
         self.wake.notify_one();
     }
 
     /// The notices sent since the last call, waiting up to `timeout` for one.
-    pub fn wait(&self, timeout: Duration) -> Vec<Notice> {
+    pub fn wait(&self, timeout: Duration) -> Vec<Sent> {
         let waiting = lock(&self.waiting);
         let (mut waiting, _) = self
             .wake
@@ -146,10 +162,17 @@ mod tests {
         notices.send(Notice::EventFinished { event });
         let got = slow.wait(Duration::ZERO);
         assert_eq!(got.len(), MAX_WAITING);
-        assert_eq!(got.last(), Some(&Notice::EventFinished { event }));
+        let last = got.last().unwrap();
+        assert_eq!(last.notice, Notice::EventFinished { event });
+        assert!((last.at_ms - clock::now_ms()).abs() < 60_000, "sent now");
         assert!(slow.wait(Duration::from_millis(10)).is_empty());
+        let quick_got: Vec<Notice> = quick
+            .wait(Duration::ZERO)
+            .into_iter()
+            .map(|s| s.notice)
+            .collect();
         assert_eq!(
-            quick.wait(Duration::ZERO),
+            quick_got,
             [Notice::EventFinished { event }],
             "the slow one's losses are not the quick one's"
         );

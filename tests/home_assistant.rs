@@ -3,7 +3,8 @@
 //! `tests/home_assistant/run_ha.sh`) with its MQTT integration on the
 //! test's mosquitto. What it makes of the node's discovery (devices and
 //! entities, read back by `entities.py` through its websocket API), a switch
-//! turned from Home Assistant, motion, the event entity, the last event's
+//! turned from Home Assistant, the node's alerts disarmed and armed from
+//! it, motion, the event entity, the last event's
 //! image, which Home Assistant fetches from the node by NODE_URL, the
 //! sensors of the kinds of event (person, …), which go with classify, and
 //! the count of events not reviewed, as events come and are marked.
@@ -234,12 +235,12 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
     // Discovered, then available (the node's availability topic) with their states.
     let all_there = wait_for(Duration::from_secs(60), || {
         let entities = ha.entities()["entities"].as_array().unwrap().clone();
-        entities.len() == 14 && entities.iter().all(|e| e["state"] != "unavailable")
+        entities.len() == 15 && entities.iter().all(|e| e["state"] != "unavailable")
     });
     let entities = ha.entities();
     assert!(
         all_there,
-        "not the 14 entities: {entities:#}\n{}",
+        "not the 15 entities: {entities:#}\n{}",
         ha.output()
     );
     eprintln!("Home Assistant shows: {entities:#}");
@@ -374,6 +375,35 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
         "off",
         Duration::from_secs(5),
         "the switch did not settle off in Home Assistant",
+    );
+
+    // The node's alerts, off and on again from Home Assistant.
+    let alerts = entity(&entities, "alerts");
+    assert_eq!(alerts["entity_id"], "switch.test_node_alerts");
+    assert_eq!(alerts["device"], "test-node");
+    assert_eq!(alerts["state"], "on", "armed until a person disarms");
+    let armed = || node.get("/api/alerts").json()["armed"].clone();
+    ha.call("switch/turn_off", "switch.test_node_alerts");
+    assert!(
+        wait_for(Duration::from_secs(5), || armed() == false),
+        "alerts still armed after Home Assistant turned them off"
+    );
+    ha.expect_state(
+        "switch.test_node_alerts",
+        "off",
+        Duration::from_secs(5),
+        "the alerts' switch did not settle off in Home Assistant",
+    );
+    ha.call("switch/turn_on", "switch.test_node_alerts");
+    assert!(
+        wait_for(Duration::from_secs(5), || armed() == true),
+        "alerts not armed again after Home Assistant turned them on"
+    );
+    ha.expect_state(
+        "switch.test_node_alerts",
+        "on",
+        Duration::from_secs(5),
+        "the alerts' switch did not settle on in Home Assistant",
     );
 
     let complaints = ha.mqtt_complaints();

@@ -18,9 +18,11 @@ use crate::common::{
 use serde_json::{Value, json};
 
 const USER: &str = "nvr";
-/// Entities per camera (motion, online, record, detect, image, event, events not reviewed) and of the node itself.
+/// Entities per camera (motion, online, record, detect, image, event, events
+/// not reviewed) and of the node itself (storage used and free, the relay,
+/// the alerts' switch).
 const PER_CAMERA: usize = 7;
-const OF_NODE: usize = 3;
+const OF_NODE: usize = 4;
 
 fn start_node(data: &TempDir, mqtt_url: &str, mqtt_password: &str, extra: &[(&str, &str)]) -> Node {
     let mut vars = vec![

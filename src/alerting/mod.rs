@@ -20,7 +20,7 @@ use crate::alerts::rules::{Decision, Gate, Memory, Sighting};
 use crate::app::App;
 use crate::clock;
 use crate::event::{Event, EventView, Kind};
-use crate::notices::{Inbox, Notice};
+use crate::notices::{Inbox, Notice, Sent};
 use delivery::Deliveries;
 
 /// How often the thread looks for changed destinations between notices.
@@ -65,8 +65,8 @@ impl Alerting {
         loop {
             let notices = self.inbox.wait(TICK);
             self.reload();
-            for notice in notices {
-                self.take(notice);
+            for sent in notices {
+                self.take(sent);
             }
         }
     }
@@ -95,17 +95,18 @@ impl Alerting {
         }
     }
 
-    fn take(&mut self, notice: Notice) {
+    fn take(&mut self, sent: Sent) {
         if self.destinations.is_empty() {
             return;
         }
-        let Some((seen, event)) = self.sighting(notice) else {
+        let Some((seen, event)) = self.sighting(sent.notice) else {
             return;
         };
         let now = clock::now_ms();
-        let gate = match self.app.db(|s| s.snoozes(now)) {
+        // As things were when the node learnt of it.
+        let gate = match self.app.db(|s| s.snoozes(sent.at_ms)) {
             Ok(snoozes) => Gate {
-                armed: self.app.armed(),
+                armed: self.app.armed_at(sent.at_ms),
                 snoozed: snoozes.contains_key(&seen.camera),
             },
             Err(e) => {

@@ -133,8 +133,8 @@ impl Link {
 
     fn run(mut self, session: &Session) {
         loop {
-            for notice in self.notices.wait(TICK) {
-                if let Some(message) = self.take(notice) {
+            for sent in self.notices.wait(TICK) {
+                if let Some(message) = self.take(sent.notice) {
                     session.publish(message);
                 }
             }
