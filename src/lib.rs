@@ -13,16 +13,17 @@
 //!    (`web::api`) and the UI's files.
 //! 3. The work that acts on the whole node, beside the HTTP side:
 //!    `background` (cameras answering, cameras that moved, the relay's
-//!    streams), `cloud` and `home_assistant`.
+//!    streams), `cloud`, `home_assistant` and `alerting`.
 //! 4. `app`: the node at run time, handed to the handlers and to that work.
 //! 5. The footage: `motion` (over `clips`, over `recording`), each owning
 //!    its threads and its children.
 //! 6. The database: `db` (SQLite behind one lock, the one place where
 //!    SQLite's errors become the node's) over `store` (the SQL).
 //! 7. What those build on: `cameras` (a camera, its address, probing it,
-//!    ONVIF), `classify`, `notices` and `config`.
+//!    ONVIF), `classify`, `notices`, `alerts` (destinations, rules, sending)
+//!    and `config`.
 //! 8. The ground: `media` (ffmpeg and ffprobe as supervised children,
-//!    fMP4), `event`, `clock`, `workers`, `changes`, `link_state`, `mqtt`,
+//!    fMP4), `event`, `json_body`, `clock`, `workers`, `changes`, `link_state`, `mqtt`,
 //!    `relay`, `retention` (which files go first, and how many bytes, when
 //!    recordings or clips must make room), `tls`, `sys` (the system calls
 //!    std does not make), `lock`

@@ -610,8 +610,8 @@ pub const NODE_URL: Var<String> = Var {
     doc: Doc {
         name: "NODE_URL",
         default: Words("http://HOST NAME:PORT"),
-        help: "where Home Assistant reaches the node, for picture and clip \
-               links",
+        help: "where people and Home Assistant reach the node, for the links \
+               in alerts and Home Assistant's pictures and clips",
         old_name: None,
         notes: "Its host name is allowed like those of ALLOWED_HOSTS.",
         example: "http://nvr.lan:8080",
