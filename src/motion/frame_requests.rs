@@ -18,12 +18,34 @@ use crate::lock::lock;
 /// restarting its decoder) is not waited for.
 const FRESH: Duration = Duration::from_secs(2);
 
-/// A colour frame: YUV 4:2:0, the luma plane then the two chroma planes at
-/// half its width and height.
+/// A colour frame as the watcher's decoder writes it (`pgmyuv`): YUV 4:2:0,
+/// the luma plane, then for each chroma row the U row (half the width)
+/// followed by the V row.
 pub struct Yuv420Frame {
     pub width: usize,
     pub height: usize,
     pub data: Vec<u8>,
+}
+
+impl Yuv420Frame {
+    /// The frame as planar `yuv420p` (the luma plane, the whole U plane,
+    /// then the whole V plane), which is what ffmpeg's raw video input
+    /// takes; None when its bytes are not a frame of its size.
+    pub fn planar(&self) -> Option<Vec<u8>> {
+        let (w, h) = (self.width, self.height);
+        if w % 2 != 0 || h % 2 != 0 || self.data.len() != w * h * 3 / 2 {
+            return None;
+        }
+        let (luma, chroma) = self.data.split_at(w * h);
+        let mut planar = Vec::with_capacity(self.data.len());
+        planar.extend_from_slice(luma);
+        for half in 0..2 {
+            for row in chroma.chunks_exact(w) {
+                planar.extend_from_slice(&row[half * w / 2..(half + 1) * w / 2]);
+            }
+        }
+        Some(planar)
+    }
 }
 
 #[derive(Default)]

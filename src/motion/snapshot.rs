@@ -106,6 +106,7 @@ impl Snapshots {
 
     /// The watcher's frame as a JPEG.
     fn encode(&self, frame: &Yuv420Frame) -> Result<Vec<u8>, NoPicture> {
+        let planar = frame.planar().ok_or(NoPicture::Encoding)?;
         let size = format!("{}x{}", frame.width, frame.height);
         let mut command = self.command();
         command
@@ -114,7 +115,7 @@ impl Snapshots {
             .args(TO_JPEG);
         let mut child = Child::spawn_with_input(&mut command).map_err(|e| self.missing(e))?;
         let deadline = Instant::now() + ENCODE_TIMEOUT;
-        if !child.write_all(&frame.data, deadline) {
+        if !child.write_all(&planar, deadline) {
             return Err(NoPicture::Encoding);
         }
         child.close_input();
@@ -183,6 +184,39 @@ mod tests {
             ..frame
         };
         assert_eq!(snapshots.encode(&short), Err(NoPicture::Encoding));
+
+        // Red (BT.601: Y 81, U 90, V 240) as the watcher lays it out: each
+        // chroma row its U half, then its V half.
+        let (w, h) = (64, 36);
+        let chroma_row = [vec![90u8; w / 2], vec![240u8; w / 2]].concat();
+        let red = Yuv420Frame {
+            width: w,
+            height: h,
+            data: [vec![81; w * h], chroma_row.repeat(h / 2)].concat(),
+        };
+        let jpeg = snapshots.encode(&red).expect("a JPEG");
+        let decoded = std::process::Command::new("ffmpeg")
+            .args([
+                "-v", "error", "-f", "mjpeg", "-i", "pipe:0", "-f", "rawvideo",
+            ])
+            .args(["-pix_fmt", "rgb24", "pipe:1"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(&jpeg)?;
+                child.wait_with_output()
+            })
+            .expect("run ffmpeg (Debian's) to decode the JPEG");
+        let rgb = decoded.stdout;
+        assert_eq!(rgb.len(), w * h * 3);
+        for pixel in rgb.chunks_exact(3) {
+            assert!(
+                pixel[0] > 200 && pixel[1] < 60 && pixel[2] < 60,
+                "red in, {pixel:?} out"
+            );
+        }
         let missing = Snapshots::new("/nonexistent/ffmpeg".into(), readers());
         assert_eq!(missing.read("rtsp://h/x"), Err(NoPicture::ToolMissing));
     }
