@@ -5,10 +5,12 @@ Usage: python3 benches/bench.py [PART ...] [--smoke] [--record] [--binary PATH]
                                 [--json PATH] [--classifier PATH] [--model PATH]
                                 [--standin PATH]
 
-PART is http, recording, motion, mqtt, memory, classification, ui or events;
+PART is http, recording, motion, mqtt, memory, classification, ui, events or
+alerts;
 without one, all run, in that order. Each part is also a program of its own
 (benches/bench_http.py, bench_recording.py, bench_motion.py, bench_mqtt.py,
-bench_memory.py, bench_classify.py, bench_ui.py, bench_events.py, with the
+bench_memory.py, bench_classify.py, bench_ui.py, bench_events.py,
+bench_alerts.py, with the
 same options), all over one harness (the package benches/harness).
 
 Starts everything it needs on 127.0.0.1 (the node, go2rtc stand-ins, a camera
@@ -31,6 +33,7 @@ broke or is missing, 2 if the node binary is missing.
 
 import sys
 
+import bench_alerts
 import bench_classify
 import bench_events
 import bench_http
@@ -42,7 +45,17 @@ import bench_ui
 import harness
 
 # The parts, in the order a full run takes them.
-PARTS = (bench_http, bench_recording, bench_motion, bench_mqtt, bench_memory, bench_classify, bench_ui, bench_events)
+PARTS = (
+    bench_http,
+    bench_recording,
+    bench_motion,
+    bench_mqtt,
+    bench_memory,
+    bench_classify,
+    bench_ui,
+    bench_events,
+    bench_alerts,
+)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ use std::time::Instant;
 use crate::common;
 
 /// Each part's program and the figures it reports, as named in its JSON.
-const PARTS: [(&str, &str, &[&str]); 8] = [
+const PARTS: [(&str, &str, &[&str]); 9] = [
     (
         "http",
         "benches/bench_http.py",
@@ -100,6 +100,11 @@ const PARTS: [(&str, &str, &[&str]); 8] = [
             "events_page_unreviewed",
             "events_page_filtered",
         ],
+    ),
+    (
+        "alerts",
+        "benches/bench_alerts.py",
+        &["alert_latency", "alert_cpu", "alert_flood_status_p99"],
     ),
 ];
 
@@ -257,4 +262,13 @@ fn classification_part_reports_its_figures() {
     let classifier = common::classifier::program();
     let args = ["classification", "--classifier", &classifier];
     smoke_run("benches/bench.py", &args, &["classification"]);
+}
+
+/// Through bench.py, naming the part: alerts to far ends in a network
+/// namespace of its own (so as root), with the real classifier.
+#[test]
+fn the_alerts_part_reports_its_figures() {
+    let classifier = common::classifier::program();
+    let args = ["alerts", "--classifier", &classifier];
+    smoke_run("benches/bench.py", &args, &["alerts"]);
 }

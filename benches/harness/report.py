@@ -66,6 +66,9 @@ FIGURES = (
     "events_page_kind",
     "events_page_unreviewed",
     "events_page_filtered",
+    "alert_latency",
+    "alert_cpu",
+    "alert_flood_status_p99",
 )
 
 

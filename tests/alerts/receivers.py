@@ -18,6 +18,7 @@ each message arrived (arrivedMs) and whether the attachment is a JPEG.
 Webhook: PUT /_secret sets the secret; POST /hook/... records the delivery
 (X-Nvr-Alert-Id, whether X-Nvr-Signature is the body's HMAC-SHA256 under the
 secret, the body as JSON, arrivedMs); GET /_hooks lists the deliveries.
+POST /hang/... is a receiver that hangs: it answers after 60 s.
 
 Usage: receivers.py --address ADDRESS [--port PORT] [--token TOKEN]
 Prints "ready PORT" once it listens; ends with its stdin.
@@ -110,6 +111,10 @@ class Handler(BaseHTTPRequestHandler):
         self.publish()
 
     def do_POST(self):
+        if self.path.startswith("/hang/"):
+            self.body()
+            time.sleep(60)
+            return self.answer(200, {})
         if self.path.startswith("/hook/"):
             body = self.body()
             signature = self.headers.get("X-Nvr-Signature") or ""

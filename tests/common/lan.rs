@@ -4,16 +4,14 @@
 //! network namespace joined to the root namespace by a veth pair in a
 //! /24 of 10.214.0.0/16 of its own (the host end, in the root namespace
 //! with the node, `.1`; the namespace's end, where the servers listen,
-//! `.2`), so that tests run side by side. Needs root and `ip`. Dropping it
-//! deletes the namespace and the pair, also after a panic.
+//! `.2`), so that tests run side by side, in this process or another: the
+//! /24 is claimed by making the namespace named after it, which only one
+//! can. Needs root and `ip`. Dropping it deletes the namespace and the
+//! pair, also after a panic.
 
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::netns::ip;
-
-/// The next /24 of this test process.
-static NEXT: AtomicU32 = AtomicU32::new(1);
 
 pub struct Lan {
     pub namespace: String,
@@ -32,27 +30,27 @@ impl Lan {
             "alerts' tests need root to make a network namespace and a veth pair \
              (ip netns, ip link): run the tests as root"
         );
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        assert!(n < 255, "more LANs than the tests make");
-        let pid = std::process::id() % 100_000;
+        let routes = ip(&["-4", "route", "show", "table", "all"]);
+        let start = std::process::id() as usize;
+        let n = (0..250)
+            .map(|i| (start + i) % 250 + 1)
+            .find(|n| {
+                !routes.contains(&format!("10.214.{n}."))
+                    && Command::new("ip")
+                        .args(["netns", "add", &format!("nvra-{n}")])
+                        .output()
+                        .is_ok_and(|o| o.status.success())
+            })
+            .expect("a free /24 in 10.214.0.0/16 for a test network");
         let subnet = format!("10.214.{n}.");
         let lan = Lan {
-            namespace: format!("nvra-{pid}-{n}"),
-            host_veth: format!("na{pid}h{n}"),
+            namespace: format!("nvra-{n}"),
+            host_veth: format!("nvra{n}h"),
             address: format!("{subnet}2"),
             host_address: format!("{subnet}1"),
         };
-        lan.remove();
-        let routes = ip(&["-4", "route", "show", "table", "all"]);
-        let addresses = ip(&["-4", "-o", "address", "show"]);
-        assert!(
-            !routes.contains(&subnet) && !addresses.contains(&subnet),
-            "the alerts' tests need {subnet}0/24 for a test network, but this machine \
-             already uses it:\n{routes}\n{addresses}"
-        );
         let (ns, host) = (&lan.namespace, &lan.host_veth);
-        let far = format!("na{pid}n{n}");
-        ip(&["netns", "add", ns]);
+        let far = format!("nvra{n}n");
         ip(&["link", "add", host, "type", "veth", "peer", "name", &far]);
         ip(&["link", "set", &far, "netns", ns]);
         ip(&["address", "add", &format!("{subnet}1/24"), "dev", host]);
