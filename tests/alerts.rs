@@ -322,7 +322,11 @@ fn cooldown_snooze_and_armed_do_what_they_say_and_a_hung_destination_holds_up_no
         post_person(&node, &door);
     }
     let hooks = wait_for_hooks(&receivers, &door, 10, Duration::from_secs(14));
-    assert_eq!(hooks.len(), 10, "no cooldown: every event, none held up by the hung one");
+    assert_eq!(
+        hooks.len(),
+        10,
+        "no cooldown: every event, none held up by the hung one"
+    );
     let first = wait_for(Duration::from_secs(30), || {
         !receivers.ntfy_messages("slow").is_empty()
     });
