@@ -1,5 +1,5 @@
 // nvr-node's browser UI: the node header, the live grid, cameras, the add form, live view,
-// recordings, and events with their clips. Plain modules, no build step;
+// recordings, events with their clips, and notifications. Plain modules, no build step;
 // everything from the node itself.
 
 import { subscribe, startRefreshing } from './store.js';
@@ -12,6 +12,7 @@ import { setUpLive, updateLive } from './liveview.js';
 import { renderGrid, setUpGrid } from './grid.js';
 import { setUpRecordings, updateRecordings } from './recordings.js';
 import { setUpClip } from './clip.js';
+import { renderAlerts, setUpAlerts } from './alerts.js';
 
 let firstStatus = true;
 let cameraCount = 0;
@@ -22,6 +23,7 @@ subscribe((state) => {
   renderCameras(state);
   renderAddForm(state);
   renderEvents(state);
+  renderAlerts(state);
   updateLive(state.cameras, state.status);
   updateRecordings(state);
   if (state.status && cameraCount > 0 && state.cameras.size === 0) foldAddForm(false);
@@ -45,4 +47,5 @@ setUpLive();
 setUpGrid();
 setUpRecordings();
 setUpClip();
+setUpAlerts();
 startRefreshing();

@@ -9,6 +9,7 @@ import { openLive } from './liveview.js';
 import { openRecordings } from './recordings.js';
 import { classifierInstalled, readClassify, setClassify, watchClassify } from './classify.js';
 import { areaWords, openAreas, readAreas, setUpAreas } from './zones.js';
+import { fillSnooze } from './alerts.js';
 
 const TOGGLE_WORDS = { enabled: 'Enabled', record: 'Record', detect: 'Detect' };
 const cards = new Map(); // id → card
@@ -129,6 +130,7 @@ function renderCard(card) {
 
   setText(card.msg, card.message.text);
   for (const t of ['ok', 'bad', 'info']) toggleClass(card.msg, t, t === card.message.tone);
+  fillSnooze(card.el, camera);
 }
 
 export function renderCameras(s) {

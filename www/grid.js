@@ -7,6 +7,7 @@ import { $, setText, setAttr, show, toggleClass, fromTemplate } from './dom.js';
 import { watch } from './whep.js';
 import { state } from './store.js';
 import { openLive } from './liveview.js';
+import { fillSnooze } from './alerts.js';
 
 const RETRY_MS = 15000; // a failed tile asks again after this, not on every status poll
 const tiles = new Map(); // id → tile
@@ -115,6 +116,7 @@ function renderTile(tile) {
   const thumbnail = events.find((e) => e.thumbnailUrl)?.thumbnailUrl;
   setAttr(tile.video, 'poster', thumbnail || null);
   setAttr(tile.el.querySelector('.tile-open'), 'aria-label', `Watch ${name} large`);
+  fillSnooze(tile.el, camera);
 }
 
 export function renderGrid(s) {
