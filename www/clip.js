@@ -1,12 +1,21 @@
 // An event's clip in a dialog: the node's MP4 of it (from 5 s before to 5 s
-// after) playing in a <video> with its own controls, and a download of it.
+// after) playing in a <video> with its own controls, and a download of it;
+// until the event has a clip (going on, or its clip being cut), its picture
+// and why there is no clip yet.
 
-import { $, setText, setAttr, show } from './dom.js';
+import { $, setText, setAttr, show, toggleClass } from './dom.js';
+import { serverNow } from './api.js';
 import { duration, scoreWords } from './format.js';
 import { stageMessage, unloadVideo, whyNotPlayed } from './stage.js';
 
 const message = stageMessage('clip');
 let shown = null; // {url, codec} of the clip in the video, null when closed
+let event = null; // the event shown, null when closed
+
+/** The event the dialog shows (as it was when opened), or null. */
+export function clipShown() {
+  return $('clip').open ? event : null;
+}
 
 /** "Porch camera motion 2026-11-23 14-03-10 UTC.mp4": the node's URL ends in a bare "clip.mp4". */
 function fileName(event, camera) {
@@ -15,20 +24,32 @@ function fileName(event, camera) {
 }
 
 /** Plays the clip of `event` (the API's) of `camera`; `what` names it ("Motion at Porch camera, …"). */
-export function openClip(event, camera, what) {
-  shown = { url: event.clipUrl, codec: camera?.capabilities?.videoCodec };
+export function openClip(opened, camera, what) {
+  event = opened;
+  shown = event.clipUrl ? { url: event.clipUrl, codec: camera?.capabilities?.videoCodec } : null;
   setText($('clip-title'), what);
   const lasted = duration(Date.parse(event.endedAt) - Date.parse(event.startedAt));
   setText($('clip-about'), [lasted && `Lasted ${lasted}`, scoreWords(event)].filter(Boolean).join(' · '));
   const link = $('clip-download');
-  link.href = event.clipUrl;
+  setAttr(link, 'href', event.clipUrl);
   setAttr(link, 'download', fileName(event, camera));
-  show(link, true);
-  message('Loading…', '', true);
+  show(link, Boolean(shown));
   const v = $('clip-video');
-  v.src = event.clipUrl;
-  // Refused or cut short (the dialog closed): the video's own events tell the rest.
-  v.play().catch(() => {});
+  // No clip yet: the picture of the event's start, and why, over the foot of it.
+  toggleClass($('clip-msg'), 'note', !shown && Boolean(event.thumbnailUrl));
+  setAttr(v, 'poster', shown ? null : event.thumbnailUrl);
+  v.controls = Boolean(shown);
+  if (shown) {
+    message('Loading…', '', true);
+    v.src = event.clipUrl;
+    // Refused or cut short (the dialog closed): the video's own events tell the rest.
+    v.play().catch(() => {});
+  } else {
+    unloadVideo(v);
+    if (event.inProgress) message('Still going on', 'Its clip is cut when it ends, and shows here then.');
+    else if (serverNow() - Date.parse(event.endedAt) < 60000) message('Clip coming…', 'The node is cutting it from the recording: it shows here when it is ready.');
+    else message('No clip', 'The node has no recording of this moment.');
+  }
   const dialog = $('clip');
   if (!dialog.open) dialog.showModal();
   $('clip-close').focus();
@@ -47,7 +68,9 @@ export function setUpClip() {
   const v = $('clip-video');
   dialog.addEventListener('close', () => {
     shown = null;
+    event = null;
     unloadVideo(v);
+    v.removeAttribute('poster');
   });
   $('clip-close').addEventListener('click', () => dialog.close());
   v.addEventListener('loadeddata', () => {

@@ -2,12 +2,12 @@
 // zone, day, reviewed, kept) a page of 50 at a time, "Older events" paging
 // back; each with the zones it entered, whether it is reviewed and kept, a
 // keep button, and its thumbnail, which plays its clip (clip.js) and marks
-// it reviewed.
+// it reviewed. The address #event-<id> (an alert's link) shows that event.
 
 import { $, setText, setAttr, show, toggleClass, fromTemplate, setIcon, syncChildren } from './dom.js';
 import { api, serverNow } from './api.js';
 import { absoluteTime, bytes, duration, percent, relativeTime, scoreWords, sentence } from './format.js';
-import { openClip } from './clip.js';
+import { openClip, clipShown } from './clip.js';
 import { refreshSoon } from './store.js';
 
 /** Each event kind's word and icon. */
@@ -36,6 +36,8 @@ let olderQuery = '';
 let noMore = false; // the last older page was not full
 let asking = ''; // the query of the first page being asked for
 let loadFailed = false; // the message says a first page could not be had
+let wanted = null; // {id, pages, stale}: the event the address names, until it is shown
+let paging = false; // an older page is being asked for
 
 /** The filters as the node's query (without `before` of paging); '' for none. */
 function query() {
@@ -105,6 +107,7 @@ async function loadOlder() {
   params.set('before', end.startedAt);
   const button = $('events-older');
   button.disabled = true;
+  paging = true;
   try {
     const page = await api('GET', `/api/events?${params}`);
     if (query() !== q) return;
@@ -117,6 +120,7 @@ async function loadOlder() {
     say(`Could not load older events: ${error.message}`);
   } finally {
     button.disabled = false;
+    paging = false;
   }
   draw();
 }
@@ -206,6 +210,61 @@ function zoneOptions(state) {
   show($('filter-zone-label'), names.size > 0);
 }
 
+/** "Person at Porch camera, 23 Nov 2026, 14:03:10". */
+function whatOf(event) {
+  const [word] = KINDS[event.kind] || [String(event.kind || 'Event')];
+  const camera = last.cameras.get(event.cameraId);
+  return `${word} at ${camera ? camera.name : 'a removed camera'}, ${absoluteTime(Date.parse(event.startedAt))}`;
+}
+
+/** Opens the event's clip (or, until it has one, its picture and why not), and marks it reviewed. */
+function openEvent(event) {
+  openClip(event, last.cameras.get(event.cameraId), whatOf(event));
+  if (!event.reviewed) mark(event, { reviewed: true });
+}
+
+/** The event the address names (#event-<id>): its filters cleared, looked for in the list. */
+function wantFromAddress() {
+  const match = /^#event-([0-9a-f-]{36})$/i.exec(location.hash);
+  if (!match) return;
+  wanted = { id: match[1].toLowerCase(), pages: 0, stale: null };
+  if (query()) {
+    for (const id of FILTERS.slice(0, -1)) $(id).value = '';
+    $('filter-keep').checked = false;
+    filtered();
+  } else {
+    draw();
+  }
+}
+
+/** Shows the wanted event once the list has it: scrolled to, marked, opened; else pages back, or says it is gone. */
+function reveal(shown) {
+  if (!wanted || last.events === null || query()) return;
+  const event = shown.find((e) => e.id === wanted.id);
+  if (!event) {
+    // Newer than the list: the next refresh has it.
+    if (!wanted.stale) {
+      wanted.stale = last.events;
+      refreshSoon();
+    } else if (wanted.stale !== last.events && !paging) {
+      if (shown.length >= PAGE && !noMore && wanted.pages < 4) {
+        wanted.pages += 1;
+        loadOlder();
+      } else {
+        wanted = null;
+        say(`The event of this link is not among the node's events: it may have been deleted.`);
+      }
+    }
+    return;
+  }
+  wanted = null;
+  const row = $('event-list').querySelector(`[data-key="${event.id}"]`);
+  row.scrollIntoView({ block: 'center' });
+  toggleClass(row, 'fresh', true);
+  setTimeout(() => toggleClass(row, 'fresh', false), 4000);
+  openEvent(event);
+}
+
 function makeRow() {
   const row = fromTemplate('t-event');
   const img = row.querySelector('.ev-shot img');
@@ -214,9 +273,7 @@ function makeRow() {
   const find = () => listed().find((e) => e.id === row.dataset.key);
   row.querySelector('.ev-shot').addEventListener('click', () => {
     const event = find();
-    if (!event?.clipUrl) return;
-    openClip(event, last.cameras.get(event.cameraId), img.alt);
-    if (!event.reviewed) mark(event, { reviewed: true });
+    if (event?.clipUrl) openEvent(event);
   });
   row.querySelector('.ev-keep').addEventListener('click', () => {
     const event = find();
@@ -264,7 +321,7 @@ function fillRow(row, event, cameras, now) {
   setAttr(score, 'title', scoreWords(event));
   const start = Date.parse(event.startedAt);
   const end = Date.parse(event.endedAt);
-  fillShot(row, event, `${word} at ${camera ? camera.name : 'a removed camera'}, ${absoluteTime(start)}`, now);
+  fillShot(row, event, whatOf(event), now);
   const time = row.querySelector('.ev-time');
   setAttr(time, 'datetime', event.startedAt || null);
   setAttr(time, 'title', absoluteTime(start));
@@ -303,6 +360,11 @@ function draw() {
   show($('events-empty'), Boolean(empty));
   setText($('events-count'), shown.length === 0 ? '' : `${shown.length} ${q ? 'matching events' : 'most recent events'}, newest first`);
   show($('events-older'), shown.length >= PAGE && !(olderQuery === q && noMore));
+  // An event opened before its clip was there: the clip, once it is.
+  const opened = clipShown();
+  const ready = opened && !opened.clipUrl && shown.find((e) => e.id === opened.id && e.clipUrl);
+  if (ready) openClip(ready, last.cameras.get(ready.cameraId), whatOf(ready));
+  reveal(shown);
 }
 
 export function renderEvents(state) {
@@ -331,6 +393,8 @@ export function setUpEvents() {
   $('events-older').addEventListener('click', loadOlder);
   $('events-mark-all').addEventListener('click', markAll);
   $('review-badge').addEventListener('click', showUnreviewed);
+  window.addEventListener('hashchange', wantFromAddress);
+  wantFromAddress();
   // "2 min ago" moves on even between refreshes.
   setInterval(() => {
     if (!document.hidden) draw();
