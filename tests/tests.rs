@@ -14,6 +14,7 @@
 mod common;
 
 mod alerts;
+mod alerts_ui;
 mod api;
 mod arm;
 mod bench_smoke;
