@@ -622,8 +622,10 @@ function untilWords(ms) {
     return new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
   };
   const days = Math.round((day(ms) - day(serverNow())) / 86400000);
-  if (days === 0) return clockTime(ms);
-  return days === 1 ? `tomorrow ${clockTime(ms)}` : `${dayName(ms)}, ${clockTime(ms)}`;
+  // "5:35 PM" on one line.
+  const time = clockTime(ms).replace(/\s/g, '\u00a0');
+  if (days === 0) return time;
+  return days === 1 ? `tomorrow ${time}` : `${dayName(ms)}, ${time}`;
 }
 
 /** The next 7:00 of this device's day. */
