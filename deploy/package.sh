@@ -47,7 +47,7 @@ case $arch in
         ;;
     arm64)
         triple=aarch64-unknown-linux-musl
-        node_build="cargo build --locked --release --target $triple --bin nvr-node"
+        node_build="sh deploy/build-aarch64-node.sh"
         node=target/$triple/release/nvr-node
         classify_build="env CARGO_TARGET_DIR=target/aarch64 cargo build --locked --profile classify --target $triple -p nvr-classify"
         classifier=target/aarch64/$triple/classify/nvr-classify

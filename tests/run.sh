@@ -108,8 +108,7 @@ chain() {
       # host's folder of its profile, which the quick start's command builds in).
       step "the quick start's node" cargo build --locked --release --bin nvr-node
       step "the detector's benchmark" cargo bench --locked --no-run --bench detector
-      step "aarch64 node" cargo build --locked --release \
-        --target aarch64-unknown-linux-musl --bin nvr-node
+      step "aarch64 node" sh deploy/build-aarch64-node.sh
       step "armv7 node" env PATH="$PWD/.venv/bin:$PATH" cargo zigbuild --locked --release \
         --target armv7-unknown-linux-gnueabihf.2.17 --bin nvr-node
       ;;
@@ -335,7 +334,7 @@ export GO2RTC="$PWD/target/go2rtc/go2rtc"
 phase "go2rtc" "$t" "$c"
 
 rustup target add aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf
-rustup component add rustfmt clippy
+rustup component add rustfmt clippy rust-src
 # Formatting first: it takes a second.
 step "format check" cargo fmt --all --check
 

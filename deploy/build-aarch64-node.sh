@@ -1,0 +1,18 @@
+#!/bin/sh
+# The aarch64 node as it ships: the release profile, with the standard
+# library built from its source (rustup's rust-src) without the backtrace
+# symbolizer and with its size-optimized algorithms. A stable toolchain
+# builds std this way only with RUSTC_BOOTSTRAP=1, which allows cargo's
+# -Z flags; the node is compiled as it is otherwise. Panics still unwind:
+# a panicking handler answers 500 and the node serves on. What it saves:
+# docs/install.md, "Its size". Arguments go on to cargo.
+# Usage: sh deploy/build-aarch64-node.sh [CARGO ARGS...]
+set -eu
+cd "$(dirname "$0")/.."
+if [ ! -d "$(rustc --print sysroot)/lib/rustlib/src/rust/library/std" ]; then
+    echo "the standard library's source is missing: rustup component add rust-src" >&2
+    exit 1
+fi
+exec env RUSTC_BOOTSTRAP=1 cargo build --locked --release \
+    --target aarch64-unknown-linux-musl --bin nvr-node \
+    -Zbuild-std=std,panic_unwind -Zbuild-std-features=panic-unwind,optimize_for_size "$@"
