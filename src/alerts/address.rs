@@ -58,8 +58,12 @@ pub fn check_host(field: &str, url: &Url) -> Result<(), Error> {
     for ip in addresses {
         if let Some(why) = forbidden(ip, &own) {
             let host = url.host_str().unwrap_or_default();
+            let named = match host.trim_matches(['[', ']']) == ip.to_string() {
+                true => String::new(),
+                false => format!("{host} is "),
+            };
             return Err(Error::bad_request(format!(
-                "{field} must not point at {why} ({host} is {ip})"
+                "{field} must not point at {why} ({named}{ip})"
             )));
         }
     }
@@ -213,7 +217,11 @@ mod tests {
             e.message
         );
         let literal = checked_url("server", "http://127.0.0.1:1984").unwrap();
-        assert!(check_host("server", &literal).is_err());
+        let e = check_host("server", &literal).unwrap_err();
+        assert_eq!(
+            e.message,
+            "server must not point at a loopback address (127.0.0.1)"
+        );
         let e = Resolver.resolve("localhost:1984").unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
         assert_eq!(e.to_string(), "the host resolves to a loopback address");
