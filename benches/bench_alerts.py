@@ -270,20 +270,23 @@ def measure_cpu(bench, far):
     far.webhook(node, "cpu", rules)
     far.ntfy(node, "cpu_topic", rules)
     far.web_push(node, rules)
-    count = 20 if bench.settings.smoke else 200
+    count = 20 if bench.settings.smoke else 100
     before = cpu_seconds(node.pid)
+    # Ten a second: no destination's queue fills, so every alert is sent.
     for _ in range(count):
         post_event(node, camera_id)
-    wait_delivered(node, ["cpu", "cpu_topic", "phone"], count, 120)
+        time.sleep(0.1)
+    got = wait_delivered(node, ["cpu", "cpu_topic", "phone"], count, 120)
     used = cpu_seconds(node.pid) - before
     node.stop()
+    sent = sum(d["delivered"] for d in got.values())
     bench.add_figure(
         "alert_cpu",
         f"the node's CPU per event alerting 3 destinations (Web Push, ntfy, webhook), {count} events",
         1000 * used / count,
         "ms",
         ("<", 20),
-        per_send_ms=1000 * used / count / 3,
+        per_send_ms=1000 * used / sent,
         events=count,
     )
 

@@ -278,7 +278,7 @@ impl App {
         // Versions first, state after: a change racing the build leaves a
         // newer body under an older key, which the next call rebuilds.
         let live = self.state_changes.get();
-        let (generation, events) = self.db(|s| Ok((s.generation(), s.events_generation())))?;
+        let (generation, events) = self.db.generations();
         let key = (live, generation, events, clock::is_set());
         if let Some((built_at, body)) = lock(&self.status_body).as_ref()
             && *built_at == key

@@ -2,6 +2,7 @@
 //! and the one place where SQLite failures become the node's errors.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Kind};
@@ -13,12 +14,18 @@ const SLOW_HOLD: Duration = Duration::from_secs(1);
 
 pub struct Db {
     store: Mutex<Store>,
+    /// The store's generation and its events', as of the last hold of the
+    /// lock: the status asks whether it is current on every request, and
+    /// must not wait for a writer's sync to the disk to learn that it is.
+    generations: [AtomicU64; 2],
 }
 
 impl Db {
     pub fn new(store: Store) -> Db {
+        let generations = [store.generation(), store.events_generation()].map(AtomicU64::new);
         Db {
             store: Mutex::new(store),
+            generations,
         }
     }
 
@@ -28,9 +35,27 @@ impl Db {
         let mut store = lock(&self.store);
         let started = Instant::now();
         let result = f(&mut store);
+        self.published(&store);
         drop(store);
         held_since(started);
         result.map_err(database_error)
+    }
+
+    /// The store's generation and its events' (see `Store::generation`),
+    /// without the lock.
+    pub fn generations(&self) -> (u64, u64) {
+        let [store, events] = &self.generations;
+        (
+            store.load(Ordering::Acquire),
+            events.load(Ordering::Acquire),
+        )
+    }
+
+    #[inline(never)]
+    fn published(&self, store: &Store) {
+        let [generation, events] = &self.generations;
+        generation.store(store.generation(), Ordering::Release);
+        events.store(store.events_generation(), Ordering::Release);
     }
 }
 
