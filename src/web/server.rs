@@ -129,8 +129,8 @@ pub fn serve(
             handle(&app, &ui, &in_flight, request);
         }
     };
-    let server =
-        Server::from_listener_with_handler(listener, LIMITS, handler).map_err(io::Error::other)?;
+    let server = Server::from_listeners_with_handler(vec![(listener, None)], LIMITS, handler)
+        .map_err(io::Error::other)?;
     while !stop.load(Ordering::Relaxed) {
         // Requests go to the handler on their connection's thread; `recv`
         // only reports accept errors.
