@@ -35,6 +35,8 @@ pub enum Route {
     /// The ONVIF devices on the LAN, and the streams of one.
     Discover,
     DiscoverStreams,
+    /// The node's own certificate authority, to install on a phone.
+    CertificateAuthority,
     /// A file of the browser UI; the path is the URL path.
     Ui(String),
 }
@@ -81,6 +83,7 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
     let segments: Vec<&str> = api.split('/').collect();
     let (allow, route) = match segments.as_slice() {
         ["status"] => ("GET", on(method, "GET", Route::Status)),
+        ["tls", "ca.crt"] => ("GET", on(method, "GET", Route::CertificateAuthority)),
         ["events"] => match method {
             "GET" => ("GET, POST", Some(Route::Events)),
             "POST" => ("GET, POST", Some(Route::AddEvent)),
@@ -261,6 +264,11 @@ mod tests {
                 format!("/api/whep/{ID}/{ID}"),
                 Route::EndWhepSession(id(), id()),
             ),
+            (
+                "GET",
+                "/api/tls/ca.crt".to_owned(),
+                Route::CertificateAuthority,
+            ),
             ("GET", "/".to_owned(), Route::Ui("/".to_owned())),
             (
                 "HEAD",
@@ -321,6 +329,13 @@ mod tests {
                 Kind::MethodNotAllowed,
                 Some("GET"),
             ),
+            (
+                "PUT",
+                "/api/tls/ca.crt".to_owned(),
+                Kind::MethodNotAllowed,
+                Some("GET"),
+            ),
+            ("GET", "/api/tls/ca.key".to_owned(), Kind::NotFound, None),
             (
                 "DELETE",
                 "/api/events".to_owned(),
