@@ -14,8 +14,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, KeyPair};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivatePkcs8KeyDer, ServerName};
+use rustls::pki_types::{PrivateKeyDer, ServerName};
 
 use super::x509::{self, Names, Subject};
 
@@ -232,21 +231,28 @@ impl Files {
 
     fn read_key(&self, path: &Path) -> Result<Key, String> {
         let pem = fs::read(path).unwrap_or_default();
-        let key = PrivatePkcs8KeyDer::from_pem_slice(&pem).ok();
-        key.and_then(|key| Key::from_pkcs8(key.secret_pkcs8_der().to_vec()))
-            .ok_or_else(|| self.unreadable(path))
+        match super::pem_private_key(&pem) {
+            Ok(PrivateKeyDer::Pkcs8(key)) => Key::from_pkcs8(key.secret_pkcs8_der().to_vec()),
+            _ => None,
+        }
+        .ok_or_else(|| self.unreadable(path))
     }
 
     /// The certificate in `path`, if it is for `key`.
     fn read_certificate(&self, path: &Path, key: &Key) -> Result<Vec<u8>, String> {
         let pem = fs::read(path).unwrap_or_default();
-        let certificate =
-            CertificateDer::from_pem_slice(&pem).map_err(|_| self.unreadable(path))?;
-        match x509::read(&certificate) {
-            Some(fields) if fields.public_key == key.pair.public_key().as_ref() => {}
-            _ => return Err(self.unreadable(path)),
+        let certificate = super::pem_certificates(&pem)
+            .ok()
+            .and_then(|c| c.into_iter().next());
+        match certificate {
+            Some(c)
+                if x509::read(&c)
+                    .is_some_and(|f| f.public_key == key.pair.public_key().as_ref()) =>
+            {
+                Ok(c.to_vec())
+            }
+            _ => Err(self.unreadable(path)),
         }
-        Ok(certificate.to_vec())
     }
 
     /// The server certificate and key kept, while they are by the

@@ -7,7 +7,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rustls::ServerConfig;
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
 
@@ -29,8 +28,7 @@ impl ServerTls {
         let read = |name: &str, path: &Path| {
             std::fs::read(path).map_err(|e| format!("cannot read {name} {}: {e}", path.display()))
         };
-        let chain = CertificateDer::pem_slice_iter(&read("TLS_CERT_FILE", certificate_file)?)
-            .collect::<Result<Vec<_>, _>>()
+        let chain = super::pem_certificates(&read("TLS_CERT_FILE", certificate_file)?)
             .ok()
             .filter(|chain| !chain.is_empty());
         let fields = chain.as_ref().and_then(|chain| x509::read(&chain[0]));
@@ -41,13 +39,12 @@ impl ServerTls {
             ));
         };
         let not_after_ms = fields.not_after_ms;
-        let key =
-            PrivateKeyDer::from_pem_slice(&read("TLS_KEY_FILE", key_file)?).map_err(|_| {
-                format!(
-                    "TLS_KEY_FILE {} holds no PEM private key (PKCS#8 or SEC1, not encrypted)",
-                    key_file.display()
-                )
-            })?;
+        let key = super::pem_private_key(&read("TLS_KEY_FILE", key_file)?).map_err(|_| {
+            format!(
+                "TLS_KEY_FILE {} holds no PEM private key (PKCS#8 or SEC1, not encrypted)",
+                key_file.display()
+            )
+        })?;
         let config = config(chain.clone(), key)
             .map_err(|e| format!("TLS_KEY_FILE {}: {e}", key_file.display()))?;
         Ok(ServerTls {
