@@ -71,6 +71,19 @@ pub struct Config {
     /// `NODE_URL`, the address Home Assistant reaches the node at, without
     /// a trailing slash; None: `http://<host name>:<port>`.
     pub node_url: Option<String>,
+    /// HTTPS (`HTTPS_PORT`); None: off.
+    pub https: Option<Https>,
+}
+
+pub struct Https {
+    pub port: u16,
+    /// `TLS_CERT_FILE` and `TLS_KEY_FILE`; None: the node's own certificate.
+    pub files: Option<CertificateFiles>,
+}
+
+pub struct CertificateFiles {
+    pub certificate: PathBuf,
+    pub key: PathBuf,
 }
 
 /// `nvr-node --help`.
@@ -207,6 +220,7 @@ impl Config {
             node_name: NODE_NAME.set(env)?.unwrap_or_else(|| host_name.clone()),
             discovery_interfaces: DISCOVERY_INTERFACES.set(env)?.unwrap_or_default(),
             mqtt: mqtt_settings(env)?,
+            https: https_settings(env)?,
             relay_url: RELAY_URL.value(env)?,
             ffprobe: FFPROBE.value(env)?,
             www_dir: WWW_DIR.set(env)?,
@@ -266,6 +280,39 @@ fn mqtt_settings(env: Env) -> Result<Option<mqtt::config::Config>, String> {
         discovery_prefix: MQTT_DISCOVERY_PREFIX.value(env)?,
         ca_file: MQTT_CA_FILE.set(env)?,
     }))
+}
+
+/// The HTTPS settings; None when `HTTPS_PORT` is unset. The certificate's
+/// files come both or neither, and only with a port.
+fn https_settings(env: Env) -> Result<Option<Https>, String> {
+    let port = HTTPS_PORT.set(env)?;
+    let files = match (TLS_CERT_FILE.set(env)?, TLS_KEY_FILE.set(env)?) {
+        (Some(certificate), Some(key)) => Some(CertificateFiles { certificate, key }),
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err(
+                "TLS_CERT_FILE is set without TLS_KEY_FILE: set both, or neither for \
+                        the node's own certificate"
+                    .into(),
+            );
+        }
+        (None, Some(_)) => {
+            return Err(
+                "TLS_KEY_FILE is set without TLS_CERT_FILE: set both, or neither for \
+                        the node's own certificate"
+                    .into(),
+            );
+        }
+    };
+    match port {
+        Some(port) => Ok(Some(Https { port, files })),
+        None if files.is_some() => Err(
+            "TLS_CERT_FILE and TLS_KEY_FILE are set without HTTPS_PORT: set the port \
+                 to serve HTTPS on"
+                .into(),
+        ),
+        None => Ok(None),
+    }
 }
 
 /// `path` relative to the folder of the running program.
@@ -520,10 +567,53 @@ mod tests {
     }
 
     #[test]
+    fn https() {
+        assert!(config(&[]).unwrap().https.is_none());
+        let own = config(&[("HTTPS_PORT", "8443")]).unwrap().https.unwrap();
+        assert_eq!(own.port, 8443);
+        assert!(own.files.is_none());
+        let given = config(&[
+            ("HTTPS_PORT", "0"),
+            ("TLS_CERT_FILE", "/etc/nvr/cert.pem"),
+            ("TLS_KEY_FILE", " /etc/nvr/key.pem "),
+        ])
+        .unwrap()
+        .https
+        .unwrap();
+        let files = given.files.unwrap();
+        assert_eq!(given.port, 0);
+        assert_eq!(files.certificate, PathBuf::from("/etc/nvr/cert.pem"));
+        assert_eq!(files.key, PathBuf::from("/etc/nvr/key.pem"));
+        let refused = [
+            (
+                vec![("HTTPS_PORT", "443"), ("TLS_CERT_FILE", "/c")],
+                "TLS_CERT_FILE is set without TLS_KEY_FILE",
+            ),
+            (
+                vec![("HTTPS_PORT", "443"), ("TLS_KEY_FILE", "/k")],
+                "TLS_KEY_FILE is set without TLS_CERT_FILE",
+            ),
+            (
+                vec![("TLS_CERT_FILE", "/c"), ("TLS_KEY_FILE", "/k")],
+                "TLS_CERT_FILE and TLS_KEY_FILE are set without HTTPS_PORT",
+            ),
+            (vec![("HTTPS_PORT", "https")], "HTTPS_PORT must be a number"),
+        ];
+        for (vars, said) in refused {
+            let error = config(&vars).err();
+            assert!(
+                error.as_ref().is_some_and(|e| e.starts_with(said)),
+                "{vars:?}: {error:?}"
+            );
+        }
+    }
+
+    #[test]
     fn bad_values() {
         for (name, value) in [
             ("PORT", "http"),
             ("PORT", "70000"),
+            ("HTTPS_PORT", "-1"),
             ("RELAY_URL", "exec:x"),
             ("CAMERA_CHECK_INTERVAL", "often"),
             ("CAMERA_CHECK_INTERVAL", "10ms"),

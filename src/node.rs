@@ -9,16 +9,18 @@ use std::time::{Duration, Instant};
 use crate::alerting;
 use crate::app::App;
 use crate::background::{follow, monitor, relay_sync};
+use crate::clock;
 use crate::cloud;
-use crate::config::Config;
+use crate::config::{Config, Https};
 use crate::home_assistant;
 use crate::store::Store;
-use crate::sys::signal;
+use crate::sys::{net, signal};
+use crate::tls::ServerTls;
 use crate::web::server;
 use crate::web::static_files::Ui;
 
 /// Runs the node until SIGTERM or SIGINT: opens the store in the data
-/// folder, binds the port, starts every subsystem, serves, and stops.
+/// folder, binds the ports, starts every subsystem, serves, and stops.
 pub fn run(config: &Config) -> Result<(), String> {
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| format!("cannot create DATA_DIR {}: {e}", config.data_dir.display()))?;
@@ -39,6 +41,10 @@ pub fn run(config: &Config) -> Result<(), String> {
         )
     })?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
+    let https = match &config.https {
+        Some(https) => Some(https_listener(config, https)?),
+        None => None,
+    };
 
     let node_url = config
         .node_url
@@ -59,6 +65,11 @@ pub fn run(config: &Config) -> Result<(), String> {
         home_assistant::spawn(app.clone(), mqtt)?;
     }
 
+    // The https line first: who reads the http line has both.
+    if let Some((listener, _)) = &https {
+        let address = listener.local_addr().map_err(|e| e.to_string())?;
+        println!("listening on https://{address}");
+    }
     println!("listening on http://{address}");
     let _ = std::io::stdout().flush();
     log::info!(
@@ -79,6 +90,7 @@ pub fn run(config: &Config) -> Result<(), String> {
     };
     server::serve(
         listener,
+        https,
         app,
         Ui::new(config.www_dir.clone()),
         signal::stop_flag(),
@@ -88,6 +100,37 @@ pub fn run(config: &Config) -> Result<(), String> {
     let _ = stopped.recv_timeout(STOP_RECORDERS);
     log::info!("stopped");
     Ok(())
+}
+
+/// HTTPS_PORT's socket, and its TLS: the certificate given, or the node's
+/// own for its names now.
+fn https_listener(
+    config: &Config,
+    https: &Https,
+) -> Result<(std::net::TcpListener, ServerTls), String> {
+    let listener = server::bind(config.listen_address, https.port).map_err(|e| {
+        format!(
+            "cannot listen on {}:{} (HTTPS_PORT): {e}",
+            config.listen_address, https.port
+        )
+    })?;
+    let tls = match &https.files {
+        Some(files) => ServerTls::given(&files.certificate, &files.key)?,
+        None => {
+            let addresses = net::addresses().unwrap_or_else(|e| {
+                log::warn!("cannot list the network's addresses for the certificate: {e}");
+                Vec::new()
+            });
+            ServerTls::own(
+                &config.data_dir.join("tls"),
+                &config.node_name,
+                &config.host_name,
+                &addresses,
+                clock::now_ms(),
+            )?
+        }
+    };
+    Ok((listener, tls))
 }
 
 /// tiny_http unwraps in its accept thread (e.g. cloning a socket when file

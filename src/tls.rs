@@ -1,10 +1,22 @@
-//! TLS for the node's clients, through rustls: the cloud over https (as the
-//! HTTP client's connector) and the MQTT broker over mqtts. TLS 1.3 only,
+//! TLS through rustls, TLS 1.3 only. For the node's clients: the cloud over
+//! https (as the HTTP client's connector) and the MQTT broker over mqtts,
 //! trusting the authorities of a given file, else the system's bundle. None
 //! are built in: a board's trust then follows its system's updates, and the
-//! binary is 54 KB lighter (the limit on its size). Its suites are the
-//! AES-GCM ones, which every TLS 1.3 server must implement (RFC 8446, 9.1):
-//! ChaCha20-Poly1305's code took 17 KB more of the board's binary.
+//! binary is 54 KB lighter (the limit on its size). For its own HTTPS
+//! (`server.rs`): a certificate given, or its own (`own.rs`, written as
+//! X.509 by `x509.rs` in DER by `der.rs`).
+//!
+//! Its suites are the AES-GCM ones, which every TLS 1.3 server must
+//! implement (RFC 8446, 9.1): ChaCha20-Poly1305's code took 17 KB more of
+//! the board's binary. Its server keys are ECDSA P-256 and P-384 keys, which
+//! every browser takes.
+
+mod der;
+mod own;
+mod server;
+mod x509;
+
+pub use server::ServerTls;
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -16,7 +28,7 @@ use rustls::crypto::ring::{cipher_suite, kx_group};
 use rustls::crypto::{
     CryptoProvider, GetRandomFailed, KeyProvider, SecureRandom, WebPkiSupportedAlgorithms,
 };
-use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::sign::SigningKey;
 use rustls::{ClientConfig, ClientConnection, RootCertStore, SignatureScheme, StreamOwned};
@@ -38,8 +50,7 @@ pub fn client_config(ca_file: Option<&Path>) -> Result<Arc<ClientConfig>, String
             file.display()
         )
     })?;
-    let certificates = CertificateDer::pem_slice_iter(&bytes)
-        .collect::<Result<Vec<_>, _>>()
+    let certificates = pem_certificates(&bytes)
         .map_err(|e| format!("{}: not PEM certificates: {e}", file.display()))?;
     let mut roots = RootCertStore::empty();
     if roots.add_parsable_certificates(certificates).0 == 0 {
@@ -53,8 +64,23 @@ pub fn client_config(ca_file: Option<&Path>) -> Result<Arc<ClientConfig>, String
     Ok(Arc::new(config))
 }
 
-/// rustls's *ring* provider, but for ChaCha20-Poly1305 (see the module's
-/// doc); what it verifies signatures with is rustls's own list for *ring*.
+/// The certificates of a PEM file, in order. The node's one reader of
+/// them, and of keys below: inlined, pki-types' reader took 3 KB of the
+/// boards' binary at each of the places that read one.
+#[inline(never)]
+fn pem_certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, pem::Error> {
+    CertificateDer::pem_slice_iter(pem).collect()
+}
+
+/// The first private key of a PEM file.
+#[inline(never)]
+fn pem_private_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, pem::Error> {
+    PrivateKeyDer::from_pem_slice(pem)
+}
+
+/// rustls's *ring* provider, but for ChaCha20-Poly1305 and RSA and Ed25519
+/// server keys (see the module's doc); what it verifies signatures with is
+/// rustls's own list for *ring*.
 fn provider() -> CryptoProvider {
     CryptoProvider {
         cipher_suites: vec![
@@ -64,7 +90,7 @@ fn provider() -> CryptoProvider {
         kx_groups: vec![kx_group::X25519, kx_group::SECP256R1, kx_group::SECP384R1],
         signature_verification_algorithms: SIGNATURES,
         secure_random: &Random,
-        key_provider: &NoKeys,
+        key_provider: &EcdsaKeys,
     }
 }
 
@@ -133,18 +159,16 @@ impl SecureRandom for Random {
     }
 }
 
-/// The node has no key of its own to show a server (no client certificates).
+/// The keys of the node's HTTPS: ECDSA's on P-256 or P-384, PKCS#8 or SEC1.
 #[derive(Debug)]
-struct NoKeys;
+struct EcdsaKeys;
 
-impl KeyProvider for NoKeys {
+impl KeyProvider for EcdsaKeys {
     fn load_private_key(
         &self,
-        _key: PrivateKeyDer<'static>,
+        key: PrivateKeyDer<'static>,
     ) -> Result<Arc<dyn SigningKey>, rustls::Error> {
-        Err(rustls::Error::General(
-            "the node has no TLS key of its own".into(),
-        ))
+        rustls::crypto::ring::sign::any_ecdsa_type(&key)
     }
 }
 
@@ -219,8 +243,7 @@ mod tests {
     use std::path::PathBuf;
     use std::process::Command;
 
-    use rustls::pki_types::PrivateKeyDer;
-    use rustls::{ServerConfig, ServerConnection};
+    use rustls::ServerConnection;
 
     use super::*;
 
@@ -307,26 +330,14 @@ mod tests {
         (p("ca.crt"), p("server.crt"), p("server.key"))
     }
 
+    /// The node's client and its server, each through the node's provider.
     #[test]
     fn the_http_client_speaks_tls_13_trusting_the_given_authorities_only() {
         let dir = std::env::temp_dir().join(format!("nvr-node-tls-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let (ca, cert, key) = certificates(&dir);
-        let chain = CertificateDer::pem_file_iter(&cert)
-            .unwrap()
-            .collect::<Result<Vec<_>, _>>()
-            .unwrap();
-        let key = PrivateKeyDer::from_pem_file(&key).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let server = Arc::new(
-            ServerConfig::builder_with_provider(provider)
-                .with_protocol_versions(&[&rustls::version::TLS13])
-                .unwrap()
-                .with_no_client_auth()
-                .with_single_cert(chain, key)
-                .unwrap(),
-        );
+        let server = ServerTls::given(&cert, &key).unwrap().config;
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!(
             "https://127.0.0.1:{}/",
@@ -339,6 +350,8 @@ mod tests {
                 let mut tls = StreamOwned::new(ServerConnection::new(server.clone()).unwrap(), tcp);
                 let mut head = [0u8; 512];
                 if tls.read(&mut head).is_ok() {
+                    let suite = tls.conn.negotiated_cipher_suite().unwrap().suite();
+                    assert_eq!(suite, rustls::CipherSuite::TLS13_AES_256_GCM_SHA384);
                     let _ = tls.write_all(
                         b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
                     );

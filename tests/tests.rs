@@ -25,6 +25,7 @@ mod cloud;
 mod events;
 mod footage;
 mod home_assistant;
+mod https;
 mod install;
 mod live_view;
 mod motion;

@@ -117,7 +117,14 @@ pub const SECTIONS: &[Section] = &[
     Section {
         heading: "Browsers and the cloud",
         about: "",
-        vars: &[ALLOWED_HOSTS.doc, WWW_DIR.doc, CLOUD_URL.doc],
+        vars: &[
+            ALLOWED_HOSTS.doc,
+            HTTPS_PORT.doc,
+            TLS_CERT_FILE.doc,
+            TLS_KEY_FILE.doc,
+            WWW_DIR.doc,
+            CLOUD_URL.doc,
+        ],
     },
     Section {
         heading: "Home Assistant (MQTT discovery; off unless MQTT_URL is set)",
@@ -150,11 +157,7 @@ pub const PORT: Var<u16> = Var {
         example: "8081",
         installed: Some("8080"),
     },
-    parse: |text| {
-        text.trim()
-            .parse()
-            .map_err(|_| "must be a number from 0 to 65535")
-    },
+    parse: port,
 };
 
 pub const LISTEN_ADDRESS: Var<IpAddr> = Var {
@@ -480,6 +483,54 @@ pub const ALLOWED_HOSTS: Var<Vec<String>> = Var {
     parse: list,
 };
 
+pub const HTTPS_PORT: Var<u16> = Var {
+    doc: Doc {
+        name: "HTTPS_PORT",
+        default: Words("none, no HTTPS"),
+        help: "port to serve the same API and UI on over HTTPS; 0 picks a free one",
+        old_name: None,
+        notes: "TLS 1.3, on LISTEN_ADDRESS like PORT. With TLS_CERT_FILE and \
+                TLS_KEY_FILE the node shows their certificate; without them, \
+                its own, for its host name, HOST.local and its private \
+                addresses, signed by a certificate authority it makes once in \
+                DATA_DIR/tls. Install that authority (/api/tls/ca.crt) on a \
+                phone and the UI opens there in a secure context; it may \
+                vouch for no other sites (docs/security.md).",
+        example: "8443",
+        installed: None,
+    },
+    parse: port,
+};
+
+pub const TLS_CERT_FILE: Var<PathBuf> = Var {
+    doc: Doc {
+        name: "TLS_CERT_FILE",
+        default: Words("none, the node's own"),
+        help: "the HTTPS certificate, then the rest of its chain (PEM)",
+        old_name: None,
+        notes: "Set with TLS_KEY_FILE, or neither; the nvr user must be able to \
+                read both.",
+        example: "/etc/nvr-node/tls/cert.pem",
+        installed: None,
+    },
+    parse: path,
+};
+
+pub const TLS_KEY_FILE: Var<PathBuf> = Var {
+    doc: Doc {
+        name: "TLS_KEY_FILE",
+        default: Words("none, the node's own"),
+        help: "its private key (PEM, PKCS#8 or SEC1), ECDSA on P-256 or P-384",
+        old_name: None,
+        notes: "RSA and Ed25519 keys are refused: make a key with openssl \
+                ecparam -name prime256v1 -genkey -noout -out key.pem, or \
+                mkcert -ecdsa.",
+        example: "/etc/nvr-node/tls/key.pem",
+        installed: None,
+    },
+    parse: path,
+};
+
 pub const WWW_DIR: Var<PathBuf> = Var {
     doc: Doc {
         name: "WWW_DIR",
@@ -629,6 +680,12 @@ pub const NODE_URL: Var<String> = Var {
 };
 
 // ---- Parsers shared by several variables ----
+
+fn port(text: &str) -> Result<u16, &'static str> {
+    text.trim()
+        .parse()
+        .map_err(|_| "must be a number from 0 to 65535")
+}
 
 fn trimmed(text: &str) -> Result<String, &'static str> {
     Ok(text.trim().to_owned())

@@ -1,7 +1,7 @@
 //! The network calls std has no method for: options on the HTTP listener
 //! (which Linux passes on to each socket it accepts) and its backlog, the
-//! interface a multicast leaves by, the machine's IPv4 interfaces and all
-//! its addresses, and its host name.
+//! interface a multicast leaves by, the machine's interfaces and their
+//! addresses, and its host name.
 
 use std::ffi::CStr;
 use std::io;
@@ -70,6 +70,36 @@ fn set_option<T>(
 /// The name and IPv4 address of each interface that is up and not
 /// loopback, in the kernel's order.
 pub fn ipv4_interfaces() -> io::Result<Vec<(String, Ipv4Addr)>> {
+    let interfaces = interfaces()?.into_iter();
+    Ok(interfaces
+        .filter_map(|(name, address)| match address {
+            IpAddr::V4(v4) => Some((name, v4)),
+            IpAddr::V6(_) => None,
+        })
+        .collect())
+}
+
+/// The IPv4 and IPv6 addresses of the interfaces that are up and not
+/// loopback.
+pub fn addresses() -> io::Result<Vec<IpAddr>> {
+    Ok(interfaces()?.into_iter().map(|(_, a)| a).collect())
+}
+
+/// Every address of every interface, up or not, loopback too: the
+/// addresses that reach the machine itself.
+pub fn own_addresses() -> io::Result<Vec<IpAddr>> {
+    Ok(walk(true)?.into_iter().map(|(_, a)| a).collect())
+}
+
+/// The name and each address of every interface that is up and not
+/// loopback, in the kernel's order.
+fn interfaces() -> io::Result<Vec<(String, IpAddr)>> {
+    walk(false)
+}
+
+/// The name and each address of the interfaces, in the kernel's order: of
+/// every one (`all`), or of those up and not loopback.
+fn walk(all: bool) -> io::Result<Vec<(String, IpAddr)>> {
     let mut found = Vec::new();
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills `list` with a linked list freed below; each
@@ -83,49 +113,23 @@ pub fn ipv4_interfaces() -> io::Result<Vec<(String, Ipv4Addr)>> {
         while let Some(e) = entry.as_ref() {
             entry = e.ifa_next;
             let flags = e.ifa_flags as libc::c_int;
-            if e.ifa_addr.is_null()
-                || (*e.ifa_addr).sa_family as libc::c_int != libc::AF_INET
-                || flags & libc::IFF_UP == 0
-                || flags & libc::IFF_LOOPBACK != 0
-            {
+            let wanted = all || (flags & libc::IFF_UP != 0 && flags & libc::IFF_LOOPBACK == 0);
+            if e.ifa_addr.is_null() || !wanted {
                 continue;
             }
-            let sin = &*(e.ifa_addr as *const libc::sockaddr_in);
-            let name = CStr::from_ptr(e.ifa_name).to_string_lossy().into_owned();
-            found.push((name, Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))));
-        }
-        libc::freeifaddrs(list);
-    }
-    Ok(found)
-}
-
-/// Every address of every interface, up or not, IPv4 and IPv6: the
-/// addresses that reach the machine itself.
-pub fn own_addresses() -> io::Result<Vec<IpAddr>> {
-    let mut found = Vec::new();
-    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: as in `ipv4_interfaces`; an AF_INET6 address is a sockaddr_in6.
-    unsafe {
-        if libc::getifaddrs(&mut list) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let mut entry = list;
-        while let Some(e) = entry.as_ref() {
-            entry = e.ifa_next;
-            if e.ifa_addr.is_null() {
-                continue;
-            }
-            match (*e.ifa_addr).sa_family as libc::c_int {
+            let address = match (*e.ifa_addr).sa_family as libc::c_int {
                 libc::AF_INET => {
                     let sin = &*(e.ifa_addr as *const libc::sockaddr_in);
-                    found.push(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)).into());
+                    IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
                 }
                 libc::AF_INET6 => {
                     let sin6 = &*(e.ifa_addr as *const libc::sockaddr_in6);
-                    found.push(Ipv6Addr::from(sin6.sin6_addr.s6_addr).into());
+                    IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr))
                 }
-                _ => {}
-            }
+                _ => continue,
+            };
+            let name = CStr::from_ptr(e.ifa_name).to_string_lossy().into_owned();
+            found.push((name, address));
         }
         libc::freeifaddrs(list);
     }
@@ -148,11 +152,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn own_addresses_include_loopback_and_each_ipv4_interface() {
+    fn own_addresses_include_loopback_and_each_interfaces() {
         let own = own_addresses().unwrap();
         assert!(own.contains(&IpAddr::from([127, 0, 0, 1])), "{own:?}");
-        for (_, address) in ipv4_interfaces().unwrap() {
-            assert!(own.contains(&address.into()), "{address} in {own:?}");
+        for address in addresses().unwrap() {
+            assert!(own.contains(&address), "{address} in {own:?}");
         }
     }
 

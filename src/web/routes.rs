@@ -46,6 +46,8 @@ pub enum Route {
     /// The ONVIF devices on the LAN, and the streams of one.
     Discover,
     DiscoverStreams,
+    /// The node's own certificate authority, to install on a phone.
+    CertificateAuthority,
     /// A file of the browser UI; the path is the URL path.
     Ui(String),
 }
@@ -96,6 +98,7 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
     let segments: Vec<&str> = api.split('/').collect();
     let (allow, route) = match segments.as_slice() {
         ["status"] => ("GET", on(method, "GET", Route::Status)),
+        ["tls", "ca.crt"] => ("GET", on(method, "GET", Route::CertificateAuthority)),
         ["events"] => match method {
             "GET" => ("GET, POST", Some(Route::Events)),
             "POST" => ("GET, POST", Some(Route::AddEvent)),
@@ -336,6 +339,11 @@ mod tests {
                 format!("/api/alerts/destinations/{ID}/test"),
                 Route::TestDestination(id()),
             ),
+            (
+                "GET",
+                "/api/tls/ca.crt".to_owned(),
+                Route::CertificateAuthority,
+            ),
             ("GET", "/".to_owned(), Route::Ui("/".to_owned())),
             (
                 "HEAD",
@@ -426,6 +434,13 @@ mod tests {
                 Kind::MethodNotAllowed,
                 Some("GET"),
             ),
+            (
+                "PUT",
+                "/api/tls/ca.crt".to_owned(),
+                Kind::MethodNotAllowed,
+                Some("GET"),
+            ),
+            ("GET", "/api/tls/ca.key".to_owned(), Kind::NotFound, None),
             (
                 "DELETE",
                 "/api/events".to_owned(),

@@ -1,6 +1,6 @@
-//! HTTP plumbing: the listening socket, handling each request on its
-//! connection's thread, request bodies, the limit on requests handled at once
-//! ([`MAX_IN_FLIGHT`]) and responses.
+//! HTTP plumbing: the listening sockets (HTTP, and HTTPS if on), handling
+//! each request on its connection's thread, request bodies, the limit on
+//! requests handled at once ([`MAX_IN_FLIGHT`]) and responses.
 
 use std::io::{self, Read};
 use std::net::{IpAddr, TcpListener};
@@ -15,7 +15,9 @@ use tiny_http::{Limits, Request, Server};
 use crate::app::App;
 use crate::error::{Error, Kind};
 use crate::sys::{net, process};
+use crate::tls::ServerTls;
 use crate::web::api;
+use crate::web::api::tls::Https;
 use crate::web::guard;
 use crate::web::reply::Reply;
 use crate::web::routes::{self, BodyKind};
@@ -36,8 +38,9 @@ const LISTEN_BACKLOG: i32 = 1024;
 /// How long a client may leave a response unread.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Connections served at once, each on a thread of its own; past this a new
-/// connection is answered 503 (`Retry-After: 1`) and closed. A connection's
+/// Connections served at once, HTTP and HTTPS together, each on a thread
+/// of its own; past this a new connection is answered 503 (`Retry-After:
+/// 1`; over HTTPS, just closed). A connection's
 /// thread holds 20-30 KiB resident (measured) besides the kernel's stack,
 /// and 2 MiB of address space for its stack: 512 of them are about 25 MiB
 /// of a 512 MiB board and 1.3 GiB of a 32-bit board's 3 GiB. Their 1,024
@@ -103,18 +106,30 @@ const DRAIN: Duration = Duration::from_secs(5);
 /// How often the serving loop looks at the stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(250);
 
-/// Serves until `stop` is set (then calls `on_stop`, stops accepting, lets
-/// requests in flight finish for at most 5 s and returns Ok), or until
-/// accepting fails (then returns the error, so the process exits and its
-/// supervisor restarts it rather than it running on deaf).
+/// Serves `http`, and `https` with its TLS, until `stop` is set (then calls
+/// `on_stop`, stops accepting, lets requests in flight finish for at most
+/// 5 s and returns Ok), or until accepting fails (then returns the error, so
+/// the process exits and its supervisor restarts it rather than it running
+/// on deaf). Both serve the same handlers under the same guards and limits.
 pub fn serve(
-    listener: TcpListener,
+    http: TcpListener,
+    https: Option<(TcpListener, ServerTls)>,
     app: Arc<App>,
     ui: Ui,
     stop: &AtomicBool,
     on_stop: impl FnOnce(),
 ) -> io::Result<()> {
     allow_open_files();
+    let mut listeners = vec![(http, None)];
+    let https = match https {
+        Some((listener, tls)) => {
+            let port = listener.local_addr()?.port();
+            listeners.push((listener, Some(tls.config.clone())));
+            Some(Https { port, tls })
+        }
+        None => None,
+    };
+    let site = Site { app, ui, https };
     let in_flight = Arc::new(AtomicUsize::new(0));
     let stopping = Arc::new(AtomicBool::new(false));
     let handler = {
@@ -126,11 +141,11 @@ pub fn serve(
                 let _ = request.respond(Reply::error(&stopping).into_response());
                 return;
             }
-            handle(&app, &ui, &in_flight, request);
+            handle(&site, &in_flight, request);
         }
     };
-    let server =
-        Server::from_listener_with_handler(listener, LIMITS, handler).map_err(io::Error::other)?;
+    let server = Server::from_listeners_with_handler(listeners, LIMITS, handler)
+        .map_err(io::Error::other)?;
     while !stop.load(Ordering::Relaxed) {
         // Requests go to the handler on their connection's thread; `recv`
         // only reports accept errors.
@@ -169,12 +184,19 @@ impl Drop for InFlight<'_> {
     }
 }
 
-fn handle(app: &App, ui: &Ui, in_flight: &AtomicUsize, mut request: Request) {
+/// What requests are answered from: the node, its UI's files, its HTTPS.
+struct Site {
+    app: Arc<App>,
+    ui: Ui,
+    https: Option<Https>,
+}
+
+fn handle(site: &Site, in_flight: &AtomicUsize, mut request: Request) {
     let method = request.method().as_str().to_owned();
     let url = request.url().to_owned();
     let (path, query) = url.split_once('?').unwrap_or((&url, ""));
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        answer(app, ui, in_flight, &mut request, &method, path, query)
+        answer(site, in_flight, &mut request, &method, path, query)
     }));
     let (reply, place) = match outcome {
         Ok(Ok((reply, place))) => (reply, Some(place)),
@@ -200,8 +222,7 @@ fn handle(app: &App, ui: &Ui, in_flight: &AtomicUsize, mut request: Request) {
 /// in, so clients sending slowly (for at most [`LIMITS`]'s 30 s) cannot take
 /// all the places.
 fn answer<'a>(
-    app: &App,
-    ui: &Ui,
+    site: &Site,
     in_flight: &'a AtomicUsize,
     request: &mut Request,
     method: &str,
@@ -212,6 +233,7 @@ fn answer<'a>(
         return Err(Error::new(Kind::UriTooLong, "the URL is longer than 8 KiB"));
     }
     let host = header(request, "Host");
+    let app = &site.app;
     if !guard::host_allowed(host, &app.host_name, &app.allowed_hosts) {
         return Err(Error::new(
             Kind::Forbidden,
@@ -243,7 +265,9 @@ fn answer<'a>(
         accept_encoding,
         if_none_match,
     };
-    let reply = api::dispatch(app, ui, route, call).unwrap_or_else(|error| Reply::error(&error));
+    let https = site.https.as_ref();
+    let reply = api::dispatch(&site.app, &site.ui, https, route, call)
+        .unwrap_or_else(|error| Reply::error(&error));
     Ok((reply, place))
 }
 

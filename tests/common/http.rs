@@ -1,7 +1,7 @@
 //! A raw HTTP/1.1 client, so tests control every byte they send.
 
 use std::fmt;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -102,13 +102,33 @@ pub fn request_at(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Response {
-    let mut stream = TcpStream::connect((host, port)).expect("connect to the node");
+    let stream = TcpStream::connect((host, port)).expect("connect to the node");
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
+    exchange(
+        stream,
+        &format!("{host}:{port}"),
+        method,
+        path,
+        headers,
+        body,
+    )
+}
+
+/// Sends one request on `stream` (a connection to the node, plain or TLS),
+/// with `Host: authority` unless `headers` has one, and reads the answer.
+pub fn exchange(
+    mut stream: impl Read + Write,
+    authority: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Response {
     let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("Host")) {
-        head.push_str(&format!("Host: {host}:{port}\r\n"));
+        head.push_str(&format!("Host: {authority}\r\n"));
     }
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));

@@ -16,6 +16,7 @@ pub mod onvif_device;
 pub mod receivers;
 pub mod rtsp_trap;
 pub mod system;
+pub mod tls;
 pub mod wsd;
 pub mod xml;
 
@@ -277,6 +278,8 @@ pub struct Node {
     /// Where it listens: 127.0.0.1, or its address in a test network.
     pub host: String,
     pub port: u16,
+    /// Its HTTPS port, with `HTTPS_PORT` set.
+    pub https_port: Option<u16>,
     command: String,
     logs: Arc<Mutex<String>>,
 }
@@ -355,13 +358,15 @@ impl Node {
         let stdout = child.stdout.take().unwrap();
         let stdout_logs = logs.clone();
         thread::spawn(move || {
+            let port_of = |address: &str| address.rsplit(':').next()?.parse::<u16>().ok();
+            // The node prints its https line before its http one.
+            let mut https_port = None;
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(address) = line.strip_prefix("listening on https://") {
+                    https_port = port_of(address);
+                }
                 if let Some(address) = line.strip_prefix("listening on http://") {
-                    let port = address
-                        .rsplit(':')
-                        .next()
-                        .and_then(|p| p.parse::<u16>().ok());
-                    let _ = port_tx.send(port);
+                    let _ = port_tx.send(port_of(address).map(|port| (port, https_port)));
                 }
                 stdout_logs.lock().unwrap().push_str(&format!("{line}\n"));
             }
@@ -372,11 +377,12 @@ impl Node {
             child,
             host: "127.0.0.1".to_owned(),
             port: 0,
+            https_port: None,
             command: description,
             logs,
         };
         match port {
-            Some(port) => node.port = port,
+            Some((port, https_port)) => (node.port, node.https_port) = (port, https_port),
             None => {
                 let status = node.child.try_wait();
                 panic!(

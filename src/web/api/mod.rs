@@ -8,6 +8,7 @@ mod events;
 mod media;
 mod recordings;
 mod status;
+pub mod tls;
 mod whep;
 
 use std::net::IpAddr;
@@ -17,6 +18,7 @@ use crate::error::Error;
 use crate::web::reply::Reply;
 use crate::web::routes::Route;
 use crate::web::static_files::Ui;
+use tls::Https;
 
 /// What a handler may need of the request besides its route.
 pub struct Call<'a> {
@@ -32,8 +34,14 @@ pub struct Call<'a> {
     pub if_none_match: Option<String>,
 }
 
-/// Runs the handler for `route`.
-pub fn dispatch(app: &App, ui: &Ui, route: Route, call: Call) -> Result<Reply, Error> {
+/// Runs the handler for `route`; `https` is the node's HTTPS, if on.
+pub fn dispatch(
+    app: &App,
+    ui: &Ui,
+    https: Option<&Https>,
+    route: Route,
+    call: Call,
+) -> Result<Reply, Error> {
     let Call {
         query,
         body,
@@ -43,7 +51,7 @@ pub fn dispatch(app: &App, ui: &Ui, route: Route, call: Call) -> Result<Reply, E
         if_none_match,
     } = call;
     match route {
-        Route::Status => status::get(app, if_none_match.as_deref()),
+        Route::Status => status::get(app, https, if_none_match.as_deref()),
         Route::Events => events::list(app, query),
         Route::AddEvent => events::add(app, peer, &body),
         Route::UpdateEvent(id) => events::update(app, id, &body),
@@ -71,6 +79,7 @@ pub fn dispatch(app: &App, ui: &Ui, route: Route, call: Call) -> Result<Reply, E
         Route::TestDestination(id) => alerts::test(app, id),
         Route::Discover => discover::devices(app),
         Route::DiscoverStreams => discover::streams(app, &body),
+        Route::CertificateAuthority => tls::authority(https),
         Route::Ui(path) => ui.get(&path, accept_encoding.as_deref()),
     }
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::cameras::CameraView;
+use super::tls::{Https, HttpsView};
 use crate::app::{App, StatusBody};
 use crate::clock;
 use crate::error::Error;
@@ -28,6 +29,9 @@ struct Status<'a> {
     mqtt: serde_json::Value,
     /// Whether motion events can be classified, and how it goes.
     classifier: serde_json::Value,
+    /// The node's HTTPS, when it is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    https: Option<HttpsView>,
     /// "the clock is not set" and what the node does meanwhile, in plain
     /// words; null when it is set.
     clock: Option<&'static str>,
@@ -110,8 +114,8 @@ struct EventsDeletionView {
 
 /// The body, or 304 when `if_none_match` (the request's `If-None-Match`)
 /// names its tag.
-pub fn get(app: &App, if_none_match: Option<&str>) -> Result<Reply, Error> {
-    let body = app.status_body(build)?;
+pub fn get(app: &App, https: Option<&Https>, if_none_match: Option<&str>) -> Result<Reply, Error> {
+    let body = app.status_body(|app| build(app, https))?;
     let etag = format!("\"{:016x}\"", body.tag);
     let reply = match if_none_match {
         Some(tags) if names_tag(tags, &etag) => Reply::empty(304),
@@ -135,15 +139,15 @@ fn hash(bytes: &[u8]) -> u64 {
     })
 }
 
-fn build(app: &App) -> Result<StatusBody, Error> {
-    let json = serialize(app)?;
+fn build(app: &App, https: Option<&Https>) -> Result<StatusBody, Error> {
+    let json = serialize(app, https)?;
     Ok(StatusBody {
         tag: hash(&json),
         json: json.into(),
     })
 }
 
-fn serialize(app: &App) -> Result<Vec<u8>, Error> {
+fn serialize(app: &App, https: Option<&Https>) -> Result<Vec<u8>, Error> {
     let (node_id, cameras, tallies) =
         app.db(|s| Ok((s.node_id()?, s.cameras()?, s.event_tallies()?)))?;
     let unreviewed = |camera: &Uuid| tallies.unreviewed.get(camera).copied().unwrap_or(0);
@@ -156,6 +160,7 @@ fn serialize(app: &App) -> Result<Vec<u8>, Error> {
         relay_version: app.relay_version(),
         mqtt: mqtt_view(app.mqtt_state()),
         classifier: classifier_view(app),
+        https: https.map(HttpsView::new),
         clock: (!clock::is_set()).then_some(
             "the clock is not set: recordings are timed from the newest one on until it is, then moved to their true times",
         ),

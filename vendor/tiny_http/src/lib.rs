@@ -93,9 +93,6 @@
 #![deny(rust_2018_idioms)]
 #![allow(clippy::match_like_matches_macro)]
 
-#[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
-use zeroize::Zeroizing;
-
 use std::error::Error;
 use std::io::Error as IoError;
 use std::io::ErrorKind as IoErrorKind;
@@ -140,12 +137,9 @@ pub struct Server {
     // queue for messages received by child threads
     messages: Arc<MessagesQueue<Message>>,
 
-    // result of TcpListener::local_addr()
-    listening_addr: ListenAddr,
+    // result of TcpListener::local_addr(), for each listener
+    listening_addrs: Vec<ListenAddr>,
 }
-
-/// A request handler run on connection threads (an nvr-node patch).
-type Handler = Arc<dyn Fn(Request) + Send + Sync>;
 
 enum Message {
     Error(IoError),
@@ -192,8 +186,8 @@ pub struct Limits {
     /// Time a client has to send each request in full (line, headers and
     /// body), counted from the connection's start or from the last response
     /// written to it; past it the connection gets 408 and is closed. It also
-    /// bounds how long an idle keep-alive connection stays open. Plain HTTP
-    /// only: a blocking TLS read is not bounded.
+    /// bounds how long an idle keep-alive connection stays open, and under
+    /// TLS how long the handshake may take.
     pub request_timeout: Option<Duration>,
     /// The longest request line or header line, in bytes: past it the
     /// connection gets 414 (request line) or 431 (header) and is closed.
@@ -220,14 +214,16 @@ impl Default for Limits {
     }
 }
 
-/// Configuration of the server for SSL.
+/// Configuration of the server for TLS: rustls's, ready, with its
+/// certificate, key and crypto provider (an nvr-node patch; upstream took
+/// PEM files).
+#[cfg(feature = "ssl-rustls")]
+pub type SslConfig = Arc<rustls::ServerConfig>;
+
+/// Without the `ssl-rustls` feature there is no TLS to configure.
+#[cfg(not(feature = "ssl-rustls"))]
 #[derive(Debug, Clone)]
-pub struct SslConfig {
-    /// Contains the public certificate to send to clients.
-    pub certificate: Vec<u8>,
-    /// Contains the ultra-secret private key used to decode communications.
-    pub private_key: Vec<u8>,
-}
+pub enum SslConfig {}
 
 impl Server {
     /// Shortcut for a simple server on a specific address.
@@ -243,7 +239,7 @@ impl Server {
     }
 
     /// Shortcut for an HTTPS server on a specific address.
-    #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+    #[cfg(feature = "ssl-rustls")]
     #[inline]
     pub fn https<A>(
         addr: A,
@@ -294,17 +290,19 @@ impl Server {
         ssl_config: Option<SslConfig>,
         limits: Limits,
     ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
-        Self::start(listener.into(), ssl_config, limits, None)
+        Self::start(vec![(listener.into(), ssl_config)], limits, queue_requests)
     }
 
-    /// Serves plain HTTP by calling `handler` for each request on the thread
-    /// of the connection that sent it, rather than passing requests through
+    /// Serves by calling `handler` for each request on the thread of the
+    /// connection that sent it, rather than passing requests through
     /// [`Server::recv`], which then returns only accept errors (an nvr-node
     /// patch). This saves two thread switches per request; a slow handler
     /// holds up only its own connection's later requests, as HTTP/1.1
-    /// ordering would anyway.
-    pub fn from_listener_with_handler<L, F>(
-        listener: L,
+    /// ordering would anyway. Each listener speaks TLS if it has an
+    /// [`SslConfig`]; all share the one bound on connection threads
+    /// ([`Limits::max_connection_threads`]).
+    pub fn from_listeners_with_handler<L, F>(
+        listeners: Vec<(L, Option<SslConfig>)>,
         limits: Limits,
         handler: F,
     ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>>
@@ -312,77 +310,47 @@ impl Server {
         L: Into<Listener>,
         F: Fn(Request) + Send + Sync + 'static,
     {
-        Self::start(listener.into(), None, limits, Some(Arc::new(handler)))
+        let listeners = listeners.into_iter().map(|(l, tls)| (l.into(), tls));
+        let handle_requests = move |client: ClientConnection, _: &MessagesQueue<Message>| {
+            for rq in client {
+                handler(rq);
+            }
+        };
+        Self::start(listeners.collect(), limits, handle_requests)
     }
 
-    fn start(
-        listener: Listener,
-        ssl_config: Option<SslConfig>,
+    /// The server of `listeners`; `requests` takes each connection's
+    /// requests, on the connection's thread, either handling them or
+    /// passing them to [`Server::recv`] through the queue it is given
+    /// (generic, so that a program has only the way it uses: an nvr-node
+    /// patch).
+    fn start<F>(
+        listeners: Vec<(Listener, Option<SslConfig>)>,
         limits: Limits,
-        handler: Option<Handler>,
-    ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
+        requests: F,
+    ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>>
+    where
+        F: Fn(ClientConnection, &MessagesQueue<Message>) + Send + Sync + 'static,
+    {
         // building the "close" variable
         let close_trigger = Arc::new(AtomicBool::new(false));
 
-        // building the TcpListener
-        let (server, local_addr) = {
+        let mut listening_addrs = Vec::with_capacity(listeners.len());
+        for (listener, _) in &listeners {
             let local_addr = listener.local_addr()?;
             log::debug!("Server listening on {}", local_addr);
-            (listener, local_addr)
-        };
-
-        // building the SSL capabilities
-        #[cfg(all(feature = "ssl-openssl", feature = "ssl-rustls"))]
-        compile_error!(
-            "Features 'ssl-openssl' and 'ssl-rustls' must not be enabled at the same time"
-        );
-        #[cfg(not(any(feature = "ssl-openssl", feature = "ssl-rustls")))]
-        type SslContext = ();
-        #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
-        type SslContext = crate::ssl::SslContextImpl;
-        let ssl: Option<SslContext> = {
-            match ssl_config {
-                #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
-                Some(config) => Some(SslContext::from_pem(
-                    config.certificate,
-                    Zeroizing::new(config.private_key),
-                )?),
-                #[cfg(not(any(feature = "ssl-openssl", feature = "ssl-rustls")))]
-                Some(_) => return Err(
-                    "Building a server with SSL requires enabling the `ssl` feature in tiny-http"
-                        .into(),
-                ),
-                None => None,
-            }
-        };
+            listening_addrs.push(local_addr);
+        }
 
         // creating a task where server.accept() is continuously called
         // and ClientConnection objects are pushed in the messages queue
         let messages = MessagesQueue::with_capacity(8);
 
-        let inside_close_trigger = close_trigger.clone();
-        let inside_messages = messages.clone();
         let pool_messages = messages.clone();
         // Each connection is set up (TLS included) and read on a thread of
         // the pool, so the accept thread only accepts (an nvr-node patch).
-        let serve = move |sock: Connection| {
-            use util::RefinedTcpStream;
-            let halves = match ssl {
-                None => RefinedTcpStream::new(sock, limits.request_timeout),
-                #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
-                Some(ref ssl) => {
-                    // trying to apply SSL over the connection
-                    // if an error occurs, we just close the socket
-                    let sock = match ssl.accept(sock) {
-                        Ok(s) => s,
-                        Err(_) => return,
-                    };
-
-                    RefinedTcpStream::new(sock, limits.request_timeout)
-                }
-                #[cfg(not(any(feature = "ssl-openssl", feature = "ssl-rustls")))]
-                Some(ref _ssl) => unreachable!(),
-            };
+        let serve = move |(sock, tls): (Connection, Option<SslConfig>)| {
+            let halves = util::RefinedTcpStream::new(sock, tls.as_ref(), limits.request_timeout);
             // Out of file descriptors: the connection is closed (upstream
             // panicked, on the accept thread).
             let (read_closable, write_closable) = match halves {
@@ -393,50 +361,41 @@ impl Server {
                 }
             };
             let client = ClientConnection::new(write_closable, read_closable, limits);
-            if let Some(handler) = &handler {
-                for rq in client {
-                    handler(rq);
-                }
-            // Synchronization is needed for HTTPS requests to avoid a deadlock
-            } else if client.secure() {
-                let (sender, receiver) = mpsc::channel();
-                for rq in client {
-                    pool_messages.push(rq.with_notify_sender(sender.clone()).into());
-                    receiver.recv().unwrap();
-                }
-            } else {
-                for rq in client {
-                    pool_messages.push(rq.into());
-                }
-            }
+            requests(client, &pool_messages);
         };
-        thread::spawn(move || {
-            // a tasks pool is used to dispatch the connections into threads
-            let tasks_pool = util::TaskPool::new(limits.max_connection_threads, serve);
-
-            log::debug!("Running accept thread");
-            while !inside_close_trigger.load(Relaxed) {
-                match server.accept() {
-                    Ok((sock, _)) => {
-                        if let Err(sock) = tasks_pool.spawn(sock) {
-                            refuse_busy(sock);
+        // a tasks pool is used to dispatch the connections into threads
+        let tasks_pool = Arc::new(util::TaskPool::new(limits.max_connection_threads, serve));
+        for (server, tls) in listeners {
+            let inside_close_trigger = close_trigger.clone();
+            let inside_messages = messages.clone();
+            let tasks_pool = tasks_pool.clone();
+            thread::spawn(move || {
+                log::debug!("Running accept thread");
+                while !inside_close_trigger.load(Relaxed) {
+                    match server.accept() {
+                        Ok((sock, _)) => match tasks_pool.spawn((sock, tls.clone())) {
+                            Ok(()) => {}
+                            Err((sock, None)) => refuse_busy(sock),
+                            // A TLS client could not read a plain answer:
+                            // it is closed without one.
+                            Err((_, Some(_))) => {}
+                        },
+                        Err(e) => {
+                            log::error!("Error accepting new client: {}", e);
+                            inside_messages.push(e.into());
+                            break;
                         }
                     }
-                    Err(e) => {
-                        log::error!("Error accepting new client: {}", e);
-                        inside_messages.push(e.into());
-                        break;
-                    }
                 }
-            }
-            log::debug!("Terminating accept thread");
-        });
+                log::debug!("Terminating accept thread");
+            });
+        }
 
         // result
         Ok(Server {
             messages,
             close: close_trigger,
-            listening_addr: local_addr,
+            listening_addrs,
         })
     }
 
@@ -451,7 +410,7 @@ impl Server {
     /// Returns the address the server is listening to.
     #[inline]
     pub fn server_addr(&self) -> ListenAddr {
-        self.listening_addr.clone()
+        self.listening_addrs[0].clone()
     }
 
     /// Returns the number of clients currently connected to the server.
@@ -495,6 +454,23 @@ impl Server {
     }
 }
 
+/// Passes each request of `client` to [`Server::recv`] through `messages`,
+/// as upstream does.
+fn queue_requests(client: ClientConnection, messages: &MessagesQueue<Message>) {
+    // Synchronization is needed for HTTPS requests to avoid a deadlock
+    if client.secure() {
+        let (sender, receiver) = mpsc::channel();
+        for rq in client {
+            messages.push(rq.with_notify_sender(sender.clone()).into());
+            receiver.recv().unwrap();
+        }
+    } else {
+        for rq in client {
+            messages.push(rq.into());
+        }
+    }
+}
+
 /// Answers a connection no thread can take (past
 /// `Limits::max_connection_threads`, or when the system cannot create one)
 /// 503 with `Retry-After: 1`, on the accept thread, and closes it (an
@@ -531,24 +507,26 @@ impl Iterator for IncomingRequests<'_> {
 impl Drop for Server {
     fn drop(&mut self) {
         self.close.store(true, Relaxed);
-        // Connect briefly to ourselves to unblock the accept thread
-        let maybe_stream = match &self.listening_addr {
-            ListenAddr::IP(addr) => TcpStream::connect(addr).map(Connection::from),
-            #[cfg(unix)]
-            ListenAddr::Unix(addr) => {
-                // TODO: use connect_addr when its stabilized.
-                let path = addr.as_pathname().unwrap();
-                std::os::unix::net::UnixStream::connect(path).map(Connection::from)
+        for addr in &self.listening_addrs {
+            // Connect briefly to ourselves to unblock the accept thread
+            let maybe_stream = match addr {
+                ListenAddr::IP(addr) => TcpStream::connect(addr).map(Connection::from),
+                #[cfg(unix)]
+                ListenAddr::Unix(addr) => {
+                    // TODO: use connect_addr when its stabilized.
+                    let path = addr.as_pathname().unwrap();
+                    std::os::unix::net::UnixStream::connect(path).map(Connection::from)
+                }
+            };
+            if let Ok(stream) = maybe_stream {
+                let _ = stream.shutdown(Shutdown::Both);
             }
-        };
-        if let Ok(stream) = maybe_stream {
-            let _ = stream.shutdown(Shutdown::Both);
-        }
 
-        #[cfg(unix)]
-        if let ListenAddr::Unix(addr) = &self.listening_addr {
-            if let Some(path) = addr.as_pathname() {
-                let _ = std::fs::remove_file(path);
+            #[cfg(unix)]
+            if let ListenAddr::Unix(addr) = addr {
+                if let Some(path) = addr.as_pathname() {
+                    let _ = std::fs::remove_file(path);
+                }
             }
         }
     }

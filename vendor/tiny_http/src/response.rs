@@ -1,7 +1,6 @@
 use crate::common::{HTTPVersion, Header, StatusCode};
 use httpdate::HttpDate;
 use std::convert::TryFrom;
-use std::cmp::Ordering;
 use std::sync::mpsc::Receiver;
 
 use std::io::Result as IoResult;
@@ -62,20 +61,6 @@ pub type ResponseBox = Response<Box<dyn Read + Send>>;
 enum TransferEncoding {
     Identity,
     Chunked,
-}
-
-impl FromStr for TransferEncoding {
-    type Err = ();
-
-    fn from_str(input: &str) -> Result<TransferEncoding, ()> {
-        if input.eq_ignore_ascii_case("identity") {
-            Ok(TransferEncoding::Identity)
-        } else if input.eq_ignore_ascii_case("chunked") {
-            Ok(TransferEncoding::Chunked)
-        } else {
-            Err(())
-        }
-    }
 }
 
 /// Writes all of `bufs`, in as few vectored writes as the writer takes.
@@ -150,16 +135,17 @@ fn write_message_header(
     head.extend_from_slice(b"\r\n");
 }
 
+/// How the body is sent: by its length, or chunked when that is not known
+/// or too large. The request's `TE` is not read: it lists what a client
+/// takes besides chunked, and upstream's parsing of its q-values (floats,
+/// sorted) took 4 KB of the node for nothing it needs (an nvr-node patch).
 fn choose_transfer_encoding(
     status_code: StatusCode,
-    request_headers: &[Header],
     http_version: &HTTPVersion,
     entity_length: &Option<u64>,
     has_additional_headers: bool,
     chunked_threshold: u64,
 ) -> TransferEncoding {
-    use crate::util;
-
     // HTTP 1.0 doesn't support other encoding
     if *http_version <= (1, 0) {
         return TransferEncoding::Identity;
@@ -170,41 +156,6 @@ fn choose_transfer_encoding(
     // of 1xx (Informational) or 204 (No Content).
     if status_code.0 < 200 || status_code.0 == 204 {
         return TransferEncoding::Identity;
-    }
-
-    // parsing the request's TE header
-    let user_request = request_headers
-        .iter()
-        // finding TE
-        .find(|h| h.field.equiv("TE"))
-        // getting its value
-        .map(|h| h.value.clone())
-        // getting the corresponding TransferEncoding
-        .and_then(|value| {
-            // getting list of requested elements
-            let mut parse = util::parse_header_value(value.as_str()); // TODO: remove conversion
-
-            // sorting elements by most priority
-            parse.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(Ordering::Equal));
-
-            // trying to parse each requested encoding
-            for value in parse.iter() {
-                // q=0 are ignored
-                if value.1 <= 0.0 {
-                    continue;
-                }
-
-                if let Ok(te) = TransferEncoding::from_str(value.0) {
-                    return Some(te);
-                }
-            }
-
-            // encoding not found
-            None
-        });
-
-    if let Some(user_request) = user_request {
-        return user_request;
     }
 
     // if we have additional headers, using chunked
@@ -370,21 +321,21 @@ where
     /// This function is the one used to send the response to the client's socket.
     /// Therefore you shouldn't expect anything pretty-printed or even readable.
     ///
-    /// The HTTP version and headers passed as arguments are used to
-    ///  decide which features (most notably, encoding) to use.
+    /// The HTTP version passed is used to decide which features (most
+    ///  notably, encoding) to use; the request's headers are not (an
+    ///  nvr-node patch: see `choose_transfer_encoding`).
     ///
     /// Note: does not flush the writer.
     pub fn raw_print<W: Write>(
         mut self,
         mut writer: W,
         http_version: HTTPVersion,
-        request_headers: &[Header],
+        _request_headers: &[Header],
         do_not_send_body: bool,
         upgrade: Option<&str>,
     ) -> IoResult<()> {
         let mut transfer_encoding = Some(choose_transfer_encoding(
             self.status_code,
-            request_headers,
             &http_version,
             &self.data_length,
             false, /* TODO */

@@ -1,33 +1,57 @@
-use crate::connection::Connection;
-use crate::util::refined_tcp_stream::Stream as RefinedStream;
-use std::error::Error;
-use std::io::{Read, Write};
+use crate::util::refined_tcp_stream::TimedSocket;
+use std::io::{Error as IoError, ErrorKind, IoSlice, Read, Result as IoResult, Write};
 use std::net::{Shutdown, SocketAddr};
-use std::sync::{Arc, Mutex};
-use zeroize::Zeroizing;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-/// A wrapper around an owned Rustls connection and corresponding stream.
+type Tls = rustls::StreamOwned<rustls::ServerConnection, TimedSocket>;
+
+/// A server's TLS connection over its socket (an nvr-node patch: rustls
+/// 0.23, over a socket whose every read ends at the request deadline).
 ///
 /// Uses an internal Mutex to permit disparate reader & writer threads to access the stream independently.
-pub(crate) struct RustlsStream(
-    Arc<Mutex<rustls::StreamOwned<rustls::ServerConnection, Connection>>>,
-);
+pub(crate) struct RustlsStream(Arc<Mutex<Tls>>);
 
 impl RustlsStream {
-    pub(crate) fn peer_addr(&mut self) -> std::io::Result<Option<SocketAddr>> {
-        self.0
-            .lock()
-            .expect("Failed to lock SSL stream mutex")
-            .sock
-            .peer_addr()
+    /// The handshake is made by the first read, on the connection's thread.
+    pub(crate) fn new(
+        config: Arc<rustls::ServerConfig>,
+        socket: TimedSocket,
+    ) -> IoResult<RustlsStream> {
+        let connection = rustls::ServerConnection::new(config).map_err(IoError::other)?;
+        Ok(Self(Arc::new(Mutex::new(rustls::StreamOwned::new(
+            connection, socket,
+        )))))
     }
 
-    pub(crate) fn shutdown(&mut self, how: Shutdown) -> std::io::Result<()> {
-        self.0
-            .lock()
-            .expect("Failed to lock SSL stream mutex")
-            .sock
-            .shutdown(how)
+    fn lock(&self) -> MutexGuard<'_, Tls> {
+        self.0.lock().expect("Failed to lock SSL stream mutex")
+    }
+
+    /// The stream, to write to once the handshake is done. Before, rustls
+    /// would wait to read the rest of the handshake, so the answers to a
+    /// client that never finished it (408, 400) are not sent: the
+    /// connection just closes.
+    fn handshaken(&self) -> IoResult<MutexGuard<'_, Tls>> {
+        let stream = self.lock();
+        if stream.conn.is_handshaking() {
+            return Err(IoError::new(ErrorKind::NotConnected, "TLS handshake not done"));
+        }
+        Ok(stream)
+    }
+
+    pub(crate) fn peer_addr(&mut self) -> IoResult<Option<SocketAddr>> {
+        self.lock().sock.peer_addr()
+    }
+
+    /// Closing the writing side says so in TLS first (close_notify), so the
+    /// client can tell the end of the connection from a cut.
+    pub(crate) fn shutdown(&mut self, how: Shutdown) -> IoResult<()> {
+        let mut stream = self.lock();
+        if how != Shutdown::Read && !stream.conn.is_handshaking() {
+            stream.conn.send_close_notify();
+            let _ = stream.flush();
+        }
+        stream.sock.shutdown(how)
     }
 }
 
@@ -38,83 +62,21 @@ impl Clone for RustlsStream {
 }
 
 impl Read for RustlsStream {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .expect("Failed to lock SSL stream mutex")
-            .read(buf)
+    fn read(&mut self, buf: &mut [u8]) -> IoResult<usize> {
+        self.lock().read(buf)
     }
 }
 
 impl Write for RustlsStream {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .expect("Failed to lock SSL stream mutex")
-            .write(buf)
+    fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
+        self.handshaken()?.write(buf)
     }
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0
-            .lock()
-            .expect("Failed to lock SSL stream mutex")
-            .flush()
-    }
-}
-
-pub(crate) struct RustlsContext(Arc<rustls::ServerConfig>);
-
-impl RustlsContext {
-    pub(crate) fn from_pem(
-        certificates: Vec<u8>,
-        private_key: Zeroizing<Vec<u8>>,
-    ) -> Result<Self, Box<dyn Error + Send + Sync>> {
-        let certificate_chain: Vec<rustls::Certificate> =
-            rustls_pemfile::certs(&mut certificates.as_slice())?
-                .into_iter()
-                .map(|bytes| rustls::Certificate(bytes))
-                .collect();
-
-        if certificate_chain.is_empty() {
-            return Err("Couldn't extract certificate chain from config.".into());
-        }
-
-        let private_key = rustls::PrivateKey({
-            let pkcs8_keys = rustls_pemfile::pkcs8_private_keys(
-                &mut private_key.clone().as_slice(),
-            )
-            .expect("file contains invalid pkcs8 private key (encrypted keys are not supported)");
-
-            if let Some(pkcs8_key) = pkcs8_keys.first() {
-                pkcs8_key.clone()
-            } else {
-                let rsa_keys = rustls_pemfile::rsa_private_keys(&mut private_key.as_slice())
-                    .expect("file contains invalid rsa private key");
-                rsa_keys[0].clone()
-            }
-        });
-
-        let tls_conf = rustls::ServerConfig::builder()
-            .with_safe_defaults()
-            .with_no_client_auth()
-            .with_single_cert(certificate_chain, private_key)?;
-
-        Ok(Self(Arc::new(tls_conf)))
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> IoResult<usize> {
+        self.handshaken()?.write_vectored(bufs)
     }
 
-    pub(crate) fn accept(
-        &self,
-        stream: Connection,
-    ) -> Result<RustlsStream, Box<dyn Error + Send + Sync + 'static>> {
-        let connection = rustls::ServerConnection::new(self.0.clone())?;
-        Ok(RustlsStream(Arc::new(Mutex::new(
-            rustls::StreamOwned::new(connection, stream),
-        ))))
-    }
-}
-
-impl From<RustlsStream> for RefinedStream {
-    fn from(stream: RustlsStream) -> Self {
-        Self::Https(stream)
+    fn flush(&mut self) -> IoResult<()> {
+        self.handshaken()?.flush()
     }
 }

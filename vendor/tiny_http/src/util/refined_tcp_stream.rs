@@ -6,20 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::connection::Connection;
-#[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+#[cfg(feature = "ssl-rustls")]
 use crate::ssl::SslStream;
 
 pub(crate) enum Stream {
-    Http(Connection),
-    #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+    Http(TimedSocket),
+    #[cfg(feature = "ssl-rustls")]
     Https(SslStream),
-}
-
-
-impl From<Connection> for Stream {
-    fn from(tcp_stream: Connection) -> Self {
-        Stream::Http(tcp_stream)
-    }
 }
 
 impl Stream {
@@ -28,8 +21,8 @@ impl Stream {
     /// nvr-node patch).
     fn try_clone(&self) -> IoResult<Stream> {
         match self {
-            Stream::Http(tcp_stream) => tcp_stream.try_clone().map(Stream::Http),
-            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Http(socket) => socket.try_clone().map(Stream::Http),
+            #[cfg(feature = "ssl-rustls")]
             Stream::Https(ssl_stream) => Ok(Stream::Https(ssl_stream.clone())),
         }
     }
@@ -37,32 +30,23 @@ impl Stream {
     fn secure(&self) -> bool {
         match self {
             Stream::Http(_) => false,
-            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            #[cfg(feature = "ssl-rustls")]
             Stream::Https(_) => true,
         }
     }
 
     fn peer_addr(&mut self) -> IoResult<Option<SocketAddr>> {
         match self {
-            Stream::Http(tcp_stream) => tcp_stream.peer_addr(),
-            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Http(socket) => socket.peer_addr(),
+            #[cfg(feature = "ssl-rustls")]
             Stream::Https(ssl_stream) => ssl_stream.peer_addr(),
-        }
-    }
-
-    fn set_read_timeout(&self, timeout: Duration) -> IoResult<()> {
-        match self {
-            Stream::Http(tcp_stream) => tcp_stream.set_read_timeout(timeout),
-            // The deadline is still checked before each read.
-            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
-            Stream::Https(_) => Ok(()),
         }
     }
 
     fn shutdown(&mut self, how: Shutdown) -> IoResult<()> {
         match self {
-            Stream::Http(tcp_stream) => tcp_stream.shutdown(how),
-            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Http(socket) => socket.shutdown(how),
+            #[cfg(feature = "ssl-rustls")]
             Stream::Https(ssl_stream) => ssl_stream.shutdown(how),
         }
     }
@@ -71,8 +55,8 @@ impl Stream {
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> IoResult<usize> {
         match self {
-            Stream::Http(tcp_stream) => tcp_stream.read(buf),
-            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Http(socket) => socket.read(buf),
+            #[cfg(feature = "ssl-rustls")]
             Stream::Https(ssl_stream) => ssl_stream.read(buf),
         }
     }
@@ -81,26 +65,107 @@ impl Read for Stream {
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
         match self {
-            Stream::Http(tcp_stream) => tcp_stream.write(buf),
-            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Http(socket) => socket.write(buf),
+            #[cfg(feature = "ssl-rustls")]
             Stream::Https(ssl_stream) => ssl_stream.write(buf),
         }
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> IoResult<usize> {
         match self {
-            Stream::Http(tcp_stream) => tcp_stream.write_vectored(bufs),
-            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Http(socket) => socket.write_vectored(bufs),
+            #[cfg(feature = "ssl-rustls")]
             Stream::Https(ssl_stream) => ssl_stream.write_vectored(bufs),
         }
     }
 
     fn flush(&mut self) -> IoResult<()> {
         match self {
-            Stream::Http(tcp_stream) => tcp_stream.flush(),
-            #[cfg(any(feature = "ssl-openssl", feature = "ssl-rustls"))]
+            Stream::Http(socket) => socket.flush(),
+            #[cfg(feature = "ssl-rustls")]
             Stream::Https(ssl_stream) => ssl_stream.flush(),
         }
+    }
+}
+
+/// A connection's socket, each of whose blocking reads waits at most until
+/// the request deadline (an nvr-node patch). The deadline is kept here, under
+/// TLS, because rustls reads the socket as many times as a record or the
+/// handshake takes within one read of the stream: a client sending a byte
+/// of its handshake every few seconds, or none, is let go at the deadline
+/// as a plain one is.
+pub(crate) struct TimedSocket {
+    connection: Connection,
+    deadline: Option<Arc<Deadline>>,
+    /// The receive timeout last set on the socket.
+    read_timeout: Option<Duration>,
+}
+
+impl TimedSocket {
+    fn new(connection: Connection, deadline: Option<Arc<Deadline>>) -> TimedSocket {
+        TimedSocket {
+            connection,
+            deadline,
+            read_timeout: None,
+        }
+    }
+
+    fn try_clone(&self) -> IoResult<TimedSocket> {
+        let connection = self.connection.try_clone()?;
+        Ok(TimedSocket::new(connection, self.deadline.clone()))
+    }
+
+    pub(crate) fn peer_addr(&mut self) -> IoResult<Option<SocketAddr>> {
+        self.connection.peer_addr()
+    }
+
+    pub(crate) fn shutdown(&self, how: Shutdown) -> IoResult<()> {
+        self.connection.shutdown(how)
+    }
+}
+
+impl Read for TimedSocket {
+    fn read(&mut self, buf: &mut [u8]) -> IoResult<usize> {
+        let Some(deadline) = &self.deadline else {
+            return self.connection.read(buf);
+        };
+        // A blocking read waits at most until the deadline, so neither a
+        // silent client nor one dribbling a byte at a time outlasts it.
+        loop {
+            let left = deadline.remaining()?;
+            // Linux's timer wheel may fire a long timeout up to 1/8 late:
+            // wait 7/8 of what is left, then look again.
+            let wait = if left > Duration::from_secs(1) {
+                left - left / 8
+            } else {
+                left
+            };
+            // Keep the timeout already set while a read that uses all of it
+            // (and fires 1/8 late) still ends before the deadline: on a busy
+            // keep-alive connection that saves a system call per request.
+            if self.read_timeout.is_none_or(|set| set + set / 8 > left) {
+                self.connection.set_read_timeout(wait)?;
+                self.read_timeout = Some(wait);
+            }
+            match self.connection.read(buf) {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+                result => return result,
+            }
+        }
+    }
+}
+
+impl Write for TimedSocket {
+    fn write(&mut self, buf: &[u8]) -> IoResult<usize> {
+        self.connection.write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> IoResult<usize> {
+        self.connection.write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> IoResult<()> {
+        self.connection.flush()
     }
 }
 
@@ -108,9 +173,8 @@ pub struct RefinedTcpStream {
     stream: Stream,
     close_read: bool,
     close_write: bool,
+    /// Restarted by each response written.
     deadline: Option<Arc<Deadline>>,
-    /// The receive timeout last set on the socket.
-    read_timeout: Option<Duration>,
 }
 
 /// When the client must have sent its next request in full: restarted each
@@ -158,24 +222,30 @@ impl Deadline {
 }
 
 impl RefinedTcpStream {
-    pub(crate) fn new<S>(
-        stream: S,
+    /// The reading and the writing half of `connection`, through TLS with
+    /// `tls` if given.
+    pub(crate) fn new(
+        connection: Connection,
+        tls: Option<&crate::SslConfig>,
         request_timeout: Option<Duration>,
-    ) -> IoResult<(RefinedTcpStream, RefinedTcpStream)>
-    where
-        S: Into<Stream>,
-    {
-        let stream: Stream = stream.into();
+    ) -> IoResult<(RefinedTcpStream, RefinedTcpStream)> {
+        let deadline = request_timeout.map(|t| Arc::new(Deadline::new(t)));
+        let socket = TimedSocket::new(connection, deadline.clone());
+        let stream = match tls {
+            None => Stream::Http(socket),
+            #[cfg(feature = "ssl-rustls")]
+            Some(config) => Stream::Https(SslStream::new(config.clone(), socket)?),
+            #[cfg(not(feature = "ssl-rustls"))]
+            Some(config) => match *config {},
+        };
 
         let (read, write) = (stream.try_clone()?, stream);
-        let deadline = request_timeout.map(|t| Arc::new(Deadline::new(t)));
 
         let read = RefinedTcpStream {
             stream: read,
             close_read: true,
             close_write: false,
             deadline: deadline.clone(),
-            read_timeout: None,
         };
 
         let write = RefinedTcpStream {
@@ -183,7 +253,6 @@ impl RefinedTcpStream {
             close_read: false,
             close_write: true,
             deadline,
-            read_timeout: None,
         };
 
         Ok((read, write))
@@ -214,32 +283,7 @@ impl Drop for RefinedTcpStream {
 
 impl Read for RefinedTcpStream {
     fn read(&mut self, buf: &mut [u8]) -> IoResult<usize> {
-        let Some(deadline) = &self.deadline else {
-            return self.stream.read(buf);
-        };
-        // A blocking read waits at most until the deadline, so neither a
-        // silent client nor one dribbling a byte at a time outlasts it.
-        loop {
-            let left = deadline.remaining()?;
-            // Linux's timer wheel may fire a long timeout up to 1/8 late:
-            // wait 7/8 of what is left, then look again.
-            let wait = if left > Duration::from_secs(1) {
-                left - left / 8
-            } else {
-                left
-            };
-            // Keep the timeout already set while a read that uses all of it
-            // (and fires 1/8 late) still ends before the deadline: on a busy
-            // keep-alive connection that saves a system call per request.
-            if self.read_timeout.is_none_or(|set| set + set / 8 > left) {
-                self.stream.set_read_timeout(wait)?;
-                self.read_timeout = Some(wait);
-            }
-            match self.stream.read(buf) {
-                Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
-                result => return result,
-            }
-        }
+        self.stream.read(buf)
     }
 }
 
