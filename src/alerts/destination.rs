@@ -4,7 +4,6 @@
 //! holds a secret: not the ntfy token, the webhook's secret or its URL
 //! (which may carry one in its path), nor a push subscription's endpoint.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use url::Url;
 use uuid::Uuid;
@@ -32,12 +31,10 @@ pub struct Destination {
     pub rules: Rules,
 }
 
-/// As the database keeps it, secrets included.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
+/// Where a destination sends, secrets included.
+#[derive(Clone, Debug, PartialEq)]
 pub enum Target {
     /// A browser's push subscription: its endpoint and keys (base64url).
-    #[serde(rename = "webpush")]
     WebPush {
         endpoint: String,
         p256dh: String,
@@ -55,6 +52,48 @@ pub enum Target {
 }
 
 impl Target {
+    /// As the database keeps it: its type and fields, secrets included.
+    pub fn stored(&self) -> String {
+        let mut fields = match self {
+            Target::WebPush {
+                endpoint,
+                p256dh,
+                auth,
+            } => json!({"endpoint": endpoint, "p256dh": p256dh, "auth": auth}),
+            Target::Ntfy {
+                server,
+                topic,
+                token,
+            } => json!({"server": server, "topic": topic, "token": token}),
+            Target::Webhook { url, secret } => json!({"url": url, "secret": secret}),
+        };
+        fields["type"] = json!(self.type_name());
+        fields.to_string()
+    }
+
+    /// What `stored` wrote; None for anything else.
+    pub fn from_stored(text: &str) -> Option<Target> {
+        let value: Value = serde_json::from_str(text).ok()?;
+        let text = |name: &str| value.get(name)?.as_str().map(str::to_owned);
+        Some(match value.get("type")?.as_str()? {
+            "webpush" => Target::WebPush {
+                endpoint: text("endpoint")?,
+                p256dh: text("p256dh")?,
+                auth: text("auth")?,
+            },
+            "ntfy" => Target::Ntfy {
+                server: text("server")?,
+                topic: text("topic")?,
+                token: text("token"),
+            },
+            "webhook" => Target::Webhook {
+                url: text("url")?,
+                secret: text("secret")?,
+            },
+            _ => return None,
+        })
+    }
+
     pub fn type_name(&self) -> &'static str {
         match self {
             Target::WebPush { .. } => "webpush",
@@ -592,6 +631,35 @@ mod tests {
         .unwrap();
         let (cleared, _) = patched(&ntfy, &fields(json!({"token": null}))).unwrap();
         assert!(matches!(cleared.target, Target::Ntfy { token: None, .. }));
+    }
+
+    #[test]
+    fn targets_are_kept_as_they_were_made() {
+        let targets = [
+            Target::WebPush {
+                endpoint: "https://p.example/x".into(),
+                p256dh: P256DH.into(),
+                auth: "BTBZMqHH6r4Tts7J_aSIgg".into(),
+            },
+            Target::Ntfy {
+                server: "https://ntfy.sh".into(),
+                topic: "t".into(),
+                token: None,
+            },
+            Target::Ntfy {
+                server: "https://ntfy.sh".into(),
+                topic: "t".into(),
+                token: Some("tk".into()),
+            },
+            Target::Webhook {
+                url: "https://h.example/x".into(),
+                secret: "s".into(),
+            },
+        ];
+        for target in targets {
+            assert_eq!(Target::from_stored(&target.stored()), Some(target.clone()));
+        }
+        assert_eq!(Target::from_stored(r#"{"type": "mail"}"#), None);
     }
 
     #[test]

@@ -46,7 +46,13 @@ fn destination_from_row(r: &rusqlite::Row) -> Result<Destination> {
         rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
     };
     let target: String = r.get(2)?;
-    let target: Target = serde_json::from_str(&target).map_err(|e| bad(2, e))?;
+    let target = Target::from_stored(&target).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            2,
+            rusqlite::types::Type::Text,
+            "not a destination's target".into(),
+        )
+    })?;
     let rules_text: String = r.get(3)?;
     let value: serde_json::Value = serde_json::from_str(&rules_text).map_err(|e| bad(3, e))?;
     let rules = rules(&value, &Default::default()).map_err(|e| {
@@ -98,7 +104,7 @@ impl Store {
             params![
                 d.id.to_string(),
                 d.name,
-                serde_json::to_string(&d.target).expect("a target serializes"),
+                d.target.stored(),
                 rules_json(&d.rules).to_string(),
                 now_ms,
             ],
@@ -114,7 +120,7 @@ impl Store {
             params![
                 d.id.to_string(),
                 d.name,
-                serde_json::to_string(&d.target).expect("a target serializes"),
+                d.target.stored(),
                 rules_json(&d.rules).to_string(),
             ],
         )?;
