@@ -8,6 +8,9 @@
 //! service worker through DevTools, then clicked, which opens the event, and
 //! reads the panel at the node's LAN address, not a secure context; this
 //! test then checks at the far ends that what the page said happened did.
+//! The page is the node's over HTTPS, with the certificate the node made
+//! itself, which Chromium trusts through the node's authority as a phone it
+//! was installed on would.
 
 use std::path::Path;
 use std::process::Command;
@@ -68,12 +71,25 @@ fn notifications_are_set_up_tested_snoozed_and_opened_in_the_browser() {
     let push = PushService::start(&lan);
     let data = TempDir::new("alerts-ui");
     let relay = format!("http://127.0.0.1:{}", closed_port());
-    // Also on the LAN's address, where the page is not a secure context.
+    // Also on the LAN's address, where the page is not a secure context;
+    // HTTPS with the node's own certificate.
     let node = Node::start(
         data.path(),
         &relay,
-        &[("CLIPS_RESERVE", "0"), ("LISTEN_ADDRESS", "0.0.0.0")],
+        &[
+            ("CLIPS_RESERVE", "0"),
+            ("LISTEN_ADDRESS", "0.0.0.0"),
+            ("HTTPS_PORT", "0"),
+        ],
     );
+    let https_port = node.https_port.expect("the node serves HTTPS");
+    let ca = node.get("/api/tls/ca.crt");
+    assert_eq!(ca.status, 200, "{ca}");
+    let ca_file = data.path().join("node-ca.crt");
+    std::fs::write(&ca_file, &ca.body).unwrap();
+    // The name its certificate gives it: the machine's.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let secure_url = format!("https://{}:{https_port}", host.trim());
     let camera = |name: &str| {
         let created = node.add_camera(json!({
             "name": name, "rtspUrl": format!("rtsp://127.0.0.1:{}/x", closed_port()),
@@ -114,7 +130,11 @@ fn notifications_are_set_up_tested_snoozed_and_opened_in_the_browser() {
         "alerts.mjs",
         &[
             "--url",
+            &secure_url,
+            "--api",
             &node.url(),
+            "--ca",
+            &ca_file.display().to_string(),
             "--receivers",
             &receivers.url(),
             "--dead",

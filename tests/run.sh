@@ -191,7 +191,8 @@ if [ "${1:-}" = --pool ]; then
   exit "$rc"
 fi
 
-# Debian packages: ffprobe, Chromium, and GStreamer's RTSP server for the test
+# Debian packages: ffprobe, Chromium (and certutil, to make it trust the
+# node's own certificate authority), and GStreamer's RTSP server for the test
 # camera; cross compilers, musl for aarch64, glibc's headers for armv7 (the
 # cross gcc only recommends them) and qemu for the board builds; wrk
 # and nginx for the benchmark's smoke run; the MQTT broker and its clients
@@ -202,6 +203,7 @@ fi
 packages=(
   ffmpeg
   chromium
+  libnss3-tools
   python3-venv
   python3-gi
   gir1.2-gst-rtsp-server-1.0

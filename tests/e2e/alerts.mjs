@@ -6,10 +6,17 @@
 // web-push-testing) listen on a LAN of the test's own.
 //
 // Usage:
-//   node tests/e2e/alerts.mjs --url <node URL> --receivers <http://HOST:PORT> --dead <URL nobody answers>
+//   node tests/e2e/alerts.mjs --url <the node's https:// URL, by its host name> --api <its http:// URL>
+//        --ca <its certificate authority, PEM> --receivers <http://HOST:PORT> --dead <URL nobody answers>
 //        --subscription <PushSubscription JSON of web-push-testing> --event <event id>
 //        --lan-address <another address of the node>
 //        [--screenshots DIR] [--timeout-ms N]
+//
+// The page is the node's over HTTPS, with the certificate the node made
+// itself: as a phone would, Chromium trusts the node's authority (--ca,
+// from GET /api/tls/ca.crt), put in its NSS store (certutil, Debian's
+// libnss3-tools) in a home of its own, and reaches the node by the host name
+// its certificate names (resolved to 127.0.0.1).
 //
 // Chromium's own push service (FCM) cannot be reached here, so the page's
 // PushManager.subscribe is replaced by one that gives the web-push-testing
@@ -52,6 +59,9 @@
 // It prints one JSON line, {"ok":true,"secret":"…",...} or {"ok":false,"step":...,
 // "error":...}, and exits 0 or 1 within --timeout-ms (default 120000).
 
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { prepareBrowser, launchBrowser, readFlags, reportAndExit } from './browser.mjs';
 
 function usage(message) {
@@ -65,6 +75,8 @@ function usage(message) {
 
 const names = {
   '--url': 'url',
+  '--api': 'api',
+  '--ca': 'ca',
   '--receivers': 'receivers',
   '--dead': 'dead',
   '--subscription': 'subscription',
@@ -74,7 +86,7 @@ const names = {
   '--timeout-ms': 'timeoutMs',
 };
 const opts = readFlags(process.argv.slice(2), names, { timeoutMs: 120000 }, usage);
-for (const need of ['url', 'receivers', 'dead', 'subscription', 'event', 'lanAddress']) if (!opts[need]) usage(`--${need} is required`);
+for (const need of ['url', 'api', 'ca', 'receivers', 'dead', 'subscription', 'event', 'lanAddress']) if (!opts[need]) usage(`--${need} is required`);
 const subscription = JSON.parse(opts.subscription);
 
 let step = 'start';
@@ -85,7 +97,7 @@ const WAIT = { timeout: 20000, polling: 50 };
 async function node(method, path, body) {
   const init = { method, headers: body ? { 'Content-Type': 'application/json' } : {} };
   if (body) init.body = JSON.stringify(body);
-  const response = await fetch(`${opts.url}${path}`, init);
+  const response = await fetch(`${opts.api}${path}`, init);
   const text = await response.text();
   return { status: response.status, json: text ? JSON.parse(text) : null };
 }
@@ -105,8 +117,32 @@ async function until(what, test, ms = 20000) {
   }
 }
 
+/** A home for Chromium whose NSS store trusts the node's authority, as a phone it was installed on. */
+function trustingHome() {
+  const home = path.join(browser.userDataDir, 'home');
+  const store = `sql:${path.join(home, '.pki/nssdb')}`;
+  fs.mkdirSync(path.join(home, '.pki/nssdb'), { recursive: true });
+  const certutil = (args) => {
+    try {
+      execFileSync('certutil', ['-d', store, ...args], { stdio: 'pipe' });
+    } catch (e) {
+      throw new Error(`certutil ${args.join(' ')} (Debian's libnss3-tools): ${e.stderr || e.message}`);
+    }
+  };
+  certutil(['-N', '--empty-password']);
+  certutil(['-A', '-t', 'C,,', '-n', 'nvr-node', '-i', opts.ca]);
+  return home;
+}
+
 async function run() {
-  await launchBrowser(browser, { timeout: 15000, viewport: { width: 390, height: 844 }, reach: opts.lanAddress });
+  const home = trustingHome();
+  await launchBrowser(browser, {
+    timeout: 15000,
+    viewport: { width: 390, height: 844 },
+    reach: opts.lanAddress,
+    name: new URL(opts.url).hostname,
+    env: { ...process.env, HOME: home },
+  });
   const { page, context } = browser;
   page.on('pageerror', (e) => errors.push(String(e)));
   await context.grantPermissions(['notifications', 'clipboard-read', 'clipboard-write'], { origin: opts.url });
@@ -405,9 +441,13 @@ async function run() {
   await page.keyboard.press('Escape');
   await page.locator(`#grid .tile[data-id="${door}"] .snoozed`).waitFor(WAIT);
 
+  step = 'secure';
+  check(await page.evaluate(() => window.isSecureContext && location.protocol === 'https:'), 'the page is https, a secure context');
+
   step = 'insecure';
-  const lan = new URL(opts.url);
+  const lan = new URL(opts.api);
   lan.hostname = opts.lanAddress;
+  const httpsPort = (await node('GET', '/api/status')).json.https.port;
   const far = await context.newPage();
   far.on('pageerror', (e) => errors.push(String(e)));
   await far.goto(`${lan.origin}/#notifications`);
@@ -415,26 +455,31 @@ async function run() {
   check(!(await far.evaluate(() => window.isSecureContext)), 'not a secure context');
   const why = await far.locator('#push-state').innerText();
   check(why === 'Your phone lets only a secure page (https://) turn on notifications.', why);
-  check((await far.locator('#push-https-off').innerText()).startsWith("The node's HTTPS is off: set HTTPS_PORT"), 'HTTPS is off, and how to turn it on');
-  check(await far.isHidden('#push-https') && await far.isHidden('#push-on'), 'no address to open, no button');
   check((await far.locator('#push-insecure').innerText()).includes('Or use the ntfy app below, which needs none of this.'), 'ntfy instead');
+  // The node serves HTTPS: its address on the LAN, and its authority to install.
+  await far.locator('#push-https').waitFor(WAIT);
+  const link = far.locator('#push-https-link');
+  check(await link.getAttribute('href') === `https://${opts.lanAddress}:${httpsPort}/#notifications`, await link.getAttribute('href'));
+  check((await link.innerText()) === `https://${opts.lanAddress}:${httpsPort}`, await link.innerText());
+  check(await far.locator('#push-ca a').getAttribute('href') === '/api/tls/ca.crt', 'the certificate to download');
+  const steps = await far.locator('#push-ca-steps').innerText();
+  check(steps.includes('iPhone: Settings › General › VPN & Device Management') && steps.includes('Android: Settings › Security › Encryption & credentials › Install a certificate › CA certificate'), steps);
+  check(await far.isHidden('#push-https-off') && await far.isHidden('#push-on'), 'HTTPS not said to be off; no button');
+  if (opts.screenshots) await far.screenshot({ path: `${opts.screenshots}/alerts-insecure.png` });
+  // A node without HTTPS (its status without https): how to turn it on.
   await far.route('**/api/status', async (route) => {
     const headers = { ...route.request().headers() };
     delete headers['if-none-match'];
     const answer = await route.fetch({ headers });
     const status = await answer.json();
-    status.https = { port: 8443, certificate: 'own', expiresAt: '2027-12-01T00:00:00.000Z' };
+    delete status.https;
     await route.fulfill({ status: 200, json: status });
   });
-  await far.locator('#push-https').waitFor(WAIT);
-  const link = far.locator('#push-https-link');
-  check(await link.getAttribute('href') === `https://${opts.lanAddress}:8443/#notifications`, await link.getAttribute('href'));
-  check((await link.innerText()) === `https://${opts.lanAddress}:8443`, await link.innerText());
-  check(await far.locator('#push-ca a').getAttribute('href') === '/api/tls/ca.crt', 'the certificate to download');
-  const steps = await far.locator('#push-ca-steps').innerText();
-  check(steps.includes('iPhone: Settings › General › VPN & Device Management') && steps.includes('Android: Settings › Security › Encryption & credentials › Install a certificate › CA certificate'), steps);
-  check(await far.isHidden('#push-https-off'), 'HTTPS is not said to be off');
-  if (opts.screenshots) await far.screenshot({ path: `${opts.screenshots}/alerts-insecure.png` });
+  await far.reload();
+  await far.locator('#push-https-off').waitFor(WAIT);
+  check((await far.locator('#push-https-off').innerText()).startsWith("The node's HTTPS is off: set HTTPS_PORT"), 'HTTPS is off, and how to turn it on');
+  check(await far.isHidden('#push-https'), 'no address to open');
+
   await far.close();
 
   step = 'page';

@@ -40,12 +40,19 @@ export function prepareBrowser(prefix) {
 /**
  * Starts Chromium in `browser` (from prepareBrowser) with FLAGS only and sets
  * browser.context and browser.page. `options` go to launchPersistentContext
- * (viewport, timeout, ...), but for `reach`: a host besides 127.0.0.1 that
- * the resolver rules let through (a node in a network namespace).
+ * (viewport, timeout, env, ...), but for `reach`: a host besides 127.0.0.1
+ * that the resolver rules let through (a node in a network namespace), and
+ * `name`: a host name that resolves to 127.0.0.1 (the one a node's
+ * certificate names).
  */
 export async function launchBrowser(browser, options = {}) {
-  const { reach, ...rest } = options;
-  const rules = (f) => (reach && f.startsWith('--host-resolver-rules=') ? `${f} , EXCLUDE ${reach}` : f);
+  const { reach, name, ...rest } = options;
+  const rules = (f) => {
+    if (!f.startsWith('--host-resolver-rules=')) return f;
+    let rule = f;
+    if (name) rule = rule.replace('=', `=MAP ${name} 127.0.0.1 , `);
+    return reach ? `${rule} , EXCLUDE ${reach}` : rule;
+  };
   browser.context = await chromium.launchPersistentContext(browser.userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
