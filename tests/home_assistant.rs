@@ -383,28 +383,19 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
     assert_eq!(alerts["device"], "test-node");
     assert_eq!(alerts["state"], "on", "armed until a person disarms");
     let armed = || node.get("/api/alerts").json()["armed"].clone();
-    ha.call("switch/turn_off", "switch.test_node_alerts");
-    assert!(
-        wait_for(Duration::from_secs(5), || armed() == false),
-        "alerts still armed after Home Assistant turned them off"
-    );
-    ha.expect_state(
-        "switch.test_node_alerts",
-        "off",
-        Duration::from_secs(5),
-        "the alerts' switch did not settle off in Home Assistant",
-    );
-    ha.call("switch/turn_on", "switch.test_node_alerts");
-    assert!(
-        wait_for(Duration::from_secs(5), || armed() == true),
-        "alerts not armed again after Home Assistant turned them on"
-    );
-    ha.expect_state(
-        "switch.test_node_alerts",
-        "on",
-        Duration::from_secs(5),
-        "the alerts' switch did not settle on in Home Assistant",
-    );
+    for (service, state, on) in [("turn_off", "off", false), ("turn_on", "on", true)] {
+        ha.call(&format!("switch/{service}"), "switch.test_node_alerts");
+        assert!(
+            wait_for(Duration::from_secs(5), || armed() == on),
+            "alerts not {state} in the node after Home Assistant's {service}"
+        );
+        ha.expect_state(
+            "switch.test_node_alerts",
+            state,
+            Duration::from_secs(5),
+            "the alerts' switch did not settle in Home Assistant",
+        );
+    }
 
     let complaints = ha.mqtt_complaints();
     assert!(

@@ -230,16 +230,38 @@ impl Store {
 
     /// The alert was delivered: it leaves the outbox.
     pub fn alert_delivered(&mut self, alert: &Outgoing, now_ms: i64) -> Result<()> {
+        self.alert_done(alert, |tx, destination| {
+            tx.execute(
+                "UPDATE alert_destination SET delivered = delivered + 1,
+                 last_delivered_ms = ?2, last_failure = NULL WHERE id = ?1",
+                params![destination, now_ms],
+            )
+        })
+    }
+
+    /// The alert was tried for too long: dropped, counted.
+    pub fn alert_expired(&mut self, alert: &Outgoing) -> Result<()> {
+        self.alert_done(alert, |tx, destination| {
+            tx.execute(
+                "UPDATE alert_destination SET expired = expired + 1 WHERE id = ?1",
+                [destination],
+            )
+        })
+    }
+
+    /// The alert leaves the outbox, and `count` writes it into its
+    /// destination's figures, in one transaction.
+    fn alert_done(
+        &mut self,
+        alert: &Outgoing,
+        count: impl FnOnce(&rusqlite::Transaction, String) -> Result<usize>,
+    ) -> Result<()> {
         let tx = self.conn.transaction()?;
         tx.execute(
             "DELETE FROM alert_outbox WHERE id = ?1",
             [alert.id.to_string()],
         )?;
-        tx.execute(
-            "UPDATE alert_destination SET delivered = delivered + 1, last_delivered_ms = ?2,
-             last_failure = NULL WHERE id = ?1",
-            params![alert.destination.to_string(), now_ms],
-        )?;
+        count(&tx, alert.destination.to_string())?;
         tx.commit()
     }
 
@@ -272,20 +294,6 @@ impl Store {
             params![destination.to_string(), now_ms],
         )?;
         Ok(())
-    }
-
-    /// The alert was tried for too long: dropped, counted.
-    pub fn alert_expired(&mut self, alert: &Outgoing) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "DELETE FROM alert_outbox WHERE id = ?1",
-            [alert.id.to_string()],
-        )?;
-        tx.execute(
-            "UPDATE alert_destination SET expired = expired + 1 WHERE id = ?1",
-            [alert.destination.to_string()],
-        )?;
-        tx.commit()
     }
 
     /// Every alert waiting is due at `now_ms`: after a restart, at once.

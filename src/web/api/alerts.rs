@@ -28,45 +28,19 @@ pub fn get(app: &App) -> Result<Reply, Error> {
 }
 
 fn settings(app: &App) -> Result<Value, Error> {
-    let now = clock::now_ms();
-    let armed = app.armed();
-    let (destinations, deliveries, snoozes) =
-        app.db(|s| Ok((s.destinations()?, s.deliveries()?, s.snoozes(now)?)))?;
-    let destinations: Vec<Value> = destinations
-        .iter()
-        .map(|d| {
-            let mut shown = view(d);
-            shown["delivery"] = delivery_view(&deliveries.get(&d.id).cloned().unwrap_or_default());
-            shown
-        })
-        .collect();
-    Ok(json!({
-        "armed": armed,
-        "vapidPublicKey": app.vapid()?.public_key(),
-        "nodeUrl": app.node_url,
-        "snoozed": snoozed_view(&snoozes),
-        "destinations": destinations,
-    }))
+    let mut settings = shown(app, view)?;
+    settings["vapidPublicKey"] = json!(app.vapid()?.public_key());
+    settings["nodeUrl"] = json!(app.node_url);
+    Ok(settings)
 }
 
-/// What the status shows of alerts: armed, cameras snoozed, and each
-/// destination's name, type and deliveries.
+/// What the status shows of alerts: armed, cameras snoozed, each
+/// destination's name, type and deliveries, and the notices alerts lost.
 pub fn status_view(app: &App) -> Result<Value, Error> {
-    let now = clock::now_ms();
-    let armed = app.armed();
-    let (destinations, deliveries, snoozes) =
-        app.db(|s| Ok((s.destinations()?, s.deliveries()?, s.snoozes(now)?)))?;
-    let destinations: Vec<Value> = destinations
-        .iter()
-        .map(|d| {
-            json!({
-                "id": d.id.to_string(),
-                "name": d.name,
-                "type": d.target.type_name(),
-                "delivery": delivery_view(&deliveries.get(&d.id).cloned().unwrap_or_default()),
-            })
-        })
-        .collect();
+    let mut status = shown(
+        app,
+        |d| json!({ "id": d.id.to_string(), "name": d.name, "type": d.target.type_name() }),
+    )?;
     let lost: u64 = app
         .notices
         .lost()
@@ -74,11 +48,28 @@ pub fn status_view(app: &App) -> Result<Value, Error> {
         .filter(|(name, _)| *name == "alerts")
         .map(|(_, lost)| lost)
         .sum();
+    status["noticesLost"] = json!(lost);
+    Ok(status)
+}
+
+/// Armed, cameras snoozed, and each destination as `each` shows it, with
+/// its deliveries.
+fn shown(app: &App, each: impl Fn(&Destination) -> Value) -> Result<Value, Error> {
+    let now = clock::now_ms();
+    let (destinations, deliveries, snoozes) =
+        app.db(|s| Ok((s.destinations()?, s.deliveries()?, s.snoozes(now)?)))?;
+    let destinations: Vec<Value> = destinations
+        .iter()
+        .map(|d| {
+            let mut shown = each(d);
+            shown["delivery"] = delivery_view(&deliveries.get(&d.id).cloned().unwrap_or_default());
+            shown
+        })
+        .collect();
     Ok(json!({
-        "armed": armed,
+        "armed": app.armed(),
         "snoozed": snoozed_view(&snoozes),
         "destinations": destinations,
-        "noticesLost": lost,
     }))
 }
 
