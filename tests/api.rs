@@ -103,8 +103,14 @@ fn status_has_the_spec_fields() {
             "clock",
             "cameras",
             "unreviewedEvents",
-            "storage"
+            "storage",
+            "alerts"
         ])
+    );
+    assert_eq!(
+        status["alerts"],
+        json!({ "armed": true, "snoozed": [], "destinations": [], "noticesLost": 0 }),
+        "alerts armed, going nowhere yet"
     );
     assert_eq!(status["clock"], Value::Null, "this machine's clock is set");
     assert_eq!(
