@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
@@ -70,6 +70,10 @@ pub struct App {
     /// Changes with alerts' destinations and settings, for the thread
     /// that sends them.
     alerts_generation: AtomicU64,
+    /// Alerts were delivered, failed or queued since the status last
+    /// showed it (the status takes that in at most once a second).
+    deliveries_changed: AtomicBool,
+    deliveries_shown: Mutex<Instant>,
     vapid: OnceLock<Arc<Vapid>>,
     /// Whether alerts go out: the database's, kept here too for Home
     /// Assistant's view, built four times a second; and since when (ms
@@ -82,6 +86,9 @@ pub struct App {
     /// was built at: status is asked for far more often than it changes.
     status_body: Mutex<Option<(Versions, StatusBody)>>,
 }
+
+/// How often the status takes in alerts' deliveries at the most.
+const DELIVERIES_SHOWN_EVERY: Duration = Duration::from_secs(1);
 
 /// Changes of `armed` kept: far more than a person makes while an
 /// alert waits to be judged.
@@ -174,6 +181,8 @@ impl App {
             pictures: Pictures::default(),
             alert_sender: Sender::default(),
             alerts_generation: AtomicU64::new(0),
+            deliveries_changed: AtomicBool::new(false),
+            deliveries_shown: Mutex::new(Instant::now()),
             vapid: OnceLock::new(),
             armed: Mutex::new(VecDeque::from([(i64::MIN, armed)])),
             mqtt: Mutex::new(None),
@@ -185,6 +194,12 @@ impl App {
     pub fn alerts_changed(&self) {
         self.alerts_generation.fetch_add(1, Ordering::Release);
         self.live_changed();
+    }
+
+    /// Alerts were delivered, failed or queued: the status shows it within
+    /// a second (a flood of alerts must not rebuild it for each).
+    pub fn deliveries_changed(&self) {
+        self.deliveries_changed.store(true, Ordering::Release);
     }
 
     pub fn alerts_generation(&self) -> u64 {
@@ -275,6 +290,14 @@ impl App {
         &self,
         build: impl FnOnce(&App) -> Result<StatusBody, Error>,
     ) -> Result<StatusBody, Error> {
+        if self.deliveries_changed.load(Ordering::Acquire) {
+            let mut shown = lock(&self.deliveries_shown);
+            if shown.elapsed() >= DELIVERIES_SHOWN_EVERY {
+                *shown = Instant::now();
+                self.deliveries_changed.store(false, Ordering::Release);
+                self.live_changed();
+            }
+        }
         // Versions first, state after: a change racing the build leaves a
         // newer body under an older key, which the next call rebuilds.
         let live = self.state_changes.get();

@@ -150,6 +150,7 @@ fn deliver(app: &App, alert: &Outgoing, now: i64) -> Next {
             alert.attempts
         );
         record(app, |s| s.alert_expired(alert));
+        app.deliveries_changed();
         return Next::Now;
     }
     let Ok(message) = serde_json::from_str::<Message>(&alert.message) else {
@@ -197,10 +198,11 @@ fn deliver(app: &App, alert: &Outgoing, now: i64) -> Next {
         Outcome::Gone(why) => {
             log::info!("alerts: {name}: {why}: its subscription is deleted");
             record(app, |s| s.delete_destination(alert.destination).map(drop));
+            app.alerts_changed();
             Next::Stop
         }
     };
-    app.alerts_changed();
+    app.deliveries_changed();
     next
 }
 

@@ -173,7 +173,7 @@ impl Alerting {
                 for (destination, _) in &decided {
                     self.deliveries.wake(*destination);
                 }
-                self.app.alerts_changed();
+                self.app.deliveries_changed();
             }
             Err(e) => log::error!("alerts: cannot write the outbox: {}", e.message),
         }
