@@ -2,7 +2,7 @@
 //! or the node's own, under the same guards and request deadline, checked
 //! with curl and openssl and a TLS client of the tests' own.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::Read;
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -223,31 +223,12 @@ fn linger(
         );
     }
     let mut tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
     let mut hello = Vec::new();
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
     let mut client = rustls::ClientConnection::new(config.clone(), name).unwrap();
     client.write_tls(&mut hello).unwrap();
-    let mut dribble = hello.into_iter();
-    while started.elapsed() < give_up {
-        if manner == Manner::DribblingHandshake {
-            let byte = dribble.next().expect("a ClientHello longer than 40 bytes");
-            if tcp.write_all(&[byte]).is_err() {
-                break;
-            }
-        }
-        let mut buf = [0; 512];
-        match tcp.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => received.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(_) => break,
-        }
-    }
-    (
-        started.elapsed(),
-        String::from_utf8_lossy(&received).into_owned(),
-    )
+    let dribble = (manner == Manner::DribblingHandshake).then_some(hello.into_iter());
+    crate::common::http::linger_on(&mut tcp, dribble, started, give_up)
 }
 
 #[test]

@@ -33,7 +33,7 @@ enum Manner {
 fn linger(port: u16, manner: Manner) -> (Duration, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     let started = Instant::now();
-    let mut dribble = b"GET /api/status HTTP/1.1\r\nX-Slow: "
+    let dribble = b"GET /api/status HTTP/1.1\r\nX-Slow: "
         .iter()
         .chain(std::iter::repeat(&b'a'));
     if manner == Manner::DribblingBody {
@@ -41,25 +41,12 @@ fn linger(port: u16, manner: Manner) -> (Duration, String) {
                     Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{";
         stream.write_all(head.as_bytes()).unwrap();
     }
-    let mut received = Vec::new();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(1)))
-        .unwrap();
-    while started.elapsed() < REQUEST_TIMEOUT + Duration::from_secs(10) {
-        if manner != Manner::Silent && stream.write_all(&[*dribble.next().unwrap()]).is_err() {
-            break;
-        }
-        let mut buf = [0; 512];
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => received.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(_) => break,
-        }
-    }
-    (
-        started.elapsed(),
-        String::from_utf8_lossy(&received).into_owned(),
+    let dribble = (manner != Manner::Silent).then_some(dribble.copied());
+    common::http::linger_on(
+        &mut stream,
+        dribble,
+        started,
+        REQUEST_TIMEOUT + Duration::from_secs(10),
     )
 }
 

@@ -4,7 +4,7 @@ use std::fmt;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub struct Response {
     pub status: u16,
@@ -216,4 +216,38 @@ impl Connection {
         self.reader.get_mut().write_all(head.as_bytes()).unwrap();
         read_response(&mut self.reader, false)
     }
+}
+
+/// Holds `stream` open until the node hangs up or `give_up` has passed
+/// since `started`, writing a byte of `dribble` (if any) each second
+/// between reads; returns how long that was and what the node sent.
+pub fn linger_on(
+    stream: &mut TcpStream,
+    mut dribble: Option<impl Iterator<Item = u8>>,
+    started: Instant,
+    give_up: Duration,
+) -> (Duration, String) {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    let mut received = Vec::new();
+    while started.elapsed() < give_up {
+        if let Some(bytes) = &mut dribble {
+            let byte = bytes.next().expect("more bytes to dribble");
+            if stream.write_all(&[byte]).is_err() {
+                break;
+            }
+        }
+        let mut buf = [0; 512];
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => received.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => break,
+        }
+    }
+    (
+        started.elapsed(),
+        String::from_utf8_lossy(&received).into_owned(),
+    )
 }
