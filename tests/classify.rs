@@ -628,3 +628,66 @@ fn a_car_that_parks_is_one_vehicle_event_past_the_cap_and_its_going_one_more() {
         events[1]
     );
 }
+
+#[test]
+fn an_event_kept_while_on_ends_with_its_clip_when_its_kind_leaves_its_zones() {
+    let camera = Camera::start();
+    let data = TempDir::new("kept-on");
+    let node = start_node(&data);
+    // Detects without recording (its clips come from the ring), with one
+    // zone over the whole picture meant for motion alone: the event is
+    // made as motion and becomes a person, whom no zone is meant for.
+    let created = node.add_camera(json!({
+        "name": "Gate",
+        "rtspUrl": camera.url("", "/scene"),
+        "record": false,
+        "zones": [{"name": "Anywhere", "kinds": ["motion"],
+                   "polygon": [[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]}],
+    }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    // Nothing is recorded to wait for: the camera online and the classifier
+    // up, then the detector's time to learn the scene.
+    assert!(
+        wait_for(Duration::from_secs(60), || {
+            node.camera(&id)["online"] == true
+                && node.get("/api/status").json()["classifier"]["running"] == true
+        }),
+        "the camera or the classifier never came up: {}",
+        what_it_said(&node)
+    );
+    thread::sleep(Duration::from_secs(5));
+    camera.slide("person", 8);
+    let mut on = None;
+    assert!(
+        wait_for(Duration::from_secs(30), || {
+            on = node
+                .events_of(&id)
+                .into_iter()
+                .find(|e| e["inProgress"] == true);
+            on.is_some()
+        }),
+        "no event in progress: {:#?}\n{}",
+        node.events_of(&id),
+        what_it_said(&node)
+    );
+    let on = on.unwrap();
+    let kept = node.patch_json(
+        &format!("/api/events/{}", on["id"].as_str().unwrap()),
+        r#"{"keep": true}"#,
+    );
+    assert_eq!(kept.status, 200, "{kept}");
+
+    let events = wait_for_ended(&node, &id, 1, Duration::from_secs(90));
+    let event = &events[0];
+    assert_eq!(event["id"], on["id"], "{events:#?}");
+    assert_eq!(event["kind"], "person", "{event}\n{}", what_it_said(&node));
+    assert_eq!(event["keep"], true, "{event}");
+    assert_eq!(event["zones"], json!(["Anywhere"]), "{event}");
+    let clip = node.get(event["clipUrl"].as_str().unwrap());
+    assert_eq!(clip.status, 200, "{event}");
+    assert!(
+        clip.body.len() > 10_000,
+        "a clip of {} bytes: {event}",
+        clip.body.len()
+    );
+}

@@ -109,7 +109,8 @@ impl Underway {
 
     /// Finishes it as `last` (its final kind, score and times): stored when
     /// it qualifies, dropped when it no longer does (its kind turned out to
-    /// be none a zone it entered is meant for). Returns the event stored.
+    /// be none a zone it entered is meant for) unless it was kept while on.
+    /// Returns the event stored.
     pub fn finish(self, shared: &Shared, zones: &[Zone], last: Event) -> Option<Event> {
         let made = self.stored.is_some();
         let stored = match self.entered.names_for(zones, kind(&last)) {
@@ -129,12 +130,19 @@ impl Underway {
                 };
                 stored.then_some(event)
             }
-            None => {
-                if made && let Err(e) = shared.db.run(|s| s.tombstone_events(&[self.id])) {
-                    log::error!("camera {}: cannot drop its event: {e}", self.camera);
+            None => match &self.stored {
+                // Kept by a person while it was on: it stays, finished, in
+                // the zones it was listed in, and gets its clip.
+                Some((written, _)) if !drop_unkept(shared, self.id) => {
+                    let event = Event {
+                        zones: written.zones.clone(),
+                        in_progress: false,
+                        ..last
+                    };
+                    write(shared, &event).then_some(event)
                 }
-                None
-            }
+                _ => None,
+            },
         };
         if !made && let Some(event) = &stored {
             shared.notices.send(Notice::MotionStarted {
@@ -157,6 +165,18 @@ impl Underway {
 
 fn kind(event: &Event) -> Kind {
     Kind::from_name(&event.kind).unwrap_or(Kind::Motion)
+}
+
+/// Drops an event that no longer qualifies unless a person kept it; whether
+/// it is gone (a failure to drop keeps it, said in the log).
+fn drop_unkept(shared: &Shared, id: Uuid) -> bool {
+    match shared.db.run(|s| s.drop_event_unless_kept(id)) {
+        Ok(dropped) => dropped,
+        Err(e) => {
+            log::error!("event {id}: cannot drop it: {e}");
+            false
+        }
+    }
 }
 
 /// Writes an event in progress as it stands; whether it is still stored (a

@@ -453,6 +453,16 @@ impl Store {
         Ok((files, freed))
     }
 
+    /// Deletes the event unless it is kept, turning its files into
+    /// tombstones; whether it was deleted.
+    pub fn drop_event_unless_kept(&mut self, id: Uuid) -> Result<bool> {
+        let tx = self.conn.transaction()?;
+        let dropped = tombstone_events_where(&tx, UNKEPT_ID, [id.to_string()])?;
+        tx.commit()?;
+        self.event_bytes_changed(0, dropped.bytes);
+        Ok(dropped.events > 0)
+    }
+
     /// Deletes the events not kept that started before `before_ms`, turning
     /// their files into tombstones; returns how many, and their bytes.
     pub fn tombstone_events_before(&mut self, before_ms: i64) -> Result<(u64, u64)> {
@@ -1053,6 +1063,23 @@ mod tests {
         store.mark_event(oldest.id, None, Some(false), 150).unwrap();
         assert_eq!(store.event_tallies().unwrap().kept_bytes, 0);
         assert_eq!(store.tombstone_events(&[oldest.id]).unwrap().1, 100);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_event_that_stops_qualifying_goes_unless_kept() {
+        let dir = temp_dir("event-unqualified");
+        let mut store = Store::open(&dir).unwrap();
+        let cam = Uuid::new_v4();
+        let (plain, kept) = (event(cam, 1_000, None), event(cam, 2_000, None));
+        for e in [&plain, &kept] {
+            store.insert_event(e, 0, 10).unwrap();
+        }
+        store.mark_event(kept.id, None, Some(true), 1_000).unwrap();
+        assert!(store.drop_event_unless_kept(plain.id).unwrap());
+        assert!(!store.drop_event_unless_kept(kept.id).unwrap());
+        assert!(store.event(plain.id).unwrap().is_none());
+        assert!(store.event(kept.id).unwrap().is_some());
         std::fs::remove_dir_all(dir).unwrap();
     }
 
