@@ -41,6 +41,8 @@ pub struct App {
     pub node_url: String,
     pub host_name: String,
     pub allowed_hosts: Vec<String>,
+    /// `MAX_CAMERAS`.
+    pub max_cameras: usize,
     pub prober: Prober,
     pub relay: Relay,
     pub whep_sessions: Sessions,
@@ -160,6 +162,7 @@ impl App {
             node_url,
             host_name: config.host_name.clone(),
             allowed_hosts: config.allowed_hosts.clone(),
+            max_cameras: config.max_cameras,
             prober,
             relay: Relay::new(&config.relay_url),
             whep_sessions: Sessions::default(),

@@ -31,6 +31,7 @@ pub struct Config {
     pub relay_url: String,
     pub ffprobe: PathBuf,
     pub camera_check_interval: Duration,
+    pub max_cameras: usize,
     /// Serve the UI from this folder instead of the embedded copy (development).
     pub www_dir: Option<PathBuf>,
     /// Events kept; the oldest go first, with their clips.
@@ -186,6 +187,7 @@ impl Config {
         let port = PORT.value(env)?;
         let listen_address = LISTEN_ADDRESS.value(env)?;
         let camera_check_interval = CAMERA_CHECK_INTERVAL.value(env)?;
+        let max_cameras = MAX_CAMERAS.value(env)?;
         let max_events = MAX_EVENTS.value(env)?;
         let recordings_max_bytes = RECORDINGS_MAX_BYTES.set(env)?;
         let recordings_reserve = RECORDINGS_RESERVE.set(env)?;
@@ -228,6 +230,7 @@ impl Config {
             port,
             listen_address,
             camera_check_interval,
+            max_cameras,
             max_events,
             recordings_max_bytes,
             recordings_reserve,
@@ -360,6 +363,7 @@ mod tests {
         assert_eq!(c.clips_keep_max_bytes, 1 << 30);
         assert_eq!(c.events_retain_days, None);
         assert_eq!(c.max_events, 10_000);
+        assert_eq!(c.max_cameras, 16);
         assert!(c.mqtt.is_none());
         assert_eq!(log_level(|_| None), Ok(log::LevelFilter::Info));
     }
@@ -475,9 +479,11 @@ mod tests {
             ("FFPROBE", "/opt/ffprobe"),
             ("CAMERA_CHECK_INTERVAL", "1m 30s"),
             ("MAX_EVENTS", "2000"),
+            ("MAX_CAMERAS", "32"),
         ])
         .unwrap();
         assert_eq!(c.camera_check_interval, Duration::from_secs(90));
+        assert_eq!(c.max_cameras, 32);
         assert_eq!(
             (
                 c.port,
@@ -619,6 +625,8 @@ mod tests {
             ("CAMERA_CHECK_INTERVAL", "10ms"),
             ("LISTEN_ADDRESS", "localhost"),
             ("MAX_EVENTS", "0"),
+            ("MAX_CAMERAS", "0"),
+            ("MAX_CAMERAS", "257"),
             ("CLOUD_URL", "ftp://cloud"),
             ("CLOUD_URL", "https://bücher.example"),
             ("RELAY_URL", "http://relä:1984"),

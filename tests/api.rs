@@ -13,8 +13,13 @@ use serde_json::{Value, json};
 /// A node without the classifier (its paths named, so one built beside the
 /// node's program does not count).
 fn node(dir: &TempDir) -> Node {
+    node_with(dir, &[])
+}
+
+fn node_with(dir: &TempDir, extra: &[(&str, &str)]) -> Node {
     let missing = common::classifier::missing(dir.path());
-    let env: Vec<(&str, &str)> = missing.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut env: Vec<(&str, &str)> = missing.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.extend_from_slice(extra);
     Node::start(
         dir.path(),
         &format!("http://127.0.0.1:{}", closed_port()),
@@ -1157,9 +1162,68 @@ fn overlong_urls_get_414() {
 }
 
 #[test]
+fn past_its_most_cameras_the_node_refuses_another_and_changes_nothing() {
+    let dir = TempDir::new("most-cameras");
+    let node = node(&dir);
+    let body = |name: String| {
+        json!({ "name": name, "rtspUrl": dead_url(), "record": false, "detect": false }).to_string()
+    };
+    let listed = || node.get("/api/cameras").json().as_array().unwrap().len();
+    for i in 0..14 {
+        let added = node.post_json("/api/cameras", &body(format!("Camera {i}")));
+        assert_eq!(added.status, 201, "{added}");
+    }
+    // Six at once for the last two places (the default is 16): two in.
+    let statuses: Vec<(u16, String)> = std::thread::scope(|s| {
+        let posts: Vec<_> = (0..6)
+            .map(|i| {
+                let (port, body) = (node.port, body(format!("At once {i}")));
+                s.spawn(move || {
+                    let answer = common::http::request(
+                        port,
+                        "POST",
+                        "/api/cameras",
+                        &[("Content-Type", "application/json")],
+                        body.as_bytes(),
+                    );
+                    let error = (answer.status != 201).then(|| answer.error());
+                    (answer.status, error.unwrap_or_default())
+                })
+            })
+            .collect();
+        posts.into_iter().map(|p| p.join().unwrap()).collect()
+    });
+    let refused: Vec<&String> = statuses
+        .iter()
+        .filter(|(status, _)| *status == 409)
+        .map(|(_, error)| error)
+        .collect();
+    assert_eq!(refused.len(), 4, "{statuses:?}");
+    assert!(
+        refused[0].contains("16 cameras") && refused[0].contains("MAX_CAMERAS"),
+        "{statuses:?}"
+    );
+    assert_eq!(listed(), 16);
+    // Bad input is still a 400 naming its field.
+    let bad = node.post_json("/api/cameras", r#"{"name": "", "rtspUrl": "rtsp://h/x"}"#);
+    assert_eq!(bad.status, 400, "{bad}");
+    assert!(bad.error().contains("name"), "{bad}");
+    // One deleted, one more fits.
+    let first = node.get("/api/cameras").json()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(node.delete(&format!("/api/cameras/{first}")).status, 204);
+    let again = node.post_json("/api/cameras", &body("Again".into()));
+    assert_eq!(again.status, 201, "{again}");
+    assert_eq!(listed(), 16);
+}
+
+#[test]
 fn every_camera_acknowledged_survives_a_sigkill_mid_stream() {
     let dir = TempDir::new("sigkill");
-    let node = node(&dir);
+    // Past the default's 16: the mid-stream kill comes after 20.
+    let node = node_with(&dir, &[("MAX_CAMERAS", "256")]);
     let port = node.port;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let created = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -1241,7 +1305,7 @@ fn a_full_disk_gives_507_and_reads_keep_working() {
     let data = disk.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
     let relay = format!("http://127.0.0.1:{}", closed_port());
-    let node = Node::start(&data, &relay, &[]);
+    let node = Node::start(&data, &relay, &[("MAX_CAMERAS", "256")]);
     // Recording has its own full-disk test (tests/recording.rs); these
     // cameras neither record nor detect.
     let first = node.add_camera(

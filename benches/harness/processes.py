@@ -116,6 +116,8 @@ class Node:
             "RELAY_URL": self.relay.url(),
             "NODE_NAME": "bench-node",
             "LOG_LEVEL": "info",
+            # The benchmarks measure 64 and 256 cameras, past a board's default.
+            "MAX_CAMERAS": "256",
             **(extra_env or {}),
         }
         self.port = port

@@ -94,6 +94,7 @@ pub const SECTIONS: &[Section] = &[
             FFPROBE.doc,
             FFMPEG.doc,
             CAMERA_CHECK_INTERVAL.doc,
+            MAX_CAMERAS.doc,
             DISCOVERY_INTERFACES.doc,
             CLASSIFIER.doc,
             MODEL_DIR.doc,
@@ -280,6 +281,30 @@ pub const CAMERA_CHECK_INTERVAL: Var<Duration> = Var {
             .ok()
             .filter(|d| *d >= Duration::from_secs(1))
             .ok_or("must be a duration of 1s or more, like 30s")
+    },
+};
+
+/// A board of 1 GB: a camera's recorder and motion decoder take up to
+/// 25 MiB (the benchmark's `memory_children_per_camera`), so 16 leave room
+/// for the classifier, the relay and the system.
+pub const MAX_CAMERAS: Var<usize> = Var {
+    doc: Doc {
+        name: "MAX_CAMERAS",
+        default: Value("16"),
+        help: "the most cameras the node takes; past it, adding one is refused",
+        old_name: None,
+        notes: "A whole number from 1 to 256. Each camera costs the node threads, \
+                an ffmpeg recorder and a motion decoder (up to 25 MiB together) and \
+                a stream in the relay: raise it on a board with the memory for more.",
+        example: "32",
+        installed: None,
+    },
+    parse: |text| {
+        text.trim()
+            .parse()
+            .ok()
+            .filter(|n| (1..=256).contains(n))
+            .ok_or("must be a whole number from 1 to 256")
     },
 };
 

@@ -159,9 +159,15 @@ pub fn list(app: &App) -> Result<Reply, Error> {
 }
 
 /// Probes first (without the database lock), then stores: a failed probe
-/// still adds the camera, with empty capabilities.
+/// still adds the camera, with empty capabilities. Past `MAX_CAMERAS` it is
+/// refused before the probe, and again under the lock with the insert (for
+/// two added at once).
 pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
     let settings = Settings::from_json(body, app.classifier.installed())?;
+    let max = app.max_cameras;
+    if app.db(|s| s.cameras())?.len() >= max {
+        return Err(too_many(max));
+    }
     let probed = app.prober.probe(&settings.rtsp_url);
     if let Err(e) = probed {
         let (name, url) = (&settings.name, redact(&settings.rtsp_url));
@@ -172,7 +178,10 @@ pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
     // under it, with the insert: a camera of the same address added
     // meanwhile, whose recorder may have made its folder since, keeps it.
     let folders = app.recordings.folders_recording(&settings.rtsp_url);
-    let (camera, earlier) = app.db(|s| {
+    let added = app.db(|s| {
+        if s.cameras()?.len() >= max {
+            return Ok(None);
+        }
         let earlier = s.first_unknown_camera(&folders)?;
         let camera = Camera {
             id: earlier.unwrap_or_else(Uuid::new_v4),
@@ -180,8 +189,9 @@ pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
             capabilities: probed.ok(),
         };
         s.insert_camera(&camera, now_ms())?;
-        Ok((camera, earlier))
+        Ok(Some((camera, earlier)))
     })?;
+    let (camera, earlier) = added.ok_or_else(|| too_many(max))?;
     log::info!("added camera {} {:?}", camera.id, camera.settings.name);
     if earlier.is_some() {
         log::info!(
@@ -196,6 +206,16 @@ pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
     );
     app.cameras_changed();
     Ok(Reply::json(201, &CameraView::new(&camera, app)))
+}
+
+fn too_many(max: usize) -> Error {
+    Error::new(
+        Kind::Conflict,
+        format!(
+            "the node has {max} cameras, its most (MAX_CAMERAS): delete one first, \
+             or raise MAX_CAMERAS on a board with the memory for more"
+        ),
+    )
 }
 
 /// Changes the fields given (see [`App::update_camera`]), moving the camera
