@@ -1,0 +1,177 @@
+//! Where a camera's account may go. The node signs ONVIF calls with it
+//! (`onvif.address`) and logs in with it where its URLs point; anyone on the
+//! LAN may send a PATCH. So a change that would send the stored account to a
+//! host it has not been used with (the hosts of the camera's URLs and of its
+//! ONVIF device) must carry the camera's password: else a LAN peer could
+//! point the link, or confirm a move, to a box of its own and get a digest
+//! to crack offline, or the password in clear from an RTSP Basic challenge.
+//! A new `rtspUrl` carries its own user info: the stored account is never
+//! added to it.
+
+use super::{Settings, SettingsPatch};
+use crate::cameras::rtsp_url;
+use crate::error::Error;
+
+/// Ok when `patch` sends `settings`' account to no new host, or carries
+/// its password; a 400 naming the field otherwise. A `password` given must
+/// be the camera's, whether or not it is needed.
+pub fn check(settings: &Settings, patch: &SettingsPatch) -> Result<(), Error> {
+    let stored = rtsp_url::credentials(&settings.rtsp_url)
+        .map(|(_, password)| password)
+        .unwrap_or_default();
+    if let Some(given) = &patch.password
+        && !same(given.0.as_bytes(), stored.as_bytes())
+    {
+        return Err(Error::bad_request("password is not the camera's password"));
+    }
+    if stored.is_empty() || patch.password.is_some() {
+        return Ok(());
+    }
+    if patch.confirm_move.is_some() {
+        return Err(Error::bad_request(
+            "onvif.confirmMove sends the camera's account to a new host: it needs the camera's \
+             password, as password",
+        ));
+    }
+    // A new main URL brings its own account (or none) to where the link goes.
+    if let (Some(Some(link)), None) = (&patch.onvif, &patch.rtsp_url)
+        && let Some(host) = rtsp_url::http_host(&link.address)
+        && !used_with(settings).contains(&bare(host))
+    {
+        return Err(Error::bad_request(
+            "onvif.address names a host the camera's account has not been used with: it needs \
+             the camera's password, as password",
+        ));
+    }
+    Ok(())
+}
+
+/// The hosts the camera's account has been used with: those of its URLs
+/// and of its ONVIF device.
+fn used_with(settings: &Settings) -> Vec<String> {
+    let streams = [Some(&settings.rtsp_url), settings.rtsp_sub_url.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter_map(|url| rtsp_url::rtsp_endpoint(url).map(|(host, _, _)| bare(&host)));
+    let device = (settings.onvif.as_ref())
+        .and_then(|link| rtsp_url::http_host(&link.address))
+        .map(bare);
+    streams.chain(device).collect()
+}
+
+/// A host as compared: without IPv6 brackets, in lowercase.
+fn bare(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
+}
+
+/// Whether `a` and `b` are equal, in a time that does not depend on where
+/// they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cameras::camera::SettingsPatch;
+
+    fn settings() -> Settings {
+        Settings::from_json(
+            br#"{"name":"a","rtspUrl":"rtsp://admin:s3cret@10.0.0.5/main",
+                 "rtspSubUrl":"rtsp://admin:s3cret@[FD00::7]/sub",
+                 "onvif":{"endpoint":"urn:uuid:1","address":"http://10.0.0.6:8000/onvif/device_service"}}"#,
+            false,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_account_goes_to_a_new_host_only_with_the_password() {
+        let link = |host: &str| {
+            format!(
+                r#""onvif":{{"endpoint":"urn:uuid:1","address":"http://{host}/onvif/device_service"}}"#
+            )
+        };
+        let table = [
+            // body -> Ok, or the start of the 400's message
+            (format!("{{{}}}", link("10.0.0.5")), Ok(())),
+            (format!("{{{}}}", link("10.0.0.6:8000")), Ok(())),
+            (format!("{{{}}}", link("[fd00::7]")), Ok(())),
+            (
+                format!("{{{}}}", link("10.0.0.66")),
+                Err("onvif.address names a host"),
+            ),
+            (
+                format!(r#"{{{},"password":"s3cret"}}"#, link("10.0.0.66")),
+                Ok(()),
+            ),
+            (
+                format!(r#"{{{},"password":"s3cre"}}"#, link("10.0.0.66")),
+                Err("password is not the camera's password"),
+            ),
+            (
+                format!(
+                    r#"{{{},"rtspUrl":"rtsp://10.0.0.66/x"}}"#,
+                    link("10.0.0.66")
+                ),
+                Ok(()),
+            ),
+            (
+                r#"{"onvif":{"confirmMove":"10.0.0.9"}}"#.into(),
+                Err("onvif.confirmMove sends the camera's account"),
+            ),
+            (
+                r#"{"onvif":{"confirmMove":"10.0.0.9"},"password":"s3cret"}"#.into(),
+                Ok(()),
+            ),
+            (
+                r#"{"onvif":{"confirmMove":"10.0.0.9"},"password":""}"#.into(),
+                Err("password is not the camera's password"),
+            ),
+            (r#"{"name":"b"}"#.into(), Ok(())),
+            (
+                r#"{"name":"b","password":"S3CRET"}"#.into(),
+                Err("password is not the camera's password"),
+            ),
+            (r#"{"onvif":null}"#.into(), Ok(())),
+        ];
+        let camera = settings();
+        for (body, expected) in table {
+            let patch = SettingsPatch::from_json(body.as_bytes()).unwrap();
+            let got = check(&camera, &patch).map_err(|e| e.message);
+            match expected {
+                Ok(()) => assert_eq!(got, Ok(()), "{body}"),
+                Err(start) => {
+                    let message = got.expect_err(&body);
+                    assert!(message.starts_with(start), "{body}: {message}");
+                    assert!(!message.contains("s3cre"), "{message}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_camera_without_a_password_has_nothing_to_guard() {
+        let open = Settings::from_json(br#"{"name":"a","rtspUrl":"rtsp://10.0.0.5/main"}"#, false)
+            .unwrap();
+        for body in [
+            r#"{"onvif":{"confirmMove":"10.0.0.9"}}"#,
+            r#"{"onvif":{"endpoint":"e","address":"http://10.0.0.66/"}}"#,
+        ] {
+            let patch = SettingsPatch::from_json(body.as_bytes()).unwrap();
+            assert_eq!(
+                check(&open, &patch).map_err(|e| e.message),
+                Ok(()),
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_password_is_never_printed() {
+        let patch = SettingsPatch::from_json(br#"{"password":"s3cret"}"#).unwrap();
+        assert!(!format!("{patch:?}").contains("s3cret"));
+    }
+}
