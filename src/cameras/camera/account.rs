@@ -8,42 +8,74 @@
 //! A new `rtspUrl` carries its own user info: the stored account is never
 //! added to it.
 
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use super::{Settings, SettingsPatch};
 use crate::cameras::rtsp_url;
-use crate::error::Error;
+use crate::error::{Error, Kind};
+use crate::lock::lock;
 
-/// Ok when `patch` sends `settings`' account to no new host, or carries
-/// its password; a 400 naming the field otherwise. A `password` given must
-/// be the camera's, whether or not it is needed.
-pub fn check(settings: &Settings, patch: &SettingsPatch) -> Result<(), Error> {
-    let stored = rtsp_url::credentials(&settings.rtsp_url)
-        .map(|(_, password)| password)
-        .unwrap_or_default();
-    if let Some(given) = &patch.password
-        && !same(given.0.as_bytes(), stored.as_bytes())
-    {
-        return Err(Error::bad_request("password is not the camera's password"));
+/// After a wrong password, none is compared for this long, node-wide: the
+/// open API is then no quicker a way to guess a camera's password than the
+/// camera itself.
+const AFTER_A_WRONG_ONE: Duration = Duration::from_secs(1);
+
+/// When a request last carried a password that was not its camera's.
+#[derive(Default)]
+pub struct Guesses {
+    last_wrong: Mutex<Option<Instant>>,
+}
+
+impl Guesses {
+    /// Ok when `patch` sends `settings`' account to no new host, or carries
+    /// its password; a 400 naming the field otherwise. A `password` given
+    /// must be the camera's, whether or not it is needed; within
+    /// [`AFTER_A_WRONG_ONE`] of a wrong one it is not compared (429).
+    pub fn check(
+        &self,
+        settings: &Settings,
+        patch: &SettingsPatch,
+        now: Instant,
+    ) -> Result<(), Error> {
+        let stored = rtsp_url::credentials(&settings.rtsp_url)
+            .map(|(_, password)| password)
+            .unwrap_or_default();
+        if let Some(given) = &patch.password {
+            let mut last_wrong = lock(&self.last_wrong);
+            if last_wrong.is_some_and(|at| now.saturating_duration_since(at) < AFTER_A_WRONG_ONE) {
+                return Err(Error::new(
+                    Kind::TooManyRequests,
+                    "password: a wrong one came less than a second ago; send it again in a second",
+                ));
+            }
+            if !same(given.0.as_bytes(), stored.as_bytes()) {
+                *last_wrong = Some(now);
+                return Err(Error::bad_request("password is not the camera's password"));
+            }
+            return Ok(());
+        }
+        if stored.is_empty() {
+            return Ok(());
+        }
+        if patch.confirm_move.is_some() {
+            return Err(Error::bad_request(
+                "onvif.confirmMove sends the camera's account to a new host: it needs the camera's \
+                 password, as password",
+            ));
+        }
+        // A new main URL brings its own account (or none) to where the link goes.
+        if let (Some(Some(link)), None) = (&patch.onvif, &patch.rtsp_url)
+            && let Some(host) = rtsp_url::http_host(&link.address)
+            && !used_with(settings).contains(&bare(host))
+        {
+            return Err(Error::bad_request(
+                "onvif.address names a host the camera's account has not been used with: it needs \
+                 the camera's password, as password",
+            ));
+        }
+        Ok(())
     }
-    if stored.is_empty() || patch.password.is_some() {
-        return Ok(());
-    }
-    if patch.confirm_move.is_some() {
-        return Err(Error::bad_request(
-            "onvif.confirmMove sends the camera's account to a new host: it needs the camera's \
-             password, as password",
-        ));
-    }
-    // A new main URL brings its own account (or none) to where the link goes.
-    if let (Some(Some(link)), None) = (&patch.onvif, &patch.rtsp_url)
-        && let Some(host) = rtsp_url::http_host(&link.address)
-        && !used_with(settings).contains(&bare(host))
-    {
-        return Err(Error::bad_request(
-            "onvif.address names a host the camera's account has not been used with: it needs \
-             the camera's password, as password",
-        ));
-    }
-    Ok(())
 }
 
 /// The hosts the camera's account has been used with: those of its URLs
@@ -138,9 +170,12 @@ mod tests {
             (r#"{"onvif":null}"#.into(), Ok(())),
         ];
         let camera = settings();
+        let (guesses, mut now) = (Guesses::default(), Instant::now());
         for (body, expected) in table {
             let patch = SettingsPatch::from_json(body.as_bytes()).unwrap();
-            let got = check(&camera, &patch).map_err(|e| e.message);
+            // Each a second apart: none is held back.
+            now += AFTER_A_WRONG_ONE;
+            let got = guesses.check(&camera, &patch, now).map_err(|e| e.message);
             match expected {
                 Ok(()) => assert_eq!(got, Ok(()), "{body}"),
                 Err(start) => {
@@ -161,12 +196,38 @@ mod tests {
             r#"{"onvif":{"endpoint":"e","address":"http://10.0.0.66/"}}"#,
         ] {
             let patch = SettingsPatch::from_json(body.as_bytes()).unwrap();
-            assert_eq!(
-                check(&open, &patch).map_err(|e| e.message),
-                Ok(()),
-                "{body}"
-            );
+            let got = Guesses::default().check(&open, &patch, Instant::now());
+            assert_eq!(got.map_err(|e| e.message), Ok(()), "{body}");
         }
+    }
+
+    #[test]
+    fn after_a_wrong_password_none_is_compared_for_a_second() {
+        let camera = settings();
+        let body = |password: &str| {
+            SettingsPatch::from_json(format!(r#"{{"password":"{password}"}}"#).as_bytes()).unwrap()
+        };
+        let (guesses, start) = (Guesses::default(), Instant::now());
+        let at = |ms| start + Duration::from_millis(ms);
+        let kind = |password: &str, ms| {
+            guesses
+                .check(&camera, &body(password), at(ms))
+                .map_err(|e| e.kind)
+        };
+        assert_eq!(kind("s3cret", 0), Ok(()));
+        assert_eq!(kind("guess", 0), Err(Kind::BadRequest));
+        assert_eq!(
+            kind("s3cret", 999),
+            Err(Kind::TooManyRequests),
+            "not even the right one"
+        );
+        assert_eq!(kind("guess", 1000), Err(Kind::BadRequest));
+        assert_eq!(kind("s3cret", 2000), Ok(()));
+        assert_eq!(
+            kind("s3cret", 2001),
+            Ok(()),
+            "a right one holds nothing back"
+        );
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! `/api/cameras`: list, add, delete and re-probe cameras, and their
 //! snapshots. No response ever carries a camera URL.
 
+use std::time::Instant;
+
 use serde::Serialize;
 use uuid::Uuid;
 
 use super::no_such_camera;
 use crate::app::App;
 use crate::background::follow;
-use crate::cameras::camera::{Camera, Capabilities, Settings, SettingsPatch, Zone, account};
+use crate::cameras::camera::{Camera, Capabilities, Settings, SettingsPatch, Zone};
 use crate::cameras::neighbours;
 use crate::cameras::prober::ProbeError;
 use crate::cameras::rtsp_url::redact;
@@ -203,14 +205,12 @@ pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
 /// Changes the fields given (see [`App::update_camera`]), moving the camera
 /// where the user confirms a device that claims to be it is. A change that
 /// would send the camera's account to a new host needs its password
-/// ([`account::check`]): refused before anything is called.
+/// (`account::Guesses::check`): refused before anything is called.
 pub fn update(app: &App, id: Uuid, body: &[u8]) -> Result<Reply, Error> {
     let patch = SettingsPatch::from_json(body)?;
     let before = app.db(|s| s.camera(id))?.ok_or_else(no_such_camera)?;
-    if let Err(e) = account::check(&before.settings, &patch) {
-        log::warn!("camera {id}: a change refused: {}", e.message);
-        return Err(e);
-    }
+    app.guesses
+        .check(&before.settings, &patch, Instant::now())?;
     let camera = match patch.confirm_move {
         Some(to) => follow::confirm(app, id, to, patch)?,
         None => app.update_camera(id, &patch)?,
