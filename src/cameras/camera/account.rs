@@ -78,10 +78,14 @@ impl Guesses {
     }
 }
 
-/// The hosts the camera's account has been used with: those of its URLs
-/// and of its ONVIF device.
+/// The hosts the camera's account has been used with: those of its main
+/// URL (whose account it is), of its sub URL if that has the same account
+/// (one without may have been put anywhere, with no password), and of its
+/// ONVIF device.
 fn used_with(settings: &Settings) -> Vec<String> {
-    let streams = [Some(&settings.rtsp_url), settings.rtsp_sub_url.as_ref()]
+    let account = rtsp_url::credentials(&settings.rtsp_url);
+    let sub = (settings.rtsp_sub_url.as_ref()).filter(|sub| rtsp_url::credentials(sub) == account);
+    let streams = [Some(&settings.rtsp_url), sub]
         .into_iter()
         .flatten()
         .filter_map(|url| rtsp_url::rtsp_endpoint(url).map(|(host, _, _)| bare(&host)));
@@ -185,6 +189,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_sub_stream_put_elsewhere_without_the_account_opens_no_host() {
+        let mut camera = settings();
+        let patch = |host: &str| {
+            let body = format!(r#"{{"onvif":{{"endpoint":"e","address":"http://{host}/"}}}}"#);
+            SettingsPatch::from_json(body.as_bytes()).unwrap()
+        };
+        let same_account = Guesses::default().check(&camera, &patch("[fd00::7]"), Instant::now());
+        assert_eq!(same_account.map_err(|e| e.kind), Ok(()));
+        // PATCH {"rtspSubUrl": …} needs no password: nothing secret goes there.
+        camera.rtsp_sub_url = Some("rtsp://10.0.0.66/sub".into());
+        let got = Guesses::default().check(&camera, &patch("10.0.0.66"), Instant::now());
+        assert_eq!(got.map_err(|e| e.kind), Err(Kind::BadRequest));
     }
 
     #[test]
