@@ -12,6 +12,7 @@ use uuid::Uuid;
 use crate::alerts::pictures::Pictures;
 use crate::alerts::send::Sender;
 use crate::alerts::webpush::Vapid;
+use crate::cameras::camera::account::Guesses;
 use crate::cameras::camera::{Camera, SettingsPatch};
 use crate::cameras::discover::Finder;
 use crate::cameras::prober::{self, Prober};
@@ -54,6 +55,8 @@ pub struct App {
     pub classifier: Arc<Classifier>,
     /// ONVIF discovery, and what following moved cameras did.
     pub finder: Finder,
+    /// Wrong camera passwords, held back (`cameras::camera::account`).
+    pub guesses: Guesses,
     relay_healthy: AtomicBool,
     /// The version the relay named at its last health check.
     relay_version: Mutex<Option<String>>,
@@ -173,6 +176,7 @@ impl App {
             snapshots: Snapshots::new(config.ffmpeg.clone(), readers),
             classifier,
             finder: Finder::new(config.discovery_interfaces.clone()),
+            guesses: Guesses::default(),
             relay_healthy: AtomicBool::new(false),
             relay_version: Mutex::new(None),
             cloud: Mutex::new(LinkState::Disabled),

@@ -172,6 +172,92 @@ fn recording(node: &Node, id: &str) -> bool {
     node.camera(id)["recording"]["state"] == "recording"
 }
 
+/// A hardware address as the API shows it: its last two octets.
+fn shown_mac(mac: &str) -> String {
+    format!("…{}", &mac[mac.len() - 6..])
+}
+
+/// A camera at [`HOST`] that records, linked to its ONVIF device, once the
+/// node has noted what the device is.
+struct Linked {
+    id: String,
+    /// go2rtc, serving the test camera's streams `main` and `sub`.
+    streams: Go2rtc,
+    /// The stand-in, as its ONVIF device: it wants a UsernameToken and has a
+    /// serial number (go2rtc's is the Host it is asked at, so changes with
+    /// its address, which a camera's does not).
+    onvif: Device,
+    responder: Responder,
+    /// (token, RTSP URL) of the device's profiles.
+    profiles: Vec<(String, String)>,
+    says: Says,
+    password: String,
+}
+
+impl Linked {
+    /// Adds it through discovery as the UI does, with serial number `serial`.
+    fn start(net: &TestNet, node: &Node, camera: &Camera, name: &str, serial: &str) -> Linked {
+        let streams = device_go2rtc(camera, netns::HOST, None);
+        let password = common::password(&name.to_lowercase());
+        let profiles = vec![
+            ("main".to_owned(), streams.rtsp_url("main")),
+            ("sub".to_owned(), streams.rtsp_url("sub")),
+        ];
+        let says = Says {
+            serial: Some(serial.into()),
+            ..Says::default()
+        };
+        let onvif = Device::start_saying(
+            netns::HOST,
+            Auth::UsernameToken,
+            "admin",
+            &password,
+            &Linked::pairs(&profiles),
+            says.clone(),
+        );
+        let responder = Responder::start(HOST, name, &onvif.address());
+        let found = discover(node);
+        let listed = listed(&found, &responder).clone();
+        let response = self::streams(node, &onvif.address(), "admin", &password);
+        assert_eq!(response.status, 200, "{response}");
+        let id = add_camera(node, &response.json(), &listed, "admin", &password);
+        assert!(
+            wait_for(Duration::from_secs(40), || recording(node, &id)),
+            "never recorded: {}",
+            node.camera(&id)
+        );
+        // While it works, the node notes its hardware address, and its serial
+        // number, read with the account.
+        let noted = wait_for(Duration::from_secs(20), || {
+            node.camera(&id)["onvif"]["hardwareAddress"] == shown_mac(&net.host_mac())
+                && (onvif.calls().iter())
+                    .any(|c| c.operation == "GetDeviceInformation" && c.allowed)
+        });
+        assert!(
+            noted,
+            "the device was not noted (its MAC is {}): {}\n{:?}",
+            net.host_mac(),
+            node.camera(&id),
+            onvif.calls()
+        );
+        Linked {
+            id,
+            streams,
+            onvif,
+            responder,
+            profiles,
+            says,
+            password,
+        }
+    }
+
+    fn pairs(profiles: &[(String, String)]) -> Vec<(&str, &str)> {
+        (profiles.iter())
+            .map(|(t, u)| (t.as_str(), u.as_str()))
+            .collect()
+    }
+}
+
 #[test]
 fn discovery_finds_the_device_and_a_camera_made_from_its_streams_records_and_plays_live() {
     let net = TestNet::new();
@@ -440,51 +526,18 @@ fn the_node_calls_no_address_of_its_own_as_a_device() {
 fn a_camera_whose_address_changes_is_followed_within_two_minutes_and_records_again() {
     let net = TestNet::new();
     let camera = Camera::start();
-    let mut device = device_go2rtc(&camera, netns::HOST, None);
     let relay = relay_go2rtc();
-    let password = common::password("garage");
-    // go2rtc streams; the stand-in is the ONVIF device, since go2rtc's
-    // serial number is the Host it is asked at and so changes with its
-    // address, which a camera's does not.
-    let (main, sub) = (device.rtsp_url("main"), device.rtsp_url("sub"));
-    let profiles = [("main", main.as_str()), ("sub", sub.as_str())];
-    let says = Says {
-        serial: Some("SN-GARAGE-1".into()),
-        ..Says::default()
-    };
-    let onvif = Device::start_saying(
-        netns::HOST,
-        Auth::UsernameToken,
-        "admin",
-        &password,
-        &profiles,
-        says.clone(),
-    );
-    let responder = Responder::start(HOST, "Garage", &onvif.address());
     let data = TempDir::new("onvif-move");
     let node = node_in(&net, &data, &relay);
-
-    let found = discover(&node);
-    let listed = listed(&found, &responder).clone();
-    let response = streams(&node, &onvif.address(), "admin", &password);
-    assert_eq!(response.status, 200, "{response}");
-    let id = add_camera(&node, &response.json(), &listed, "admin", &password);
-    assert!(
-        wait_for(Duration::from_secs(40), || recording(&node, &id)),
-        "never recorded: {}",
-        node.camera(&id)
-    );
-    // While it works, the node notes its hardware address and serial number.
-    assert!(
-        wait_for(Duration::from_secs(20), || {
-            let seen = &node.camera(&id)["onvif"];
-            seen["hardwareAddress"] == net.host_mac().as_str()
-                && seen["serialNumber"] == "SN-GARAGE-1"
-        }),
-        "the device was not noted (its MAC is {}): {}",
-        net.host_mac(),
-        node.camera(&id)
-    );
+    let Linked {
+        id,
+        streams: mut device,
+        onvif,
+        responder,
+        profiles,
+        says,
+        password,
+    } = Linked::start(&net, &node, &camera, "Garage", "SN-GARAGE-1");
 
     // The camera gets a new address (DHCP) and keeps its ports.
     let port = device.rtsp_port();
@@ -500,7 +553,7 @@ fn a_camera_whose_address_changes_is_followed_within_two_minutes_and_records_aga
         Auth::UsernameToken,
         "admin",
         &password,
-        &profiles,
+        &Linked::pairs(&profiles),
         says,
     );
     responder.move_to(MOVED.parse().unwrap(), &moved.address());
@@ -602,8 +655,7 @@ fn a_device_that_claims_a_lost_camera_s_endpoint_gets_no_password_until_the_user
     let id = add_camera(&node, &response.json(), &listed, "admin", &password);
     assert!(
         wait_for(Duration::from_secs(20), || {
-            let seen = &node.camera(&id)["onvif"];
-            seen["hardwareAddress"] == net.host_mac().as_str() && seen["serialNumber"].is_string()
+            node.camera(&id)["onvif"]["hardwareAddress"] == shown_mac(&net.host_mac())
         }),
         "the device was not noted (its MAC is {}): {}",
         net.host_mac(),
@@ -654,6 +706,10 @@ fn a_device_that_claims_a_lost_camera_s_endpoint_gets_no_password_until_the_user
         "{claimed}"
     );
     assert_eq!(claimed["onvif"]["claim"], netns::OTHER, "{claimed}");
+    assert!(
+        !claimed.to_string().contains(&net.host_mac()),
+        "the camera's hardware address shown whole: {claimed}"
+    );
     assert_eq!(
         claimed["onvif"]["address"],
         device.onvif_address(),
@@ -680,22 +736,54 @@ fn a_device_that_claims_a_lost_camera_s_endpoint_gets_no_password_until_the_user
         started.elapsed().as_secs_f64()
     );
 
-    // The user says it is the camera: it moves, with one PATCH (bad ones first).
+    // The user says it is the camera, with its password: it moves, with one
+    // PATCH (bad ones first). Without the password, or with another, the
+    // account would go to a host anyone on the LAN may have named.
     let path = format!("/api/cameras/{id}");
-    for body in [
-        json!({ "onvif": { "confirmMove": "10.213.77.9" } }),
-        json!({ "onvif": { "confirmMove": true } }),
-        json!({ "onvif": { "confirmMove": netns::OTHER }, "rtspUrl": "rtsp://10.213.77.9/x" }),
+    let wrong = common::password("not-gate");
+    for (body, error) in [
+        (
+            json!({ "onvif": { "confirmMove": "10.213.77.9" }, "password": password }),
+            "onvif.confirmMove must name the address that claims",
+        ),
+        (
+            json!({ "onvif": { "confirmMove": true }, "password": password }),
+            "onvif.confirmMove must be",
+        ),
+        (
+            json!({ "onvif": { "confirmMove": netns::OTHER }, "rtspUrl": "rtsp://10.213.77.9/x", "password": password }),
+            "onvif.confirmMove moves the stream addresses",
+        ),
+        (
+            json!({ "onvif": { "confirmMove": netns::OTHER } }),
+            "onvif.confirmMove sends the camera's account to a new host: it needs the camera's password",
+        ),
+        (
+            json!({ "onvif": { "confirmMove": netns::OTHER }, "password": wrong }),
+            "password is not the camera's password",
+        ),
     ] {
         let refused = node.patch_json(&path, &body.to_string());
-        assert_eq!(refused.status, 400, "{body}: {refused}");
-        assert!(
-            refused.error().starts_with("onvif.confirmMove"),
-            "{body}: {refused}"
-        );
+        assert_eq!(refused.status, 400, "{refused}");
+        assert!(refused.error().starts_with(error), "{refused}");
     }
-    // In the UI: the card names the claim, the edit dialog's button moves it.
-    let verdict = common::browser_script("confirm_move.mjs", &[&node.url(), &id, netns::OTHER]);
+    assert_eq!(
+        node.camera(&id)["onvif"]["address"],
+        device.onvif_address(),
+        "a refused confirmation moved the camera"
+    );
+    assert_eq!(
+        trap.connections(),
+        0,
+        "a refused confirmation called the box"
+    );
+    // In the UI: the card names the claim, the edit dialog's button asks for
+    // the password and moves it.
+    let verdict = common::browser_script_told(
+        "confirm_move.mjs",
+        &[&node.url(), &id, netns::OTHER],
+        &password,
+    );
     assert!(verdict["ok"] == true, "{verdict}");
     eprintln!("confirm_move.mjs: {}", verdict["button"]);
     let moved = node.camera(&id);
@@ -722,4 +810,163 @@ fn a_device_that_claims_a_lost_camera_s_endpoint_gets_no_password_until_the_user
     );
     common::assert_no_secret(&node.logs(), "the node's log");
     eprintln!("test took {:.1} s", started.elapsed().as_secs_f64());
+}
+
+#[test]
+fn a_link_to_another_host_needs_the_camera_s_password_and_without_it_that_host_hears_nothing() {
+    let net = TestNet::new();
+    net.add_device();
+    let camera = Camera::start();
+    let relay = relay_go2rtc();
+    let data = TempDir::new("onvif-relink");
+    let node = node_in(&net, &data, &relay);
+    let linked = Linked::start(&net, &node, &camera, "Shed", "SN-SHED-1");
+    let (id, password) = (&linked.id, &linked.password);
+    let endpoint = linked.responder.endpoint.clone();
+    // Another box on the LAN answers any call, signed or not: what a peer
+    // that wants the camera's digest would point the link at.
+    let other = net.in_device(|| Device::start(netns::OTHER, Auth::Open, "admin", "", &[]));
+    let path = format!("/api/cameras/{id}");
+    let link_to = |device: &Device| json!({ "endpoint": endpoint, "address": device.address() });
+    let wrong = common::password("not-shed");
+    for (body, error) in [
+        (
+            json!({ "onvif": link_to(&other) }),
+            "onvif.address names a host the camera's account has not been used with: it needs \
+             the camera's password",
+        ),
+        (
+            json!({ "onvif": link_to(&other), "password": wrong }),
+            "password is not the camera's password",
+        ),
+    ] {
+        let refused = node.patch_json(&path, &body.to_string());
+        assert_eq!(refused.status, 400, "{refused}");
+        assert!(refused.error().starts_with(error), "{refused}");
+    }
+    assert_eq!(
+        node.camera(id)["onvif"]["address"],
+        linked.onvif.address(),
+        "a refused link changed the camera"
+    );
+
+    // With the password, the device the user names is linked, and asked
+    // for its serial number with the account.
+    net.add_host_address(MOVED);
+    let named = Device::start_saying(
+        MOVED,
+        Auth::UsernameToken,
+        "admin",
+        password,
+        &Linked::pairs(&linked.profiles),
+        Says {
+            serial: Some("SN-SHED-2".into()),
+            ..Says::default()
+        },
+    );
+    let body = json!({ "onvif": link_to(&named), "password": password }).to_string();
+    // Within a second of the wrong password none is compared (429).
+    let mut answers = Vec::new();
+    let compared = wait_for(Duration::from_secs(5), || {
+        answers.push(node.patch_json(&path, &body));
+        answers.last().is_some_and(|a| a.status != 429)
+    });
+    let linked_there = answers.pop().expect("an answer");
+    assert!(compared, "{linked_there}");
+    assert_eq!(linked_there.status, 200, "{linked_there}");
+    assert_eq!(linked_there.json()["onvif"]["address"], named.address());
+    let asked = wait_for(Duration::from_secs(30), || {
+        (named.calls().iter()).any(|c| c.operation == "GetDeviceInformation" && c.allowed)
+    });
+    assert!(asked, "the named device was not asked: {:?}", named.calls());
+    // The node has looked at the camera's link since the refusals: the box
+    // they named heard nothing at all.
+    assert_eq!(other.calls().len(), 0, "{:?}", other.calls());
+    common::assert_no_secret(&node.logs(), "the node's log");
+}
+
+#[test]
+fn a_device_that_copies_the_camera_s_hardware_address_and_what_the_api_shows_gets_no_credentials() {
+    let net = TestNet::new();
+    let camera = Camera::start();
+    let relay = relay_go2rtc();
+    let data = TempDir::new("onvif-impostor");
+    let node = node_in(&net, &data, &relay);
+    let Linked {
+        id,
+        streams: mut device,
+        onvif,
+        responder,
+        ..
+    } = Linked::start(&net, &node, &camera, "Porch", "SN-PORCH-1");
+    // What a peer on the LAN learns of the camera's device: the API shows
+    // the end of its hardware address only, and no serial number.
+    let shown = node.camera(&id)["onvif"].clone();
+    assert_eq!(
+        shown["hardwareAddress"],
+        shown_mac(&net.host_mac()),
+        "{shown}"
+    );
+    let serial = shown["serialNumber"]
+        .as_str()
+        .unwrap_or("SN-GUESS")
+        .to_owned();
+
+    // The camera goes (unplugged); a box on the host end, so with the
+    // hardware address the node noted (as one that copied it), answers with
+    // its endpoint reference, any call with what the API showed, and where
+    // the camera's RTSP was with a Basic challenge.
+    let port = device.rtsp_port();
+    device.stop();
+    drop(onvif);
+    net.add_host_address(MOVED);
+    let trap = Trap::start(MOVED.parse().unwrap(), port);
+    let main = format!("rtsp://{MOVED}:{port}/main");
+    let impostor = Device::start_saying(
+        MOVED,
+        Auth::Open,
+        "admin",
+        "",
+        &[("main", &main)],
+        Says {
+            serial: Some(serial),
+            ..Says::default()
+        },
+    );
+    responder.move_to(MOVED.parse().unwrap(), &impostor.address());
+
+    let said = wait_for(Duration::from_secs(90), || {
+        !node.camera(&id)["onvif"]["message"].is_null()
+    });
+    let claimed = node.camera(&id);
+    assert!(said, "nothing said within 90 s: {claimed}");
+    let message = claimed["onvif"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!(
+            "a device at {MOVED} answers as this camera's ONVIF device, but its serial number \
+             is not the camera's"
+        )),
+        "{claimed}"
+    );
+    assert_eq!(claimed["onvif"]["claim"], MOVED, "{claimed}");
+    assert!(
+        !claimed.to_string().contains(&net.host_mac()),
+        "the camera's hardware address shown whole: {claimed}"
+    );
+    let calls = impostor.calls();
+    assert!(
+        calls.iter().any(|c| c.operation == "GetDeviceInformation"),
+        "the node did not ask it: {calls:?}"
+    );
+    assert!(
+        calls.iter().all(|c| !c.credentials),
+        "credentials sent: {calls:?}"
+    );
+    assert_eq!(trap.connections(), 0, "its RTSP port was called");
+    let relayed = relay.streams().get(&id).cloned().unwrap_or_default();
+    assert!(
+        relayed.iter().all(|s| !s.contains(MOVED)),
+        "the relay was moved: {relayed:?}"
+    );
+    common::assert_no_secret(&node.logs(), "the node's log");
 }

@@ -305,6 +305,8 @@ async function saveEdit(event) {
   else if ($('edit-rtspSubUrl').value.trim()) patch.rtspSubUrl = $('edit-rtspSubUrl').value.trim();
   const device = linkable[$('edit-device').value];
   if (device) patch.onvif = { endpoint: device.endpoint, address: device.services[0] };
+  // A device on another address gets the account only with the password.
+  if (device && $('edit-password').value) patch.password = $('edit-password').value;
   if (Object.keys(patch).length === 0) return $('edit').close();
 
   editBusy = true;
@@ -347,6 +349,15 @@ function showLink(camera) {
   show($('edit-link'), true);
   show($('edit-device'), false);
   linkable = [];
+  showPassword();
+}
+
+/** The password field, while a move or a link could send the camera's account to a new address. */
+function showPassword() {
+  const claim = state.cameras.get(editId)?.onvif?.claim;
+  const wanted = Boolean(claim) || Boolean($('edit-device').value && !$('edit-device').hidden);
+  show($('edit-password-field'), wanted);
+  if (!wanted) $('edit-password').value = '';
 }
 
 /** Lists the ONVIF devices not added yet; the one chosen is linked on Save. */
@@ -390,11 +401,13 @@ async function confirmMove() {
   const claim = state.cameras.get(id)?.onvif?.claim;
   if (editBusy || !id || !claim) return;
   editErrors.clear();
+  const password = $('edit-password').value;
+  if (!password) return editErrors.showError(`password is needed to move the camera to ${claim}: its account goes there only with it`);
   const button = $('edit-confirm-move');
   button.disabled = true;
   setText(button, `Moving the camera to ${claim} and checking its stream (up to 10 s)…`);
   try {
-    const updated = await change(id, () => api('PATCH', `/api/cameras/${id}`, { onvif: { confirmMove: claim } }, { timeoutMs: 30000 }));
+    const updated = await change(id, () => api('PATCH', `/api/cameras/${id}`, { onvif: { confirmMove: claim }, password }, { timeoutMs: 30000 }));
     putCamera(updated);
     if (editId === id) showLink(updated);
   } catch (error) {
@@ -408,6 +421,7 @@ export function setUpCameras() {
   $('edit-confirm-move').addEventListener('click', confirmMove);
   $('edit-unlink').addEventListener('click', unlink);
   $('edit-link').addEventListener('click', findLink);
+  $('edit-device').addEventListener('change', showPassword);
   $('confirm-cancel').addEventListener('click', () => $('confirm').close());
   $('confirm-ok').addEventListener('click', confirmDelete);
   $('edit-cancel').addEventListener('click', () => $('edit').close());

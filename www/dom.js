@@ -71,6 +71,7 @@ export const FIELD_LABELS = {
   zones: 'Zones',
   autoMask: 'Ignore areas that are always moving',
   retainDays: 'Days to keep recordings',
+  password: 'Password',
 };
 
 /** The field a 400 message is about ("rtspUrl must be ..." → "rtspUrl"), or null. */

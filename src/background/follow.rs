@@ -9,9 +9,10 @@
 //! device is the same when its service address is on the address its answer
 //! came from, that address has the hardware (MAC) address the node saw while
 //! the camera worked, and it gives the serial number the node read then, if
-//! it read one. Otherwise the camera stays, the device's claim is shown, and
-//! the user may confirm the move: the camera's account goes only to a host
-//! the user named or the node verified.
+//! it read one (the node's secret: the API shows neither in full).
+//! Otherwise the camera stays, the device's claim is shown, and the user may
+//! confirm the move with the camera's password: the camera's account goes
+//! only to a host the user named, password in hand, or the node verified.
 
 use std::collections::{HashMap, HashSet};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -25,7 +26,7 @@ use crate::app::App;
 use crate::cameras::camera::{Camera, OnvifLink, Seen, SettingsPatch};
 use crate::cameras::discover::Claim;
 use crate::cameras::neighbours;
-use crate::cameras::onvif::{self, Credentials, Found};
+use crate::cameras::onvif::{self, Credentials, Found, OnvifError};
 use crate::cameras::rtsp_url::{self, http_host, http_port, reachable_host, with_host};
 use crate::clock::now_ms;
 use crate::error::Error;
@@ -256,14 +257,25 @@ fn check(camera: &Camera, link: &OnvifLink, device: &Found) -> Check {
         None => return unsure("its hardware address could not be read".into()),
         Some(theirs) if theirs != *mac => {
             return unsure(format!(
-                "its hardware address {theirs} is not the camera's {mac}"
+                "its hardware address {} is not the camera's {}",
+                neighbours::shown(&theirs),
+                neighbours::shown(mac)
             ));
         }
         Some(_) => {}
     }
     if let Some(serial) = &link.seen.serial {
-        // The same hardware address: the account may go there.
-        match onvif::serial_number(service, account(camera).as_ref(), CALL_TIMEOUT) {
+        // Anyone on the LAN can copy a hardware address, not the serial number
+        // (the API does not show it): asked first without the account, so a
+        // device that answers anyone gets nothing to crack. One that wants
+        // the account is asked with it, as the camera itself would want.
+        let theirs = match onvif::serial_number(service, None, CALL_TIMEOUT) {
+            Err(OnvifError::Refused) => {
+                onvif::serial_number(service, account(camera).as_ref(), CALL_TIMEOUT)
+            }
+            answer => answer,
+        };
+        match theirs {
             Ok(Some(theirs)) if theirs == *serial => {}
             Ok(_) => return unsure("its serial number is not the camera's".into()),
             Err(e) => {
@@ -367,9 +379,10 @@ fn follow(app: &App, camera: &Camera, link: &OnvifLink, service: &str) -> bool {
     }
 }
 
-/// `PATCH {"onvif": {"confirmMove": to}}`: the user confirms that the
-/// device claiming to be camera `id` at `to` is it; the camera moves there
-/// with the rest of `patch`. None for an unknown camera.
+/// `PATCH {"onvif": {"confirmMove": to}, "password": …}`: the user confirms
+/// that the device claiming to be camera `id` at `to` is it; the camera
+/// moves there with the rest of `patch`. The caller has checked the
+/// password (`cameras::camera::account`). None for an unknown camera.
 pub fn confirm(
     app: &App,
     id: Uuid,

@@ -1,5 +1,6 @@
 //! Cameras as the node knows them, and the validation of what clients send.
 
+pub mod account;
 mod areas;
 
 use std::net::Ipv4Addr;
@@ -164,17 +165,7 @@ const MAX_CREDENTIAL_CHARS: usize = 128;
 /// `username` and `password` of a `POST /api/cameras` body, if given: the
 /// user info the node puts in the camera's URLs.
 fn credentials(fields: &Map<String, Value>) -> Result<Option<(String, String)>, Error> {
-    let text = |name: &str| -> Result<Option<String>, Error> {
-        let Some(text) = optional_str(fields, name)? else {
-            return Ok(None);
-        };
-        if text.chars().count() > MAX_CREDENTIAL_CHARS || text.chars().any(char::is_control) {
-            return Err(Error::bad_request(format!(
-                "{name} must be at most {MAX_CREDENTIAL_CHARS} characters, none of them control characters"
-            )));
-        }
-        Ok(Some(text.to_owned()))
-    };
+    let text = |name: &str| credential_text(fields, name);
     match (text("username")?, text("password")?) {
         (Some(user), password) if !user.is_empty() => {
             Ok(Some((user, password.unwrap_or_default())))
@@ -184,6 +175,19 @@ fn credentials(fields: &Map<String, Value>) -> Result<Option<(String, String)>, 
         }
         _ => Ok(None),
     }
+}
+
+/// The user name or password field `name`, if given.
+fn credential_text(fields: &Map<String, Value>, name: &str) -> Result<Option<String>, Error> {
+    let Some(text) = optional_str(fields, name)? else {
+        return Ok(None);
+    };
+    if text.chars().count() > MAX_CREDENTIAL_CHARS || text.chars().any(char::is_control) {
+        return Err(Error::bad_request(format!(
+            "{name} must be at most {MAX_CREDENTIAL_CHARS} characters, none of them control characters"
+        )));
+    }
+    Ok(Some(text.to_owned()))
 }
 
 /// A validated `PATCH /api/cameras/{id}` body: the fields given, each checked
@@ -214,6 +218,20 @@ pub struct SettingsPatch {
     pub auto_mask: Option<bool>,
     /// `Some(None)`: no age limit (`retainDays: null`).
     pub retain_days: Option<Option<u32>>,
+    /// `password`: the camera's password, which a change that would send
+    /// its account to a new host must carry (see [`account`]); compared,
+    /// never stored.
+    pub password: Option<Password>,
+}
+
+/// A password a request carries; never printed.
+#[derive(Clone, Default, PartialEq)]
+pub struct Password(pub String);
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Password(***)")
+    }
 }
 
 impl SettingsPatch {
@@ -273,6 +291,7 @@ impl SettingsPatch {
                 Some(Value::Null) => Some(None),
                 Some(days) => Some(Some(checked_retain_days(days)?)),
             },
+            password: credential_text(fields, "password")?.map(Password),
         })
     }
 

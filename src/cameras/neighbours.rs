@@ -15,6 +15,17 @@ pub fn mac_of(ip: Ipv4Addr) -> Option<String> {
     mac_in(&table, ip)
 }
 
+/// The last two octets of a hardware address, as `…:ee:ff`: what a person
+/// matches against the sticker, and too little to pass for the device. The
+/// whole address is the node's evidence (see `background/follow.rs`); the
+/// API and its messages show this.
+pub fn shown(mac: &str) -> String {
+    match mac.rsplitn(3, ':').collect::<Vec<_>>()[..] {
+        [last, before, _] => format!("…:{before}:{last}"),
+        _ => "…".into(),
+    }
+}
+
 /// `ip`'s hardware address in a `/proc/net/arp` text.
 fn mac_in(table: &str, ip: Ipv4Addr) -> Option<String> {
     table.lines().skip(1).find_map(|line| {
@@ -32,6 +43,12 @@ fn mac_in(table: &str, ip: Ipv4Addr) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hardware_address_is_shown_by_its_end() {
+        assert_eq!(shown("02:1a:2b:3c:4d:5e"), "…:4d:5e");
+        assert_eq!(shown("021a2b3c4d5e"), "…");
+    }
 
     #[test]
     fn resolved_entries_only() {

@@ -20,7 +20,7 @@ pub mod tls;
 pub mod wsd;
 pub mod xml;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -1004,12 +1004,31 @@ pub fn live_view_in_browser(args: &[&str]) -> serde_json::Value {
 /// verdict as its last line; returns the verdict, `"ok"` false unless the
 /// script also exited 0, and the command with its output in `"output"`.
 pub fn browser_script(script: &str, args: &[&str]) -> serde_json::Value {
+    browser_script_told(script, args, "")
+}
+
+/// As [`browser_script`], the script reading `secret` (a password the
+/// person types) on its stdin: never on its command line, which the report
+/// prints and every local user can read.
+pub fn browser_script_told(script: &str, args: &[&str], secret: &str) -> serde_json::Value {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut command = Command::new("node");
     command.arg(root.join("tests/e2e").join(script)).args(args);
     let description = format!("{command:?}");
     let output = command
-        .output()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            // A script that ends before reading it says why in its verdict.
+            let _ = child
+                .stdin
+                .take()
+                .expect("a piped stdin")
+                .write_all(secret.as_bytes());
+            child.wait_with_output()
+        })
         .unwrap_or_else(|e| panic!("cannot run node (Node.js, for playwright-core): {e}"));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let report = format!(

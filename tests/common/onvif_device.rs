@@ -13,7 +13,9 @@
 //! WWW-Authenticate. [`Auth::HttpDigest`]: each call must carry an HTTP
 //! Digest Authorization (MD5, qop=auth) checked with `md5sum`; else 401 with
 //! `WWW-Authenticate: Digest realm=…, nonce=…, qop="auth"`. [`Auth::Garbage`]:
-//! HTTP 200 with a body that is not XML.
+//! HTTP 200 with a body that is not XML. [`Auth::Open`]: answers every call,
+//! with credentials or without, as go2rtc's server does (a box that passes
+//! itself off as a camera, to tell whether the node signs its calls).
 //!
 //! It records each call (operation, whether it was let in) so tests can tell
 //! what the node sent.
@@ -41,6 +43,7 @@ pub enum Auth {
     UsernameToken,
     HttpDigest,
     Garbage,
+    Open,
 }
 
 /// A call the device got: its operation (the Body's first element's local
@@ -194,7 +197,7 @@ fn serve(stream: TcpStream, setup: &Setup, calls: &Mutex<Vec<Call>>) {
             Auth::UsernameToken => envelope.as_ref().is_some_and(|e| token_is_right(e, setup)),
             Auth::HttpDigest => (header("authorization"))
                 .is_some_and(|a| http_digest_is_right(&a, method, uri, setup)),
-            Auth::Garbage => true,
+            Auth::Garbage | Auth::Open => true,
         };
     let token = (envelope.as_ref())
         .and_then(|e| e.child(SOAP, "Header"))

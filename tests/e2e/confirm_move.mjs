@@ -3,12 +3,17 @@
 // claims to be the camera, and the node waits for the person to say so.
 //
 // Usage:
-//   node tests/e2e/confirm_move.mjs <nodeUrl> <cameraId> <claim>
+//   node tests/e2e/confirm_move.mjs <nodeUrl> <cameraId> <claim> < password
 //
 // Steps: open the UI; the camera's card names <claim> in its ONVIF line;
-// Edit; the dialog's "It is my camera: move it to <claim>" button shows;
-// clicking it sends PATCH {"onvif": {"confirmMove": <claim>}}, answered 200;
-// the card then says the camera moved to <claim>.
+// Edit; the dialog's "It is my camera: move it to <claim>" button and a
+// password field show; clicking it with the field empty asks for the
+// password and sends nothing; with the camera's password (read on stdin,
+// never on the command line) typed, it sends PATCH {"onvif":
+// {"confirmMove": <claim>}, "password": …}, answered 200; the card then
+// says the camera moved to <claim>.
+// With SCREENSHOTS=<dir> set, the dialog asking for the password is saved
+// there at laptop and phone sizes (confirm-move-laptop.png, -phone.png).
 // It prints one JSON line and exits 0:
 //   {"ok":true,"card":"…","button":"…","moved":"…"}
 // or {"ok":false,"step":"…","error":"…"} and exits 1, within 60 s, and
@@ -20,8 +25,10 @@ const TIMEOUT_MS = 60000;
 const CLOSE_RESERVE_MS = 3000;
 
 const [base, cameraId, claim] = process.argv.slice(2);
-if (!base || !cameraId || !claim) {
-  process.stderr.write('usage: node tests/e2e/confirm_move.mjs <nodeUrl> <cameraId> <claim>\n');
+let password = '';
+for await (const chunk of process.stdin) password += chunk;
+if (!base || !cameraId || !claim || !password) {
+  process.stderr.write('usage: node tests/e2e/confirm_move.mjs <nodeUrl> <cameraId> <claim> < password\n');
   process.exit(2);
 }
 const nodeUrl = base.replace(/\/+$/, '');
@@ -66,20 +73,42 @@ async function run(browser) {
   const label = await button.innerText();
   check(label.includes(claim), `the button says ${label}`);
 
+  stepName = 'without the password';
+  const field = page.locator('#edit-password');
+  await field.waitFor({ state: 'visible', timeout: within(5000) });
+  let patches = 0;
+  page.on('request', (r) => { if (r.method() === 'PATCH') patches += 1; });
+  await button.click();
+  const asked = page.locator('#edit-password-error');
+  await asked.waitFor({ state: 'visible', timeout: within(5000) });
+  const askedText = await asked.innerText();
+  check(askedText.startsWith('Password is needed'), `the dialog said ${askedText}`);
+  check(patches === 0, 'the button sent a PATCH without the password');
+  // With SCREENSHOTS=<dir>, the dialog asking for the password, as a person sees it.
+  if (process.env.SCREENSHOTS) {
+    for (const [name, viewport] of [['laptop', { width: 1280, height: 800 }], ['phone', { width: 390, height: 844 }]]) {
+      await page.setViewportSize(viewport);
+      await asked.scrollIntoViewIfNeeded();
+      await page.screenshot({ path: `${process.env.SCREENSHOTS}/confirm-move-${name}.png` });
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+  }
+
   stepName = 'confirm';
+  await field.fill(password);
   const [response] = await Promise.all([
     page.waitForResponse((r) => r.request().method() === 'PATCH' && new URL(r.url()).pathname === `/api/cameras/${cameraId}`, { timeout: within(30000) }),
     button.click(),
   ]);
   const sent = response.request().postDataJSON();
   check(response.status() === 200, `PATCH answered ${response.status()}: ${await response.text()}`);
-  check(sent?.onvif?.confirmMove === claim && Object.keys(sent).length === 1, `the button sent ${JSON.stringify(sent)}`);
+  check(sent?.onvif?.confirmMove === claim && sent?.password === password && Object.keys(sent).length === 2, 'the button did not send the claim and the password alone');
   await page.waitForFunction(
     ([id, c]) => document.querySelector(`#camera-${id} .cam-onvif`)?.textContent.includes(`to ${c}`),
     [cameraId, claim],
     { timeout: within(10000), polling: 200 },
   );
-  return { card: said, button: label, moved: await line.innerText() };
+  return { card: said, button: label, asked: askedText, moved: await line.innerText() };
 }
 
 const browser = prepareBrowser('confirm_move');

@@ -1,6 +1,8 @@
 //! `/api/cameras`: list, add, delete and re-probe cameras, and their
 //! snapshots. No response ever carries a camera URL.
 
+use std::time::Instant;
+
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -8,6 +10,7 @@ use super::no_such_camera;
 use crate::app::App;
 use crate::background::follow;
 use crate::cameras::camera::{Camera, Capabilities, Settings, SettingsPatch, Zone};
+use crate::cameras::neighbours;
 use crate::cameras::prober::ProbeError;
 use crate::cameras::rtsp_url::redact;
 use crate::clock::now_ms;
@@ -51,9 +54,11 @@ pub struct CameraView<'a> {
 struct OnvifView<'a> {
     endpoint: &'a str,
     address: &'a str,
-    /// What the node saw of the device while the camera worked.
-    hardware_address: Option<&'a str>,
-    serial_number: Option<&'a str>,
+    /// The end of the hardware address the node saw while the camera
+    /// worked, enough for a person to know the device. The whole address and
+    /// the serial number stay the node's evidence that a device which
+    /// answers elsewhere is the camera (see `background/follow.rs`).
+    hardware_address: Option<String>,
     message: Option<String>,
     /// The address of a device that claims to be the camera, for
     /// `PATCH {"onvif": {"confirmMove": …}}`.
@@ -110,8 +115,7 @@ impl<'a> CameraView<'a> {
             onvif: settings.onvif.as_ref().map(|link| OnvifView {
                 endpoint: &link.endpoint,
                 address: &link.address,
-                hardware_address: link.seen.mac.as_deref(),
-                serial_number: link.seen.serial.as_deref(),
+                hardware_address: link.seen.mac.as_deref().map(neighbours::shown),
                 message: app.finder.message(camera.id),
                 claim: app.finder.claim(camera.id).map(|c| c.address.to_string()),
             }),
@@ -219,9 +223,14 @@ fn too_many(max: usize) -> Error {
 }
 
 /// Changes the fields given (see [`App::update_camera`]), moving the camera
-/// where the user confirms a device that claims to be it is.
+/// where the user confirms a device that claims to be it is. A change that
+/// would send the camera's account to a new host needs its password
+/// (`account::Guesses::check`): refused before anything is called.
 pub fn update(app: &App, id: Uuid, body: &[u8]) -> Result<Reply, Error> {
     let patch = SettingsPatch::from_json(body)?;
+    let before = app.db(|s| s.camera(id))?.ok_or_else(no_such_camera)?;
+    app.guesses
+        .check(&before.settings, &patch, Instant::now())?;
     let camera = match patch.confirm_move {
         Some(to) => follow::confirm(app, id, to, patch)?,
         None => app.update_camera(id, &patch)?,
