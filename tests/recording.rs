@@ -501,11 +501,11 @@ fn the_stacked_timeline_shows_each_cameras_spans_plays_the_row_clicked_and_marks
 #[test]
 fn a_killed_recorder_comes_back_and_record_off_stops_it() {
     let camera = Camera::start();
-    // G.711 audio: no browser plays it from MP4, so only the video is kept.
+    // G.711 audio, which MP4 cannot carry: it becomes AAC.
     let rec = Recording::start("killed", &camera.url("", "/main"), &[]);
     let first = rec.wait_for_segments(1, Duration::from_secs(40));
     let (codecs, _) = probe_file(&rec.recordings.join(&first[0].path));
-    assert_eq!(codecs, ["h264"], "A-law audio is left out");
+    assert_eq!(codecs, ["h264", "aac"], "A-law audio becomes AAC");
     thread::sleep(Duration::from_secs(4));
     let recorders = rec.recorders();
     assert_eq!(recorders.len(), 1, "{recorders:?}");
@@ -1146,4 +1146,71 @@ fn retain_days_deletes_a_cameras_old_segments_and_says_so() {
     let cleared = node.patch_camera(&aged, json!({ "retainDays": null }));
     assert_eq!(cleared["retainDays"], Value::Null, "{cleared}");
     assert_eq!(node.camera(&aged)["retainDays"], Value::Null);
+}
+
+/// `codec_name:codec_type:codec_tag_string` of each stream of a recorded file.
+fn streams_of(path: &Path) -> Vec<String> {
+    let output = Command::new("ffprobe")
+        .args(["-v", "error", "-of", "csv=p=0", "-show_entries"])
+        .arg("stream=codec_type,codec_name,codec_tag_string")
+        .arg(path)
+        .output()
+        .expect("ffprobe (Debian package ffmpeg) runs");
+    assert!(
+        output.status.success(),
+        "ffprobe cannot read {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| l.replace(',', ":"))
+        .collect()
+}
+
+/// The streams of the first segment `rec` files, once it is filed.
+fn first_segment_streams(rec: &Recording) -> Vec<String> {
+    let rows = rec.wait_for_segments(1, Duration::from_secs(40));
+    streams_of(&rec.recordings.join(&rows[0].path))
+}
+
+#[test]
+fn g711_cameras_are_recorded_with_their_sound_as_aac() {
+    let camera = Camera::start();
+    // A-law and µ-law side by side.
+    let recs: Vec<(Recording, &str)> = [("/main", "pcm_alaw"), ("/mulaw", "pcm_mulaw")]
+        .into_iter()
+        .map(|(path, codec)| (Recording::start("g711", &camera.url("", path), &[]), codec))
+        .collect();
+    for (rec, codec) in &recs {
+        let streams = first_segment_streams(rec);
+        assert_eq!(
+            streams,
+            ["h264:video:avc1", "aac:audio:mp4a"],
+            "a {codec} camera's recording"
+        );
+        let shown = rec.camera();
+        assert_eq!(
+            (
+                &shown["audioCodec"],
+                &shown["recordedAudio"],
+                &shown["warnings"]
+            ),
+            (&json!(codec), &json!("aac"), &json!([])),
+            "{shown}"
+        );
+    }
+}
+
+#[test]
+fn an_h265_camera_is_recorded_tagged_hvc1() {
+    let camera = Camera::start();
+    let rec = Recording::start("h265", &camera.url("", "/h265"), &[]);
+    // hvc1: the tag Apple's players need, which the others play too.
+    assert_eq!(
+        first_segment_streams(&rec),
+        ["hevc:video:hvc1", "aac:audio:mp4a"]
+    );
+    let path = &rec.rows()[0].path;
+    decodes(&rec.recordings.join(path)).unwrap();
 }

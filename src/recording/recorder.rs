@@ -1,5 +1,5 @@
 //! One camera's recorder: a long-lived ffmpeg copying the main stream (no
-//! re-encoding) into 10 s fragmented-MP4 segments, and the thread that
+//! re-encoding of the video; audio MP4 cannot carry becomes AAC) into 10 s fragmented-MP4 segments, and the thread that
 //! supervises it. ffmpeg names each segment it closes on stdout (the
 //! segment list as csv), so the folder is never polled. A recorder that
 //! exits, or closes no segment for 50 s, is killed and started again after
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
+use super::codecs::{AAC_BITRATE, Audio};
 use super::files::{self, INCOMING_PATTERN};
 use super::filing::{self, By, Filed};
 use super::{Clean, Shared, State};
@@ -47,8 +48,10 @@ const BURST_MS: i64 = 5_000;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Source {
     pub url: String,
-    /// Whether to copy the first audio stream (only where browsers play it).
-    pub audio: bool,
+    /// What becomes of the first audio stream.
+    pub audio: Audio,
+    /// The video's MP4 tag, where ffmpeg's own plays in fewer players.
+    pub video_tag: Option<&'static str>,
     /// Only a ring of the last minute, in RAM, for motion clips: the camera
     /// detects but does not record. Its state stays `off`.
     pub ring: bool,
@@ -162,13 +165,20 @@ impl Recorder {
             .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
             .args(Input::args())
             .args(["-map", "0:v:0"]);
-        if self.source.audio {
+        if self.source.audio != Audio::None {
             command.args(["-map", "0:a:0?"]);
+        }
+        command.args(["-c", "copy"]);
+        if self.source.audio == Audio::ToAac {
+            command.args(["-c:a", "aac", "-b:a", AAC_BITRATE]);
+        }
+        if let Some(tag) = self.source.video_tag {
+            command.args(["-tag:v", tag]);
         }
         command
             // Hand each fragment to the file as it is made (in 256 KiB
             // writes rather than 1 MiB), so a crash loses less.
-            .args(["-c", "copy", "-flush_packets", "1", "-f", "segment"])
+            .args(["-flush_packets", "1", "-f", "segment"])
             .args(["-segment_time", &SEGMENT_SECONDS.to_string()])
             .args(["-reset_timestamps", "1", "-strftime", "1"])
             .args(["-segment_format", "mp4", "-segment_format_options"])
