@@ -1,16 +1,17 @@
 //! What a recording carries of a camera's streams, by the codecs its probe
 //! found: the video as it comes (tagged so that the most players play it),
 //! the audio copied where MP4 carries it and browsers play it, converted to
-//! AAC where ffmpeg can read it but MP4 cannot carry it (G.711 and its
-//! kin, the default of most cameras), and left out otherwise; and what a
-//! user should know of it, in plain words.
+//! AAC where ffmpeg reads it but MP4 cannot carry it or browsers do not
+//! play it from there (G.711 and its kin, the default of most cameras), and
+//! left out otherwise; and what a user should know of it, in plain words.
 
 use crate::cameras::camera::Capabilities;
 
 /// Audio that a browser plays from MP4: copied.
 const PLAYABLE_AUDIO: [&str; 2] = ["aac", "opus"];
-/// Audio that cameras send and MP4 (in ffmpeg 5.1) cannot carry: converted
-/// to AAC. G.711 A-law and µ-law, G.726, G.722, linear PCM (L16), MP3.
+/// Audio that cameras send and ffmpeg 5.1 will not put in MP4, or not every
+/// browser plays from it: converted to AAC. G.711 A-law and µ-law, G.726,
+/// G.722, linear PCM (L16), MP3.
 const CONVERTED_AUDIO: [&str; 8] = [
     "pcm_alaw",
     "pcm_mulaw",
