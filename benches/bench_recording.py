@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The benchmark's recording and footage part: record on to the first
 segment, the CPU and storage writes of recording one 1280x720 camera, the
-node's RSS with 8 recording; start-up over months of footage (issue 21);
+node's RSS with 8 recording; what converting a camera's G.711 sound to AAC
+costs; start-up over months of footage (issue 21);
 and 64 cameras that do not answer, recording and detecting.
 
 Run alone: python3 benches/bench_recording.py [--smoke] [--binary PATH] [--json PATH]
@@ -26,6 +27,7 @@ from harness import (
     RECORDING_CAMERAS,
     ROOT,
     SUB_PATH,
+    VIDEO_ONLY_PATH,
     SilentCamera,
     add_cameras,
     cpu_seconds,
@@ -46,6 +48,7 @@ FIGURES = (
     "recording_cpu",
     "recording_write_ratio",
     "recording_rss",
+    "g711_to_aac",
     "reconcile_first_recorder",
     "reconcile_done",
     "dead_cameras_status_p99",
@@ -141,6 +144,39 @@ def measure_recording(bench, camera):
         ffmpeg_rss_mib=[round(m, 1) for m in ffmpeg_rss],
         ffmpeg_private_mib=[round(m, 1) for m in ffmpeg_private],
         ffmpeg_private_total_mib=sum(ffmpeg_private),
+    )
+    node.stop()
+
+
+def measure_g711(bench, camera):
+    """The processor time of converting a camera's G.711 sound to AAC: the
+    recorder of the 640x360 camera with G.711 A-law (SUB_PATH) less that
+    of the same video without sound (VIDEO_ONLY_PATH), side by side in the
+    same window."""
+    folder = bench.temp_dir("g711-node")
+    node = Node(bench, folder, extra_env={"RECORDINGS_RESERVE": "0"}).wait_listening()
+    add_cameras(node.port, [camera.url(SUB_PATH), camera.url(VIDEO_ONLY_PATH)], 2, record=True)
+    wait_all_recording(node, 2, 60)
+    # The converting recorder is the one told to make AAC.
+    converting = recorders_of(node, "-c:a aac")
+    copying = [pid for pid in recorders_of(node) if pid not in converting]
+    if len(converting) != 1 or len(copying) != 1:
+        raise BenchError(f"not one recorder converting and one copying: {converting} {copying}:\n{node.tail()}")
+    pids = converting + copying
+    seconds = bench.settings.recording_seconds
+    before = {pid: cpu_seconds(pid) for pid in pids}
+    time.sleep(seconds)
+    if sorted(recorders_of(node)) != sorted(pids):
+        raise BenchError(f"a recorder restarted during the measurement:\n{node.tail()}")
+    percent = {pid: 100 * (cpu_seconds(pid) - before[pid]) / seconds for pid in pids}
+    bench.add_figure(
+        "g711_to_aac",
+        f"CPU of converting a 640x360 camera's G.711 sound to AAC (its recorder less one without sound), {seconds} s",
+        percent[converting[0]] - percent[copying[0]],
+        "% of a core",
+        ("<=", 1.5),
+        converting_ffmpeg_percent=percent[converting[0]],
+        copying_ffmpeg_percent=percent[copying[0]],
     )
     node.stop()
 
@@ -323,6 +359,8 @@ def run(bench):
     camera = bench.camera()
     progress("recording: one camera's CPU and writes, then 8 cameras")
     measure_recording(bench, camera)
+    progress("recording: converting G.711 sound to AAC")
+    measure_g711(bench, camera)
     measure_reconciliation(bench, camera)
     measure_dead_cameras(bench)
 

@@ -44,7 +44,7 @@ fn dead_url() -> String {
     )
 }
 
-const CAMERA_FIELDS: [&str; 20] = [
+const CAMERA_FIELDS: [&str; 23] = [
     "id",
     "name",
     "make",
@@ -62,6 +62,9 @@ const CAMERA_FIELDS: [&str; 20] = [
     "retainDays",
     "capabilities",
     "hasSubstream",
+    "audioCodec",
+    "recordedAudio",
+    "warnings",
     "online",
     "recording",
     "onvif",

@@ -44,6 +44,7 @@ const PARTS: [(&str, &str, &[&str]); 9] = [
             "recording_cpu",
             "recording_write_ratio",
             "recording_rss",
+            "g711_to_aac",
             "reconcile_first_recorder",
             "reconcile_done",
             "dead_cameras_status_p99",

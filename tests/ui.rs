@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 use crate::common;
 use crate::common::go2rtc::Go2rtc;
 use crate::common::{Camera, Node, TempDir};
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn post_events(node: &Node, camera: &str) {
     let now = SystemTime::now();
@@ -144,4 +144,50 @@ fn masks_and_zones_are_drawn_with_a_mouse_and_a_finger() {
         verdict["output"].as_str().unwrap_or_default()
     );
     eprintln!("{}", verdict["steps"]);
+}
+
+#[test]
+fn an_mjpeg_camera_is_added_with_a_warning_in_plain_words_on_its_card() {
+    let camera = Camera::start();
+    let dir = TempDir::new("ui-mjpeg");
+    let missing = common::classifier::missing(dir.path());
+    let env: Vec<(&str, &str)> = missing.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let relay = format!("http://127.0.0.1:{}", common::closed_port());
+    let node = Node::start(dir.path(), &relay, &env);
+    let screenshots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+    std::fs::create_dir_all(&screenshots).unwrap();
+    let verdict = common::browser_script(
+        "warnings.mjs",
+        &[
+            "--origin",
+            &node.url(),
+            "--camera-url",
+            &camera.url("", "/mjpeg"),
+            "--name",
+            "Old gate",
+            "--screenshots",
+            &screenshots.display().to_string(),
+        ],
+    );
+    assert_eq!(verdict["ok"], true, "{}", verdict["output"]);
+    let warned = |text: &Value| {
+        text.as_str()
+            .is_some_and(|t| t.contains("MJPEG") && t.contains("no browser plays"))
+    };
+    assert!(
+        warned(&verdict["added"]),
+        "the form said: {}",
+        verdict["added"]
+    );
+    for size in ["390x844", "1280x800"] {
+        assert!(
+            warned(&verdict["cards"][size]),
+            "the card at {size}: {verdict}"
+        );
+    }
+    let cameras = node.get("/api/cameras").json();
+    let shown = &cameras[0];
+    assert_eq!(shown["capabilities"]["videoCodec"], "mjpeg", "{shown}");
+    let warnings = shown["warnings"].as_array().unwrap();
+    assert!(warnings.len() == 1 && warned(&warnings[0]), "{warnings:?}");
 }

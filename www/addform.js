@@ -65,13 +65,14 @@ async function submit(event) {
     classifyTouched = false;
     classifyDefaults();
     const caps = capabilitiesText(camera.capabilities);
+    const warnings = (camera.warnings || []).join(' ');
     setText(
       $('add-done'),
       caps
-        ? `Added “${camera.name}”: ${caps}.`
+        ? `Added “${camera.name}”: ${caps}.${warnings ? ` ${warnings}` : ''}`
         : `Added “${camera.name}”, but its stream could not be checked: the camera may be off or the address wrong. Use Re-probe on its card to try again, or Edit to fix the address.`,
     );
-    $('add-done').classList.toggle('warn', !caps);
+    $('add-done').classList.toggle('warn', !caps || Boolean(warnings));
     show($('add-done'), true);
     highlight(camera.id);
   } catch (error) {

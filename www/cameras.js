@@ -39,6 +39,7 @@ function makeCard(id) {
     model: q('.cam-model'),
     caps: q('.cam-caps'),
     onvif: q('.cam-onvif'),
+    warnings: q('.cam-warnings'),
     recorder: q('.rec-state'),
     recorderWord: q('.rec-word'),
     state: q('.state'),
@@ -98,6 +99,18 @@ function renderCard(card) {
   const moved = camera.onvif?.message;
   setText(card.onvif, moved);
   show(card.onvif, Boolean(moved));
+  // What the node says the user should know of how it records (MJPEG that
+  // no browser plays, sound it cannot keep), in its plain words.
+  const warnings = camera.warnings || [];
+  if (card.warnings.dataset.shown !== JSON.stringify(warnings)) {
+    card.warnings.dataset.shown = JSON.stringify(warnings);
+    card.warnings.replaceChildren(...warnings.map((text) => {
+      const li = document.createElement('li');
+      li.textContent = text;
+      return li;
+    }));
+  }
+  show(card.warnings, warnings.length > 0);
 
   const recorder = recorderState(camera.recording);
   setText(card.recorderWord, recorder.text);

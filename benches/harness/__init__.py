@@ -27,6 +27,7 @@ from .processes import (
     RECORDING_CAMERAS,
     SCENE_PATH,
     SUB_PATH,
+    VIDEO_ONLY_PATH,
     Broker,
     Nginx,
     Node,

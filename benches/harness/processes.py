@@ -25,6 +25,8 @@ RECORDING_CAMERAS = 8
 # The 640x360 stream the watchers decode as a camera's sub stream.
 SUB_PATH = "/main"
 SCENE_PATH = "/scene"
+# The same 640x360 H.264 as SUB_PATH, without its G.711 sound.
+VIDEO_ONLY_PATH = "/video-only"
 MQTT_USER = "bench"
 MQTT_PASSWORD = "bench-password"
 
@@ -277,7 +279,7 @@ class TestCamera:
     def _start_go2rtc(self, bench):
         """Starts go2rtc with a stream per mount, no WebRTC; returns its RTSP port."""
         rtsp = free_port()
-        mounts = (HD_PATH, SUB_PATH, SCENE_PATH)
+        mounts = (HD_PATH, SUB_PATH, SCENE_PATH, VIDEO_ONLY_PATH)
         config = {
             "rtsp": {"listen": f"127.0.0.1:{rtsp}"},
             "webrtc": {"listen": ""},
@@ -292,7 +294,8 @@ class TestCamera:
             self.output.append(line.rstrip("\n"))
 
     def url(self, path):
-        """The RTSP URL of one of its mounts (HD_PATH, SUB_PATH, SCENE_PATH), through go2rtc."""
+        """The RTSP URL of one of its mounts (HD_PATH, SUB_PATH, SCENE_PATH,
+        VIDEO_ONLY_PATH), through go2rtc."""
         return f"rtsp://127.0.0.1:{self.relay_port}{path}"
 
     def scene(self, command):

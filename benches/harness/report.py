@@ -37,6 +37,7 @@ FIGURES = (
     "recording_cpu",
     "recording_write_ratio",
     "recording_rss",
+    "g711_to_aac",
     "detector_frame",
     "detector_masked_ratio",
     "detection_cpu",

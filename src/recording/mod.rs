@@ -12,6 +12,7 @@
 //! deleted segments).
 
 mod cache;
+pub mod codecs;
 mod disk;
 mod files;
 mod filing;

@@ -1,9 +1,10 @@
 //! One camera's recorder: a long-lived ffmpeg copying the main stream (no
-//! re-encoding) into 10 s fragmented-MP4 segments, and the thread that
+//! re-encoding of the video; audio MP4 cannot carry becomes AAC) into 10 s fragmented-MP4 segments, and the thread that
 //! supervises it. ffmpeg names each segment it closes on stdout (the
 //! segment list as csv), so the folder is never polled. A recorder that
 //! exits, or closes no segment for 50 s, is killed and started again after
-//! 1 s, doubling to 60 s; the wait starts over once a run records.
+//! 1 s, doubling to 60 s; the wait starts over once a run records, or when
+//! the camera answers again after not answering.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,9 +14,11 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
+use super::codecs::{AAC_BITRATE, Audio};
 use super::files::{self, INCOMING_PATTERN};
 use super::filing::{self, By, Filed};
 use super::{Clean, Shared, State};
+use crate::cameras::answers::answers_options;
 use crate::clock::{self, now_ms};
 use crate::media::child::{MALLOC_TRIM, Output};
 use crate::media::failure::Failure;
@@ -34,6 +37,9 @@ const SOCKET_TIMEOUT: Duration = Duration::from_secs(5);
 const STOP_GRACE: Duration = Duration::from_millis(1500);
 /// How often the thread looks at its stop flag while waiting.
 const TICK: Duration = Duration::from_millis(200);
+/// How long a camera has to answer, each second of a wait to start again
+/// (on the LAN a camera answers in milliseconds).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(1);
 /// Segments whose wall-clock end drifts this far from when ffmpeg reported
 /// them get a new anchor (the camera's clock runs apart from ours).
 const MAX_DRIFT_MS: i64 = 5_000;
@@ -47,8 +53,10 @@ const BURST_MS: i64 = 5_000;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Source {
     pub url: String,
-    /// Whether to copy the first audio stream (only where browsers play it).
-    pub audio: bool,
+    /// What becomes of the first audio stream.
+    pub audio: Audio,
+    /// The video's MP4 tag, where ffmpeg's own plays in fewer players.
+    pub video_tag: Option<&'static str>,
     /// Only a ring of the last minute, in RAM, for motion clips: the camera
     /// detects but does not record. Its state stays `off`.
     pub ring: bool,
@@ -65,6 +73,8 @@ pub struct Recorder {
     unindexed: Vec<(Segment, Option<usize>)>,
     /// Why the last run ended.
     ended: Ended,
+    /// Whether the camera did not answer the last run, or in the wait after it.
+    silent: bool,
 }
 
 /// Why a run of ffmpeg ended.
@@ -114,6 +124,7 @@ impl Recorder {
             stop,
             unindexed: Vec::new(),
             ended: Ended::Stopped,
+            silent: false,
         }
     }
 
@@ -162,13 +173,20 @@ impl Recorder {
             .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
             .args(Input::args())
             .args(["-map", "0:v:0"]);
-        if self.source.audio {
+        if self.source.audio != Audio::None {
             command.args(["-map", "0:a:0?"]);
+        }
+        command.args(["-c", "copy"]);
+        if self.source.audio == Audio::ToAac {
+            command.args(["-c:a", "aac", "-b:a", AAC_BITRATE]);
+        }
+        if let Some(tag) = self.source.video_tag {
+            command.args(["-tag:v", tag]);
         }
         command
             // Hand each fragment to the file as it is made (in 256 KiB
             // writes rather than 1 MiB), so a crash loses less.
-            .args(["-c", "copy", "-flush_packets", "1", "-f", "segment"])
+            .args(["-flush_packets", "1", "-f", "segment"])
             .args(["-segment_time", &SEGMENT_SECONDS.to_string()])
             .args(["-reset_timestamps", "1", "-strftime", "1"])
             .args(["-segment_format", "mp4", "-segment_format_options"])
@@ -380,6 +398,24 @@ impl Restartable for Recorder {
         let seconds = wait.as_secs_f64().round().max(1.0);
         let message = format!("{}; trying again in {seconds} s", self.ended.message());
         self.set_state(State::Retrying, Some(message));
+        // A camera that did not answer the run may answer before the
+        // wait's first question.
+        self.silent = matches!(
+            self.ended,
+            Ended::Failed(Failure::Refused | Failure::TimedOut | Failure::Unreachable)
+        );
+    }
+
+    /// A camera back from a reboot (or a cut cable) records again as soon
+    /// as it answers, not at the end of a wait of up to a minute: back once
+    /// it answers after not answering. One that answers all along (it
+    /// rejects the password, has no such stream, sends nothing) waits its
+    /// time.
+    fn back(&mut self) -> bool {
+        let answers = answers_options(&self.source.url, ANSWER_TIMEOUT);
+        let back = answers && self.silent;
+        self.silent |= !answers;
+        back
     }
 }
 

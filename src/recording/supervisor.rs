@@ -11,16 +11,13 @@ use std::sync::mpsc;
 
 use uuid::Uuid;
 
+use super::codecs::{self, Audio};
 use super::recorder::{Recorder, Source};
 use super::{Clean, Disk, Shared, State, disk, recovery};
 use crate::cameras::camera::Camera;
 use crate::clock::now_ms;
 use crate::lock::lock;
 use crate::workers::{self, Order, Workers};
-
-/// Audio codecs a browser plays from MP4: copied into recordings; any other
-/// audio (G.711 and the like) is left out.
-const PLAYABLE_AUDIO: [&str; 2] = ["aac", "opus"];
 
 pub(super) fn run(shared: &Arc<Shared>, orders: mpsc::Receiver<Order>) {
     let mut recorders = Workers::new("recorder");
@@ -108,14 +105,11 @@ fn wanted(cameras: &[Camera], disk_ready: bool) -> HashMap<Uuid, Source> {
             if !records && !c.settings.detect {
                 return None;
             }
-            let audio = c
-                .capabilities
-                .as_ref()
-                .and_then(|caps| caps.audio_codec.as_deref())
-                .is_some_and(|codec| PLAYABLE_AUDIO.contains(&codec));
+            let caps = c.capabilities.as_ref();
             let source = Source {
                 url: c.settings.rtsp_url.clone(),
-                audio,
+                audio: Audio::of(caps),
+                video_tag: codecs::video_tag(caps),
                 ring: !records,
             };
             Some((c.id, source))
@@ -149,15 +143,25 @@ mod tests {
             camera(true, true, Some("aac")),
             camera(true, true, Some("pcm_alaw")),
             camera(true, true, Some("opus")),
+            camera(true, true, Some("vorbis")),
             camera(true, true, None),
             camera(false, true, Some("aac")),
             camera(true, false, Some("aac")),
         ];
         let wanted = wanted(&cameras, true);
         let audio = |i: usize| wanted.get(&cameras[i].id).map(|s| s.audio);
+        use Audio::{Copy, None as No, ToAac};
         assert_eq!(
-            (0..6).map(audio).collect::<Vec<_>>(),
-            vec![Some(true), Some(false), Some(true), Some(false), None, None]
+            (0..7).map(audio).collect::<Vec<_>>(),
+            vec![
+                Some(Copy),
+                Some(ToAac),
+                Some(Copy),
+                Some(No),
+                Some(No),
+                None,
+                None
+            ]
         );
         assert!(wanted.values().all(|s| !s.ring));
         // Detecting without recording: a ring only.

@@ -18,6 +18,9 @@ Mount points (all shared: several clients share one encoder):
     /sub         H.264 320x180 @ 10 fps + G.711 A-law audio
     /video-only  H.264 640x360 @ 25 fps, no audio
     /aac         H.264 640x360 @ 25 fps + AAC-LC (16 kHz mono)
+    /mulaw       H.264 640x360 @ 25 fps + G.711 µ-law audio (8 kHz mono, pt 0)
+    /h265        H.265 640x360 @ 25 fps + G.711 A-law audio
+    /mjpeg       MJPEG 640x360 @ 10 fps, no audio
     /hd          H.264 1280x720 @ 25 fps, 2 Mbit/s + AAC-LC (16 kHz mono)
     /scene       H.264 640x360 @ 25 fps (--scene-fps), no audio: a grey scene with mild sensor
                  noise that commands on stdin change while it streams:
@@ -106,8 +109,29 @@ AAC = (
 )
 
 
-def launch(w, h, fps, kbps, audio, pattern="pattern=ball"):
-    desc = VIDEO.format(w=w, h=h, fps=fps, kbps=kbps, pattern=pattern)
+# G.711 µ-law, as AUDIO otherwise.
+MULAW = AUDIO.replace("alawenc ! rtppcmapay pt=8", "mulawenc ! rtppcmupay pt=0")
+
+# H.265 as cameras send it: parameter sets before every key frame, one a
+# second.
+H265 = (
+    "videotestsrc is-live=true {pattern} "
+    "! video/x-raw,format=I420,width={w},height={h},framerate={fps}/1 "
+    "! x265enc tune=zerolatency speed-preset=ultrafast key-int-max={fps} "
+    "bitrate={kbps} option-string=repeat-headers=1 "
+    "! rtph265pay config-interval=1 pt=96 name=pay0"
+)
+
+# Motion JPEG (RFC 2435), as old and cheap cameras send it.
+MJPEG = (
+    "videotestsrc is-live=true {pattern} "
+    "! video/x-raw,format=I420,width={w},height={h},framerate={fps}/1 "
+    "! jpegenc quality=80 ! rtpjpegpay pt=26 name=pay0"
+)
+
+
+def launch(w, h, fps, kbps, audio, pattern="pattern=ball", video=VIDEO):
+    desc = video.format(w=w, h=h, fps=fps, kbps=kbps, pattern=pattern)
     if audio:
         desc += " " + audio
     return "( " + desc + " )"
@@ -401,6 +425,9 @@ MOUNTS = {
     "/sub": launch(320, 180, 10, 128, audio=AUDIO),
     "/video-only": launch(640, 360, 25, 512, audio=None),
     "/aac": launch(640, 360, 25, 512, audio=AAC),
+    "/mulaw": launch(640, 360, 25, 512, audio=MULAW),
+    "/h265": launch(640, 360, 25, 512, audio=AUDIO, video=H265),
+    "/mjpeg": launch(640, 360, 10, 0, audio=None, video=MJPEG),
     # A scene that moves everywhere, so the encoder spends its 2 Mbit/s as a
     # real camera's would (the ball on black needs a tenth of that).
     "/hd": launch(1280, 720, 25, 2000, audio=AAC,
@@ -490,7 +517,9 @@ def main(argv):
     missing = [e for e in ("videotestsrc", "x264enc", "rtph264pay",
                            "compositor", "videobalance",
                            "pngdec", "imagefreeze", "videocrop", "videoscale",
+                           "x265enc", "rtph265pay", "jpegenc", "rtpjpegpay",
                            "audiotestsrc", "alawenc", "rtppcmapay",
+                           "mulawenc", "rtppcmupay",
                            "voaacenc", "aacparse", "rtpmp4gpay",
                            "fdsrc", "rawvideoparse")
                if Gst.ElementFactory.find(e) is None]

@@ -863,7 +863,8 @@ impl ReadyServer {
 
 /// A real RTSP camera: GStreamer's RTSP server, run by `tests/camera/rtsp_camera.py`.
 /// It serves `/main` (H.264 640x360 25 fps + A-law audio), `/sub`, `/video-only`,
-/// `/aac` (640x360 + AAC), `/hd` (1280x720 at 2 Mbit/s + AAC), `/scene`
+/// `/aac` (640x360 + AAC), `/mulaw` (640x360 + µ-law), `/h265` (H.265
+/// 640x360 + A-law), `/mjpeg` (MJPEG 640x360), `/hd` (1280x720 at 2 Mbit/s + AAC), `/scene`
 /// (a picture the test changes) and `/footage` (a driveway camera's real
 /// footage, looped).
 pub struct Camera {

@@ -18,6 +18,7 @@ use crate::error::{Error, Kind};
 use crate::event::format_timestamp;
 use crate::media::polygon::Polygon;
 use crate::motion::snapshot::NoPicture;
+use crate::recording::codecs::{self, Audio};
 use crate::web::reply::Reply;
 
 /// A camera as every response shows it.
@@ -43,6 +44,12 @@ pub struct CameraView<'a> {
     retain_days: Option<u32>,
     capabilities: CapabilitiesField,
     has_substream: bool,
+    /// The audio the camera sends (the probe's name for it); null: none, or not probed.
+    audio_codec: Option<&'a str>,
+    /// The audio its recordings carry; null: none.
+    recorded_audio: Option<&'a str>,
+    /// What the user should know of how it is recorded, in plain words.
+    warnings: Vec<String>,
     online: bool,
     recording: RecordingView,
     onvif: Option<OnvifView<'a>>,
@@ -78,6 +85,7 @@ impl<'a> CameraView<'a> {
     pub fn new(camera: &'a Camera, app: &App) -> CameraView<'a> {
         let settings = &camera.settings;
         let has_substream = settings.rtsp_sub_url.is_some();
+        let caps = camera.capabilities.as_ref();
         let capabilities = match &camera.capabilities {
             // The list shape leaves audioCodec out; only the probe response has it.
             Some(caps) => {
@@ -103,6 +111,9 @@ impl<'a> CameraView<'a> {
             retain_days: settings.retain_days,
             capabilities,
             has_substream,
+            audio_codec: caps.and_then(|c| c.audio_codec.as_deref()),
+            recorded_audio: Audio::of(caps).recorded(caps),
+            warnings: codecs::warnings(caps),
             online: app.is_online(camera.id),
             recording: {
                 let recorder = app.recordings.state(camera);

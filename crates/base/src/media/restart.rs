@@ -2,7 +2,10 @@
 //! run it, and when it ends, start it again after a wait that doubles from
 //! 1 s to 60 s and starts over after a run that did its work. Each wait is
 //! spread by up to a quarter either way, so that cameras that failed
-//! together (a switch rebooted, a power cut) do not all retry at once.
+//! together (a switch rebooted, a power cut) do not all retry at once. A
+//! task asked each second of a wait whether what it needs is back (a
+//! camera that answers again after a reboot) starts again at once, its
+//! waits from 1 s again.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -13,6 +16,8 @@ const FIRST: Duration = Duration::from_secs(1);
 const LAST: Duration = Duration::from_secs(60);
 /// How often a wait looks at the stop flag.
 const TICK: Duration = Duration::from_millis(200);
+/// How often a wait asks the task whether what it needs is back.
+const ASK_EVERY: Duration = Duration::from_secs(1);
 
 /// What is kept running.
 pub trait Restartable {
@@ -21,19 +26,34 @@ pub trait Restartable {
     fn run_once(&mut self) -> bool;
     /// It ended and starts again after `wait` (say why, and when).
     fn retrying(&mut self, wait: Duration);
+    /// Asked each second of a wait: whether what the task needs came back
+    /// since it failed (it may block a second or so). Never, unless told.
+    fn back(&mut self) -> bool {
+        false
+    }
+}
+
+/// How a wait ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Waited {
+    Stopped,
+    Elapsed,
+    /// The task said what it needs is back.
+    Back,
 }
 
 /// Runs `task` until `stop` is set.
-pub fn keep_running(task: &mut impl Restartable, stop: &AtomicBool) {
-    run_until(task, stop, |wait| sleep_unless_stopped(stop, wait));
+pub fn keep_running<T: Restartable>(task: &mut T, stop: &AtomicBool) {
+    run_until(task, stop, |task: &mut T, wait| {
+        wait_unless_back(task, stop, wait, ASK_EVERY)
+    });
 }
 
-/// The loop of [`keep_running`], with its sleep passed in (`sleep` returns
-/// whether the stop came meanwhile).
-fn run_until(
-    task: &mut impl Restartable,
+/// The loop of [`keep_running`], with its wait passed in.
+fn run_until<T: Restartable>(
+    task: &mut T,
     stop: &AtomicBool,
-    mut sleep: impl FnMut(Duration) -> bool,
+    mut wait_for: impl FnMut(&mut T, Duration) -> Waited,
 ) {
     let mut backoff = Backoff::new();
     while !stop.load(Ordering::Acquire) {
@@ -43,10 +63,42 @@ fn run_until(
         }
         let wait = backoff.next(worked);
         task.retrying(wait);
-        if sleep(wait) {
-            break;
+        match wait_for(task, wait) {
+            Waited::Stopped => break,
+            Waited::Elapsed => {}
+            // What failed it is back: its next failure is a new one.
+            Waited::Back => backoff = Backoff::new(),
         }
     }
+}
+
+/// Sleeps `wait`, looking at `stop` meanwhile and asking `task` every
+/// `ask_every` whether it is back.
+fn wait_unless_back(
+    task: &mut impl Restartable,
+    stop: &AtomicBool,
+    wait: Duration,
+    ask_every: Duration,
+) -> Waited {
+    let until = Instant::now() + wait;
+    let mut ask_at = Instant::now() + ask_every;
+    while !stop.load(Ordering::Acquire) {
+        let now = Instant::now();
+        if now >= until {
+            return Waited::Elapsed;
+        }
+        if now >= ask_at {
+            if task.back() {
+                return Waited::Back;
+            }
+            ask_at = Instant::now() + ask_every;
+        }
+        std::thread::sleep(
+            TICK.min(until - now)
+                .min(ask_at.saturating_duration_since(now)),
+        );
+    }
+    Waited::Stopped
 }
 
 /// Sleeps `wait`, looking at `stop` meanwhile; whether it was set.
@@ -153,12 +205,16 @@ mod tests {
         runs: usize,
         waits: Vec<Duration>,
         stop: std::sync::Arc<AtomicBool>,
+        /// What `back` answers, in turn (then false).
+        back: Vec<bool>,
+        /// The run that sets the stop flag.
+        last_run: usize,
     }
 
     impl Restartable for Flaky {
         fn run_once(&mut self) -> bool {
             self.runs += 1;
-            if self.runs == 3 {
+            if self.runs == self.last_run {
                 self.stop.store(true, Ordering::Release);
             }
             self.runs == 1
@@ -167,20 +223,30 @@ mod tests {
         fn retrying(&mut self, wait: Duration) {
             self.waits.push(wait);
         }
+
+        fn back(&mut self) -> bool {
+            !self.back.is_empty() && self.back.remove(0)
+        }
+    }
+
+    fn flaky(stop: &std::sync::Arc<AtomicBool>, back: Vec<bool>, last_run: usize) -> Flaky {
+        Flaky {
+            runs: 0,
+            waits: Vec::new(),
+            stop: stop.clone(),
+            back,
+            last_run,
+        }
     }
 
     #[test]
     fn runs_until_stopped() {
         let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let mut task = Flaky {
-            runs: 0,
-            waits: Vec::new(),
-            stop: stop.clone(),
-        };
+        let mut task = flaky(&stop, Vec::new(), 3);
         let mut slept = Vec::new();
-        run_until(&mut task, &stop, |wait| {
+        run_until(&mut task, &stop, |_: &mut Flaky, wait| {
             slept.push(wait);
-            false
+            Waited::Elapsed
         });
         assert_eq!(task.runs, 3);
         assert_eq!(task.waits, slept, "told of each wait before it");
@@ -189,5 +255,49 @@ mod tests {
             slept[0] < Duration::from_millis(1250),
             "the first run worked"
         );
+    }
+
+    #[test]
+    fn a_task_back_ends_its_wait_and_starts_its_waits_over() {
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        // Silent, silent, back: the third ask of a minute's wait ends it.
+        let mut task = flaky(&stop, vec![false, false, true], 0);
+        let tick = Duration::from_millis(10);
+        let started = Instant::now();
+        let waited = wait_unless_back(&mut task, &stop, Duration::from_secs(60), tick);
+        assert_eq!(waited, Waited::Back);
+        assert!(task.back.is_empty(), "asked {:?} more", task.back);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        // Never back: the wait runs its course.
+        let waited = wait_unless_back(&mut task, &stop, Duration::from_millis(50), tick);
+        assert_eq!(waited, Waited::Elapsed);
+
+        // After a wait cut short the next is a first one again, though no
+        // run worked since.
+        let mut task = flaky(&stop, Vec::new(), 4);
+        let mut waits = Vec::new();
+        run_until(&mut task, &stop, |_: &mut Flaky, wait| {
+            waits.push(wait);
+            // The second run's wait (2 s) is cut short.
+            if waits.len() == 2 {
+                Waited::Back
+            } else {
+                Waited::Elapsed
+            }
+        });
+        assert_eq!(task.runs, 4);
+        assert_eq!(waits.len(), 3);
+        let bases = [1.0, 2.0, 1.0];
+        for (got, base) in waits.iter().zip(bases) {
+            let got = got.as_secs_f64();
+            assert!(
+                (base * 0.75..=base * 1.25).contains(&got),
+                "{got} s for {base} s"
+            );
+        }
     }
 }
