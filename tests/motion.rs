@@ -494,3 +494,68 @@ fn motion_under_a_mask_is_nothing_and_a_zone_limits_events_to_what_enters_it() {
         events[0]
     );
 }
+
+/// The motion watcher's waits to start again, in seconds, as its log says,
+/// in order.
+fn watcher_waits(node: &Node, camera: &str) -> Vec<u64> {
+    let said = format!("motion watcher of camera {camera}: its decoder stopped; trying again in ");
+    node.logs()
+        .lines()
+        .filter_map(|line| line.split_once(&said)?.1.strip_suffix(" s")?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_camera_back_from_a_reboot_is_watched_again_within_10_s() {
+    let port = common::free_port();
+    let camera = Camera::start_on(port);
+    let data = TempDir::new("watch-reboot");
+    let node = start_node(data.path(), &[]);
+    let created = node.add_camera(
+        json!({ "name": "Reboot", "rtspUrl": camera.url("", "/scene"), "record": false }),
+    );
+    let id = created["id"].as_str().unwrap().to_owned();
+    let decoders = || processes_connected_to("image2pipe", port);
+    assert!(
+        wait_for(Duration::from_secs(30), || decoders().len() == 1),
+        "no decoder: {}",
+        node.logs()
+    );
+    drop(camera);
+    let gone = Instant::now();
+    // A minute's reboot; the camera comes back just as the watcher begins a
+    // wait of 24 s or more (its back-off by then), which it would sit out.
+    thread::sleep(Duration::from_secs(60));
+    let before = watcher_waits(&node, &id).len();
+    let mut long = None;
+    assert!(
+        wait_for(Duration::from_secs(90), || {
+            long = watcher_waits(&node, &id)[before..]
+                .iter()
+                .copied()
+                .find(|s| *s >= 24);
+            long.is_some()
+        }),
+        "no long wait after a minute away: {:?}",
+        watcher_waits(&node, &id)
+    );
+    let _camera = Camera::start_on(port);
+    let back = Instant::now();
+    assert!(
+        wait_for(Duration::from_secs(40), || decoders().len() == 1),
+        "not watched again: {}",
+        node.logs()
+    );
+    let after = back.elapsed();
+    eprintln!(
+        "watched again {} ms after the camera came back ({} s away, the wait {} s)",
+        after.as_millis(),
+        (back - gone).as_secs(),
+        long.unwrap()
+    );
+    assert!(
+        after <= Duration::from_secs(10),
+        "watched again only {after:?} after the camera came back, in a wait of {} s",
+        long.unwrap()
+    );
+}

@@ -52,6 +52,36 @@ pub fn answers_options(url: &str, timeout: Duration) -> bool {
     answer.starts_with(b"RTSP/")
 }
 
+/// How long a camera has to answer, each second of a wait to start again
+/// (on the LAN a camera answers in milliseconds).
+const COMEBACK_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Whether a camera came back, for a task waiting to start again (its
+/// recorder, its motion watcher): it answers after not answering, in this
+/// wait or an earlier one (a camera may come back just as a wait begins).
+/// One that answers all along (it rejects the password, has no such
+/// stream, sends nothing) is not back: its task waits its time, rather
+/// than hammer it.
+#[derive(Default)]
+pub struct Comeback {
+    silent: bool,
+}
+
+impl Comeback {
+    /// A wait begins; `silent`: the run just ended saw the camera not answer.
+    pub fn wait(&mut self, silent: bool) {
+        self.silent |= silent;
+    }
+
+    /// Asked each second of a wait.
+    pub fn back(&mut self, url: &str) -> bool {
+        let answers = answers_options(url, COMEBACK_TIMEOUT);
+        let back = answers && self.silent;
+        self.silent = !answers;
+        back
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +148,37 @@ mod tests {
             &format!("rtsp://127.0.0.1:{closed}/"),
             Duration::from_secs(2)
         ));
+    }
+
+    #[test]
+    fn a_camera_is_back_when_it_answers_after_it_did_not() {
+        let answering = || {
+            let (port, _) = server(Some(b"RTSP/1.0 200 OK\r\n\r\n"));
+            format!("rtsp://127.0.0.1:{port}/")
+        };
+        let closed = {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            format!(
+                "rtsp://127.0.0.1:{}/",
+                listener.local_addr().unwrap().port()
+            )
+        };
+        let mut comeback = Comeback::default();
+        // It answered the run that ended, and answers: it waits its time.
+        comeback.wait(false);
+        assert!(!comeback.back(&answering()));
+        // Silent, then it answers: back.
+        assert!(!comeback.back(&closed));
+        assert!(comeback.back(&answering()));
+        // Once back, it is not back again while it answers.
+        assert!(!comeback.back(&answering()));
+        // Silent at the end of one wait, answering from the start of the
+        // next: back.
+        assert!(!comeback.back(&closed));
+        comeback.wait(false);
+        assert!(comeback.back(&answering()));
+        // It did not answer the run: back at its first answer.
+        comeback.wait(true);
+        assert!(comeback.back(&answering()));
     }
 }

@@ -26,6 +26,7 @@ use super::still::{self, Left, LeftBehind};
 use super::suggestion;
 use super::underway::Underway;
 use super::zones::Entered;
+use crate::cameras::answers::Comeback;
 use crate::cameras::camera::Zone;
 use crate::classify::crop::{self, Yuv420};
 use crate::classify::protocol::Object;
@@ -114,6 +115,8 @@ pub struct Watcher {
     busy_kept: (Option<BusyCells>, i64),
     /// Things left behind by the last event, until they are packages.
     left: LeftBehind,
+    /// Whether the camera came back while it waits to start again.
+    comeback: Comeback,
 }
 
 impl Watcher {
@@ -130,6 +133,7 @@ impl Watcher {
             origin: Instant::now(),
             busy_kept: (None, 0),
             left: LeftBehind::default(),
+            comeback: Comeback::default(),
         }
     }
 
@@ -694,6 +698,14 @@ impl Restartable for Watcher {
             self.camera,
             wait.as_secs_f64().round().max(1.0)
         );
+        // Why the decoder stopped is not told apart: the camera is back
+        // once it answers after a question it did not.
+    }
+
+    /// As the recorder: a camera back from a reboot is watched again as
+    /// soon as it answers, not at the end of a wait of up to a minute.
+    fn back(&mut self) -> bool {
+        self.comeback.back(&self.spec.url)
     }
 }
 

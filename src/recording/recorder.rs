@@ -18,7 +18,7 @@ use super::codecs::{AAC_BITRATE, Audio};
 use super::files::{self, INCOMING_PATTERN};
 use super::filing::{self, By, Filed};
 use super::{Clean, Shared, State};
-use crate::cameras::answers::answers_options;
+use crate::cameras::answers::Comeback;
 use crate::clock::{self, now_ms};
 use crate::media::child::{MALLOC_TRIM, Output};
 use crate::media::failure::Failure;
@@ -37,9 +37,6 @@ const SOCKET_TIMEOUT: Duration = Duration::from_secs(5);
 const STOP_GRACE: Duration = Duration::from_millis(1500);
 /// How often the thread looks at its stop flag while waiting.
 const TICK: Duration = Duration::from_millis(200);
-/// How long a camera has to answer, each second of a wait to start again
-/// (on the LAN a camera answers in milliseconds).
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(1);
 /// Segments whose wall-clock end drifts this far from when ffmpeg reported
 /// them get a new anchor (the camera's clock runs apart from ours).
 const MAX_DRIFT_MS: i64 = 5_000;
@@ -73,8 +70,8 @@ pub struct Recorder {
     unindexed: Vec<(Segment, Option<usize>)>,
     /// Why the last run ended.
     ended: Ended,
-    /// Whether the camera did not answer the last run, or in the wait after it.
-    silent: bool,
+    /// Whether the camera came back while it waits to start again.
+    comeback: Comeback,
 }
 
 /// Why a run of ffmpeg ended.
@@ -124,7 +121,7 @@ impl Recorder {
             stop,
             unindexed: Vec::new(),
             ended: Ended::Stopped,
-            silent: false,
+            comeback: Comeback::default(),
         }
     }
 
@@ -400,22 +397,16 @@ impl Restartable for Recorder {
         self.set_state(State::Retrying, Some(message));
         // A camera that did not answer the run may answer before the
         // wait's first question.
-        self.silent = matches!(
+        self.comeback.wait(matches!(
             self.ended,
             Ended::Failed(Failure::Refused | Failure::TimedOut | Failure::Unreachable)
-        );
+        ));
     }
 
     /// A camera back from a reboot (or a cut cable) records again as soon
-    /// as it answers, not at the end of a wait of up to a minute: back once
-    /// it answers after not answering. One that answers all along (it
-    /// rejects the password, has no such stream, sends nothing) waits its
-    /// time.
+    /// as it answers, not at the end of a wait of up to a minute.
     fn back(&mut self) -> bool {
-        let answers = answers_options(&self.source.url, ANSWER_TIMEOUT);
-        let back = answers && self.silent;
-        self.silent |= !answers;
-        back
+        self.comeback.back(&self.source.url)
     }
 }
 
