@@ -10,6 +10,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::Path;
+use std::sync::atomic::Ordering;
 
 use uuid::Uuid;
 
@@ -143,16 +144,25 @@ const OVERLAP_MS: i64 = 1_000;
 /// wrong clock ahead was believed (in this run, by exactly as much as it was
 /// ahead; before a restart, so that the newest ends when the node started
 /// again, the most the node can know). `handled`: how many of the
-/// lowerings were dealt with.
+/// lowerings were dealt with. Not while the folder is being reconciled
+/// (its files may still be on their way to their rows), and a lowering
+/// one of whose segments could not be moved is tried again at the next
+/// pass.
 pub fn place_ahead(shared: &Shared, handled: &mut usize) {
     let lowered = clock::lowered();
+    if lowered.len() == *handled
+        || shared.reconciling.load(Ordering::Acquire)
+        || shared.reconcile_wanted.load(Ordering::Acquire)
+    {
+        return;
+    }
     for back_ms in lowered.iter().skip(*handled) {
-        let mut moved = 0;
+        let (mut moved, mut kept, mut failed) = (0, 0, 0);
         while let Ok(ahead) = shared
             .db
             .run(|s| s.segments_starting_after(clock::now_ms(), 64))
         {
-            let (mut batch, mut kept) = (0, 0);
+            let (mut batch, mut kept_now) = (0, 0);
             for segment in &ahead {
                 // Not onto other footage (the wrong clock was believed for
                 // longer than it was ahead): kept where it was timed. A
@@ -168,20 +178,25 @@ pub fn place_ahead(shared: &Shared, handled: &mut usize) {
                     })
                     .is_ok_and(|there| there.is_empty());
                 if !free {
-                    kept += 1;
-                } else if move_or_say(shared, segment, -back_ms) {
-                    batch += 1;
+                    kept_now += 1;
+                    continue;
+                }
+                match move_by(shared, segment, -back_ms) {
+                    Ok(true) => batch += 1,
+                    Ok(false) => {}
+                    Err(e) => {
+                        failed += 1;
+                        log::warn!(
+                            "camera {}: cannot move {} back to its true time ({e}): tried again later",
+                            segment.camera_id,
+                            segment.path
+                        );
+                    }
                 }
             }
             moved += batch;
+            kept = kept_now;
             if batch == 0 {
-                if kept > 0 {
-                    log::warn!(
-                        "recordings: {kept} segments timed after now are kept where they are: moved back \
-                         {} s, they would lie on other footage",
-                        back_ms / 1000
-                    );
-                }
                 break;
             }
         }
@@ -191,8 +206,18 @@ pub fn place_ahead(shared: &Shared, handled: &mut usize) {
                 back_ms / 1000
             );
         }
+        if failed > 0 {
+            return;
+        }
+        if kept > 0 {
+            log::warn!(
+                "recordings: {kept} segments timed after now are kept where they are: moved back {} s, \
+                 they would lie on other footage",
+                back_ms / 1000
+            );
+        }
+        *handled += 1;
     }
-    *handled = lowered.len();
 }
 
 /// Moves a segment by `shift_ms` (see [`move_by`]); says why it could not.
@@ -357,8 +382,9 @@ pub fn recover_folder(shared: &Shared, camera: Uuid, incoming: &Path, by: By) {
         let path = incoming.join(&name);
         let started = files::incoming_start(&name).expect("filtered above");
         // The run's last filed segment ends where this one begins, to within
-        // the second ffmpeg's name gives. While the clock is not set, ffmpeg
-        // names by it (the system's): a name before that end says nothing.
+        // the second ffmpeg's name gives. While the clock is not believed,
+        // ffmpeg names by it (the system's, behind or ahead): the name says
+        // nothing.
         let unset = clock::read().unset;
         let follows = shared
             .db
@@ -366,7 +392,7 @@ pub fn recover_folder(shared: &Shared, camera: Uuid, incoming: &Path, by: By) {
             .ok()
             .flatten()
             .map(|last| last.end_ms)
-            .filter(|end| *end >= started - 500 && (unset.is_some() || *end <= started + 1_500));
+            .filter(|end| unset.is_some() || (*end >= started - 500 && *end <= started + 1_500));
         // After a segment timed while the clock is not set, it is too.
         let untimed = unset.filter(|_| follows.is_some());
         recover_file(
