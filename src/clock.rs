@@ -40,9 +40,7 @@ pub fn read() -> Reading {
     let mut trust = lock(&clock.trust);
     // Both read under the lock, so that readings are in order.
     let mono_ms = mono_ms(clock);
-    let wall_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let wall_ms = wall_ms();
     let was = trust.doubt();
     let ages_were_believed = trust.ages_believed(mono_ms);
     let lowered = trust.lowered().len();
@@ -71,6 +69,15 @@ pub fn read() -> Reading {
              until it is, or has held for {} minutes; nothing is deleted by age meanwhile",
             trust::HOLD_MS / 60_000
         ),
+        (Some(Doubt::AheadAtStart), None) if !trust.ages_believed(mono_ms) => log::info!(
+            "the clock the node started with is believed ({it_says}): nothing is deleted by age for {} \
+             minutes more",
+            trust::GRACE_MS / 60_000
+        ),
+        (Some(Doubt::AheadAtStart), None) => {
+            log::info!("the clock is believed ({it_says}): the age rules delete by it again")
+        }
+        (_, Some(Doubt::AheadAtStart)) => {}
         (_, None) if !trust.ages_believed(mono_ms) => log::info!(
             "the clock is believed ({it_says}) after a jump ahead: what was timed while it was not moves \
              by as much as it was off; nothing is deleted by age for {} minutes",
@@ -81,6 +88,12 @@ pub fn read() -> Reading {
         ),
     }
     reading
+}
+
+fn wall_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn mono_ms(clock: &Clock) -> i64 {
@@ -111,9 +124,24 @@ pub fn ages_believed() -> bool {
     lock(&clock.trust).ages_believed(mono_ms(clock))
 }
 
-/// No time earlier than `ms` is true: the newest footage ends there.
-pub fn raise_floor(ms: i64) {
-    lock(&clock().trust).raise_floor(ms);
+/// At start-up: the newest footage ends at `newest_ms` (None: there is
+/// none). No time earlier is true, and a clock more than a minute ahead of
+/// it, not synchronised, is not believed for ages until it is, or has held
+/// for `trust::HOLD_MS` (`Trust::start`).
+pub fn start(newest_ms: Option<i64>) {
+    let clock = clock();
+    let mut trust = lock(&clock.trust);
+    let wall_ms = wall_ms();
+    trust.start(newest_ms, mono_ms(clock), wall_ms, sys::clock::synchronised);
+    if trust.doubt() == Some(Doubt::AheadAtStart) {
+        log::warn!(
+            "the clock ({}) is more than a minute ahead of the newest recording and not synchronised: \
+             recordings are timed by it, but nothing is deleted by age until it is synchronised or has \
+             held for {} minutes",
+            rfc3339(wall_ms),
+            trust::HOLD_MS / 60_000
+        );
+    }
 }
 
 /// How much later what was timed in the stretch `number` (of

@@ -517,3 +517,115 @@ fn footage_timed_by_a_wrong_clock_ahead_moves_back_once_a_synchronised_clock_is_
     node.terminate();
     node.wait();
 }
+
+#[test]
+fn a_node_started_with_its_clock_two_days_ahead_deletes_nothing_by_age_until_it_is_synchronised() {
+    let camera = Camera::start();
+    let data = TempDir::new("clock-started-ahead");
+    let recordings = data.path().join("recordings");
+    // A board with no NTP answering: the kernel says the clock is not
+    // synchronised.
+    let faked = Faked::new(data.path(), "+0", false);
+    let start = || Node::start_recording(data.path(), &recordings, &faked.vars());
+    let stop = |node: Node| {
+        node.terminate();
+        node.wait();
+    };
+    let node = start();
+    let created = node
+        .add_camera(json!({ "name": "Yard", "rtspUrl": camera.url("", "/aac"), "detect": false }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(
+        wait_for(Duration::from_secs(30), || segment_rows(data.path()).len()
+            >= 2),
+        "nothing recorded: {}",
+        node.logs()
+    );
+    stop(node);
+    // Footage of the last days: 3 days ago (past a day's retainDays) and
+    // 20 hours ago (within it), indexed by a node whose clock is right.
+    let first = &segment_rows(data.path())[0];
+    let old = crate::recording::file_as_old(&recordings, first, 3 * DAY_MS);
+    let young = crate::recording::file_as_old(&recordings, first, 20 * 3_600_000);
+    let node = start();
+    let has = |path: &str| segment_rows(data.path()).iter().any(|r| r.path == path);
+    assert!(
+        wait_for(Duration::from_secs(30), || has(&old) && has(&young)),
+        "{}",
+        node.logs()
+    );
+    stop(node);
+
+    // It boots with its RTC two days ahead (or kept in local time, or off
+    // for two days: the node cannot tell), still not synchronised, and the
+    // camera keeps a day.
+    let before = segment_rows(data.path());
+    faked.set("+2d", false);
+    let node = start();
+    let patched = node.patch_camera(&id, json!({ "retainDays": 1 }));
+    assert_eq!(patched["retainDays"], 1, "{patched}");
+    // Nothing is deleted through several of the cleaner's passes (one
+    // after each new segment).
+    let passes = wait_for(Duration::from_secs(40), || {
+        new_rows(data.path(), &before).len() >= 3
+    });
+    assert!(passes, "no new segments: {}", node.logs());
+    let rows = segment_rows(data.path());
+    let lost: Vec<&Row> = before.iter().filter(|r| !rows.contains(r)).collect();
+    assert!(
+        lost.is_empty(),
+        "deleted at a start two days ahead: {lost:?}\n{}",
+        node.logs()
+    );
+    assert!(!node.logs().contains("retainDays"), "{}", node.logs());
+    let said = node.get("/api/status").json()["clock"].clone();
+    assert!(
+        said.as_str()
+            .is_some_and(|s| s.contains("nothing is deleted by age")),
+        "{said}"
+    );
+
+    // NTP answers: synchronised, two days behind. The status clears, the
+    // footage timed ahead moves back, and the age rule deletes only what
+    // is truly older than a day.
+    faked.set("+0", true);
+    let cleared = wait_for(Duration::from_secs(10), || {
+        node.get("/api/status").json()["clock"].is_null()
+    });
+    assert!(cleared, "{}", node.get("/api/status").json()["clock"]);
+    let expired = wait_for(Duration::from_secs(75), || {
+        !has(&old)
+            && node
+                .logs()
+                .contains("that ended more than 1 days ago: retainDays")
+    });
+    assert!(expired, "{}", node.logs());
+    assert!(!recordings.join(&old).exists());
+    let back = wait_for(Duration::from_secs(75), || {
+        let now = now_ms();
+        segment_rows(data.path())
+            .iter()
+            .all(|r| r.start_ms <= now + 60_000)
+    });
+    let rows = segment_rows(data.path());
+    assert!(back, "footage left ahead: {rows:?}\n{}", node.logs());
+    let lost: Vec<&Row> = before
+        .iter()
+        .filter(|r| r.path != old && !rows.iter().any(|n| n.path == r.path))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "deleted though younger than a day: {lost:?}\n{}",
+        node.logs()
+    );
+    assert!(recordings.join(&young).exists());
+    assert_eq!(
+        node.logs()
+            .matches("that ended more than 1 days ago: retainDays")
+            .count(),
+        1,
+        "{}",
+        node.logs()
+    );
+    stop(node);
+}

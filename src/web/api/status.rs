@@ -169,6 +169,11 @@ fn serialize(app: &App, https: Option<&Https>) -> Result<Vec<u8>, Error> {
                 "the clock jumped ahead and is not synchronised: recordings are timed on from before the jump until it is, \
                  or it has held for an hour, and nothing is deleted by age meanwhile"
             }
+            clock::Doubt::AheadAtStart => {
+                "the clock was ahead of the newest recording when the node started, and is not synchronised: \
+                 recordings are timed by it, but nothing is deleted by age until it is synchronised or has held \
+                 for an hour"
+            }
         }),
         cameras: cameras
             .iter()

@@ -18,6 +18,12 @@
 //! is believed, ages are not for [`GRACE_MS`]. A synchronised clock is
 //! believed below the floor too: it lowers it, and what was timed after
 //! it is ahead by as much ([`Trust::lowered`]).
+//!
+//! At start-up a jump cannot be told from the time the node was off: a
+//! wall clock more than [`STEP_MS`] ahead of the newest footage, not
+//! synchronised, times what is recorded (there is nothing better), but ages
+//! are not believed until the kernel says it is synchronised or it has held
+//! for [`HOLD_MS`], and [`GRACE_MS`] after ([`Trust::start`]).
 
 /// How far behind the floor the wall clock may be and still be believed: a
 /// segment's end can be a few seconds ahead of the moment it was reported
@@ -63,6 +69,10 @@ pub enum Doubt {
     Behind,
     /// It jumped ahead, and is neither synchronised nor held long enough.
     Ahead,
+    /// It is believed, but not for ages: at start-up it was ahead of the
+    /// newest footage, and is neither synchronised since nor held long
+    /// enough.
+    AheadAtStart,
 }
 
 /// A stretch during which the clock was not believed.
@@ -93,6 +103,9 @@ pub struct Trust {
     /// For each time a synchronised clock lowered the floor: how much
     /// ahead what was timed before was.
     lowered: Vec<i64>,
+    /// When (monotonic) the node started with the clock ahead of the newest
+    /// footage, not synchronised, while ages wait for it.
+    started_ahead_mono_ms: Option<i64>,
 }
 
 impl Trust {
@@ -104,6 +117,28 @@ impl Trust {
             last: None,
             stepped_mono_ms: None,
             lowered: Vec::new(),
+            started_ahead_mono_ms: None,
+        }
+    }
+
+    /// At start-up: the newest footage ends at `newest_ms` (None: there is
+    /// none), read at the monotonic `mono_ms` with the wall clock at
+    /// `wall_ms`. No time earlier than it is believed; and a wall clock more
+    /// than [`STEP_MS`] ahead of it that the kernel does not call
+    /// synchronised may be an RTC gone wrong: ages wait for it.
+    pub fn start(
+        &mut self,
+        newest_ms: Option<i64>,
+        mono_ms: i64,
+        wall_ms: i64,
+        synced: impl FnOnce() -> bool,
+    ) {
+        let Some(newest_ms) = newest_ms else {
+            return;
+        };
+        self.raise_floor(newest_ms);
+        if wall_ms > newest_ms.saturating_add(STEP_MS) && !synced() {
+            self.started_ahead_mono_ms = Some(mono_ms);
         }
     }
 
@@ -122,10 +157,27 @@ impl Trust {
     /// kernel says the wall clock is synchronised (asked only when it
     /// decides).
     pub fn read(&mut self, mono_ms: i64, wall_ms: i64, synced: impl FnOnce() -> bool) -> Reading {
-        match self.unset {
-            None => self.read_believed(mono_ms, wall_ms, synced),
-            Some(unset) => self.read_unset(unset, mono_ms, wall_ms, synced),
+        // Asked at most once, by whichever decides first.
+        let (mut synced, mut answer) = (Some(synced), None);
+        let mut synced = move || *answer.get_or_insert_with(|| synced.take().is_some_and(|f| f()));
+        let lowered = self.lowered.len();
+        let reading = match self.unset {
+            None => self.read_believed(mono_ms, wall_ms, &mut synced),
+            Some(unset) => self.read_unset(unset, mono_ms, wall_ms, &mut synced),
+        };
+        if let Some(since) = self.started_ahead_mono_ms {
+            if self.lowered.len() > lowered {
+                // A synchronised clock behind it: the start-up time was
+                // wrong, and ages by the true one are smaller, not larger.
+                self.started_ahead_mono_ms = None;
+            } else if reading.unset.is_none()
+                && (mono_ms.saturating_sub(since) >= HOLD_MS || synced())
+            {
+                self.started_ahead_mono_ms = None;
+                self.stepped_mono_ms = Some(mono_ms);
+            }
         }
+        reading
     }
 
     fn read_believed(
@@ -227,9 +279,12 @@ impl Trust {
         self.unset.is_none()
     }
 
-    /// Why the clock is not believed, as of the last reading.
+    /// Why the clock, or ages by it, are not believed, as of the last
+    /// reading.
     pub fn doubt(&self) -> Option<Doubt> {
-        let unset = self.unset.as_ref()?;
+        let Some(unset) = self.unset.as_ref() else {
+            return self.started_ahead_mono_ms.map(|_| Doubt::AheadAtStart);
+        };
         Some(match unset.ahead_since_mono_ms {
             Some(_) => Doubt::Ahead,
             None => Doubt::Behind,
@@ -237,10 +292,12 @@ impl Trust {
     }
 
     /// Whether ages measured by the clock are believed at the monotonic
-    /// reading `mono_ms`: the clock is, and no jump ahead was believed in
-    /// the last [`GRACE_MS`].
+    /// reading `mono_ms`: the clock is, it was not ahead at start-up
+    /// ([`Trust::start`]), and no jump ahead was believed in the last
+    /// [`GRACE_MS`].
     pub fn ages_believed(&self, mono_ms: i64) -> bool {
         self.is_set()
+            && self.started_ahead_mono_ms.is_none()
             && self
                 .stepped_mono_ms
                 .is_none_or(|stepped| mono_ms.saturating_sub(stepped) >= GRACE_MS)
@@ -432,5 +489,78 @@ mod tests {
         assert_eq!(trust.lowered(), &[2 * DAY]);
         // The floor is the true time now.
         assert_eq!(trust.read(40_000, T + 40_000, || false), set(T + 40_000));
+    }
+
+    #[test]
+    fn a_clock_ahead_of_the_footage_at_start_times_it_but_ages_wait_until_it_has_held() {
+        // An RTC two days ahead (or the node off two days), no NTP.
+        let mut trust = Trust::new(T - DAY);
+        trust.start(Some(T), 0, T + 2 * DAY, || false);
+        assert_eq!(trust.doubt(), Some(Doubt::AheadAtStart));
+        // (monotonic, wall) -> reading, none synchronised
+        let table = [
+            (0, T + 2 * DAY, false),
+            (HOLD_MS - 1, T + 2 * DAY + HOLD_MS - 1, false),
+            // Held an hour: believed, after the grace.
+            (HOLD_MS, T + 2 * DAY + HOLD_MS, false),
+            (
+                HOLD_MS + GRACE_MS - 1,
+                T + 2 * DAY + HOLD_MS + GRACE_MS - 1,
+                false,
+            ),
+            (HOLD_MS + GRACE_MS, T + 2 * DAY + HOLD_MS + GRACE_MS, true),
+        ];
+        for (mono, wall, ages) in table {
+            assert_eq!(trust.read(mono, wall, || false), set(wall), "{mono}");
+            assert_eq!(trust.ages_believed(mono), ages, "{mono}");
+            assert_eq!(trust.doubt().is_some(), mono < HOLD_MS, "{mono}");
+        }
+        assert!(trust.lowered().is_empty());
+    }
+
+    #[test]
+    fn a_clock_ahead_at_start_is_believed_for_ages_once_synchronised_after_the_grace() {
+        let mut trust = Trust::new(T - DAY);
+        trust.start(Some(T), 0, T + 2 * DAY, || false);
+        assert_eq!(
+            trust.read(1_000, T + 2 * DAY + 1_000, || false),
+            set(T + 2 * DAY + 1_000)
+        );
+        assert!(!trust.ages_believed(1_000));
+        // NTP agrees with it.
+        let wall = T + 2 * DAY + 2_000;
+        assert_eq!(trust.read(2_000, wall, || true), set(wall));
+        assert_eq!(trust.doubt(), None);
+        assert!(!trust.ages_believed(2_000 + GRACE_MS - 1));
+        assert!(trust.ages_believed(2_000 + GRACE_MS));
+    }
+
+    #[test]
+    fn a_clock_ahead_at_start_then_synchronised_behind_moves_footage_back_and_ages_go_on() {
+        let mut trust = Trust::new(T - DAY);
+        trust.start(Some(T), 0, T + 2 * DAY, || false);
+        assert_eq!(
+            trust.read(1_000, T + 2 * DAY + 1_000, || false),
+            set(T + 2 * DAY + 1_000)
+        );
+        // NTP says the true time: the footage timed by the RTC was ahead.
+        assert_eq!(trust.read(2_000, T + 2_000, || true), set(T + 2_000));
+        assert_eq!(trust.lowered(), &[2 * DAY]);
+        assert_eq!(trust.doubt(), None);
+        assert!(trust.ages_believed(2_000));
+    }
+
+    #[test]
+    fn a_clock_at_start_near_the_footage_or_synchronised_or_with_none_is_believed_for_ages() {
+        for (newest, wall, synced) in [
+            (Some(T), T + STEP_MS, false),
+            (Some(T), T + 2 * DAY, true),
+            (None, T + 2 * DAY, false),
+        ] {
+            let mut trust = Trust::new(T - DAY);
+            trust.start(newest, 0, wall, || synced);
+            assert_eq!(trust.read(0, wall, || synced), set(wall));
+            assert!(trust.ages_believed(0), "{newest:?} {wall} {synced}");
+        }
     }
 }
