@@ -108,9 +108,9 @@ pub struct StatusBody {
     pub tag: u64,
 }
 
-/// (`state_changes`, the store's generation and its events', whether the
-/// clock is set).
-type Versions = (u64, u64, u64, bool);
+/// (`state_changes`, the store's generation and its events', why the clock
+/// is not believed).
+type Versions = (u64, u64, u64, Option<clock::Doubt>);
 
 impl App {
     pub fn new(
@@ -309,7 +309,7 @@ impl App {
         // newer body under an older key, which the next call rebuilds.
         let live = self.state_changes.get();
         let (generation, events) = self.db.generations();
-        let key = (live, generation, events, clock::is_set());
+        let key = (live, generation, events, clock::doubt());
         if let Some((built_at, body)) = lock(&self.status_body).as_ref()
             && *built_at == key
         {

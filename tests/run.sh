@@ -197,9 +197,10 @@ fi
 # cross gcc only recommends them) and qemu for the board builds; wrk
 # and nginx for the benchmark's smoke run; the MQTT broker and its clients
 # (and openssl for its TLS certificates) for the Home Assistant tests;
-# mkfs.ext4 for the read-only database test; libfaketime for the clock's;
-# for the Debian packages (package::), dpkg-dev (dpkg-shlibdeps), help2man
-# (the man page), lintian, mmdebstrap and zstd (the Debian 12 root).
+# mkfs.ext4 for the read-only database test; libfaketime for the clock's
+# (whose adjtimex stand-in gcc builds); for the Debian packages (package::),
+# dpkg-dev (dpkg-shlibdeps), help2man (the man page), lintian, mmdebstrap
+# and zstd (the Debian 12 root).
 packages=(
   ffmpeg
   chromium

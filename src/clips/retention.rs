@@ -407,12 +407,13 @@ fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<(u64, Option<String>)> {
 
 /// Deletes the events not kept older than EVENTS_RETAIN_DAYS, their files
 /// left as tombstones for the collection that follows. Not while the clock
-/// is not set: the age of every event would be wrong.
+/// is not believed, nor just after it jumped ahead: the age of every event
+/// would be wrong.
 fn expire(inner: &Inner) {
     let Some(days) = inner.settings.retain_days else {
         return;
     };
-    if !clock::is_set() {
+    if !clock::ages_believed() {
         return;
     }
     let before = clock::now_ms().saturating_sub(days as i64 * DAY_MS);

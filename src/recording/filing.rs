@@ -10,6 +10,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::Path;
+use std::sync::atomic::Ordering;
 
 use uuid::Uuid;
 
@@ -103,11 +104,12 @@ pub fn file_segment(
     )
 }
 
-/// Moves the segments indexed while the clock was not set to their true
-/// times, once it is (their times ran on from the newest footage: they
-/// were later by as much as the clock jumped past them). Newest first, so
-/// that none lands on one still to move. One that cannot be moved keeps
-/// the time it was given, after the footage that was there before it.
+/// Moves the segments indexed while the clock was not believed to their
+/// true times, once it is: later by as much as the clock jumped past the
+/// times run on (from the newest footage, or from before a jump ahead), or
+/// earlier when a synchronised clock was behind them. In the order that
+/// lands none on one still to move. One that cannot be moved keeps the
+/// time it was given.
 pub fn place_untimed(shared: &Shared) {
     let mut settled = Vec::new();
     lock(&shared.untimed).retain(|(segment, stretch)| match clock::shift(*stretch) {
@@ -117,31 +119,128 @@ pub fn place_untimed(shared: &Shared) {
         }
         None => true,
     });
-    let mut moved = 0;
-    for (segment, shift_ms) in settled.iter().rev().filter(|(_, shift)| *shift > 0) {
-        match move_later(shared, segment, *shift_ms) {
-            Ok(true) => moved += 1,
-            Ok(false) => {}
-            Err(e) => log::warn!(
-                "camera {}: cannot move {} to its true time ({e}): it keeps the time it was given",
-                segment.camera_id,
-                segment.path
-            ),
-        }
-    }
+    // Later: newest first; earlier: oldest first.
+    let (later, earlier): (Vec<_>, Vec<_>) = settled
+        .into_iter()
+        .filter(|(_, shift)| *shift != 0)
+        .partition(|(_, shift)| *shift > 0);
+    let ordered = later.into_iter().rev().chain(earlier);
+    let moved = ordered
+        .filter(|(segment, shift_ms)| move_or_say(shared, segment, *shift_ms))
+        .count();
     if moved > 0 {
         log::info!(
-            "recordings: the clock was set: {moved} segments recorded while it was not moved to their true times"
+            "recordings: the clock is believed: {moved} segments recorded while it was not moved to their true times"
         );
     }
 }
 
-/// Moves a segment `shift_ms` later: its file (into its new hour folder,
-/// made durable), then its row; false when it is gone (deleted by
-/// retention, or with its camera: the cleaner empties its folder). A crash
-/// between leaves a file without a row, which the next start's
-/// reconciliation indexes by its name, the true time.
-fn move_later(shared: &Shared, segment: &Segment, shift_ms: i64) -> io::Result<bool> {
+/// How far a segment moved back may overlap another.
+const OVERLAP_MS: i64 = 1_000;
+
+/// Moves back, once a synchronised clock is believed behind the newest
+/// time the node knew of (`clock::lowered`), the segments it finds timed
+/// after now, by as much as that time was ahead: those recorded while a
+/// wrong clock ahead was believed (in this run, by exactly as much as it was
+/// ahead; before a restart, so that the newest ends when the node started
+/// again, the most the node can know). `handled`: how many of the
+/// lowerings were dealt with. Not while the folder is being reconciled
+/// (its files may still be on their way to their rows), and a lowering
+/// one of whose segments could not be moved is tried again at the next
+/// pass.
+pub fn place_ahead(shared: &Shared, handled: &mut usize) {
+    let lowered = clock::lowered();
+    if lowered.len() == *handled
+        || shared.reconciling.load(Ordering::Acquire)
+        || shared.reconcile_wanted.load(Ordering::Acquire)
+    {
+        return;
+    }
+    for back_ms in lowered.iter().skip(*handled) {
+        let (mut moved, mut kept, mut failed) = (0, 0, 0);
+        while let Ok(ahead) = shared
+            .db
+            .run(|s| s.segments_starting_after(clock::now_ms(), 64))
+        {
+            let (mut batch, mut kept_now) = (0, 0);
+            for segment in &ahead {
+                // Not onto other footage (the wrong clock was believed for
+                // longer than it was ahead): kept where it was timed. A
+                // second's overlap is the placing's error, not footage.
+                let free = shared
+                    .db
+                    .run(|s| {
+                        s.segments_between(
+                            segment.camera_id,
+                            segment.start_ms - back_ms + OVERLAP_MS,
+                            segment.end_ms - back_ms - OVERLAP_MS,
+                        )
+                    })
+                    .is_ok_and(|there| there.is_empty());
+                if !free {
+                    kept_now += 1;
+                    continue;
+                }
+                match move_by(shared, segment, -back_ms) {
+                    Ok(true) => batch += 1,
+                    Ok(false) => {}
+                    Err(e) => {
+                        failed += 1;
+                        log::warn!(
+                            "camera {}: cannot move {} back to its true time ({e}): tried again later",
+                            segment.camera_id,
+                            segment.path
+                        );
+                    }
+                }
+            }
+            moved += batch;
+            kept = kept_now;
+            if batch == 0 {
+                break;
+            }
+        }
+        if moved > 0 {
+            log::info!(
+                "recordings: the clock was {} s ahead: {moved} segments timed after now moved back by as much",
+                back_ms / 1000
+            );
+        }
+        if failed > 0 {
+            return;
+        }
+        if kept > 0 {
+            log::warn!(
+                "recordings: {kept} segments timed after now are kept where they are: moved back {} s, \
+                 they would lie on other footage",
+                back_ms / 1000
+            );
+        }
+        *handled += 1;
+    }
+}
+
+/// Moves a segment by `shift_ms` (see [`move_by`]); says why it could not.
+fn move_or_say(shared: &Shared, segment: &Segment, shift_ms: i64) -> bool {
+    match move_by(shared, segment, shift_ms) {
+        Ok(moved) => moved,
+        Err(e) => {
+            log::warn!(
+                "camera {}: cannot move {} to its true time ({e}): it keeps the time it was given",
+                segment.camera_id,
+                segment.path
+            );
+            false
+        }
+    }
+}
+
+/// Moves a segment by `shift_ms` (earlier when negative): its file (into its
+/// new hour folder, made durable), then its row; false when it is gone
+/// (deleted by retention, or with its camera: the cleaner empties its
+/// folder). A crash between leaves a file without a row, which the next
+/// start's reconciliation indexes by its name, the true time.
+fn move_by(shared: &Shared, segment: &Segment, shift_ms: i64) -> io::Result<bool> {
     let dir = &shared.settings.dir;
     let from = dir.join(&segment.path);
     let mut start_ms = segment.start_ms.saturating_add(shift_ms);
@@ -161,7 +260,7 @@ fn move_later(shared: &Shared, segment: &Segment, shift_ms: i64) -> io::Result<b
         )?;
     }
     match fs::rename(&from, &to) {
-        // Deleted by retention before the clock was set.
+        // Deleted by retention before the clock was believed.
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             files::remove_if_empty(folder);
             return Ok(false);
@@ -283,8 +382,9 @@ pub fn recover_folder(shared: &Shared, camera: Uuid, incoming: &Path, by: By) {
         let path = incoming.join(&name);
         let started = files::incoming_start(&name).expect("filtered above");
         // The run's last filed segment ends where this one begins, to within
-        // the second ffmpeg's name gives. While the clock is not set, ffmpeg
-        // names by it (the system's): a name before that end says nothing.
+        // the second ffmpeg's name gives. While the clock is not believed,
+        // ffmpeg names by it (the system's, behind or ahead): the name says
+        // nothing.
         let unset = clock::read().unset;
         let follows = shared
             .db
@@ -292,7 +392,7 @@ pub fn recover_folder(shared: &Shared, camera: Uuid, incoming: &Path, by: By) {
             .ok()
             .flatten()
             .map(|last| last.end_ms)
-            .filter(|end| *end >= started - 500 && (unset.is_some() || *end <= started + 1_500));
+            .filter(|end| unset.is_some() || (*end >= started - 500 && *end <= started + 1_500));
         // After a segment timed while the clock is not set, it is too.
         let untimed = unset.filter(|_| follows.is_some());
         recover_file(

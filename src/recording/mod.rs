@@ -252,9 +252,10 @@ impl Recordings {
         };
         let ring = ring::Ring::new(&settings.dir);
         // The newest footage is the strongest floor under the clock: a
-        // board without a real-time clock boots with an older time.
+        // board without a real-time clock boots with an older time, and one
+        // with a wrong one may boot with a later time (`clock::start`).
         match db.run(|s| s.newest_segment_end()) {
-            Ok(newest) => clock::raise_floor(newest.unwrap_or(0)),
+            Ok(newest) => clock::start(newest),
             Err(e) => log::warn!("recordings: the newest segment cannot be read: {e}"),
         }
         Recordings {

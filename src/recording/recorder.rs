@@ -445,8 +445,11 @@ impl Placing {
         let ms = |s: f64| (s * 1000.0).round() as i64;
         let (csv_start, csv_end) = (ms(csv.0), ms(csv.1));
         let claimed = content_ms.unwrap_or(csv_end.saturating_sub(csv_start));
-        let elapsed = reported_ms.saturating_sub(self.since_ms).max(0);
-        let length = if claimed > elapsed.saturating_add(BURST_MS) {
+        // Reported before the previous one: the node's clock was put back
+        // (a synchronised clock believed behind a wrong one), and the time
+        // since says nothing of the segment's length.
+        let elapsed = reported_ms.saturating_sub(self.since_ms);
+        let length = if elapsed >= 0 && claimed > elapsed.saturating_add(BURST_MS) {
             elapsed
         } else {
             claimed.max(0)
@@ -532,6 +535,15 @@ mod tests {
             // A burst: 14 s of video in the 10 s since the last report (the
             // camera caught up after a stall) is footage, not a jump.
             (196_500, 30.0, 44.0, Some(14_000), (182_500, 196_500)),
+            // The node's clock put back two days: the file's length, not
+            // none (a segment of no length would be dropped).
+            (
+                196_500 - 172_800_000 + 10_000,
+                44.0,
+                54.0,
+                Some(10_000),
+                (196_500 - 172_800_000, 196_500 - 172_800_000 + 10_000),
+            ),
         ];
         for (reported, start, end, content, want) in table {
             assert_eq!(

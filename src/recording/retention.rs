@@ -16,7 +16,8 @@
 //!
 //! Retention by age: first in each pass, a camera with `retainDays` loses
 //! its segments that ended more than that many days ago, oldest first, by
-//! the same deletion; nothing goes by age while the clock is not set.
+//! the same deletion; nothing goes by age while the clock is not believed,
+//! nor in the first minutes after it jumped ahead (`clock::ages_believed`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -58,6 +59,8 @@ struct Cleaner {
     kept: HashMap<String, Instant>,
     /// Why the last of them could not be.
     why_kept: Option<String>,
+    /// How many of the clock's lowerings (`clock::lowered`) were dealt with.
+    lowerings: usize,
 }
 
 impl Cleaner {
@@ -175,6 +178,7 @@ fn pass(shared: &Shared, cleaner: &mut Cleaner, urgent: bool) -> Result<(), Erro
     empty_deleted_cameras(shared)?;
     // Before retention, which deletes by these times.
     filing::place_untimed(shared);
+    filing::place_ahead(shared, &mut cleaner.lowerings);
     enforce(shared, cleaner, urgent)
 }
 
@@ -236,13 +240,13 @@ fn deleted_by(shared: &Shared, rule: &'static str, camera_id: Option<Uuid>, n: u
 
 /// Deletes, for each camera with `retainDays`, its segments that ended
 /// more than that many days ago, oldest first, and logs how many under the
-/// rule's name. Nothing while the clock is not set (every age would be
-/// wrong), nor from a folder that is not this node's or cannot be written.
+/// rule's name. Nothing while the clock is not believed, nor just after it
+/// jumped ahead (every age would be wrong), nor from a folder that is not this node's or cannot be written.
 /// Segments an event's clip still needs go too: the camera's age rule is
 /// the user's, and a clip not made in days will not be.
 fn expire(shared: &Shared, cleaner: &mut Cleaner) -> Result<(), Error> {
     let now = clock::now_ms();
-    let set = clock::is_set();
+    let set = clock::ages_believed();
     let cameras = shared.db.run(|s| s.cameras())?;
     for camera in cameras.iter() {
         let days = camera.settings.retain_days;

@@ -127,6 +127,16 @@ impl Store {
         .collect()
     }
 
+    /// Up to `limit` of all cameras' segments that start after `after_ms`,
+    /// oldest first: those timed ahead of a clock put right.
+    pub fn segments_starting_after(&self, after_ms: i64, limit: usize) -> Result<Vec<Segment>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "{SELECT_SEGMENT} WHERE start_ms > ?1 ORDER BY start_ms LIMIT ?2"
+        ))?;
+        stmt.query_map(params![after_ms, limit as i64], segment_from_row)?
+            .collect()
+    }
+
     /// Up to `limit` of the camera's segments that ended before `before_ms`,
     /// oldest first: those its retainDays deletes.
     pub fn segments_ended_before(

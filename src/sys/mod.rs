@@ -2,6 +2,8 @@
 //! `libc` call of the node is here, each behind a safe function, and this
 //! folder imports nothing of the crate.
 //!
+//! - `clock`: whether the kernel says the wall clock is synchronised
+//!   (`adjtimex`).
 //! - `data_file`: a stored file below the data folder, opened without
 //!   following links (`openat`, `O_NOFOLLOW`).
 //! - `filesystem`: free space (`statvfs`), tmpfs (`statfs`), write access
@@ -12,6 +14,7 @@
 //! - `signal`: SIGTERM and SIGINT as a stop flag.
 //! - `net`: socket options std lacks, the IPv4 interfaces, the host name.
 
+pub mod clock;
 pub mod data_file;
 pub mod filesystem;
 pub mod net;

@@ -85,10 +85,11 @@ const DAY_MS: i64 = 24 * 3600 * 1000;
 
 /// The moment (milliseconds since the epoch) before which footage kept
 /// `days` days has outlived them at `now_ms`: what ends before it goes.
-/// None when there is no age limit, or when the clock is not trusted
-/// (`clock_set` false): every age would be wrong, so nothing goes by age.
-pub fn age_limit(now_ms: i64, days: Option<u32>, clock_set: bool) -> Option<i64> {
-    let days = days.filter(|_| clock_set)?;
+/// None when there is no age limit, or when ages by the clock are not
+/// believed (`ages_believed` false: the clock is not, or just jumped ahead):
+/// every age might be wrong, so nothing goes by age.
+pub fn age_limit(now_ms: i64, days: Option<u32>, ages_believed: bool) -> Option<i64> {
+    let days = days.filter(|_| ages_believed)?;
     Some(now_ms.saturating_sub(i64::from(days) * DAY_MS))
 }
 

@@ -161,9 +161,20 @@ fn serialize(app: &App, https: Option<&Https>) -> Result<Vec<u8>, Error> {
         mqtt: mqtt_view(app.mqtt_state()),
         classifier: classifier_view(app),
         https: https.map(HttpsView::new),
-        clock: (!clock::is_set()).then_some(
-            "the clock is not set: recordings are timed from the newest one on until it is, then moved to their true times",
-        ),
+        clock: clock::doubt().map(|doubt| match doubt {
+            clock::Doubt::Behind => {
+                "the clock is not set: recordings are timed from the newest one on until it is, then moved to their true times"
+            }
+            clock::Doubt::Ahead => {
+                "the clock jumped ahead and is not synchronised: recordings are timed on from before the jump until it is, \
+                 or it has held for an hour, and nothing is deleted by age meanwhile"
+            }
+            clock::Doubt::AheadAtStart => {
+                "the clock was ahead of the newest recording when the node started, and is not synchronised: \
+                 recordings are timed by it, but nothing is deleted by age until it is synchronised or has held \
+                 for an hour"
+            }
+        }),
         cameras: cameras
             .iter()
             .map(|c| CameraEntry {
