@@ -28,6 +28,7 @@ from .processes import (
     SCENE_PATH,
     SUB_PATH,
     Broker,
+    Go2rtc,
     Nginx,
     Node,
     Relay,
