@@ -3,8 +3,8 @@
 - net: free ports and HTTP requests on 127.0.0.1;
 - standins: the relay stand-in and the camera that never answers;
 - processes: the programs a run starts (the node, nginx, the GStreamer test
-  camera behind go2rtc, go2rtc as the node's relay, mosquitto) and the
-  clean-up that stops them;
+  camera behind go2rtc, go2rtc as the node's relay, mosquitto; go2rtc and
+  mosquitto can be restarted) and the clean-up that stops them;
 - api: what the parts ask of a running node;
 - measure: /proc, medians, API times and wrk;
 - run: one run's settings, tools, temporary folders and figures;
@@ -13,7 +13,7 @@
 The parts (bench_http.py, bench_recording.py, bench_motion.py,
 bench_mqtt.py, bench_memory.py, bench_classify.py) each measure one subject
 through it, importing from the package what this file names; bench.py runs
-them all or those named.
+them all or those named. The soak (bench_soak.py, an hour) runs alone.
 """
 
 from .api import add_cameras, segment_count, wait_all_recording, wait_relay_healthy
@@ -29,6 +29,7 @@ from .processes import (
     SUB_PATH,
     VIDEO_ONLY_PATH,
     Broker,
+    Go2rtc,
     Nginx,
     Node,
     Relay,

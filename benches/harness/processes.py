@@ -306,27 +306,50 @@ class TestCamera:
 
 
 def start_go2rtc(bench, config, ports):
-    """Starts the real go2rtc (`GO2RTC`, else target/go2rtc/go2rtc) with
-    `config` and its API on a free port of 127.0.0.1, stopped at the run's
-    end; waits until it accepts on its API and on `ports`; returns the API's
-    port."""
-    binary = os.environ.get("GO2RTC") or str(ROOT / "target/go2rtc/go2rtc")
-    if not os.access(binary, os.X_OK):
-        raise BenchError(f"go2rtc is missing at {binary}: tests/run.sh builds it into target/go2rtc; or set GO2RTC")
-    api = free_port()
-    config = {"api": {"listen": f"127.0.0.1:{api}"}, "srtp": {"listen": ""}, "log": {"level": "warn"}, **config}
-    log = bench.temp_dir("go2rtc") / "go2rtc.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [binary, "-config", json.dumps(config)], stdin=subprocess.DEVNULL, stdout=out, stderr=out
-        )
-    bench.cleanup.add(lambda: stop_process(proc))
-    deadline = time.monotonic() + 10
-    while not all(accepts(port) for port in (api, *ports)):
-        if time.monotonic() > deadline or proc.poll() is not None:
-            raise BenchError(f"go2rtc did not start:\n{log.read_text()[-2000:]}")
-        time.sleep(0.05)
-    return api
+    """Starts the real go2rtc with `config` (see Go2rtc); returns its API's port."""
+    return Go2rtc(bench, config, ports).api
+
+
+class Go2rtc:
+    """The real go2rtc (`GO2RTC`, else target/go2rtc/go2rtc) with `config`
+    and its API on a free port of 127.0.0.1, stopped at the run's end;
+    started again on the same ports by `restart`."""
+
+    def __init__(self, bench, config, ports):
+        self.binary = os.environ.get("GO2RTC") or str(ROOT / "target/go2rtc/go2rtc")
+        if not os.access(self.binary, os.X_OK):
+            raise BenchError(
+                f"go2rtc is missing at {self.binary}: tests/run.sh builds it into target/go2rtc; or set GO2RTC"
+            )
+        self.api = free_port()
+        self.config = {
+            "api": {"listen": f"127.0.0.1:{self.api}"},
+            "srtp": {"listen": ""},
+            "log": {"level": "warn"},
+            **config,
+        }
+        self.ports = ports
+        self.log = bench.temp_dir("go2rtc") / "go2rtc.log"
+        self.proc = None
+        bench.cleanup.add(lambda: self.proc and stop_process(self.proc))
+        self._start()
+
+    def _start(self):
+        """Starts it; waits until it accepts on its API and on `ports`."""
+        with open(self.log, "a") as out:
+            self.proc = subprocess.Popen(
+                [self.binary, "-config", json.dumps(self.config)], stdin=subprocess.DEVNULL, stdout=out, stderr=out
+            )
+        deadline = time.monotonic() + 10
+        while not all(accepts(port) for port in (self.api, *self.ports)):
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise BenchError(f"go2rtc did not start:\n{self.log.read_text()[-2000:]}")
+            time.sleep(0.05)
+
+    def restart(self):
+        """Stops it (SIGTERM) and starts it again with the same configuration."""
+        stop_process(self.proc)
+        self._start()
 
 
 class Relay:
@@ -349,7 +372,8 @@ class Relay:
             "exec": {"allow_paths": []},
             "echo": {"allow_paths": []},
         }
-        self.port = start_go2rtc(bench, config, [rtsp, webrtc])
+        self.go2rtc = Go2rtc(bench, config, [rtsp, webrtc])
+        self.port = self.go2rtc.api
 
     def url(self):
         """The base URL to give the node as RELAY_URL."""
@@ -374,17 +398,27 @@ class Broker:
             f"listener {self.port} 127.0.0.1\nallow_anonymous false\n"
             f"password_file {passwords}\npersistence false\nuser root\n"
         )
+        self.conf = conf
+        self.tool = bench.tools["mosquitto"]
         self.log = folder / "mosquitto.log"
-        with open(self.log, "w") as log:
-            self.proc = subprocess.Popen(
-                [bench.tools["mosquitto"], "-c", str(conf)], stdin=subprocess.DEVNULL, stdout=log, stderr=log
-            )
-        bench.cleanup.add(lambda: stop_process(self.proc))
+        self.proc = None
+        bench.cleanup.add(lambda: self.proc and stop_process(self.proc))
+        self._start()
+
+    def _start(self):
+        """Starts mosquitto; waits until it accepts."""
+        with open(self.log, "a") as log:
+            self.proc = subprocess.Popen([self.tool, "-c", str(self.conf)], stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         deadline = time.perf_counter() + 10
         while not accepts(self.port):
             if time.perf_counter() > deadline or self.proc.poll() is not None:
                 raise BenchError(f"mosquitto did not start:\n{self.log.read_text()}")
             time.sleep(0.05)
+
+    def restart(self):
+        """Stops mosquitto (SIGTERM) and starts it again on the same port."""
+        stop_process(self.proc)
+        self._start()
 
     def node_env(self):
         """The node's settings for this broker."""

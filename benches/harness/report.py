@@ -70,6 +70,13 @@ FIGURES = (
     "alert_latency",
     "alert_cpu",
     "alert_flood_status_p99",
+    "soak_rss_kib_growth",
+    "soak_fds_growth",
+    "soak_threads_growth",
+    "soak_children_growth",
+    "soak_footage_lost",
+    "soak_events_in_progress",
+    "soak_status_p99",
 )
 
 
