@@ -459,7 +459,9 @@ pub const EVENTS_RETAIN_DAYS: Var<u64> = Var {
         old_name: None,
         notes: "A whole number from 1 to 3650; unset, events go by MAX_EVENTS \
                 and the clips' space only. Nothing is deleted by age while the \
-                node's clock is not set.",
+                node's clock is not believed (nor, not synchronised, ahead of the \
+                newest recording at start-up), nor for 10 minutes after it jumped \
+                ahead (docs/design/recording.md).",
         example: "30",
         installed: None,
     },
