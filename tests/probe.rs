@@ -440,7 +440,12 @@ fn thread_names(pid: u32) -> Vec<String> {
 fn fifty_probes_of_a_hung_camera_start_four_ffprobe_and_leave_nothing_behind() {
     let silent = SilentCamera::start();
     let dir = TempDir::new("probe-fifty");
-    let node = node(&dir);
+    // Fifty cameras, past a board's default of 16.
+    let node = Node::start(
+        dir.path(),
+        &format!("http://127.0.0.1:{}", closed_port()),
+        &[("MAX_CAMERAS", "64")],
+    );
     let port = node.port;
     let baseline = threads_of(node.pid());
     let post = |path: String, body: String| {
