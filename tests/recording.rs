@@ -764,6 +764,47 @@ fn a_camera_back_from_a_reboot_records_within_10_s_and_the_gap_shows() {
     rec.assert_index_matches_files();
 }
 
+/// ffmpeg reports the segment it was writing when its camera vanished (cut
+/// off, not closing its connection) only after its socket timeout: that
+/// segment is still placed where its footage
+/// was, right after the one before, not at the report (inside the outage).
+#[test]
+fn the_last_segment_before_a_camera_drops_is_filed_at_the_time_of_its_footage() {
+    let camera = Camera::start_on(free_port());
+    let rec = Recording::start("drop", &camera.url("", "/aac"), &[]);
+    let rows = rec.wait_for_segments(2, Duration::from_secs(40));
+    // A few seconds into the next segment, so that it holds footage.
+    let newest_end = rows.iter().map(|r| r.end_ms).max().unwrap();
+    assert!(wait_for(Duration::from_secs(10), || now_ms() >= newest_end + 3_000));
+    camera.freeze();
+    let gone = now_ms();
+    let before = rec.rows().len();
+    assert!(
+        wait_for(Duration::from_secs(30), || rec.state()["state"]
+            == "retrying"
+            && rec.rows().len() > before),
+        "the last segment was not filed after the camera was cut off: {}; {:?}",
+        rec.state(),
+        rec.rows()
+    );
+    let rows = rec.rows();
+    let [.., previous, last] = rows.as_slice() else {
+        panic!("{rows:?}")
+    };
+    eprintln!("camera cut off at {gone}; the last two segments: {previous:?} {last:?}");
+    assert!(
+        last.end_ms <= gone + 1_500,
+        "the last segment ends {} ms after the camera was cut off: {last:?}",
+        last.end_ms - gone
+    );
+    let hole = last.start_ms - previous.end_ms;
+    assert!(
+        hole.abs() <= 500,
+        "{hole} ms between the last segment and the one before: {previous:?} {last:?}"
+    );
+    rec.assert_index_matches_files();
+}
+
 #[test]
 fn recordings_stay_within_their_budget_oldest_first() {
     let camera = Camera::start();

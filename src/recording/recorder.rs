@@ -45,6 +45,11 @@ const MAX_DRIFT_MS: i64 = 5_000;
 /// in a burst (a camera sending what it buffered, catching up after a
 /// stall), seconds, never hours.
 const BURST_MS: i64 = 5_000;
+/// How much longer than its segment holds the time since the previous
+/// report may be before the report is taken to have come late: ffmpeg
+/// closes the segment of a camera cut off (no more packets, no closed
+/// connection) only once its socket timeout has run out.
+const LATE_MS: i64 = 2_000;
 
 /// What a recorder records.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -440,7 +445,10 @@ impl Placing {
     /// cannot be hours long); it ends where ffmpeg's times say. The first
     /// segment fixes the run's anchor (its end is about when it is
     /// reported); the anchor moves only when a segment would end
-    /// [`MAX_DRIFT_MS`] from its report.
+    /// [`MAX_DRIFT_MS`] from its report. A report that comes over
+    /// [`LATE_MS`] after the previous one plus the segment's length came
+    /// late (its camera was cut off): its footage ended that length after
+    /// the previous report, which is what the anchor is checked against.
     fn place(&mut self, reported_ms: i64, csv: (f64, f64), content_ms: Option<i64>) -> (i64, i64) {
         let ms = |s: f64| (s * 1000.0).round() as i64;
         let (csv_start, csv_end) = (ms(csv.0), ms(csv.1));
@@ -454,9 +462,17 @@ impl Placing {
         } else {
             claimed.max(0)
         };
+        // ffmpeg reports a segment as it ends: its end is about now, unless
+        // the report came late; then the footage ended its length after the
+        // previous report (the run's first segment has no previous report).
+        let late = elapsed.saturating_sub(length);
+        let ended_ms = if self.anchor.is_some() && late > LATE_MS {
+            self.since_ms.saturating_add(length)
+        } else {
+            reported_ms
+        };
         self.since_ms = reported_ms;
-        // ffmpeg reports a segment as it ends: its end is about now.
-        let fresh = reported_ms.saturating_sub(csv_end);
+        let fresh = ended_ms.saturating_sub(csv_end);
         let at = match self.anchor {
             Some(at) if fresh.abs_diff(at) <= MAX_DRIFT_MS as u64 => at,
             _ => fresh,
@@ -506,10 +522,12 @@ mod tests {
             // The next ones follow on without a gap, whatever the report's delay.
             (111_200, 10.0, 20.02, Some(10_020), (100_400, 110_420)),
             (120_500, 20.02, 30.0, Some(9_980), (110_420, 120_400)),
-            // A camera clock 6 s adrift: a new anchor.
-            (136_500, 30.0, 40.0, Some(10_000), (126_500, 136_500)),
-            // The file says how long it is, ending where ffmpeg's times say
-            // (a run's first key frame may come after its second 0).
+            // Reported 6 s late (ffmpeg waited out its socket timeout on a
+            // camera cut off): right after the one before, not at the report.
+            (136_500, 30.0, 40.0, Some(10_000), (120_400, 130_400)),
+            // A camera clock 6 s adrift: a new anchor. The file says how
+            // long it is, ending where ffmpeg's times say (a run's first key
+            // frame may come after its second 0).
             (146_500, 40.0, 50.0, Some(9_000), (137_500, 146_500)),
             // The camera's clock jumps 3 hours ahead within a segment: its
             // times and its file say 3 hours, the wall clock 10 s.

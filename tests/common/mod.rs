@@ -976,6 +976,12 @@ impl Camera {
         self.scene(&format!("slide {name} {seconds}"))
     }
 
+    /// SIGSTOP: a camera whose power or cable is cut, which sends nothing
+    /// more and closes nothing (a killed one's sockets are closed at once).
+    pub fn freeze(&self) {
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGSTOP) };
+    }
+
     /// `rtsp://[userinfo@]127.0.0.1:PORT{path}`.
     pub fn url(&self, userinfo: &str, path: &str) -> String {
         let userinfo = if userinfo.is_empty() {
