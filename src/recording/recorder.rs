@@ -249,6 +249,8 @@ impl Recorder {
         let mut placing = Placing {
             anchor: None,
             since_ms: now_ms(),
+            origin: Instant::now(),
+            since_mono_ms: 0,
         };
         let mut recorded = false;
         let mut last_progress = Instant::now();
@@ -314,7 +316,8 @@ impl Recorder {
         let reading = clock::read();
         let reported = reading.ms;
         let content_ms = filing::content_ms(&path);
-        let (start_ms, end_ms) = placing.place(reported, (start, end), content_ms);
+        let mono_ms = placing.origin.elapsed().as_millis() as i64;
+        let (start_ms, end_ms) = placing.place(reported, mono_ms, (start, end), content_ms);
         // The next segment, now being written, starts where this one ends.
         self.shared
             .set_writing(self.camera, self.source.ring, end_ms);
@@ -433,11 +436,16 @@ struct Placing {
     anchor: Option<i64>,
     /// When the previous segment was reported (or the run started).
     since_ms: i64,
+    /// The run's start on the monotonic clock, and the previous report's
+    /// ms since: a report's lateness is told by it, as a step of the wall
+    /// clock says nothing of it.
+    origin: Instant,
+    since_mono_ms: i64,
 }
 
 impl Placing {
     /// Wall-clock start and end (ms) of a segment ffmpeg reported at
-    /// `reported_ms` as `csv` (start and end, seconds into the run), whose
+    /// `reported_ms` (`mono_ms` on the run's monotonic clock) as `csv` (start and end, seconds into the run), whose
     /// file holds `content_ms` of video (None if its boxes could not be
     /// read). Its length is what the file holds, unless that is more than
     /// the time since the previous report by over [`BURST_MS`]: then the
@@ -446,10 +454,17 @@ impl Placing {
     /// segment fixes the run's anchor (its end is about when it is
     /// reported); the anchor moves only when a segment would end
     /// [`MAX_DRIFT_MS`] from its report. A report that comes over
-    /// [`LATE_MS`] after the previous one plus the segment's length came
-    /// late (its camera was cut off): its footage ended that length after
-    /// the previous report, which is what the anchor is checked against.
-    fn place(&mut self, reported_ms: i64, csv: (f64, f64), content_ms: Option<i64>) -> (i64, i64) {
+    /// [`LATE_MS`] after the previous one plus the segment's length, by the
+    /// monotonic clock, came late (its camera was cut off): its footage
+    /// ended that length after the previous report, which is what the
+    /// anchor is checked against.
+    fn place(
+        &mut self,
+        reported_ms: i64,
+        mono_ms: i64,
+        csv: (f64, f64),
+        content_ms: Option<i64>,
+    ) -> (i64, i64) {
         let ms = |s: f64| (s * 1000.0).round() as i64;
         let (csv_start, csv_end) = (ms(csv.0), ms(csv.1));
         let claimed = content_ms.unwrap_or(csv_end.saturating_sub(csv_start));
@@ -465,13 +480,14 @@ impl Placing {
         // ffmpeg reports a segment as it ends: its end is about now, unless
         // the report came late; then the footage ended its length after the
         // previous report (the run's first segment has no previous report).
-        let late = elapsed.saturating_sub(length);
+        let late = (mono_ms - self.since_mono_ms).saturating_sub(length);
         let ended_ms = if self.anchor.is_some() && late > LATE_MS {
             self.since_ms.saturating_add(length)
         } else {
             reported_ms
         };
         self.since_ms = reported_ms;
+        self.since_mono_ms = mono_ms;
         let fresh = ended_ms.saturating_sub(csv_end);
         let at = match self.anchor {
             Some(at) if fresh.abs_diff(at) <= MAX_DRIFT_MS as u64 => at,
@@ -514,6 +530,8 @@ mod tests {
         let mut placing = Placing {
             anchor: None,
             since_ms: 90_000,
+            origin: Instant::now(),
+            since_mono_ms: 90_000,
         };
         // (reported, csv start, csv end, file's video) -> (start, end)
         let table = [
@@ -563,12 +581,28 @@ mod tests {
                 (196_500 - 172_800_000, 196_500 - 172_800_000 + 10_000),
             ),
         ];
+        // The monotonic clock runs with the wall clock but for its last
+        // step: back two days.
+        let back = |reported: i64| {
+            if reported < 0 {
+                reported + 172_800_000
+            } else {
+                reported
+            }
+        };
         for (reported, start, end, content, want) in table {
             assert_eq!(
-                placing.place(reported, (start, end), content),
+                placing.place(reported, back(reported), (start, end), content),
                 want,
                 "{reported} {start} {end} {content:?}"
             );
         }
+        // The wall clock set a day ahead within a segment (NTP sets a clock
+        // that was not): not a late report; placed at the new time.
+        let ahead = 196_500 - 172_800_000 + 20_000 + 86_400_000;
+        assert_eq!(
+            placing.place(ahead, 216_500, (54.0, 64.0), Some(10_000)),
+            (ahead - 10_000, ahead)
+        );
     }
 }
