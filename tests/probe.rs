@@ -420,22 +420,6 @@ fn a_new_main_url_is_probed() {
     assert!(!response.text().contains("rtsp"), "{response}");
 }
 
-fn threads_of(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| d.count())
-        .unwrap_or(0)
-}
-
-fn thread_names(pid: u32) -> Vec<String> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-                .map(|n| n.trim().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 fn fifty_probes_of_a_hung_camera_start_four_ffprobe_and_leave_nothing_behind() {
     let silent = SilentCamera::start();
@@ -447,7 +431,7 @@ fn fifty_probes_of_a_hung_camera_start_four_ffprobe_and_leave_nothing_behind() {
         &[("MAX_CAMERAS", "64")],
     );
     let port = node.port;
-    let baseline = threads_of(node.pid());
+    let baseline = common::settled_threads(&node);
     let post = |path: String, body: String| {
         thread::spawn(move || {
             let started = Instant::now();
@@ -522,14 +506,14 @@ fn fifty_probes_of_a_hung_camera_start_four_ffprobe_and_leave_nothing_behind() {
     // tiny_http's idle connection threads linger 5 s before they end (the
     // rest is room for a loaded machine: once 4 of 13 were still there at 10 s).
     let settled = common::wait_for(Duration::from_secs(15), || {
-        threads_of(node.pid()) <= baseline + 2
+        common::thread_names(node.pid()).len() <= baseline + 2
     });
     assert!(
         settled,
         "threads: {} at start, {} now: {:?}",
         baseline,
-        threads_of(node.pid()),
-        thread_names(node.pid())
+        common::thread_names(node.pid()).len(),
+        common::thread_names(node.pid())
     );
 }
 

@@ -55,7 +55,7 @@ fn silent_and_dribbling_clients_are_answered_408_and_let_go_within_30_s_and_star
     let dir = TempDir::new("slow");
     let node = start_node(&dir, &[]);
     let port = node.port;
-    let idle = idle_threads(&node);
+    let idle = common::settled_threads(&node);
     let clients: Vec<_> = (0..210)
         .map(|i| {
             let manner = [Manner::Silent, Manner::Dribbling, Manner::DribblingBody][i % 3];
@@ -406,40 +406,15 @@ fn a_download_keeps_its_place_among_the_64_in_flight_until_its_body_ends() {
 /// Connections the node serves at once (`MAX_CONNECTIONS`).
 const MAX_CONNECTIONS: usize = 512;
 
-fn threads_of(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| d.count())
-        .unwrap_or(0)
-}
-
-/// The node's threads once its start-up work is done: the reconciliation
-/// of its recordings runs on a thread of its own, which a loaded machine
-/// may find still running.
-fn idle_threads(node: &Node) -> usize {
-    let reconciling = || {
-        std::fs::read_dir(format!("/proc/{}/task", node.pid()))
-            .into_iter()
-            .flatten()
-            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-            .any(|name| name.trim() == "reconciliation")
-    };
-    assert!(
-        common::wait_for(Duration::from_secs(30), || !reconciling()),
-        "the node's recordings were not reconciled within 30 s: {}",
-        node.logs()
-    );
-    threads_of(node.pid())
-}
-
 /// Waits until the node, which had `idle` threads, holds `n` connections
 /// more (a loaded machine takes seconds): a thread each, but for the 4
 /// idle ones tiny_http keeps (`MIN_THREADS`).
 fn hold(node: &Node, idle: usize, n: usize) {
-    let held = || threads_of(node.pid()) + 4 >= idle + n;
+    let held = || common::thread_names(node.pid()).len() + 4 >= idle + n;
     assert!(
         common::wait_for(Duration::from_secs(20), held),
         "the node does not hold {n} connections: {} threads, {idle} idle",
-        threads_of(node.pid())
+        common::thread_names(node.pid()).len()
     );
 }
 
@@ -494,7 +469,7 @@ fn past_512_connections_a_new_one_is_answered_503_and_the_node_goes_on() {
     let relay = format!("http://127.0.0.1:{}", closed_port());
     let node = Node::start_wrapped(&wrapper, dir.path(), &relay, &[("LOG_LEVEL", "info")]);
     let before = resident_kib(node.pid());
-    let idle_threads = idle_threads(&node);
+    let idle_threads = common::settled_threads(&node);
     let opened = Instant::now();
     let idle = idle_connections(node.port, MAX_CONNECTIONS);
     // The node takes them in order: once it holds them all, the next is
@@ -511,11 +486,14 @@ fn past_512_connections_a_new_one_is_answered_503_and_the_node_goes_on() {
         "the connection past {MAX_CONNECTIONS}, {:?} after the first, with the node at {} \
          threads ({idle_threads} before), got {refused:?}",
         opened.elapsed(),
-        threads_of(node.pid())
+        common::thread_names(node.pid()).len()
     );
     let busy = node.get("/api/status");
     assert_eq!(busy.status, 503, "{busy}");
-    let (threads, resident) = (threads_of(node.pid()), resident_kib(node.pid()));
+    let (threads, resident) = (
+        common::thread_names(node.pid()).len(),
+        resident_kib(node.pid()),
+    );
     drop(idle);
     let took = until_served(&node, "once the connections are closed");
     eprintln!(
@@ -578,7 +556,7 @@ fn a_connection_no_thread_can_be_made_for_is_answered_503_and_the_node_goes_on()
     // Room for 16 threads more than the node has: its 4 idle connection
     // threads and 16 new ones take 20 connections; no thread can be made for
     // the others.
-    let threads = threads_of(node.pid());
+    let threads = common::thread_names(node.pid()).len();
     cgroup.confine(node.pid(), threads + 16);
     let mut connections = idle_connections(node.port, 40);
     let (mut held, mut refused) = (0, 0);

@@ -804,6 +804,41 @@ pub fn drain_into(pipe: impl Read + Send + 'static, logs: Arc<Mutex<String>>) {
     });
 }
 
+/// The names of a process's threads.
+pub fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                .map(|n| n.trim().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The node's threads once it has started them all: its HTTP server's
+/// come up after it says it listens, and the reconciliation of its
+/// recordings runs on a thread of its own until done; a loaded machine may
+/// find either under way. Settled: no reconciliation, and the same count
+/// for half a second.
+pub fn settled_threads(node: &Node) -> usize {
+    let (mut last, mut since) = (None, Instant::now());
+    let settled = wait_for(Duration::from_secs(30), || {
+        let names = thread_names(node.pid());
+        if last != Some(names.len()) {
+            (last, since) = (Some(names.len()), Instant::now());
+        }
+        since.elapsed() >= Duration::from_millis(500)
+            && !names.iter().any(|n| n == "reconciliation")
+    });
+    assert!(
+        settled,
+        "the node's threads did not settle in 30 s: {:?}\n{}",
+        thread_names(node.pid()),
+        node.logs()
+    );
+    last.unwrap_or(0)
+}
+
 /// Polls `check` every 50 ms until it is true or `timeout` passes.
 pub fn wait_for(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
