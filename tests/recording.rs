@@ -1223,21 +1223,18 @@ fn retain_days_deletes_a_cameras_old_segments_and_says_so() {
 
 /// `codec_name:codec_type:codec_tag_string` of each stream of a recorded file.
 fn streams_of(path: &Path) -> Vec<String> {
-    let output = Command::new("ffprobe")
-        .args(["-v", "error", "-of", "csv=p=0", "-show_entries"])
-        .arg("stream=codec_type,codec_name,codec_tag_string")
-        .arg(path)
-        .output()
-        .expect("ffprobe (Debian package ffmpeg) runs");
-    assert!(
-        output.status.success(),
-        "ffprobe cannot read {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| l.replace(',', ":"))
+    let info =
+        crate::common::ffprobe_entries(path, "stream=codec_name,codec_type,codec_tag_string");
+    let field = |s: &Value, name: &str| s[name].as_str().unwrap_or_default().to_owned();
+    info["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let [name, kind, tag] =
+                ["codec_name", "codec_type", "codec_tag_string"].map(|f| field(s, f));
+            format!("{name}:{kind}:{tag}")
+        })
         .collect()
 }
 

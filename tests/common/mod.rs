@@ -1183,11 +1183,10 @@ pub fn ffprobes_connected_to(port: u16) -> Vec<u32> {
     processes_connected_to("ffprobe", port)
 }
 
-/// What ffprobe says of a file: its streams' codecs and its duration.
-pub fn probe_file(path: &Path) -> (Vec<String>, f64) {
+/// What ffprobe says of a file's `entries` (its `-show_entries`), as JSON.
+pub fn ffprobe_entries(path: &Path, entries: &str) -> serde_json::Value {
     let output = Command::new("ffprobe")
-        .args(["-v", "error", "-of", "json", "-show_entries"])
-        .arg("stream=codec_name:format=duration")
+        .args(["-v", "error", "-of", "json", "-show_entries", entries])
         .arg(path)
         .output()
         .expect("ffprobe (Debian package ffmpeg) runs");
@@ -1197,7 +1196,12 @@ pub fn probe_file(path: &Path) -> (Vec<String>, f64) {
         path.display(),
         String::from_utf8_lossy(&output.stderr)
     );
-    let info: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// What ffprobe says of a file: its streams' codecs and its duration.
+pub fn probe_file(path: &Path) -> (Vec<String>, f64) {
+    let info = ffprobe_entries(path, "stream=codec_name:format=duration");
     let codecs = info["streams"]
         .as_array()
         .unwrap()
