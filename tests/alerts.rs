@@ -60,12 +60,17 @@ fn post_person(node: &Node, camera: &str) -> String {
     answer.json()["id"].as_str().unwrap().to_owned()
 }
 
-/// The webhook deliveries of the events of `camera`.
+/// The webhook alerts of the events of `camera`, each once, as a receiver
+/// that drops duplicates by their id takes them (delivery is at least
+/// once: on a loaded machine a slow answer is taken for a failure and the
+/// alert is sent again).
 fn hooks_of(receivers: &Receivers, camera: &str) -> Vec<Value> {
+    let mut seen = std::collections::HashSet::new();
     receivers
         .hooks()
         .into_iter()
         .filter(|h| h["body"]["camera"]["id"] == camera)
+        .filter(|h| seen.insert(h["id"].to_string()))
         .collect()
 }
 
