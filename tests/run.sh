@@ -412,6 +412,20 @@ RUN_STARTED=$started bash tests/run.sh --pool "integration tests alone" 2 \
 # beside the background: a test that fails twice fails the run; one that
 # passes alone is named (docs/testing.md, "A test that fails once").
 once_failed=()
+# A pool that failed without a failed test (its build failed, or it was
+# killed) fails the run: its tests did not run, and another pool's failures,
+# passing alone, must not hide that.
+for pool_name in $failed; do
+  case $pool_name in
+    integration) pool_log=target/main-tests.log ;;
+    heavy) pool_log=target/heavy-tests.log ;;
+    alone) pool_log=target/alone-tests.log ;;
+  esac
+  if ! grep -aqP '^test \S+ \.\.\. FAILED$' "$pool_log"; then
+    echo "tests failed: the $pool_name pool ended without naming a failed test (see $pool_log)" >&2
+    exit 1
+  fi
+done
 if [ -n "$failed" ]; then
   mapfile -t once_failed < <(grep -ahoP '^test \K\S+(?= \.\.\. FAILED$)' \
     target/main-tests.log target/heavy-tests.log target/alone-tests.log | sort -u)
