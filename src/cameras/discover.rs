@@ -206,8 +206,7 @@ const ANOTHER_HOST: &str = "its stream is on another host than the device: not p
 /// Whether the RTSP address `uri` is on the host of the device service `address`.
 fn on_host(uri: &str, address: &str) -> bool {
     let host = rtsp_url::rtsp_endpoint(uri).map(|(host, _, _)| host);
-    let device =
-        rtsp_url::http_host(address).map(|h| h.trim_start_matches('[').trim_end_matches(']'));
+    let device = rtsp_url::http_host(address).map(rtsp_url::unbracketed);
     host.is_some_and(|h| device.is_some_and(|d| h.eq_ignore_ascii_case(d)))
 }
 

@@ -224,7 +224,7 @@ pub fn http_host(url: &str) -> Option<&str> {
 /// no single device on the LAN (link-local, multicast, broadcast). A name
 /// counts unless it is `localhost`.
 pub fn reachable_host(host: &str) -> bool {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let bare = unbracketed(host);
     let bare = bare.split("%25").next().unwrap_or(bare);
     if let Ok(v4) = bare.parse::<std::net::Ipv4Addr>() {
         return !(v4.is_loopback()
@@ -244,6 +244,11 @@ pub fn reachable_host(host: &str) -> bool {
     }
     let name = bare.trim_end_matches('.').to_ascii_lowercase();
     name != "localhost" && !name.ends_with(".localhost")
+}
+
+/// A host without the brackets of an IPv6 literal.
+pub fn unbracketed(host: &str) -> &str {
+    host.trim_start_matches('[').trim_end_matches(']')
 }
 
 /// The port of an `http://` or `https://` URL (80 or 443 unless given).

@@ -97,9 +97,7 @@ fn used_with(settings: &Settings) -> Vec<String> {
 
 /// A host as compared: without IPv6 brackets, in lowercase.
 fn bare(host: &str) -> String {
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
+    rtsp_url::unbracketed(host).to_ascii_lowercase()
 }
 
 /// Whether `a` and `b` are equal, in a time that does not depend on where

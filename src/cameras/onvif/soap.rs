@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use super::auth::{self, Challenge};
 use super::xml::{self, Element};
 use super::{Credentials, OnvifError};
-use crate::cameras::rtsp_url::reachable_host;
+use crate::cameras::rtsp_url::{reachable_host, unbracketed};
 
 pub const SOAP_ENVELOPE: &str = "http://www.w3.org/2003/05/soap-envelope";
 /// SOAP 1.1's, which older cameras answer in.
@@ -40,12 +40,7 @@ fn lan_only(netloc: &str) -> std::io::Result<Vec<std::net::SocketAddr>> {
     use std::net::{IpAddr, ToSocketAddrs};
     let addresses: Vec<_> = netloc.to_socket_addrs()?.collect();
     let host = netloc.rsplit_once(':').map_or(netloc, |(host, _)| host);
-    if host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .parse::<IpAddr>()
-        .is_ok()
-    {
+    if unbracketed(host).parse::<IpAddr>().is_ok() {
         return Ok(addresses);
     }
     let lan: Vec<_> = addresses
