@@ -377,7 +377,8 @@ fn a_recording_plays_and_seeks_in_chromium() {
 fn the_recordings_view_plays_at_2_4_and_8_times_the_speed() {
     let camera = Camera::start();
     let rec = Recording::start("rates", &camera.url("", "/aac"), &[]);
-    // 30 s of video go by at the four speeds: the first span must be longer.
+    // 37.5 s of video go by at the four speeds (2.5 s each): the first span
+    // must be longer.
     rec.wait_for_segments(5, Duration::from_secs(90));
     let verdict = browser_script(
         "rates.mjs",

@@ -2,7 +2,7 @@
 // (playwright-core, launched as browser.mjs says): the camera's recordings
 // open from its card, a click on the first recorded span plays it, and at
 // each speed the video's currentTime advances that many times the wall
-// clock's time (measured over 2 s of the page's own clock).
+// clock's time (the slope over 2 s of the page's own clock).
 //
 // Usage:
 //   node tests/e2e/rates.mjs --url <node URL> --camera <id> [--timeout-ms N]
@@ -28,13 +28,28 @@ let step = 'start';
 const errors = [];
 const browser = prepareBrowser('rates');
 
-/** How many seconds of video play per second of the page's clock, over 2 s. */
+/**
+ * How many seconds of video play per second of the page's clock: the slope
+ * of currentTime over 2 s of samples every 100 ms, from 0.5 s after the rate
+ * changed. A slope, not two end points, so one stall of a loaded machine's
+ * media clock (which then jumps to catch up) moves it little.
+ */
 const ratio = (page) => page.evaluate(async () => {
   const v = document.getElementById('rec-video');
-  const t0 = v.currentTime;
-  const w0 = performance.now();
-  await new Promise((r) => setTimeout(r, 2000));
-  return (v.currentTime - t0) / ((performance.now() - w0) / 1000);
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  await sleep(500);
+  const points = [];
+  const start = performance.now();
+  while (performance.now() - start < 2000) {
+    points.push([performance.now() / 1000, v.currentTime]);
+    await sleep(100);
+  }
+  const n = points.length;
+  const mx = points.reduce((a, p) => a + p[0], 0) / n;
+  const my = points.reduce((a, p) => a + p[1], 0) / n;
+  const sxy = points.reduce((a, p) => a + (p[0] - mx) * (p[1] - my), 0);
+  const sxx = points.reduce((a, p) => a + (p[0] - mx) ** 2, 0);
+  return sxy / sxx;
 });
 
 async function run() {
