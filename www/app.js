@@ -1,5 +1,6 @@
-// nvr-node's browser UI: the node header, the live grid, cameras, the add form, live view,
-// recordings, events with their clips, and notifications. Plain modules, no build step;
+// nvr-node's browser UI: the node header and four views (views.js): Live (the grid),
+// Review (events with their clips), Recordings, and Settings (cameras, the add form,
+// notifications). Plain modules, no build step;
 // everything from the node itself.
 
 import { subscribe, startRefreshing } from './store.js';
@@ -13,6 +14,7 @@ import { renderGrid, setUpGrid } from './grid.js';
 import { setUpRecordings, updateRecordings } from './recordings.js';
 import { setUpClip } from './clip.js';
 import { renderAlerts, setUpAlerts } from './alerts.js';
+import { startViews } from './views.js';
 
 let firstStatus = true;
 let cameraCount = 0;
@@ -32,8 +34,6 @@ subscribe((state) => {
     firstStatus = false;
     document.body.classList.add('loaded');
     foldAddForm(state.cameras.size > 0);
-    // A node with no cameras yet: the add form is the place to start.
-    if (state.cameras.size === 0 && !location.hash) document.getElementById('add-name').focus({ preventScroll: true });
     // A link to one camera (from Home Assistant): its card, once drawn.
     if (location.hash.startsWith('#camera-')) document.getElementById(location.hash.slice(1))?.scrollIntoView();
   }
@@ -48,4 +48,5 @@ setUpGrid();
 setUpRecordings();
 setUpClip();
 setUpAlerts();
+startViews();
 startRefreshing();

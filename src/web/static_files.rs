@@ -31,7 +31,11 @@ impl Ui {
     /// The file at `path`, for a client that sent `accept_encoding`.
     pub fn get(&self, path: &str, accept_encoding: Option<&str>) -> Result<Reply, Error> {
         let not_found = || Error::not_found("no such page");
-        let path = if path == "/" { "/index.html" } else { path };
+        // The views' addresses (www/views.js) are the one page.
+        let path = match path {
+            "/" | "/live" | "/review" | "/recordings" | "/settings" => "/index.html",
+            _ => path,
+        };
         let reply = match &self.dir {
             Some(dir) if is_plain(path) => {
                 let body = std::fs::read(dir.join(&path[1..])).map_err(|_| not_found())?;
@@ -99,7 +103,7 @@ mod tests {
     fn embedded_files_are_served_with_their_types() {
         let ui = Ui::new(None);
         let gzip = Some("gzip");
-        for path in ["/", "/whep.js"] {
+        for path in ["/", "/review", "/settings", "/whep.js"] {
             let reply = ui.get(path, gzip).unwrap();
             assert_eq!(reply.status, 200);
             assert_eq!(reply.header("Content-Encoding"), Some("gzip"));
