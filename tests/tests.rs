@@ -40,3 +40,4 @@ mod relay;
 mod slow_clients;
 mod snapshot;
 mod ui;
+mod views;

@@ -3,7 +3,7 @@
 
 import { $, setText, setAttr, show, toggleClass, fromTemplate, formErrors, maskWhenLeft } from './dom.js';
 import { api } from './api.js';
-import { capabilitiesText, recorderState, sentence } from './format.js';
+import { capabilitiesText, onlineState, recorderState, sentence } from './format.js';
 import { state, change, putCamera, dropCamera } from './store.js';
 import { openLive } from './liveview.js';
 import { openRecordings } from './recordings.js';
@@ -116,8 +116,8 @@ function renderCard(card) {
   setText(card.recorderWord, recorder.text);
   for (const t of ['rec', 'bad', 'off']) toggleClass(card.recorder, t, t === recorder.tone);
 
-  const tone = !camera.enabled ? 'off' : camera.online ? 'ok' : 'bad';
-  setText(card.stateWord, !camera.enabled ? 'Disabled' : camera.online ? 'Online' : 'Offline');
+  const [word, tone] = onlineState(camera, state.reachable);
+  setText(card.stateWord, word);
   for (const t of ['ok', 'bad', 'off']) toggleClass(card.state, t, t === tone);
   toggleClass(card.el, 'disabled', !camera.enabled);
 

@@ -37,6 +37,16 @@ export function recorderState(recording) {
   }
 }
 
+/**
+ * Whether a camera answers, as a card or a tile says it: [word, tone]. While
+ * the node cannot be reached, what it last said is not claimed.
+ */
+export function onlineState(camera, reachable) {
+  if (!camera.enabled) return ['Disabled', 'off'];
+  if (!reachable) return ['Not known', 'off'];
+  return camera.online ? ['Online', 'ok'] : ['Offline', 'bad'];
+}
+
 /** "91%" for 0.91. */
 export function percent(score) {
   const n = Number(score);

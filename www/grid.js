@@ -8,6 +8,7 @@ import { watch } from './whep.js';
 import { state } from './store.js';
 import { openLive } from './liveview.js';
 import { fillSnooze } from './alerts.js';
+import { onlineState } from './format.js';
 
 const RETRY_MS = 15000; // a failed tile asks again after this, not on every status poll
 const tiles = new Map(); // id → tile
@@ -30,6 +31,7 @@ function makeTile(id) {
     attempt: 0, // bumped by every start and stop: late answers of old attempts are dropped
     starting: false,
     failed: null, // { at, text } of the last failed attempt
+    still: null, // the URL of the camera's picture, asked for once
   };
   el.dataset.id = id;
   q('.tile-open').addEventListener('click', () => {
@@ -43,6 +45,7 @@ function makeTile(id) {
 /** Why the tile shows no video, or '' when it may play. */
 function blocked(camera) {
   if (!camera.enabled) return 'Disabled: turn on “Enabled” on its card to watch it.';
+  if (!state.reachable) return 'The node cannot be reached.';
   if (!camera.online) return 'Offline: the camera is not answering on the network.';
   if (state.status && state.status.relayHealthy === false) return 'The stream relay on the node is not answering.';
   return '';
@@ -102,8 +105,8 @@ function renderTile(tile) {
   }
   const name = camera.name || 'Unnamed camera';
   setText(tile.name, name);
-  setText(tile.stateWord, !camera.enabled ? 'Disabled' : camera.online ? 'Online' : 'Offline');
-  const tone = !camera.enabled ? 'off' : camera.online ? 'ok' : 'bad';
+  const [word, tone] = onlineState(camera, state.reachable);
+  setText(tile.stateWord, word);
   for (const t of ['ok', 'bad', 'off']) toggleClass(tile.state, t, t === tone);
   const text = why || (tile.failed ? tile.failed.text : '');
   setText(tile.why, text);
@@ -111,10 +114,12 @@ function renderTile(tile) {
   toggleClass(tile.el, 'blocked', Boolean(text));
   const events = (state.events || []).filter((e) => e.cameraId === tile.id);
   show(tile.event, events.some((e) => e.inProgress));
-  // The newest event's thumbnail stands in while the video connects: it costs
-  // the camera nothing, where a snapshot would read its stream.
-  const thumbnail = events.find((e) => e.thumbnailUrl)?.thumbnailUrl;
-  setAttr(tile.video, 'poster', thumbnail || null);
+  // A still stands in while the video connects: the camera's picture now where
+  // its motion watcher has one at hand (a camera that classifies), once a page;
+  // else the newest event's thumbnail. Either costs the camera nothing, where
+  // any other snapshot would read its stream.
+  if (camera.detect && camera.classify) tile.still ||= `/api/cameras/${tile.id}/snapshot.jpg?at=${Date.now()}`;
+  setAttr(tile.video, 'poster', tile.still || events.find((e) => e.thumbnailUrl)?.thumbnailUrl || null);
   setAttr(tile.el.querySelector('.tile-open'), 'aria-label', `Watch ${name} large`);
   fillSnooze(tile.el, camera);
 }
@@ -122,6 +127,7 @@ function renderTile(tile) {
 export function renderGrid(s) {
   const list = $('grid');
   show($('live-grid'), s.cameras.size > 0);
+  show($('live-empty'), Boolean(s.status) && !s.cameras.size);
   let index = 0;
   for (const id of s.cameras.keys()) {
     let tile = tiles.get(id);

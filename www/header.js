@@ -1,7 +1,8 @@
-// The node header: name, version, id, the recordings' and clips' storage, the events
-// not reviewed, relay health
+// The node header: its name and one line of state in plain words, and a banner
+// when the node cannot be reached; and under Settings, About this node: version,
+// id, the recordings' and clips' storage, the events not reviewed, relay health
 // (with the relay's version), cloud link (with the claim code and its
-// countdown), and a banner when the node cannot be reached.
+// countdown).
 
 import { $, setText, show, toggleClass } from './dom.js';
 import { serverNow } from './api.js';
@@ -33,10 +34,30 @@ function setBadge(el, text, tone, title) {
   if (title !== undefined && el.title !== title) el.title = title;
 }
 
+const count = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** The header's line: what needs the person first, then what goes well. [text, tone] */
+function stateLine(status, cameras) {
+  const problems = [];
+  const on = cameras.filter((c) => c.enabled);
+  const offline = on.filter((c) => !c.online);
+  if (offline.length === 1) problems.push(`${offline[0].name || 'A camera'} is offline`);
+  else if (offline.length) problems.push(`${offline.length} cameras are offline`);
+  if (status.relayHealthy === false && on.length) problems.push('live view is down');
+  if (status.mqtt?.state === 'error') problems.push('Home Assistant cannot be reached');
+  if (status.cloud?.state === 'error') problems.push('the cloud link has a problem');
+  if (status.cloud?.state === 'unclaimed') problems.push('waiting to be claimed (the code is under Settings)');
+  const recording = on.filter((c) => c.recording?.state === 'recording').length;
+  const well = !cameras.length ? 'No cameras yet'
+    : recording ? `${count(recording, 'camera')} recording` : `${count(on.length, 'camera')} on`;
+  const review = status.unreviewedEvents ? `${status.unreviewedEvents} to review` : '';
+  const text = [...problems, well, review].filter(Boolean).join(' · ');
+  return [text[0].toUpperCase() + text.slice(1), problems.length ? 'bad' : 'ok'];
+}
+
 /** "Recordings: 1.2 GB used, 40 GB free · Clips: 12 MB of 2.1 GB", with the budgets, the free space kept and the oldest recording on hover. */
 function renderStorage(storage) {
   const el = $('node-storage');
-  show($('node-storage-sep'), Boolean(storage));
   if (!storage) {
     setText(el, '');
     return;
@@ -80,7 +101,11 @@ export function renderHeader(state) {
   }
   show(banner, !state.reachable);
   document.body.classList.toggle('stale', !state.reachable);
+  show($('node-state'), state.reachable);
   if (!status) return;
+  const [line, lineTone] = stateLine(status, [...state.cameras.values()]);
+  setText($('node-state'), line);
+  toggleClass($('node-state'), 'bad', lineTone === 'bad');
 
   setText($('node-name'), status.nodeName || 'nvr-node');
   const title = `${status.nodeName || 'nvr-node'} · nvr-node`;
