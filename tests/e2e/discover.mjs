@@ -67,7 +67,7 @@ async function run(browser) {
   page.on('console', (msg) => msg.type() === 'error' && errors.push(msg.text()));
 
   stepName = 'load';
-  const loaded = await page.goto(`${nodeUrl}/`, { waitUntil: 'domcontentloaded', timeout: within(15000) });
+  const loaded = await page.goto(`${nodeUrl}/settings`, { waitUntil: 'domcontentloaded', timeout: within(15000) });
   check(loaded && loaded.ok(), `${nodeUrl}/ answered ${loaded ? loaded.status() : 'nothing'}`);
   await page.waitForSelector('body.loaded', { timeout: within(15000) });
   if (!(await page.evaluate(() => document.getElementById('add-details').open))) await page.click('#add-details > summary');

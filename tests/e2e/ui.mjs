@@ -283,6 +283,13 @@ const strayImages = () => page.$$eval('img', (els) => els.filter((el) => !el.clo
 const card = (id) => page.locator(`#camera-list .card[data-id="${id}"]`);
 const cardText = async (id, selector) => norm(await card(id).locator(selector).textContent());
 
+/** Goes to a view by its tab, as a person would. */
+async function view(name) {
+  if (await page.evaluate((n) => location.pathname === `/${n}`, name)) return;
+  await page.click(`.tabs a[data-view="${name}"]`);
+  await page.waitForFunction((n) => !document.getElementById(`view-${n}`).hidden, name, { timeout: within(5000) });
+}
+
 /** Unfolds the add form the way a person would, with the "Add camera" button. */
 async function openAddForm() {
   if (!(await page.evaluate(() => document.getElementById('add-details').open))) {
@@ -355,6 +362,8 @@ async function run() {
     const badge = norm(await page.textContent('#relay-badge'));
     check(badge === `Stream relay: OK · go2rtc ${relay.relayVersion}`, `the relay badge names its version: "${badge}"`);
     check(norm(await page.textContent('#cloud-badge')) === 'Cloud: off', 'the cloud state in words ("Cloud: off")');
+    check(await page.isVisible('#live-empty'), 'the Live view of a node with no cameras says so');
+    await view('settings');
     check(await page.isVisible('#cameras-empty'), 'a node with no cameras says so');
   });
 
@@ -698,6 +707,7 @@ async function run() {
   });
 
   await step('events', async () => {
+    await view('review');
     await new Promise((resolve) => process.stdout.write(`need-events ${porch}\n`, resolve));
     const until = Date.now() + within(15000);
     for (;;) {
@@ -894,6 +904,7 @@ async function run() {
   });
 
   await step('claim', async () => {
+    await view('settings');
     let cloud = { state: 'unclaimed', claimCode: CLAIM_CODE, claimCodeExpiresAt: new Date(Date.now() + 5 * 60000).toISOString() };
     await answerStatus((status) => ({ ...status, cloud }));
     const code = page.locator('#claim-code');
@@ -927,6 +938,7 @@ async function run() {
   });
 
   await step('no-classifier', async () => {
+    await view('settings');
     await answerStatus((status) => ({ ...status, classifier: { installed: false } }));
     await page.waitForFunction(() => document.getElementById('add-classify').disabled, null, { timeout: within(10000) })
       .catch(() => { throw new Failure('a status without the classifier left "Classify what moves" enabled'); });
@@ -1096,6 +1108,7 @@ async function run() {
   });
 
   await step('delete', async () => {
+    await view('settings');
     await card(xss).locator('.delete').click();
     await page.waitForSelector('#confirm[open]');
     check(norm(await page.textContent('#confirm-title')).includes(XSS_NAME), 'the confirmation names the camera');

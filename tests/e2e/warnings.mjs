@@ -31,7 +31,7 @@ const text = async (locator) => (await locator.innerText()).replace(/\s+/g, ' ')
 async function run() {
   await launchBrowser(browser, { timeout: 15000, viewport: { width: 390, height: 844 } });
   const { page } = browser;
-  await page.goto(`${opts.origin}/`);
+  await page.goto(`${opts.origin}/settings`);
   await page.fill('#add-name', opts.name);
   await page.fill('#add-rtspUrl', opts.cameraUrl);
   await page.click('#add-submit');
