@@ -156,6 +156,15 @@ fn a_bad_setting_is_refused_naming_it_and_changes_nothing() {
         response.json()["restartNeeded"],
         json!(["MQTT_URL", "MQTT_USER", "MQTT_PASSWORD"])
     );
+    // Another broker: the password goes there only when given again.
+    let elsewhere = r#"{"MQTT_URL": "mqtt://127.0.0.2:1"}"#;
+    let response = node.patch_json("/api/settings", elsewhere);
+    assert_eq!(response.status, 400, "{response}");
+    assert!(response.error().starts_with("MQTT_PASSWORD"), "{response}");
+    assert_eq!(shown(&node, "MQTT_URL").0, "mqtt://127.0.0.1:1");
+    let again = json!({ "MQTT_URL": "mqtt://127.0.0.2:1", "MQTT_PASSWORD": secret });
+    let response = node.patch_json("/api/settings", &again.to_string());
+    assert_eq!(response.status, 200, "{response}");
     let password = setting(&node, "MQTT_PASSWORD");
     assert_eq!(
         (&password["set"], &password["value"]),

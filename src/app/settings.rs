@@ -88,6 +88,7 @@ impl App {
         }
         let _changing = lock(&self.changing_settings);
         let mut stored = self.db(|s| s.settings())?;
+        let broker_before = broker(&stored, &*self.env);
         for (name, text) in &checked {
             stored.retain(|(n, _)| n != name);
             if let Some(text) = text {
@@ -96,6 +97,17 @@ impl App {
         }
         let config =
             Config::from_vars(config::overlay(&stored, &*self.env)).map_err(Error::bad_request)?;
+        // As a camera's: a password goes to another broker only when the
+        // person gives it again with it.
+        let has_password = config.mqtt.as_ref().is_some_and(|m| m.password.is_some());
+        if has_password
+            && broker(&stored, &*self.env) != broker_before
+            && !checked.iter().any(|(n, _)| *n == "MQTT_PASSWORD")
+        {
+            return Err(Error::bad_request(
+                "MQTT_PASSWORD must be given again to be sent to another broker",
+            ));
+        }
         self.db(|s| s.set_settings(&checked))?;
         self.take_in(&config);
         log::info!(
@@ -117,4 +129,13 @@ impl App {
             .set_limits(recording::Limits::from_config(config));
         self.live_changed();
     }
+}
+
+/// The MQTT broker the settings name, (TLS, host, port), if any.
+fn broker(
+    stored: &[(String, String)],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<(bool, String, u16)> {
+    let url = config::overlay(stored, env)("MQTT_URL")?;
+    crate::mqtt::config::parse_url(&url).ok()
 }
