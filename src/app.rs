@@ -20,7 +20,7 @@ use crate::changes::StateChanges;
 use crate::classify::{self, Classifier};
 use crate::clips::{self, Clips};
 use crate::clock;
-use crate::config::Config;
+use crate::config::{Config, Environment};
 use crate::db::Db;
 use crate::error::Error;
 use crate::link_state::LinkState;
@@ -35,8 +35,17 @@ use crate::relay::client::{Relay, RelayError};
 use crate::relay::sessions::Sessions;
 use crate::store::{self, Store};
 
+mod settings;
+
 pub struct App {
-    pub node_name: String,
+    /// `NODE_NAME`, which a person may change while the node runs.
+    node_name: Mutex<Arc<str>>,
+    /// The environment the node started with, and the settings changed in
+    /// the UI then (see `settings.rs`).
+    env: Environment,
+    settings_at_start: Vec<(String, String)>,
+    /// Held while settings change, one change at a time.
+    changing_settings: Mutex<()>,
     /// Where people reach the node, for links in alerts and Home
     /// Assistant (`NODE_URL`, else `http://HOST NAME:PORT`).
     pub node_url: String,
@@ -118,8 +127,10 @@ impl App {
         store: Store,
         relay_nudges: mpsc::Sender<()>,
         node_url: String,
+        env: Environment,
     ) -> App {
         let armed = store.armed().unwrap_or(true);
+        let settings_at_start = store.settings().unwrap_or_default();
         let db = Arc::new(Db::new(store));
         let state_changes = Arc::new(StateChanges::default());
         let notices = Arc::new(Notices::default());
@@ -130,12 +141,14 @@ impl App {
         let gate = Arc::new(Gate::default());
         let recordings = Arc::new(Recordings::new(
             recording::Settings::from_config(config),
+            recording::Limits::from_config(config),
             db.clone(),
             state_changes.clone(),
             gate.clone(),
         ));
         let clips = Arc::new(Clips::new(
             clips::Settings::from_config(config),
+            clips::Limits::from_config(config),
             db.clone(),
             recordings.clone(),
             notices.clone(),
@@ -161,7 +174,10 @@ impl App {
             state_changes.clone(),
         );
         App {
-            node_name: config.node_name.clone(),
+            node_name: Mutex::new(config.node_name.as_str().into()),
+            env,
+            settings_at_start,
+            changing_settings: Mutex::new(()),
             node_url,
             host_name: config.host_name.clone(),
             allowed_hosts: config.allowed_hosts.clone(),

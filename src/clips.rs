@@ -54,6 +54,14 @@ const THUMBNAIL_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Settings {
     pub data_dir: PathBuf,
     pub ffmpeg: PathBuf,
+    /// The recordings' folder: status shows the clips' disk when it is another.
+    pub recordings_dir: PathBuf,
+}
+
+/// The rules of what events and clips are kept, which a person may change
+/// while the node runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
     /// Events kept; the oldest go first, with their files.
     pub max_events: u64,
     /// The most bytes events' files may take.
@@ -64,8 +72,6 @@ pub struct Settings {
     pub keep_max_bytes: u64,
     /// Events older than this many days go (kept ones aside).
     pub retain_days: Option<u64>,
-    /// The recordings' folder: status shows the clips' disk when it is another.
-    pub recordings_dir: PathBuf,
 }
 
 impl Settings {
@@ -73,17 +79,24 @@ impl Settings {
         Settings {
             data_dir: config.data_dir.clone(),
             ffmpeg: config.ffmpeg.clone(),
-            max_events: config.max_events,
-            max_bytes: config.clips_max_bytes,
-            reserve: config.clips_reserve,
-            keep_max_bytes: config.clips_keep_max_bytes,
-            retain_days: config.events_retain_days,
             recordings_dir: config.recordings_dir.clone(),
         }
     }
 
     fn clips_dir(&self) -> PathBuf {
         self.data_dir.join(CLIPS)
+    }
+}
+
+impl Limits {
+    pub fn from_config(config: &Config) -> Limits {
+        Limits {
+            max_events: config.max_events,
+            max_bytes: config.clips_max_bytes,
+            reserve: config.clips_reserve,
+            keep_max_bytes: config.clips_keep_max_bytes,
+            retain_days: config.events_retain_days,
+        }
     }
 }
 
@@ -153,6 +166,7 @@ enum Order {
 
 struct Inner {
     settings: Settings,
+    limits: Mutex<Limits>,
     db: Arc<Db>,
     recordings: Arc<Recordings>,
     notices: Arc<Notices>,
@@ -161,6 +175,10 @@ struct Inner {
 }
 
 impl Inner {
+    fn limits(&self) -> Limits {
+        *lock(&self.limits)
+    }
+
     /// Sets the figures and the message; the last deletion stays.
     fn set_storage(&self, mut storage: Storage) {
         let mut current = lock(&self.storage);
@@ -193,6 +211,7 @@ pub struct Clips {
 impl Clips {
     pub fn new(
         settings: Settings,
+        limits: Limits,
         db: Arc<Db>,
         recordings: Arc<Recordings>,
         notices: Arc<Notices>,
@@ -200,7 +219,7 @@ impl Clips {
     ) -> Clips {
         let (orders, pending) = mpsc::channel();
         let storage = Storage {
-            budget_bytes: settings.max_bytes,
+            budget_bytes: limits.max_bytes,
             ..Storage::default()
         };
         Clips {
@@ -208,6 +227,7 @@ impl Clips {
             pending: Mutex::new(Some(pending)),
             inner: Arc::new(Inner {
                 settings,
+                limits: Mutex::new(limits),
                 db,
                 recordings,
                 notices,
@@ -244,7 +264,7 @@ impl Clips {
     /// and deletes the files of the oldest events it pushes past
     /// `MAX_EVENTS`. Returns false when its camera no longer exists.
     pub fn add_event(&self, event: &Event) -> Result<bool, Error> {
-        let keep = self.inner.settings.max_events;
+        let keep = self.inner.limits().max_events;
         let bytes = event.clip_path.as_ref().map_or(0, |clip| {
             fs::metadata(self.inner.settings.data_dir.join(clip)).map_or(0, |m| m.len())
         });
@@ -291,7 +311,14 @@ impl Clips {
 
     /// The most bytes kept events' files may take (`CLIPS_KEEP_MAX_BYTES`).
     pub fn keep_max_bytes(&self) -> u64 {
-        self.inner.settings.keep_max_bytes
+        self.inner.limits().keep_max_bytes
+    }
+
+    /// New rules, taken in now: events and clips past them go at once
+    /// (MAX_EVENTS at the next event).
+    pub fn set_limits(&self, limits: Limits) {
+        *lock(&self.inner.limits) = limits;
+        self.send(Order::Check);
     }
 
     /// What clips take of the disk, and the last deletion.

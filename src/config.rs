@@ -23,6 +23,8 @@ use crate::sys::net;
 
 use table::*;
 
+pub use table::{IN_UI, InUi};
+
 pub struct Config {
     pub listen_address: IpAddr,
     pub port: u16,
@@ -94,6 +96,47 @@ pub fn help() -> &'static str {
 
 /// The environment: a variable's value, if it is set.
 type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The environment the node started with, kept to read it again with the
+/// settings changed in the UI over it.
+pub type Environment = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// `env` with the settings a person set in the UI (`stored`: name, text)
+/// over it; a setting set there hides what its value replaces in `env`.
+pub fn overlay<'a>(
+    stored: &'a [(String, String)],
+    env: Env<'a>,
+) -> impl Fn(&str) -> Option<String> + 'a {
+    move |name| {
+        let set = |wanted: &str| stored.iter().find(|(n, _)| n == wanted);
+        if let Some((_, text)) = set(name) {
+            return Some(text.clone());
+        }
+        let hidden = IN_UI
+            .iter()
+            .any(|s| s.shadows == Some(name) && set(s.name).is_some());
+        if hidden { None } else { env(name) }
+    }
+}
+
+/// The setting of the UI called `name`.
+pub fn in_ui(name: &str) -> Result<&'static InUi, String> {
+    IN_UI
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| format!("{name} is not a setting changed here: see docs/configuration.md"))
+}
+
+impl InUi {
+    /// What is wrong with `text` as a value of the setting, naming it (a
+    /// secret's text is never repeated).
+    pub fn check_text(&self, text: &str) -> Result<(), String> {
+        (self.check)(text).map_err(|wrong| match self.secret {
+            true => format!("{} {wrong}", self.name),
+            false => invalid(self.name, wrong, text),
+        })
+    }
+}
 
 // Inlined, the methods leave at each call only the constants they pass
 // on (the name, the old name, the default and the parser), not the rest of
@@ -389,6 +432,44 @@ mod tests {
             .map(str::to_owned)
             .collect();
         assert_eq!(asked.into_inner(), table);
+    }
+
+    /// The settings set in the UI win over the environment's, and hide
+    /// what they replace there (an old name, a password's file).
+    #[test]
+    fn the_ui_over_the_environment() {
+        let stored = [("EVENTS_RETAIN_DAYS", "3"), ("RECORDINGS_RESERVE", "5G")]
+            .into_iter()
+            .chain([("MQTT_PASSWORD", "pw")])
+            .map(|(n, t)| (n.to_owned(), t.to_owned()))
+            .collect::<Vec<_>>();
+        let env = |name: &str| {
+            let text = match name {
+                "EVENTS_RETAIN_DAYS" => "30",
+                "RECORDINGS_KEEP_FREE" => "1G",
+                "MAX_EVENTS" => "7",
+                "MQTT_URL" => "mqtt://broker",
+                "MQTT_USER" => "nvr",
+                "MQTT_PASSWORD_FILE" => "/nonexistent",
+                _ => return None,
+            };
+            Some(text.to_owned())
+        };
+        let c = Config::from_vars(overlay(&stored, &env)).unwrap();
+        assert_eq!(c.events_retain_days, Some(3));
+        assert_eq!(c.recordings_reserve, Some(5 << 30));
+        assert_eq!(c.max_events, 7);
+        assert_eq!(c.mqtt.unwrap().password.as_deref(), Some("pw"));
+        fn check(name: &str, text: &str) -> Result<(), String> {
+            in_ui(name).and_then(|s| s.check_text(text))
+        }
+        assert_eq!(check("EVENTS_RETAIN_DAYS", " 12 "), Ok(()));
+        assert_eq!(
+            check("EVENTS_RETAIN_DAYS", "0"),
+            Err("EVENTS_RETAIN_DAYS must be a whole number from 1 to 3650, not \"0\"".into())
+        );
+        assert!(check("NODE_NAME", &"x".repeat(65)).is_err());
+        assert!(check("PORT", "80").unwrap_err().starts_with("PORT is not"));
     }
 
     #[test]

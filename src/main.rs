@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use nvr_node::config::{self, Config};
+use nvr_node::config;
 
 fn main() -> ExitCode {
     match std::env::args().nth(1).as_deref() {
@@ -40,6 +40,5 @@ fn start() -> Result<(), String> {
         .with_module_level("ureq", log::LevelFilter::Off)
         .init()
         .map_err(|e| e.to_string())?;
-    let config = Config::from_vars(|name| std::env::var(name).ok())?;
-    nvr_node::run(&config)
+    nvr_node::run(Box::new(|name| std::env::var(name).ok()))
 }

@@ -11,7 +11,7 @@ use crate::app::App;
 use crate::background::{follow, monitor, relay_sync};
 use crate::clock;
 use crate::cloud;
-use crate::config::{Config, Https};
+use crate::config::{self, Config, Environment, Https};
 use crate::home_assistant;
 use crate::store::Store;
 use crate::sys::{net, signal};
@@ -19,9 +19,12 @@ use crate::tls::ServerTls;
 use crate::web::server;
 use crate::web::static_files::Ui;
 
-/// Runs the node until SIGTERM or SIGINT: opens the store in the data
-/// folder, binds the ports, starts every subsystem, serves, and stops.
-pub fn run(config: &Config) -> Result<(), String> {
+/// Runs the node until SIGTERM or SIGINT: reads its settings from `env`,
+/// opens the store in the data folder, takes the settings changed in the
+/// UI over `env`'s, binds the ports, starts every subsystem, serves, and
+/// stops.
+pub fn run(env: Environment) -> Result<(), String> {
+    let config = &Config::from_vars(&*env)?;
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| format!("cannot create DATA_DIR {}: {e}", config.data_dir.display()))?;
     let store = Store::open(&config.data_dir).map_err(|e| {
@@ -30,6 +33,18 @@ pub fn run(config: &Config) -> Result<(), String> {
             config.data_dir.display()
         )
     })?;
+    let stored = store
+        .settings()
+        .map_err(|e| format!("cannot read the settings: {e}"))?;
+    // A setting of the UI a newer node no longer takes must not keep it
+    // from starting: the environment's stand.
+    let config = &match Config::from_vars(config::overlay(&stored, &*env)) {
+        Ok(with_ui) => with_ui,
+        Err(e) => {
+            log::warn!("the settings changed in the UI are not used: {e}");
+            Config::from_vars(&*env)?
+        }
+    };
     // Uploads a crash cut short start again.
     store
         .reset_uploading()
@@ -51,7 +66,7 @@ pub fn run(config: &Config) -> Result<(), String> {
         .clone()
         .unwrap_or_else(|| format!("http://{}:{}", config.host_name, address.port()));
     let (relay_nudges, nudged) = mpsc::channel();
-    let app = Arc::new(App::new(config, store, relay_nudges, node_url));
+    let app = Arc::new(App::new(config, store, relay_nudges, node_url, env));
     app.start();
     relay_sync::spawn(app.clone(), nudged);
     monitor::spawn(app.clone(), config.camera_check_interval);
@@ -75,7 +90,7 @@ pub fn run(config: &Config) -> Result<(), String> {
     log::info!(
         "nvr-node {} serving as {:?}",
         env!("CARGO_PKG_VERSION"),
-        app.node_name
+        app.node_name()
     );
     exit_when_tiny_http_panics();
     // On SIGTERM the recorders finish their segments while requests drain.

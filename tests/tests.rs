@@ -37,6 +37,7 @@ mod probe;
 mod quick_start;
 mod recording;
 mod relay;
+mod settings;
 mod slow_clients;
 mod snapshot;
 mod ui;

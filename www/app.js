@@ -1,6 +1,6 @@
 // nvr-node's browser UI: the node header and four views (views.js): Live (the grid),
 // Review (events with their clips), Recordings, and Settings (cameras, the add form,
-// notifications). Plain modules, no build step;
+// notifications, this node). Plain modules, no build step;
 // everything from the node itself.
 
 import { subscribe, startRefreshing } from './store.js';
@@ -14,6 +14,7 @@ import { renderGrid, setUpGrid } from './grid.js';
 import { setUpRecordings, updateRecordings } from './recordings.js';
 import { setUpClip } from './clip.js';
 import { renderAlerts, setUpAlerts } from './alerts.js';
+import { setUpSettings } from './settings.js';
 import { startViews } from './views.js';
 
 let firstStatus = true;
@@ -48,5 +49,6 @@ setUpGrid();
 setUpRecordings();
 setUpClip();
 setUpAlerts();
+setUpSettings();
 startViews();
 startRefreshing();

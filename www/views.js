@@ -32,7 +32,7 @@ function viewOf(pathname) {
 // /#event-ID, and the page's own anchors) land on their view.
 function addressOf(hash) {
   if (hash.startsWith('#event-')) return `/review?event=${encodeURIComponent(hash.slice(7))}`;
-  if (hash.startsWith('#camera-') || ['#add', '#cameras', '#notifications'].includes(hash)) return `/settings${hash}`;
+  if (hash.startsWith('#camera-') || ['#add', '#cameras', '#notifications', '#node'].includes(hash)) return `/settings${hash}`;
   if (hash === '#events') return '/review';
   return '/live';
 }

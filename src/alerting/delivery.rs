@@ -171,7 +171,7 @@ fn deliver(app: &App, alert: &Outgoing, now: i64) -> Next {
     };
     let cx = Context {
         base: &app.node_url,
-        node_name: &app.node_name,
+        node_name: &app.node_name(),
         vapid: &vapid,
         alert_id: alert.id,
         picture: picture.as_deref(),

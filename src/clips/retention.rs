@@ -161,13 +161,9 @@ impl Retention {
                 None
             }
         };
-        let reserve = retention::reserve(settings.reserve, space.map_or(0, |s| s.total), CLIPS);
-        let need = retention::to_free(
-            used,
-            Some(settings.max_bytes),
-            space.map(|s| s.free),
-            reserve,
-        );
+        let limits = inner.limits();
+        let reserve = retention::reserve(limits.reserve, space.map_or(0, |s| s.total), CLIPS);
+        let need = retention::to_free(used, Some(limits.max_bytes), space.map(|s| s.free), reserve);
         // Tombstones left by an earlier refusal are tried again.
         collect_garbage(inner);
         self.kept.retain(|_, since| since.elapsed() < KEPT_FOR);
@@ -325,14 +321,11 @@ impl Retention {
         let own_disk =
             filesystem::same_file_system(&settings.clips_dir(), &settings.recordings_dir)
                 == Some(false);
+        let limits = inner.limits();
         inner.set_storage(Storage {
             used_bytes: used,
-            budget_bytes: settings.max_bytes,
-            reserve_bytes: retention::reserve(
-                settings.reserve,
-                space.map_or(0, |s| s.total),
-                CLIPS,
-            ),
+            budget_bytes: limits.max_bytes,
+            reserve_bytes: retention::reserve(limits.reserve, space.map_or(0, |s| s.total), CLIPS),
             disk: space.filter(|_| own_disk),
             message,
             last_deletion: None,
@@ -410,7 +403,7 @@ fn delete_events(inner: &Inner, ids: &[Uuid]) -> Option<(u64, Option<String>)> {
 /// is not believed, nor just after it jumped ahead: the age of every event
 /// would be wrong.
 fn expire(inner: &Inner) {
-    let Some(days) = inner.settings.retain_days else {
+    let Some(days) = inner.limits().retain_days else {
         return;
     };
     if !clock::ages_believed() {

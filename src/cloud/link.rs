@@ -321,7 +321,7 @@ fn step(app: &App, client: &Client, phase: Phase, backoff: &mut Backoff) -> (Pha
     match (phase, identity) {
         (Phase::Register, _) | (_, None) => {
             app.set_cloud_state(LinkState::Registering);
-            match client.register(&app.node_name, env!("CARGO_PKG_VERSION")) {
+            match client.register(&app.node_name(), env!("CARGO_PKG_VERSION")) {
                 Ok((identity, code)) => {
                     if app.db(|s| s.set_identity(Some(&identity))).is_err() {
                         return (Phase::Register, backoff.next());

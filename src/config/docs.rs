@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::table::{Doc, Fallback, SECTIONS};
+use super::table::{Doc, Fallback, IN_UI, SECTIONS};
 
 const SETTINGS_FILE: &str = "deploy/nvr-node.default";
 const DOCS: &str = "docs/configuration.md";
@@ -58,7 +58,22 @@ fn meaning(var: &Doc) -> String {
         text.push(' ');
         text.push_str(var.notes);
     }
+    if let Some(setting) = IN_UI.iter().find(|s| s.name == var.name) {
+        text.push_str(match setting.restart {
+            false => " Also set in the UI (Settings, This node), over this value; taken in at once.",
+            true => " Also set in the UI (Settings, This node), over this value; taken in at the next start.",
+        });
+    }
     text
+}
+
+/// Where the variable is set, for the docs' tables.
+fn set_in(var: &Doc) -> &'static str {
+    match IN_UI.iter().find(|s| s.name == var.name) {
+        None => "file",
+        Some(s) if s.restart => "file, UI (restart)",
+        Some(_) => "file, UI",
+    }
 }
 
 fn settings_file() -> String {
@@ -97,7 +112,7 @@ fn docs_tables() -> String {
             out.push_str(&wrap(section.about, "", 80));
             out.push('\n');
         }
-        out.push_str("| variable | default | meaning |\n|---|---|---|\n");
+        out.push_str("| variable | default | set in | meaning |\n|---|---|---|---|\n");
         for var in section.vars {
             let default = match var.default {
                 Fallback::Value(value) => format!("`{value}`"),
@@ -106,8 +121,9 @@ fn docs_tables() -> String {
             let meaning = meaning(var);
             let (first, rest) = meaning.split_at(1);
             out.push_str(&format!(
-                "| `{}` | {default} | {}{rest} |\n",
+                "| `{}` | {default} | {} | {}{rest} |\n",
                 var.name,
+                set_in(var),
                 first.to_uppercase()
             ));
         }

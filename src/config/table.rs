@@ -145,6 +145,57 @@ pub const SECTIONS: &[Section] = &[
     },
 ];
 
+/// A setting a person may change in the UI (Settings, This node): kept in
+/// the database, over the environment's and the settings file's value.
+pub struct InUi {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub default: &'static str,
+    /// What is wrong with a text, as the variable's parser says it.
+    pub check: fn(&str) -> Result<(), &'static str>,
+    /// Taken in at the next start only.
+    pub restart: bool,
+    /// Never shown back, like camera passwords.
+    pub secret: bool,
+    /// The variable of the environment a value set in the UI hides: the
+    /// old name, or another way to set the same.
+    pub shadows: Option<&'static str>,
+}
+
+macro_rules! in_ui {
+    ($var:ident, $restart:expr) => {
+        in_ui!($var, $restart, false, $var.doc.old_name)
+    };
+    ($var:ident, $restart:expr, $secret:expr, $shadows:expr) => {
+        InUi {
+            name: $var.doc.name,
+            help: $var.doc.help,
+            default: $var.doc.default.text(),
+            check: |text| ($var.parse)(text).map(drop),
+            restart: $restart,
+            secret: $secret,
+            shadows: $shadows,
+        }
+    };
+}
+
+/// The settings a person may change in the UI, in the form's order. The
+/// rest are needed to start (ports, folders, files, programs) or are for
+/// whoever runs the board, and stay in the settings file.
+pub const IN_UI: &[InUi] = &[
+    in_ui!(NODE_NAME, false),
+    in_ui!(EVENTS_RETAIN_DAYS, false),
+    in_ui!(MAX_EVENTS, false),
+    in_ui!(CLIPS_MAX_BYTES, false),
+    in_ui!(CLIPS_KEEP_MAX_BYTES, false),
+    in_ui!(RECORDINGS_MAX_BYTES, false),
+    in_ui!(RECORDINGS_RESERVE, false),
+    in_ui!(NODE_URL, true),
+    in_ui!(MQTT_URL, true),
+    in_ui!(MQTT_USER, true),
+    in_ui!(MQTT_PASSWORD, true, true, Some(MQTT_PASSWORD_FILE.doc.name)),
+];
+
 // ---- The node ----
 
 pub const PORT: Var<u16> = Var {
@@ -197,11 +248,19 @@ pub const NODE_NAME: Var<String> = Var {
         default: Words("the host name"),
         help: "name shown in the status and the UI",
         old_name: None,
-        notes: "",
+        notes: "At most 64 characters. Home Assistant's device takes a new name at \
+                the node's next start.",
         example: "garage",
         installed: None,
     },
-    parse: trimmed,
+    parse: |text| {
+        let name = text.trim();
+        if name.chars().count() <= 64 && !name.contains(char::is_control) {
+            Ok(name.to_owned())
+        } else {
+            Err("must be at most 64 characters, with no control characters")
+        }
+    },
 };
 
 pub const LOG_LEVEL: Var<log::LevelFilter> = Var {

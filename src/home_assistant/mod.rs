@@ -63,7 +63,7 @@ pub fn spawn(app: Arc<App>, config: &mqtt::config::Config) -> Result<(), String>
         prefix: config.topic_prefix.clone(),
         discovery: config.discovery_prefix.clone(),
         node,
-        node_name: app.node_name.clone(),
+        node_name: app.node_name().to_string(),
         node_url: app.node_url.clone(),
     };
     let settings = session::Settings {

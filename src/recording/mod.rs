@@ -47,7 +47,7 @@ use crate::store::Segment;
 use crate::workers::{self, Order};
 
 pub use playback::Clip;
-pub use settings::Settings;
+pub use settings::{Limits, Settings};
 pub use spans::Span;
 pub use state::{RecorderState, State};
 pub use storage::{Deletion, Storage};
@@ -80,6 +80,7 @@ enum Disk {
 /// State shared by the recording threads and the handle.
 struct Shared {
     settings: Settings,
+    limits: Mutex<Limits>,
     db: Arc<Db>,
     live: Arc<StateChanges>,
     /// Bounds how many ffmpeg start at once.
@@ -168,6 +169,10 @@ impl Shared {
         self.live.retain(&self.states, keep);
     }
 
+    fn limits(&self) -> Limits {
+        *lock(&self.limits)
+    }
+
     fn clean(&self, what: Clean) {
         // The cleaner only stops with the process.
         let _ = self.cleaner.send(what);
@@ -240,6 +245,7 @@ pub struct Recordings {
 impl Recordings {
     pub fn new(
         settings: Settings,
+        limits: Limits,
         db: Arc<Db>,
         live: Arc<StateChanges>,
         gate: Arc<Gate>,
@@ -247,7 +253,7 @@ impl Recordings {
         let (supervisor, orders) = mpsc::channel();
         let (cleaner, cleanings) = mpsc::channel();
         let storage = Storage {
-            budget_bytes: settings.max_bytes,
+            budget_bytes: limits.max_bytes,
             ..Storage::default()
         };
         let ring = ring::Ring::new(&settings.dir);
@@ -261,6 +267,7 @@ impl Recordings {
         Recordings {
             shared: Arc::new(Shared {
                 settings,
+                limits: Mutex::new(limits),
                 db,
                 live,
                 gate,
@@ -342,6 +349,12 @@ impl Recordings {
             now_ms(),
             self.shared.started_ms,
         )
+    }
+
+    /// New limits, taken in now: recordings past them go at once.
+    pub fn set_limits(&self, limits: Limits) {
+        *lock(&self.shared.limits) = limits;
+        self.shared.clean(Clean::Check);
     }
 
     /// The storage figures, and what keeps recordings from being made or

@@ -157,7 +157,7 @@ fn warn_of_reserve(shared: &Shared, warned: bool) -> bool {
     let Ok(space) = filesystem::space(&shared.settings.dir) else {
         return false;
     };
-    let reserve = retention::reserve(shared.settings.reserve, space.total, RECORDINGS);
+    let reserve = retention::reserve(shared.limits().reserve, space.total, RECORDINGS);
     if reserve > space.total / 2 {
         log::warn!(
             "recordings: the free space to keep ({reserve} bytes) is more than half of the disk ({} bytes): \
@@ -339,9 +339,10 @@ fn make_room(
             }
         };
         refresh(shared, Some(used), Some(space))?;
-        let reserve = retention::reserve(settings.reserve, space.total, RECORDINGS);
+        let limits = shared.limits();
+        let reserve = retention::reserve(limits.reserve, space.total, RECORDINGS);
         let headroom = if urgent { headroom(shared, used)? } else { 0 };
-        let need = to_free(used, settings.max_bytes, space, reserve, headroom);
+        let need = to_free(used, limits.max_bytes, space, reserve, headroom);
         if need == 0 {
             return Ok(());
         }
@@ -349,7 +350,7 @@ fn make_room(
         // asks only headroom is the reserve's).
         if rule.is_none() {
             *rule = Some(
-                retention::to_free(used, settings.max_bytes, Some(space.free), reserve)
+                retention::to_free(used, limits.max_bytes, Some(space.free), reserve)
                     .map_or(Rule::Reserve, |(_, rule)| rule),
             );
         }
@@ -562,9 +563,9 @@ fn refresh(shared: &Shared, used: Option<u64>, space: Option<Space>) -> Result<(
     shared.set_storage(Storage {
         used_bytes: used,
         unclaimed_bytes: unclaimed,
-        budget_bytes: shared.settings.max_bytes,
+        budget_bytes: shared.limits().max_bytes,
         reserve_bytes: retention::reserve(
-            shared.settings.reserve,
+            shared.limits().reserve,
             space.map_or(0, |s| s.total),
             RECORDINGS,
         ),

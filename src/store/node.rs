@@ -1,5 +1,6 @@
 //! The node's identities, in the `node` key-value table: towards the cloud,
-//! towards Home Assistant, and that of its recordings folder.
+//! towards Home Assistant, and that of its recordings folder; and the
+//! settings a person changed in the UI, each as `setting.NAME`.
 
 use rusqlite::OptionalExtension;
 use uuid::Uuid;
@@ -55,6 +56,33 @@ impl Store {
             [id],
         )?;
         Ok(())
+    }
+
+    /// The settings changed in the UI: (name, text), by name.
+    pub fn settings(&self) -> Result<Vec<(String, String)>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT substr(key, 9), value FROM node WHERE key LIKE 'setting.%' ORDER BY key",
+        )?;
+        let rows = statement.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect()
+    }
+
+    /// Sets each setting named to its text, or forgets it (None), in one
+    /// transaction.
+    pub fn set_settings(&mut self, changes: &[(&str, Option<&str>)]) -> Result<()> {
+        self.written();
+        let tx = self.conn.transaction()?;
+        for (name, text) in changes {
+            let key = format!("setting.{name}");
+            tx.execute("DELETE FROM node WHERE key = ?1", [&key])?;
+            if let Some(text) = text {
+                tx.execute(
+                    "INSERT INTO node (key, value) VALUES (?1, ?2)",
+                    [key.as_str(), text],
+                )?;
+            }
+        }
+        tx.commit()
     }
 
     pub(super) fn node_value(&self, key: &str) -> Result<Option<String>> {
@@ -138,6 +166,27 @@ mod tests {
             Store::open(&dir).unwrap().local_id().unwrap(),
             local,
             "kept over a restart"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn settings_round_trip() {
+        let dir = temp_dir("settings");
+        let mut store = Store::open(&dir).unwrap();
+        assert_eq!(store.settings().unwrap(), []);
+        store
+            .set_settings(&[("NODE_NAME", Some("garage")), ("MAX_EVENTS", Some("5"))])
+            .unwrap();
+        store
+            .set_settings(&[("MAX_EVENTS", None), ("EVENTS_RETAIN_DAYS", Some("3"))])
+            .unwrap();
+        drop(store);
+        let store = Store::open(&dir).unwrap();
+        let pair = |n: &str, v: &str| (n.to_owned(), v.to_owned());
+        assert_eq!(
+            store.settings().unwrap(),
+            [pair("EVENTS_RETAIN_DAYS", "3"), pair("NODE_NAME", "garage")]
         );
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -43,6 +43,9 @@ pub enum Route {
     DeleteDestination(Uuid),
     /// Sends a test alert to a destination.
     TestDestination(Uuid),
+    /// The node's settings a person may change in the UI.
+    Settings,
+    UpdateSettings,
     /// The ONVIF devices on the LAN, and the streams of one.
     Discover,
     DiscoverStreams,
@@ -79,6 +82,7 @@ impl Route {
             | Route::DiscoverStreams
             | Route::SnoozeCamera(_)
             | Route::UpdateAlerts
+            | Route::UpdateSettings
             | Route::AddDestination
             | Route::UpdateDestination(_) => Some(BodyKind::Json),
             Route::Whep(_) => Some(BodyKind::Sdp),
@@ -175,6 +179,11 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
             let id = uuid(id, "no such destination")?;
             ("POST", on(method, "POST", Route::TestDestination(id)))
         }
+        ["settings"] => match method {
+            "GET" => ("GET, PATCH", Some(Route::Settings)),
+            "PATCH" => ("GET, PATCH", Some(Route::UpdateSettings)),
+            _ => ("GET, PATCH", None),
+        },
         ["discover"] => ("POST", on(method, "POST", Route::Discover)),
         ["discover", "streams"] => ("POST", on(method, "POST", Route::DiscoverStreams)),
         ["whep", id] => {
@@ -319,6 +328,8 @@ mod tests {
             ),
             ("GET", "/api/alerts".to_owned(), Route::Alerts),
             ("PATCH", "/api/alerts".to_owned(), Route::UpdateAlerts),
+            ("GET", "/api/settings".to_owned(), Route::Settings),
+            ("PATCH", "/api/settings".to_owned(), Route::UpdateSettings),
             (
                 "POST",
                 "/api/alerts/destinations".to_owned(),
@@ -401,6 +412,12 @@ mod tests {
             (
                 "POST",
                 "/api/alerts".to_owned(),
+                Kind::MethodNotAllowed,
+                Some("GET, PATCH"),
+            ),
+            (
+                "PUT",
+                "/api/settings".to_owned(),
                 Kind::MethodNotAllowed,
                 Some("GET, PATCH"),
             ),
@@ -587,5 +604,6 @@ mod tests {
         assert_eq!(Route::SnoozeCamera(id()).body_kind(), Some(BodyKind::Json));
         assert_eq!(Route::TestDestination(id()).body_kind(), None);
         assert_eq!(Route::WakeCamera(id()).body_kind(), None);
+        assert_eq!(Route::UpdateSettings.body_kind(), Some(BodyKind::Json));
     }
 }

@@ -181,7 +181,7 @@ pub fn test(app: &App, id: Uuid) -> Result<Reply, Error> {
     let vapid = app.vapid()?;
     let cx = Context {
         base: &app.node_url,
-        node_name: &app.node_name,
+        node_name: &app.node_name(),
         vapid: &vapid,
         alert_id: Uuid::new_v4(),
         picture: None,

@@ -7,6 +7,7 @@ mod discover;
 mod events;
 mod media;
 mod recordings;
+mod settings;
 mod status;
 pub mod tls;
 mod whep;
@@ -77,6 +78,8 @@ pub fn dispatch(
         Route::UpdateDestination(id) => alerts::update_destination(app, id, &body),
         Route::DeleteDestination(id) => alerts::delete_destination(app, id),
         Route::TestDestination(id) => alerts::test(app, id),
+        Route::Settings => settings::get(app),
+        Route::UpdateSettings => settings::update(app, &body),
         Route::Discover => discover::devices(app),
         Route::DiscoverStreams => discover::streams(app, &body),
         Route::CertificateAuthority => tls::authority(https),

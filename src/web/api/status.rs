@@ -153,7 +153,7 @@ fn serialize(app: &App, https: Option<&Https>) -> Result<Vec<u8>, Error> {
     let unreviewed = |camera: &Uuid| tallies.unreviewed.get(camera).copied().unwrap_or(0);
     let status = Status {
         node_id,
-        node_name: &app.node_name,
+        node_name: &app.node_name(),
         version: env!("CARGO_PKG_VERSION"),
         cloud: app.cloud_state().to_json(),
         relay_healthy: app.relay_healthy(),
