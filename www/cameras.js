@@ -328,6 +328,7 @@ async function saveEdit(event) {
   const had = Array.isArray(camera.kinds) ? camera.kinds : [];
   if (kinds.join() !== had.join() && (classify || kinds.length > 0)) patch.kinds = kinds;
   const areas = readAreas();
+  if (!areas) return undefined;
   if (JSON.stringify(areas.motionMasks) !== JSON.stringify(camera.motionMasks || [])) patch.motionMasks = areas.motionMasks;
   if (JSON.stringify(areas.zones) !== JSON.stringify(camera.zones || [])) patch.zones = areas.zones;
   if (areas.autoMask !== (camera.autoMask !== false)) patch.autoMask = areas.autoMask;
