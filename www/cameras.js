@@ -460,6 +460,7 @@ export function setUpCameras() {
   $('confirm-name').addEventListener('input', (e) => {
     $('confirm-ok').disabled = e.target.value.trim() !== state.cameras.get(confirmId)?.name;
   });
+  $('confirm-name').addEventListener('keydown', (e) => e.key === 'Enter' && confirmDelete());
   $('edit-cancel').addEventListener('click', () => $('edit').close());
   $('edit-form').addEventListener('submit', saveEdit);
   $('edit-form').addEventListener('input', (event) => {

@@ -6,9 +6,10 @@
 //
 // Steps: open /settings; the camera's Delete; the dialog says what goes
 // with it (counted by the node); its Delete button stays disabled with the
-// name field empty and with a wrong name, and works once the name is
-// typed: DELETE answered 204 and the card goes. With SCREENSHOTS=<dir>, the
-// dialog at laptop and phone sizes (delete-laptop.png, delete-phone.png).
+// name field empty, with a wrong name and with part of it, and is enabled
+// once the name is typed; Enter in the field then deletes: DELETE answered
+// 204 and the card goes. With SCREENSHOTS=<dir>, the dialog at laptop and
+// phone sizes (delete-laptop.png, delete-phone.png).
 // It prints one JSON line and exits 0:
 //   {"ok":true,"text":"…"}
 // or {"ok":false,"step":"…","error":"…"} and exits 1, within 60 s, and
@@ -74,7 +75,7 @@ async function run(browser) {
   stepName = 'delete';
   const [response] = await Promise.all([
     page.waitForResponse((r) => r.request().method() === 'DELETE' && new URL(r.url()).pathname === `/api/cameras/${cameraId}`, { timeout: within(20000) }),
-    ok.click(),
+    page.press('#confirm-name', 'Enter'),
   ]);
   check(response.status() === 204, `DELETE answered ${response.status()}`);
   await card.waitFor({ state: 'detached', timeout: within(5000) });
