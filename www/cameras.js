@@ -238,7 +238,9 @@ async function openConfirm(id) {
     const rec = s.recordings
       ? ` (${duration(s.recordedSeconds * 1000)}, ${bytes(s.recordingBytes)}, ${dateRange(Date.parse(s.recordedFrom), Date.parse(s.recordedTo))})`
       : '';
-    text = `Deleted with it, for good: ${counted(s.recordings, 'recording')}${rec}, ${counted(s.events, 'event')}${s.events ? ` with their clips, ${s.kept} of them kept` : ''}.`;
+    text = s.recordings || s.events
+      ? `Deleted with it, for good: ${counted(s.recordings, 'recording')}${rec}, ${counted(s.events, 'event')}${s.events ? ` with their clips, ${s.kept} of them kept` : ''}.`
+      : 'It has no recordings or events: nothing else goes with it.';
   } catch (error) {
     if (error.status === 404) {
       $('confirm').close();
