@@ -10,7 +10,9 @@
 //! thumbnails the node cuts, and one from before the camera was added, which
 //! never gets any. A second test draws masks and zones over the camera's
 //! snapshot with a mouse and with a finger, and filters events by zone
-//! (`tests/e2e/zones.mjs`).
+//! (`tests/e2e/zones.mjs`). A third deletes a camera with recordings and
+//! events (`tests/e2e/delete.mjs`): its dialog's counts are what the node
+//! then deletes, and it wants the camera's name typed.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -19,7 +21,10 @@ use std::time::{Duration, SystemTime};
 
 use crate::common;
 use crate::common::go2rtc::Go2rtc;
-use crate::common::{Camera, Node, TempDir};
+use crate::common::{
+    Camera, Node, TempDir, browser_script, closed_port, iso, now_ms, read_database, segment_rows,
+    wait_for, write_segments,
+};
 use serde_json::{Value, json};
 
 fn post_events(node: &Node, camera: &str) {
@@ -190,4 +195,147 @@ fn an_mjpeg_camera_is_added_with_a_warning_in_plain_words_on_its_card() {
     assert_eq!(shown["capabilities"]["videoCodec"], "mjpeg", "{shown}");
     let warnings = shown["warnings"].as_array().unwrap();
     assert!(warnings.len() == 1 && warned(&warnings[0]), "{warnings:?}");
+}
+
+/// The files under `dir`, recursively (none when it is gone).
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .map(|e| e.unwrap().path())
+        .flat_map(|p| if p.is_dir() { files_under(&p) } else { vec![p] })
+        .collect()
+}
+
+/// The clip and thumbnail files of `camera`'s events, from the node's index.
+fn event_files(data: &Path, camera: &str) -> Vec<std::path::PathBuf> {
+    let db = read_database(data);
+    let mut stmt = db
+        .prepare("SELECT clip_path, thumbnail_path FROM event WHERE camera_id = ?1")
+        .unwrap();
+    let rows = stmt.query_map([camera], |r| {
+        Ok([r.get::<_, Option<String>>(0)?, r.get(1)?])
+    });
+    rows.unwrap()
+        .flat_map(|r| r.unwrap())
+        .flatten()
+        .map(|p| data.join(p))
+        .collect()
+}
+
+#[test]
+fn the_delete_dialog_says_what_goes_and_wants_the_cameras_name() {
+    let data = TempDir::new("delete-dialog");
+    let recordings = data.path().join("recordings");
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    // Not recording while deleted: what the dialog counts stays as it is.
+    let [porch, yard] = ["Porch", "Yard"].map(|name| {
+        let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
+        let created = node.add_camera(json!({ "name": name, "rtspUrl": url, "enabled": false }));
+        created["id"].as_str().unwrap().to_owned()
+    });
+    drop(node);
+    let scratch = TempDir::new("delete-dialog-scratch");
+    let start = (now_ms() - 86_400_000) / 1000 * 1000;
+    write_segments(&recordings, &porch, start, 3, scratch.path());
+    write_segments(&recordings, &yard, start, 1, scratch.path());
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    assert!(wait_for(Duration::from_secs(20), || segment_rows(
+        data.path()
+    )
+    .len()
+        == 4));
+    // Three events of Porch's (one kept) and one of Yard's, each cut a clip.
+    let ids: Vec<String> = [(&porch, 3), (&porch, 12), (&porch, 21), (&yard, 3)]
+        .iter()
+        .map(|(camera, second)| {
+            let at = start + second * 1000;
+            let body = json!({ "cameraId": camera, "kind": "person", "score": 0.8,
+                "startedAt": iso(at), "endedAt": iso(at + 2000) });
+            let response = node.post_json("/api/events", &body.to_string());
+            assert_eq!(response.status, 201, "{response}");
+            response.json()["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let kept = node.patch_json(&format!("/api/events/{}", ids[1]), r#"{"keep": true}"#);
+    assert_eq!(kept.status, 200, "{kept}");
+    assert!(
+        wait_for(Duration::from_secs(60), || ids.iter().all(|e| node
+            .listed_event(e)
+            .is_some_and(
+                |e| e["clipUrl"].is_string() && e["thumbnailUrl"].is_string()
+            ))),
+        "no clips: {}",
+        node.get("/api/events").json()
+    );
+
+    // What the node says goes is what it holds of Porch.
+    let held: Vec<_> = segment_rows(data.path())
+        .into_iter()
+        .filter(|s| s.camera == porch)
+        .collect();
+    let files = event_files(data.path(), &porch);
+    assert_eq!((held.len(), files.len()), (3, 6), "{held:?} {files:?}");
+    assert_eq!(files_under(&recordings.join(&porch)).len(), 3);
+    let stored = node.get(&format!("/api/cameras/{porch}/stored"));
+    assert_eq!(stored.status, 200, "{stored}");
+    assert_eq!(
+        stored.json(),
+        json!({
+            "recordings": 3,
+            "recordingBytes": held.iter().map(|s| s.bytes).sum::<u64>(),
+            "recordedSeconds": 30,
+            "recordedFrom": iso(held[0].start_ms),
+            "recordedTo": iso(held[2].end_ms),
+            "events": 3,
+            "kept": 1,
+        })
+    );
+    let unknown = node.get(&format!("/api/cameras/{}/stored", uuid::Uuid::new_v4()));
+    assert_eq!(unknown.status, 404, "{unknown}");
+
+    let verdict = browser_script("delete.mjs", &[&node.url(), &porch, "Porch"]);
+    let report = verdict["output"].as_str().unwrap().to_owned();
+    assert_eq!(verdict["ok"], true, "{report}");
+    let text = verdict["text"].as_str().unwrap();
+    eprintln!("the dialog said: {text}");
+    for said in [
+        "3 recordings (30 s,",
+        "3 events with their clips, 1 of them kept",
+    ] {
+        assert!(text.contains(said), "{said:?} not in {text:?}");
+    }
+
+    // Then gone: Porch's rows and files, kept clip too; Yard's stay.
+    let gone = wait_for(Duration::from_secs(30), || {
+        files_under(&recordings.join(&porch)).is_empty() && files.iter().all(|f| !f.exists())
+    });
+    assert!(
+        gone,
+        "files left: {:?} {:?}",
+        files_under(&recordings.join(&porch)),
+        files.iter().filter(|f| f.exists()).collect::<Vec<_>>()
+    );
+    let rows = segment_rows(data.path());
+    assert!(
+        rows.iter().all(|s| s.camera == yard) && rows.len() == 1,
+        "{rows:?}"
+    );
+    let events = read_database(data.path())
+        .query_row(
+            "SELECT COUNT(*) FROM event WHERE camera_id = ?1",
+            [&porch],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap();
+    assert_eq!(events, 0);
+    assert_eq!(
+        event_files(data.path(), &yard)
+            .iter()
+            .filter(|f| f.exists())
+            .count(),
+        2
+    );
+    assert_eq!(files_under(&recordings.join(&yard)).len(), 1);
 }

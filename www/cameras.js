@@ -3,7 +3,7 @@
 
 import { $, setText, setAttr, show, toggleClass, fromTemplate, formErrors, maskWhenLeft } from './dom.js';
 import { api } from './api.js';
-import { capabilitiesText, onlineState, recorderState, sentence } from './format.js';
+import { bytes, capabilitiesText, counted, dateRange, duration, onlineState, recorderState, sentence } from './format.js';
 import { state, change, putCamera, dropCamera } from './store.js';
 import { openLive } from './liveview.js';
 import { openRecordings } from './recordings.js';
@@ -219,21 +219,42 @@ async function probe(card) {
 
 let confirmId = null;
 
-function openConfirm(id) {
+// What goes with the camera, from the node: the person types its name to delete it.
+async function openConfirm(id) {
   const camera = state.cameras.get(id);
   if (!camera) return;
   confirmId = id;
   setText($('confirm-title'), `Delete “${camera.name}”?`);
-  setText($('confirm-text'), 'The camera is removed from this node and stops being recorded and watched. You can add it again later with its address.');
+  setText($('confirm-label'), `Type its name, “${camera.name}”, to delete it`);
+  setText($('confirm-text'), 'Counting what it holds…');
+  $('confirm-name').value = '';
   show($('confirm-error'), false);
-  $('confirm-ok').disabled = false;
+  $('confirm-ok').disabled = true;
   $('confirm').showModal();
-  $('confirm-cancel').focus();
+  $('confirm-name').focus();
+  let text;
+  try {
+    const s = await api('GET', `/api/cameras/${id}/stored`);
+    const rec = s.recordings
+      ? ` (${duration(s.recordedSeconds * 1000)}, ${bytes(s.recordingBytes)}, ${dateRange(Date.parse(s.recordedFrom), Date.parse(s.recordedTo))})`
+      : '';
+    text = s.recordings || s.events
+      ? `Deleted with it, for good: ${counted(s.recordings, 'recording')}${rec}, ${counted(s.events, 'event')}${s.events ? ` with their clips, ${s.kept} of them kept` : ''}.`
+      : 'It has no recordings or events: nothing else goes with it.';
+  } catch (error) {
+    if (error.status === 404) {
+      $('confirm').close();
+      return dropCamera(id);
+    }
+    text = `Its recordings, events and kept clips are deleted with it, for good (they could not be counted: ${error.message}).`;
+  }
+  if (confirmId === id) setText($('confirm-text'), text);
+  return undefined;
 }
 
 async function confirmDelete() {
   const id = confirmId;
-  if (!id) return;
+  if (!id || $('confirm-ok').disabled) return;
   const ok = $('confirm-ok');
   ok.disabled = true;
   try {
@@ -309,6 +330,7 @@ async function saveEdit(event) {
   const had = Array.isArray(camera.kinds) ? camera.kinds : [];
   if (kinds.join() !== had.join() && (classify || kinds.length > 0)) patch.kinds = kinds;
   const areas = readAreas();
+  if (!areas) return undefined;
   if (JSON.stringify(areas.motionMasks) !== JSON.stringify(camera.motionMasks || [])) patch.motionMasks = areas.motionMasks;
   if (JSON.stringify(areas.zones) !== JSON.stringify(camera.zones || [])) patch.zones = areas.zones;
   if (areas.autoMask !== (camera.autoMask !== false)) patch.autoMask = areas.autoMask;
@@ -437,6 +459,10 @@ export function setUpCameras() {
   $('edit-device').addEventListener('change', showPassword);
   $('confirm-cancel').addEventListener('click', () => $('confirm').close());
   $('confirm-ok').addEventListener('click', confirmDelete);
+  $('confirm-name').addEventListener('input', (e) => {
+    $('confirm-ok').disabled = e.target.value.trim() !== state.cameras.get(confirmId)?.name;
+  });
+  $('confirm-name').addEventListener('keydown', (e) => e.key === 'Enter' && confirmDelete());
   $('edit-cancel').addEventListener('click', () => $('edit').close());
   $('edit-form').addEventListener('submit', saveEdit);
   $('edit-form').addEventListener('input', (event) => {

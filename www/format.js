@@ -84,6 +84,11 @@ export function clockRange(from, to, seconds = false) {
   return (seconds ? clockSeconds : clock).formatRange(new Date(from), new Date(to));
 }
 
+/** "Dec 5, 10:47 – 10:48 PM": a span with its dates. */
+export function dateRange(from, to) {
+  return shortDate.formatRange(new Date(from), new Date(to));
+}
+
 /** The full local date and time, for hover text. */
 export function absoluteTime(ms) {
   return Number.isFinite(ms) ? dateTime.format(new Date(ms)) : '';
@@ -99,6 +104,9 @@ export function relativeTime(ms, now) {
   if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
   return shortDate.format(new Date(ms));
 }
+
+/** "1 event", "3 events". */
+export const counted = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
 
 /** "8 s", "1 min 5 s", "2 h 3 min", "under 1 s". */
 export function duration(ms) {

@@ -6,7 +6,7 @@
 
 import { $, setText, show, toggleClass } from './dom.js';
 import { serverNow } from './api.js';
-import { absoluteTime, bytes, countdown } from './format.js';
+import { absoluteTime, bytes, countdown, counted } from './format.js';
 
 const CLOUD = {
   disabled: ['Cloud: off', 'neutral', 'Remote access is not set up; everything works on this network.'],
@@ -34,8 +34,6 @@ function setBadge(el, text, tone, title) {
   if (title !== undefined && el.title !== title) el.title = title;
 }
 
-const count = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
-
 /** The header's line: what needs the person first, then what goes well. [text, tone] */
 function stateLine(status, cameras) {
   const problems = [];
@@ -49,7 +47,7 @@ function stateLine(status, cameras) {
   if (status.cloud?.state === 'unclaimed') problems.push('waiting to be claimed (the code is under Settings)');
   const recording = on.filter((c) => c.recording?.state === 'recording').length;
   const well = !cameras.length ? 'No cameras yet'
-    : recording ? `${count(recording, 'camera')} recording` : `${count(on.length, 'camera')} on`;
+    : recording ? `${counted(recording, 'camera')} recording` : `${counted(on.length, 'camera')} on`;
   const review = status.unreviewedEvents ? `${status.unreviewedEvents} to review` : '';
   const text = [...problems, well, review].filter(Boolean).join(' · ');
   return [text[0].toUpperCase() + text.slice(1), problems.length ? 'bad' : 'ok'];

@@ -6,13 +6,15 @@
 // chosen (after the last while it is being drawn, later on the edge nearest
 // the tap), a point dragged moves, and a focused point moves with the arrow
 // keys and goes with Delete. Polygons are filled by the even-odd rule, as
-// the node reads them.
+// the node reads them. A shape of 1 or 2 points is not one: it says so by
+// its last point, and is not left (Done, another shape, Save) until it has 3
+// or none.
 
-import { $, setText, setAttr, show } from './dom.js';
+import { $, setText, setAttr, show, toggleClass } from './dom.js';
 import { api } from './api.js';
 import { change, putCamera } from './store.js';
 import { KINDS } from './events.js';
-import { sentence } from './format.js';
+import { counted, sentence } from './format.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const MAX_MASKS = 16;
@@ -31,11 +33,14 @@ const editor = {
   point: -1, // index in the selected shape's points
   gesture: null, // the press under way: { id, x, y, point, target, moved }
   snapshot: null, // { controller, url } of the picture being fetched or shown
+  refused: false, // leaving the chosen shape was refused: it has 1 or 2 points
 };
 
 const round = (v) => Math.round(Math.min(1, Math.max(0, v)) * 10000) / 10000;
 const copy = (points) => points.map(([x, y]) => [x, y]);
 const selectedShape = () => editor.shapes[editor.selected] || null;
+/** The points a shape lacks to be one: 0 for a shape of 3 or more, or of none. */
+const missing = (shape) => (shape?.points.length ? Math.max(0, 3 - shape.points.length) : 0);
 
 /** "zones[1].name must …" → "zones: zone 2's name must …", in words for people. */
 export function areaWords(message) {
@@ -46,8 +51,9 @@ export function areaWords(message) {
     .replace(/\[(\d+)\]/, (_, i) => ` point ${Number(i) + 1}`);
 }
 
-/** The masks, zones and autoMask the editor holds, in the API's shape. */
+/** The masks, zones and autoMask the editor holds, in the API's shape; null while a shape has 1 or 2 points (it says so). */
 export function readAreas() {
+  if (!mayLeave()) return null;
   const drawn = editor.shapes.filter((s) => s.points.length > 0);
   return {
     motionMasks: drawn.filter((s) => s.kind === 'mask').map((s) => copy(s.points)),
@@ -67,6 +73,7 @@ export function openAreas(camera) {
   editor.selected = -1;
   editor.point = -1;
   editor.gesture = null;
+  editor.refused = false;
   $('edit-autoMask').checked = camera.autoMask !== false;
   setText($('edit-areas-msg'), '');
   const caps = camera.capabilities || {};
@@ -152,6 +159,17 @@ function render() {
   const h = height || 1;
   svg.setAttribute('viewBox', `0 0 ${w} ${h}`);
   const at = ([x, y]) => `${x * w},${y * h}`;
+  // By a point, kept inside the picture.
+  const label = ([x, y], text, cls = '') => {
+    const node = el('text', {
+      class: `area-label${cls}`,
+      x: x > 0.6 ? x * w - 6 : x * w + 6,
+      y: y < 0.1 ? y * h + 18 : y * h - 6,
+      'text-anchor': x > 0.6 ? 'end' : 'start',
+    });
+    node.textContent = text;
+    return node;
+  };
   const outline = (points, attributes) => el(points.length > 2 ? 'polygon' : 'polyline', { points: points.map(at).join(' '), 'fill-rule': 'evenodd', ...attributes });
   const parts = [];
   const suggested = editor.camera?.autoMask !== false ? editor.camera?.suggestedMasks || [] : [];
@@ -162,20 +180,11 @@ function render() {
     const shape = editor.shapes[i];
     const chosen = i === editor.selected;
     parts.push(outline(shape.points, { class: `area ${shape.kind}${chosen ? ' chosen' : ''}`, 'data-shape': i }));
-    if (shape.kind === 'zone' && shape.points.length > 0) {
-      // By its first point, kept inside the picture.
-      const [x, y] = shape.points[0];
-      const label = el('text', {
-        class: 'area-label',
-        x: x > 0.6 ? x * w - 6 : x * w + 6,
-        y: y < 0.1 ? y * h + 18 : y * h - 6,
-        'text-anchor': x > 0.6 ? 'end' : 'start',
-      });
-      label.textContent = shape.name.trim();
-      parts.push(label);
-    }
+    if (shape.kind === 'zone' && shape.points.length > 0) parts.push(label(shape.points[0], shape.name.trim()));
   }
   const shape = selectedShape();
+  const lacks = missing(shape);
+  if (lacks) parts.push(label(shape.points.at(-1), `Needs ${counted(lacks, 'more point')}`, editor.refused ? ' lacks refused' : ' lacks'));
   if (shape) {
     shape.points.forEach((point, index) => {
       const handle = el('g', {
@@ -206,9 +215,11 @@ function renderControls() {
   $('edit-delete-shape').disabled = !shape;
   $('edit-done-shape').disabled = !shape;
   let hint = 'Add a mask or a zone, or choose one below to change it.';
-  if (shape && shape.points.length >= MAX_POINTS) hint = `${shapeName(shape)} has the most points a shape may have (${MAX_POINTS}); drag them to change it.`;
+  if (editor.refused) hint = `${shapeName(shape)} has ${counted(shape.points.length, 'point')}: a shape needs 3. Add ${missing(shape)} more on the picture, or delete the shape.`;
+  else if (shape && shape.points.length >= MAX_POINTS) hint = `${shapeName(shape)} has the most points a shape may have (${MAX_POINTS}); drag them to change it.`;
   else if (shape) hint = `Click or tap the picture to add a point to ${shapeName(shape)}; drag a point to move it. Three points make a shape.`;
   setText($('edit-draw-hint'), hint);
+  toggleClass($('edit-draw-hint'), 'field-error', editor.refused);
   fillList($('edit-mask-list'), masks, 'No masks: motion is looked for everywhere.');
   fillList($('edit-zone-list'), zones, 'No zones: motion anywhere makes an event.');
   show($('edit-zone'), shape?.kind === 'zone');
@@ -227,7 +238,7 @@ function fillList(list, shapes, empty) {
     button.type = 'button';
     button.dataset.shape = String(editor.shapes.indexOf(shape));
     const kinds = shape.kind === 'zone' ? ` · ${shape.kinds.map((k) => KINDS[k]?.[0] || k).join(', ')}` : '';
-    button.textContent = `${shapeName(shape)} · ${shape.points.length} point${shape.points.length === 1 ? '' : 's'}${kinds}`;
+    button.textContent = `${shapeName(shape)} · ${counted(shape.points.length, 'point')}${kinds}`;
     setAttr(button, 'aria-pressed', editor.shapes[editor.selected] === shape ? 'true' : 'false');
     li.append(button);
     return li;
@@ -241,9 +252,23 @@ function fillList(list, shapes, empty) {
   list.replaceChildren(...items);
 }
 
+/** Whether the chosen shape may be left: not with 1 or 2 points (it says so, by the shape). */
+function mayLeave() {
+  editor.refused = missing(selectedShape()) > 0;
+  if (editor.refused) {
+    render();
+    $('edit-stage').scrollIntoView({ block: 'nearest' });
+  }
+  return !editor.refused;
+}
+
 function choose(index, point = -1) {
-  // A shape left is drawn: points added to it later go on its nearest edge.
-  if (index !== editor.selected && selectedShape()) selectedShape().drawing = false;
+  if (index !== editor.selected) {
+    if (!mayLeave()) return;
+    // A shape left is drawn: points added to it later go on its nearest edge.
+    if (selectedShape()) selectedShape().drawing = false;
+  }
+  editor.refused = false;
   editor.selected = index;
   editor.point = point;
   render();
@@ -252,6 +277,7 @@ function choose(index, point = -1) {
 // ---- Changing shapes ----
 
 function addShape(kind) {
+  if (!mayLeave()) return;
   const shape = { kind, points: [], drawing: true };
   if (kind === 'zone') {
     const names = new Set(editor.shapes.map((s) => (s.name || '').trim().toLowerCase()));
@@ -310,6 +336,7 @@ function deletePoint() {
 function deleteShape() {
   if (editor.selected < 0) return;
   editor.shapes.splice(editor.selected, 1);
+  editor.selected = -1;
   choose(-1);
 }
 
@@ -342,8 +369,9 @@ function onPointerUp(event) {
   if (!gesture || gesture.id !== event.pointerId) return;
   editor.gesture = null;
   if (gesture.moved || gesture.point >= 0) return;
+  // A tap on another shape chooses it, unless the chosen one is not a shape yet.
   const other = gesture.target.closest('[data-shape]');
-  if (other && Number(other.dataset.shape) !== editor.selected) choose(Number(other.dataset.shape));
+  if (other && Number(other.dataset.shape) !== editor.selected && !missing(selectedShape())) choose(Number(other.dataset.shape));
   else addPoint(pointAt(event));
 }
 

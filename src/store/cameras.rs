@@ -86,6 +86,36 @@ impl Store {
         Ok(n > 0)
     }
 
+    /// What deleting the camera would delete with it; None: no such camera.
+    pub fn camera_stored(&self, id: Uuid) -> Result<Option<CameraStored>> {
+        if self.camera(id)?.is_none() {
+            return Ok(None);
+        }
+        let id = id.to_string();
+        let mut segments = self.conn.prepare_cached(
+            "SELECT COUNT(*), COALESCE(SUM(bytes), 0), COALESCE(SUM(end_ms - start_ms), 0),
+                    MIN(start_ms), MAX(end_ms)
+             FROM segment WHERE camera_id = ?1",
+        )?;
+        let mut events = self.conn.prepare_cached(
+            "SELECT COUNT(*), COALESCE(SUM(keep), 0) FROM event WHERE camera_id = ?1",
+        )?;
+        let (events, kept) = events.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        segments
+            .query_row([&id], |r| {
+                Ok(CameraStored {
+                    segments: r.get(0)?,
+                    segment_bytes: r.get(1)?,
+                    recorded_ms: r.get(2)?,
+                    first_ms: r.get(3)?,
+                    last_ms: r.get(4)?,
+                    events,
+                    kept,
+                })
+            })
+            .map(Some)
+    }
+
     /// Deletes a camera with its events, and turns its segments and its
     /// events' files into tombstones; returns it and those files (clips and
     /// thumbnails) to unlink.
@@ -144,6 +174,20 @@ impl Store {
         )?;
         Ok(n > 0)
     }
+}
+
+/// What a camera's deletion deletes: its recorded segments (their bytes,
+/// the time they hold, from the first one's start to the last one's end)
+/// and its events, kept ones among them.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CameraStored {
+    pub segments: u64,
+    pub segment_bytes: u64,
+    pub recorded_ms: i64,
+    pub first_ms: Option<i64>,
+    pub last_ms: Option<i64>,
+    pub events: u64,
+    pub kept: u64,
 }
 
 /// A camera's columns from `id` to `retain_days`, as parameters ?1 to ?21.
@@ -273,6 +317,75 @@ fn capabilities_json(capabilities: &Capabilities) -> String {
 mod tests {
     use super::super::test_support::{camera, temp_dir};
     use super::*;
+
+    #[test]
+    fn what_a_cameras_deletion_deletes_is_its_own_segments_and_events() {
+        let dir = temp_dir("camera-stored");
+        let mut store = Store::open(&dir).unwrap();
+        let (a, b) = (camera("a"), camera("b"));
+        store.insert_camera(&a, 1).unwrap();
+        store.insert_camera(&b, 2).unwrap();
+        let nothing = CameraStored {
+            segments: 0,
+            segment_bytes: 0,
+            recorded_ms: 0,
+            first_ms: None,
+            last_ms: None,
+            events: 0,
+            kept: 0,
+        };
+        assert_eq!(store.camera_stored(a.id).unwrap(), Some(nothing));
+        for (cam, start_ms, bytes) in [(a.id, 0, 5), (a.id, 30_000, 7), (b.id, 10_000, 11)] {
+            let path = format!("{cam}/{start_ms}.mp4");
+            let segment = crate::store::Segment {
+                camera_id: cam,
+                start_ms,
+                end_ms: start_ms + 10_000,
+                bytes,
+                path,
+            };
+            store.insert_segment(&segment).unwrap();
+        }
+        let mut ids = Vec::new();
+        for cam in [a.id, a.id, a.id, b.id] {
+            let event = crate::event::Event {
+                id: Uuid::new_v4(),
+                camera_id: cam,
+                kind: "person".into(),
+                score: 0.5,
+                started_at_ms: 1_000,
+                ended_at_ms: 2_000,
+                clip_status: "local".into(),
+                clip_path: None,
+                thumbnail_path: None,
+                zones: Vec::new(),
+                in_progress: false,
+                reviewed: false,
+                keep: false,
+            };
+            store.insert_event(&event, 0, 100).unwrap();
+            ids.push(event.id);
+        }
+        for id in [ids[0], ids[3]] {
+            store.mark_event(id, None, Some(true), u64::MAX).unwrap();
+        }
+        assert_eq!(
+            store.camera_stored(a.id).unwrap(),
+            Some(CameraStored {
+                segments: 2,
+                segment_bytes: 12,
+                recorded_ms: 20_000,
+                first_ms: Some(0),
+                last_ms: Some(40_000),
+                events: 3,
+                kept: 1,
+            })
+        );
+        store.delete_camera(a.id).unwrap().unwrap();
+        assert_eq!(store.camera_stored(a.id).unwrap(), None);
+        assert_eq!(store.camera_stored(b.id).unwrap().unwrap().events, 1);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 
     #[test]
     fn cameras_round_trip_across_reopen() {

@@ -24,6 +24,8 @@ pub enum Route {
     ProbeCamera(Uuid),
     /// A camera's picture now, as a JPEG.
     CameraSnapshot(Uuid),
+    /// What deleting a camera deletes with it.
+    CameraStored(Uuid),
     /// The recorded spans of a camera.
     Recordings(Uuid),
     /// A stretch of a camera's recording as one MP4.
@@ -143,6 +145,7 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
         ["cameras", id, "snapshot.jpg"] => {
             ("GET", on(method, "GET", Route::CameraSnapshot(camera(id)?)))
         }
+        ["cameras", id, "stored"] => ("GET", on(method, "GET", Route::CameraStored(camera(id)?))),
         ["cameras", id, "recordings"] => ("GET", on(method, "GET", Route::Recordings(camera(id)?))),
         ["cameras", id, "recording.mp4"] => {
             let route = Route::RecordingMp4(camera(id)?);
@@ -289,6 +292,11 @@ mod tests {
                 "GET",
                 format!("/api/cameras/{ID}/snapshot.jpg"),
                 Route::CameraSnapshot(id()),
+            ),
+            (
+                "GET",
+                format!("/api/cameras/{ID}/stored"),
+                Route::CameraStored(id()),
             ),
             (
                 "GET",

@@ -1119,6 +1119,7 @@ async function run() {
     await card(xss).locator('.delete').click();
     await page.waitForSelector('#confirm[open]');
     const answer = responseTo('DELETE', (p) => p === `/api/cameras/${xss}`);
+    await page.fill('#confirm-name', XSS_NAME);
     await page.click('#confirm-ok');
     const response = await answer;
     check(response.status() === 204, `DELETE answered ${response.status()}`);

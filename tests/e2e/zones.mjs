@@ -7,8 +7,11 @@
 //
 // The node has camera ID (the real test camera, not detecting) with no masks
 // or zones. Steps:
-//   mouse   at 1280x800: the edit dialog shows the camera's picture (at most
-//           640 wide); Add mask, four clicks on the picture, the third point
+//   mouse   at 1280x800, from /settings: the edit dialog shows the camera's
+//           picture (at most 640 wide); Add mask, two clicks: the shape says
+//           by its last point that it needs 1 more, and Done, Add zone and
+//           Save are refused, saying why (no PATCH sent); two more clicks on
+//           the picture (four), the third point
 //           dragged, the fourth deleted (chosen with a click, then Delete
 //           point); Add zone "Driveway", four clicks, animal and package
 //           unticked, a point moved with the arrow key; Save sends the masks
@@ -16,7 +19,10 @@
 //           dialog draws them where they were; a second zone named
 //           "driveway" is refused by the node, the message by the zones,
 //           nothing changed
-//   touch   at 360x740 with a touch screen (hasTouch): Add zone "Door" and
+//   touch   at 390x844 with a touch screen (hasTouch): the dialog fills the
+//           screen; a mask's points tapped at the picture's corners have their
+//           handles whole (the handle is what is under each edge of its dot);
+//           the mask deleted; Add zone "Door" and
 //           three taps (pointerType touch); a point dragged by a finger
 //           (touch events through the DevTools protocol); the mask chosen
 //           with a tap and deleted; Save, reload: the node and the dialog
@@ -25,7 +31,7 @@
 //           drawn dashed: "Keep them as masks" adds them to the node's masks,
 //           Clear turns autoMask off
 //   events  events posted (from this machine, as detectors do) with zones
-//           Driveway, Door and none: each row says its zones, and the zone
+//           Driveway, Door and none, on the Review tab: each row says its zones, and the zone
 //           filter shows only the events in the zone chosen
 // It prints one JSON line, {"ok":true,"steps":[...]} and exits 0, or
 // {"ok":false,"step":"...","error":"..."} and exits 1, within --timeout-ms
@@ -36,7 +42,7 @@ import path from 'node:path';
 import { prepareBrowser, launchBrowser, closeBrowser, readFlags } from './browser.mjs';
 
 const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 360, height: 740 };
+const PHONE = { width: 390, height: 844 };
 /** How far a point may land from where it was put, as a share: a pixel of a 360-wide picture. */
 const NEAR = 0.006;
 
@@ -104,7 +110,7 @@ async function start(options) {
   page.on('console', (msg) => {
     if (/Content Security Policy/i.test(msg.text())) cspViolations.push(msg.text());
   });
-  await page.goto(`${base}/`, { waitUntil: 'domcontentloaded', timeout: within(15000) });
+  await page.goto(`${base}/settings`, { waitUntil: 'domcontentloaded', timeout: within(15000) });
   await page.waitForSelector('body.loaded', { timeout: within(10000) });
 }
 
@@ -167,12 +173,29 @@ async function run() {
     await openEdit();
     const width = await page.$eval('#edit-snapshot', (img) => img.naturalWidth);
     check(width > 0 && width <= 640, `the picture is ${width} wide`);
+    let patches = 0;
+    page.on('request', (r) => { if (r.method() === 'PATCH') patches += 1; });
     await page.click('#edit-add-mask');
-    for (const [x, y] of [[0.1, 0.1], [0.4, 0.1], [0.4, 0.4], [0.1, 0.4]]) {
+    const click = async ([x, y]) => {
       const p = await at(x, y);
       await page.mouse.click(p.x, p.y);
+    };
+    for (const point of [[0.1, 0.1], [0.4, 0.1]]) await click(point);
+    // Two points are not a shape: it says so by the shape, and is not left.
+    const lacks = page.locator('#edit-overlay .area-label.lacks');
+    check(await lacks.textContent() === 'Needs 1 more point', `by the 2-point mask: "${await lacks.textContent().catch(() => 'nothing')}"`);
+    const refusal = "Mask 1 has 2 points: a shape needs 3. Add 1 more on the picture, or delete the shape.";
+    for (const button of ['#edit-done-shape', '#edit-add-zone', '#edit-save']) {
+      await page.click(button);
+      await page.waitForSelector('#edit-overlay .area-label.refused', { timeout: within(2000) });
+      const hint = (await page.textContent('#edit-draw-hint')).trim();
+      check(hint === refusal, `${button} with 2 points: the hint says "${hint}"`);
+      check(await handles() === 2 && await page.isVisible('#edit[open]'), `${button} left the 2-point mask`);
+      check((await page.$$eval('.shape-list button', (els) => els.map((el) => el.textContent))).join() === 'Mask 1 · 2 points', `${button} added a shape`);
     }
+    for (const point of [[0.4, 0.4], [0.1, 0.4]]) await click(point);
     check(await handles() === 4, `four clicks made ${await handles()} points`);
+    check(await page.locator('#edit-overlay .area-label.lacks').count() === 0, 'a 4-point mask says it needs more');
     // The third point dragged to (0.5, 0.5).
     const from = await at(0.4, 0.4);
     const to = await at(0.5, 0.5);
@@ -206,6 +229,7 @@ async function run() {
 
     const response = await save('click');
     check(response.status() === 200, `Save answered ${response.status()}: ${await response.text()}`);
+    check(patches === 1, `${patches} PATCHes sent: Save with a 2-point mask sent one`);
     const sent = JSON.parse(response.request().postData());
     check(JSON.stringify(Object.keys(sent).sort()) === '["motionMasks","zones"]', `Save sent ${Object.keys(sent)}`);
     await page.waitForSelector('#edit:not([open])', { state: 'attached' });
@@ -249,6 +273,26 @@ async function run() {
       document.getElementById('edit-overlay').addEventListener('pointerdown', (e) => window.pointerTypes.add(e.pointerType));
     });
     await openEdit('tap');
+    const fills = await page.$eval('#edit', (d) => JSON.stringify(d.getBoundingClientRect()));
+    const box = JSON.parse(fills);
+    check(box.x === 0 && box.y === 0 && box.width === PHONE.width && box.height === PHONE.height, `the editor is not full-screen on a phone: ${fills}`);
+    // Handles at the picture's corners are whole: theirs is what is under each edge of their dots.
+    await page.locator('#edit-add-mask').tap();
+    for (const [x, y] of [[0.002, 0.004], [0.998, 0.996]]) {
+      const p = await at(x, y);
+      await page.touchscreen.tap(p.x, p.y);
+    }
+    check(await handles() === 2, `taps at the picture's corners made ${await handles()} points`);
+    for (const index of [0, 1]) {
+      const whole = await handle(index).evaluate((g) => {
+        const r = g.querySelector('.dot').getBoundingClientRect();
+        const edges = [[r.left + 1, r.top + r.height / 2], [r.right - 1, r.top + r.height / 2], [r.left + r.width / 2, r.top + 1], [r.left + r.width / 2, r.bottom - 1]];
+        return edges.every(([x, y]) => document.elementFromPoint(x, y)?.closest('.handle') === g);
+      });
+      check(whole, `the handle of point ${index + 1}, at a corner of the picture, is cut off`);
+    }
+    await page.screenshot({ path: path.join(opts.screenshots, 'phone-edit-corners.png') });
+    await page.locator('#edit-delete-shape').tap();
     await page.locator('#edit-add-zone').tap();
     await page.fill('#edit-zone-name', 'Door');
     for (const [x, y] of [[0.6, 0.1], [0.9, 0.1], [0.75, 0.3]]) {
@@ -341,6 +385,7 @@ async function run() {
       check(r.status === 201 && JSON.stringify(r.json.zones) === JSON.stringify(zones), `POST /api/events with zones ${zones} answered ${r.status} ${JSON.stringify(r.json)}`);
       posted[key] = r.json.id;
     }
+    await page.locator('.tabs a[href="/review"]').tap();
     const row = (key) => `#event-list .event[data-key="${posted[key]}"]`;
     await page.waitForSelector(row('none'), { timeout: within(15000) });
     const said = async (key) => (await page.textContent(`${row(key)} .ev-zones`)).trim();

@@ -262,6 +262,38 @@ pub fn delete(app: &App, id: Uuid) -> Result<Reply, Error> {
     Ok(Reply::no_content())
 }
 
+/// What deleting a camera deletes with it, for the UI to say before it does.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredView {
+    recordings: u64,
+    recording_bytes: u64,
+    recorded_seconds: i64,
+    recorded_from: Option<String>,
+    recorded_to: Option<String>,
+    events: u64,
+    kept: u64,
+}
+
+/// `GET /api/cameras/{id}/stored`.
+pub fn stored(app: &App, id: Uuid) -> Result<Reply, Error> {
+    let s = app
+        .db(|s| s.camera_stored(id))?
+        .ok_or_else(no_such_camera)?;
+    Ok(Reply::json(
+        200,
+        &StoredView {
+            recordings: s.segments,
+            recording_bytes: s.segment_bytes,
+            recorded_seconds: s.recorded_ms / 1000,
+            recorded_from: s.first_ms.map(format_timestamp),
+            recorded_to: s.last_ms.map(format_timestamp),
+            events: s.events,
+            kept: s.kept,
+        },
+    ))
+}
+
 /// Re-probes the main stream; a failure leaves the stored capabilities as
 /// they were. A node too busy to probe says so (503) and has learnt nothing
 /// of the camera.

@@ -65,6 +65,7 @@ pub fn dispatch(
         Route::DeleteCamera(id) => cameras::delete(app, id),
         Route::ProbeCamera(id) => cameras::probe(app, id),
         Route::CameraSnapshot(id) => cameras::snapshot(app, id),
+        Route::CameraStored(id) => cameras::stored(app, id),
         Route::Recordings(id) => recordings::spans(app, id, query),
         Route::RecordingMp4(id) => recordings::mp4(app, id, query, range.as_deref()),
         Route::Whep(id) => whep::offer(app, id, query, body),
