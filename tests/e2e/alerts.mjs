@@ -314,6 +314,12 @@ async function run() {
   step = 'snooze';
   const tile = page.locator(`#grid .tile[data-id="${door}"]`);
   const card = page.locator(`#camera-${door}`);
+  // The tile's bell in the Live view, the card's under Settings.
+  const tab = async (name) => {
+    await page.click(`.tabs a[data-view="${name}"]`);
+    await page.locator(`#view-${name}`).waitFor(WAIT);
+  };
+  await tab('live');
   await tile.locator('.bell').click();
   check((await text('#snooze-title')) === 'Snooze alerts of Front door', await text('#snooze-title'));
   check(/^Until (tomorrow )?\d/.test(await text('#snooze-choices [data-minutes="morning"]')), await text('#snooze-choices [data-minutes="morning"]'));
@@ -329,12 +335,13 @@ async function run() {
   const time = spaced(await page.evaluate((at) => new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit' }).format(new Date(at)), snoozed[0].until));
   const line = spaced(await tile.locator('.snoozed').innerText());
   check(line.startsWith('Alerts snoozed until') && line.includes(time) && line.includes('Wake'), `the tile says so: ${line}`);
-  check(spaced(await card.locator('.snoozed').innerText()).includes(time), 'the card too');
   check(await tile.locator('.bell').getAttribute('aria-label') === 'Alerts of Front door snoozed: snooze for another time', 'the bell says so');
   await tile.scrollIntoViewIfNeeded();
   await shot('snoozed-tile');
+  await tab('settings');
+  check(spaced(await card.locator('.snoozed').innerText()).includes(time), 'the card too');
   await card.locator('.wake').click();
-  await tile.locator('.snoozed').waitFor({ state: 'hidden', ...WAIT });
+  await card.locator('.snoozed').waitFor({ state: 'hidden', ...WAIT });
   await until('the node woke it', async () => (await node('GET', '/api/status')).json.alerts.snoozed.length === 0);
 
   step = 'push-refused';
