@@ -4,8 +4,9 @@
 // 2 s apart from 2 s in and one 11.75 hours before --start:
 //  1. /recordings?camera=FIRST&t=T (T 12 s in) plays the first camera from T
 //     (the clip's start within 1 s), named over the video, the camera picker
-//     on it; picking the second camera and all cameras keeps the address on
-//     them (no step in the history);
+//     on it; picking the second camera plays it from the moment the first was
+//     at, and picking it and all cameras keeps the address on them (no step
+//     in the history);
 //  2. at 1280x800 the video and the timeline are both on screen, unscrolled;
 //  3. back (from Live), forward and reload land on the same camera and moment;
 //  4. at the 1-hour zoom the five events are one marker saying 5, listing them
@@ -59,16 +60,16 @@ const videos = (page) => page.$$eval('#rec-tiles .rec-tile', (tiles) => tiles.ma
   };
 }));
 
-/** Waits until the first video plays `camera` from within 1 s of T, and has played. */
-async function playsFromT(page, camera, what) {
+/** Waits until the first video plays `camera` from within 1 s of `at` (T), and has played. */
+async function playsFromT(page, camera, what, at = T) {
   await page.waitForFunction(([id, t]) => {
     const v = document.getElementById('rec-video');
     const src = v.getAttribute('src');
     if (!src || v.readyState < 3 || v.currentTime < 0.3) return false;
     const url = new URL(src, location.href);
     return url.pathname === `/api/cameras/${id}/recording.mp4` && Math.abs(Date.parse(url.searchParams.get('start')) - t) <= 1000;
-  }, [camera, T], WAIT).catch(async () => {
-    throw new Error(`${what}: not playing ${camera} from ${new Date(T).toISOString()}: ${JSON.stringify(await videos(page))} at ${page.url()}`);
+  }, [camera, at], WAIT).catch(async () => {
+    throw new Error(`${what}: not playing ${camera} from ${new Date(at).toISOString()}: ${JSON.stringify(await videos(page))} at ${page.url()}`);
   });
 }
 
@@ -140,9 +141,15 @@ async function run() {
 
   step = 'the picker keeps the address';
   const before = await page.evaluate(() => history.length);
+  // Paused: the second camera plays on from the moment the first is at.
+  const at = await page.evaluate(() => {
+    const v = document.getElementById('rec-video');
+    v.pause();
+    return Date.parse(new URL(v.src).searchParams.get('start')) + v.currentTime * 1000;
+  });
   await page.selectOption('#rec-camera', second);
   await page.waitForFunction((id) => new URLSearchParams(location.search).get('camera') === id, second, WAIT);
-  await playsFromT(page, second, 'the second camera picked');
+  await playsFromT(page, second, 'the second camera picked', at);
   await page.selectOption('#rec-camera', '');
   await page.waitForFunction(() => !new URLSearchParams(location.search).has('camera'), null, WAIT);
   if ((await page.evaluate(() => history.length)) !== before) throw new Error(`picking a camera added to the history (${before} to ${await page.evaluate(() => history.length)})`);
@@ -157,8 +164,11 @@ async function run() {
   const groups = await page.$$eval('#rec-marks .tl-group > .tl-mark', (els) => els.map((el) => el.textContent));
   const singles = await page.locator('#rec-marks .tl-lane > .tl-mark').count();
   if (JSON.stringify(groups) !== '["5"]' || singles !== 0) throw new Error(`at the hour the markers are groups ${JSON.stringify(groups)} and ${singles} single`);
+  const listing = () => group.locator('.tl-list').evaluate((el) => getComputedStyle(el).opacity === '1' && el.getBoundingClientRect().height > 100);
+  if (await listing()) throw new Error('the group lists its events before a hover');
   const count = await group.locator('.tl-mark').boundingBox();
   await page.mouse.move(count.x + count.width / 2, count.y + count.height / 2);
+  if (!(await listing())) throw new Error('a hover does not list the group\'s events');
   await shoot(page, 'laptop-group');
   const items = group.locator('.tl-list button');
   await items.nth(4).waitFor(WAIT);

@@ -1015,7 +1015,8 @@ async function run() {
       .map((s) => ({ start: Date.parse(s.start), end: Date.parse(s.end) }))
       .filter((s) => drawn.includes(s.start))
       .reduce((a, b) => (b.end - b.start > a.end - a.start ? b : a));
-    const marks = await page.$$eval('#rec-marks .tl-mark', (els) => els.map((el) => el.getAttribute('aria-label')));
+    // Single markers, and those grouped at 24 hours (listed in their group).
+    const marks = await page.$$eval('#rec-marks button', (els) => els.map((el) => el.getAttribute('aria-label')));
     for (const kind of ['Person', 'Vehicle', 'Motion']) {
       check(marks.some((m) => m.startsWith(`${kind} at `)), `no ${kind} marker on the timeline: ${JSON.stringify(marks)}`);
     }
@@ -1077,7 +1078,7 @@ async function run() {
     await plays('Enter on a stretch');
     check((await newest.getAttribute('aria-current')) === 'true', 'the stretch playing is not marked');
     const motion = (await nodeApi('GET', '/api/events')).json.find((e) => e.kind === 'motion');
-    await page.locator(`#rec-marks .tl-mark[data-key="${motion.id}"]`).focus();
+    await page.locator(`#rec-marks button[data-key="${motion.id}"]`).focus();
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => document.getElementById('rec-video').readyState >= 2, null, { timeout: within(15000) });
     const fromMark = await clipStart();
