@@ -500,6 +500,66 @@ fn the_stacked_timeline_shows_each_cameras_spans_plays_the_row_clicked_and_marks
 }
 
 #[test]
+fn the_recordings_view_lives_at_its_address_fits_a_laptop_groups_markers_and_plays_all_cameras_in_sync()
+ {
+    let data = TempDir::new("recview");
+    let recordings = data.path().join("recordings");
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    let ids: Vec<String> = ["Porch", "Yard"]
+        .iter()
+        .map(|name| {
+            let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
+            let created =
+                node.add_camera(json!({ "name": name, "rtspUrl": url, "enabled": false }));
+            created["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    drop(node);
+    // The same 30 s of both, two days ago, indexed at the next start.
+    let scratch = TempDir::new("recview-scratch");
+    let start = (now_ms() - 2 * 86_400_000) / 1000 * 1000;
+    for id in &ids {
+        write_segments(&recordings, id, start, 3, scratch.path());
+    }
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    assert!(wait_for(Duration::from_secs(20), || segment_rows(
+        data.path()
+    )
+    .len()
+        == 6));
+    // Five events of the first camera 2 s apart (one marker at the hour), and one at the
+    // left end of the 24 hours the view opens on, where the rows' names are.
+    let hour = 3_600_000;
+    let events = (1..=5)
+        .map(|i| start + i * 2000)
+        .chain([start + 12_000 - 11 * hour - 3 * hour / 4]);
+    for at in events {
+        let body = json!({ "cameraId": ids[0], "kind": "motion", "score": 0.8,
+            "startedAt": iso(at), "endedAt": iso(at + 1000) });
+        let response = node.post_json("/api/events", &body.to_string());
+        assert_eq!(response.status, 201, "{response}");
+    }
+    let screenshots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+    std::fs::create_dir_all(&screenshots).unwrap();
+    let verdict = browser_script(
+        "recordings_view.mjs",
+        &[
+            "--url",
+            &node.url(),
+            "--cameras",
+            &ids.join(","),
+            "--start",
+            &start.to_string(),
+            "--screenshots",
+            &screenshots.display().to_string(),
+        ],
+    );
+    let report = verdict["output"].as_str().unwrap().to_owned();
+    assert_eq!(verdict["ok"], true, "{report}");
+    eprintln!("{verdict}");
+}
+
+#[test]
 fn a_killed_recorder_comes_back_and_record_off_stops_it() {
     let camera = Camera::start();
     // G.711 audio, which MP4 cannot carry: it becomes AAC.

@@ -6,7 +6,6 @@ import { api } from './api.js';
 import { bytes, capabilitiesText, counted, dateRange, duration, onlineState, recorderState, sentence } from './format.js';
 import { state, change, putCamera, dropCamera } from './store.js';
 import { openLive } from './liveview.js';
-import { openRecordings } from './recordings.js';
 import { classifierInstalled, readClassify, setClassify, watchClassify } from './classify.js';
 import { areaWords, openAreas, readAreas, setUpAreas } from './zones.js';
 import { fillSnooze } from './alerts.js';
@@ -74,10 +73,6 @@ function makeCard(id) {
     const camera = state.cameras.get(id);
     if (camera) openLive(camera, state.status);
   });
-  card.recordings.addEventListener('click', () => {
-    const camera = state.cameras.get(id);
-    if (camera) openRecordings(camera, state.events);
-  });
   card.probe.addEventListener('click', () => probe(card));
   card.edit.addEventListener('click', () => openEdit(id));
   card.del.addEventListener('click', () => openConfirm(id));
@@ -137,6 +132,7 @@ function renderCard(card) {
   setText(card.probeWord, card.probing ? 'Probing…' : 'Re-probe');
   setAttr(card.watch, 'aria-label', `Watch ${name} live`);
   setAttr(card.recordings, 'aria-label', `Recordings of ${name}`);
+  setAttr(card.recordings, 'href', `/recordings?camera=${card.id}`);
   setAttr(card.probe, 'aria-label', card.probing ? `Probing ${name}…` : `Re-probe ${name}`);
   setAttr(card.edit, 'aria-label', `Edit ${name}`);
   setAttr(card.del, 'aria-label', `Delete ${name}`);

@@ -1,19 +1,21 @@
-// The recordings view of one camera, or of all cameras stacked, in a
-// dialog: a window of 7 days to 1 minute (24 h at first, ending now) on a
-// timeline (timeline.js) with the events of the window as markers, zoomed,
+// The recordings view (/recordings?camera=ID&t=ISO; no camera: all of
+// them, stacked, each playing in sync in its own tile): a window of 7 days
+// to 1 minute (24 h at first, ending now) on a timeline (timeline.js) with the events of the window as markers, zoomed,
 // panned and moved by a day, and as a list of recorded stretches, a <video> that plays the
 // node's recording.mp4 from the moment chosen and on into what follows, at
 // 1×, 2×, 4× or 8×, steps to the previous and next event, and a download of
 // the window shown (an hour at most, as the node serves). The spans are asked for again every 10 s, so
 // a recording that is still going grows on the timeline. The events shown
 // are the page's newest (kept current by the store) and those of the window,
-// paged back from its end once per camera and window.
+// paged back from its end once per camera and window. The address follows
+// the camera chosen and the moment played, so reload and a shared link land there.
 
 import { $, setText, setAttr, show, toggleClass, syncChildren } from './dom.js';
 import { api, serverNow } from './api.js';
 import { clockRange, clockTime, dayName, duration, recorderState, sentence } from './format.js';
 import { drawTimeline, resetCursor, setPlayhead, setUpTimeline } from './timeline.js';
 import { stageMessage, unloadVideo, whyNotPlayed } from './stage.js';
+import { VIEWS, currentView, onView } from './views.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 const MINUTE_MS = 60000;
@@ -34,6 +36,7 @@ const EVENTS_PAGE = 50; // GET /api/events answers this many at most
 // pixel on a laptop's track, and 20 requests a move is as much as a board
 // should serve one viewer; a busier window shows its newest 1,000.
 const EVENTS_PAGES = 20;
+const SYNC_S = 0.5; // a tile further than this from the playing video is sought to it
 
 let camera = null; // the one shown, or (all shown) the one playing or last opened
 let stacked = false; // all cameras shown, one row each
@@ -54,6 +57,8 @@ let waitingAfter = null; // the clip ended at the growing end: play on from here
 let opened = 0; // bumped on every open and close: answers for an earlier one are dropped
 let attempt = 0; // bumped on every clip: late answers about an earlier one are dropped
 let refreshTimer = null;
+let wanted = null; // the address's query, until the cameras are known
+let followers = new Map(); // all shown and playing: each other camera's id → its stretch from the clip's start, or null
 
 const video = () => $('rec-video');
 const iso = (ms) => new Date(ms).toISOString();
@@ -194,13 +199,14 @@ function render() {
       return t >= from && t <= windowEnd;
     }),
   }));
+  drawTiles();
   drawTimeline(from, windowEnd, rows, following, stacked);
   setPlayhead(playhead(), clip?.id);
   const spans = rows.flatMap((r) => r.spans);
   // A window of another day names it; clockRange names the days only when its ends' differ.
-  const today = new Date(serverNow()).toDateString() === new Date(from).toDateString();
+  const day = (ms) => new Date(ms).toDateString();
   const range = clockRange(from, windowEnd, length < 10 * MINUTE_MS);
-  setText($('rec-zoom'), following ? `Last ${words}` : today || range.includes(dayName(from)) ? range : `${dayName(from)}, ${range}`);
+  setText($('rec-zoom'), following ? `Last ${words}` : day(serverNow()) === day(from) || day(windowEnd) !== day(from) ? range : `${dayName(from)}, ${range}`);
   $('rec-in').disabled = zoom === ZOOMS.length - 1;
   $('rec-out').disabled = zoom === 0;
   $('rec-later').disabled = following;
@@ -311,14 +317,63 @@ function play(stretch, id) {
   after = '';
   failure = null;
   clip = { ...stretch, id, url: recordingUrl(id, stretch.start, stretch.end) };
+  // Every other row plays from the same moment, in the span that holds it.
+  followers = new Map(stacked ? [...cameras.values()].filter((c) => c.id !== id).map((c) => {
+    const span = spansOf(c.id).find((s) => s.start <= clip.start && s.end > clip.start + SLIVER_MS);
+    return [c.id, span && { start: clip.start, end: Math.min(span.end, clip.end) }];
+  }) : []);
   message('Loading…', '', true);
   const v = video();
   v.src = clip.url;
-  // Refused or cut short (another clip, the close): the video's own events tell the rest.
-  v.play().catch(() => {});
+  // Refused sound without a click (a link, a reload): muted, then. Cut short (another
+  // clip, the close): the video's own events tell the rest.
+  v.play().catch((e) => {
+    if (e.name !== 'NotAllowedError') return;
+    v.muted = true;
+    v.play().catch(() => {});
+  });
   setText($('rec-playing'), `Playing ${clockRange(clip.start, clip.end, true)}`);
   setText($('rec-at'), '');
   render();
+  address();
+}
+
+/** Keeps the address on the camera shown and the moment played, without a step in the history. */
+function address() {
+  if (currentView() !== 'recordings' || !camera) return;
+  const t = playhead();
+  const query = [stacked ? '' : `camera=${camera.id}`, t === null ? '' : `t=${iso(t)}`].filter(Boolean).join('&');
+  history.replaceState(null, '', `/recordings${query && '?'}${query}`);
+}
+
+/** All shown and playing: a tile per camera, named, the others following the clip's video. */
+function drawTiles() {
+  const tiles = $('rec-tiles');
+  const items = ['main', ...followers.keys()];
+  tiles.style.setProperty('--cols', Math.ceil(Math.sqrt(items.length)));
+  setText($('rec-name'), camera ? nameOf(camera) : '');
+  syncChildren(tiles, items, (id) => id, () => {
+    const tile = document.createElement('figure');
+    tile.className = 'rec-tile';
+    tile.innerHTML = '<video muted playsinline preload="auto"></video><figcaption></figcaption>';
+    return tile;
+  }, (tile, id) => {
+    if (id === 'main') return;
+    const stretch = followers.get(id);
+    setText(tile.lastElementChild, `${nameOf(cameras.get(id) || {})}${stretch ? '' : ': nothing recorded then'}`);
+    setAttr(tile.firstElementChild, 'src', stretch && recordingUrl(id, stretch.start, stretch.end));
+  });
+}
+
+/** Keeps the other tiles within SYNC_S of the clip's video, at its rate, playing or paused with it. */
+function sync() {
+  const v = video();
+  for (const f of $('rec-tiles').querySelectorAll('video:not(#rec-video)[src]')) {
+    f.playbackRate = v.playbackRate;
+    if (!f.seeking && f.readyState && Math.abs(f.currentTime - v.currentTime) > SYNC_S) f.currentTime = v.currentTime;
+    if (v.paused) f.pause();
+    else if (f.paused && !f.ended) f.play().catch(() => {});
+  }
 }
 
 /** Drops the clip (and the video's hold on it). */
@@ -327,7 +382,9 @@ function unload() {
   clip = null;
   waitingAfter = null;
   after = '';
-  unloadVideo(video());
+  for (const v of $('rec-tiles').querySelectorAll('video')) unloadVideo(v);
+  followers = new Map();
+  drawTiles();
   setText($('rec-playing'), '');
   setText($('rec-at'), '');
   setPlayhead(null);
@@ -412,40 +469,62 @@ function anchor() {
   return following ? windowEnd : from + ZOOMS[zoom][0] / 2;
 }
 
-/** Shows the camera of `id`, or all cameras (''), keeping the window and a clip of a camera still shown. */
-function choose(id) {
-  stacked = !id;
-  if (id) camera = cameras.get(id) || camera;
-  if (clip && clip.id !== camera.id && !stacked) unload();
-  render();
-  refresh();
+/** Plays moment `t` of the first camera shown recorded then. */
+function playAt(t) {
+  const c = shown().find((c) => spansOf(c.id).some((s) => s.start <= t && s.end > t));
+  if (c) play(stretchAt(t, spansOf(c.id)), c.id);
 }
 
-/** Opens the recordings of `cam`, with markers for its events among `events` (the API's newest). */
-export function openRecordings(cam, events) {
+/** Shows the camera of `id`, or all cameras (''), keeping the window and playing on from the moment playing. */
+async function choose(id) {
+  const t = playhead();
+  stacked = !id;
+  if (id) camera = cameras.get(id) || camera;
+  unload();
+  address();
+  render();
+  const mine = opened;
+  await refresh();
+  if (t !== null && mine === opened) playAt(t);
+}
+
+/** Shows the address's camera (none or "all": all of them) from its moment `t`, playing, or the last 24 hours. */
+async function enter(query) {
+  wanted = query;
+  if (!loaded) return;
+  wanted = null;
   stop();
-  camera = cam;
-  stacked = false;
-  if (!cameras.has(cam.id)) cameras = new Map([...cameras, [cam.id, cam]]); // a copy: the store's is its own
-  newest = events || [];
+  const id = query.get('camera');
+  const t = Date.parse(query.get('t'));
+  stacked = !id || id === 'all';
+  camera = stacked ? cameras.values().next().value : cameras.get(id);
   spansBy = new Map();
   listed = false;
   problem = '';
   failure = null;
-  windowEnd = serverNow();
   following = true;
   zoom = FIRST_ZOOM;
   resetCursor();
-  const dialog = $('rec');
-  if (!dialog.open) dialog.showModal();
-  $('rec-close').focus();
+  if (!camera) {
+    message(cameras.size ? 'No such camera' : 'No cameras yet', cameras.size ? 'It may have been removed: choose another.' : 'Add one under Settings.');
+    return;
+  }
+  const mine = opened;
+  windowEnd = serverNow();
+  if (t) moveTo(t + ZOOMS[zoom][0] / 2, false);
   render();
-  refresh();
+  await refresh();
+  if (t && mine === opened) playAt(t);
 }
 
-/** Keeps the open view's camera (name, recorder) and event markers current. */
+let loaded = false; // the node's cameras came
+
+/** Keeps the view's cameras (name, recorder) and event markers current. */
 export function updateRecordings(state) {
   cameras = state.cameras;
+  newest = state.events || [];
+  loaded ||= Boolean(state.status);
+  if (wanted) enter(wanted);
   if (!camera) return;
   // All shown, another camera takes the place of one removed.
   const fresh = cameras.get(camera.id) || (stacked && cameras.values().next().value);
@@ -455,15 +534,13 @@ export function updateRecordings(state) {
   }
   if (clip && !cameras.has(clip.id)) unload();
   camera = fresh;
-  newest = state.events || [];
   render();
 }
 
 export function setUpRecordings() {
-  const dialog = $('rec');
   const v = video();
-  dialog.addEventListener('close', stop);
-  $('rec-close').addEventListener('click', () => dialog.close());
+  onView('recordings', enter);
+  for (const name of VIEWS) if (name !== 'recordings') onView(name, stop);
   // A moment from the keyboard (no row) plays the camera shown or playing.
   setUpTimeline((t, id = camera.id) => play(stretchAt(t, spansOf(id)), id), zoomAbout, (from, done) => moveTo(from + ZOOMS[zoom][0], done));
   $('rec-in').addEventListener('click', () => zoomAbout(1, anchor()));
@@ -489,7 +566,10 @@ export function setUpRecordings() {
     setPlayhead(t, clip.id);
     setText($('rec-at'), ` · at ${clockTime(t, true)}`);
     drawEventSteps();
+    sync();
   });
+  for (const type of ['play', 'pause', 'ratechange']) v.addEventListener(type, sync);
+  v.addEventListener('pause', address);
   v.addEventListener('ended', () => {
     if (clip) playOn();
   });

@@ -2,7 +2,8 @@
 // drawn as a track of rows, one a camera (named when there are several,
 // stacked on one time axis), each with its recorded spans as blocks and its
 // events as markers coloured by kind (their thumbnails on hover or a long
-// press), a playhead on the row playing and local-time labels. A click or
+// press; at an hour and wider, those nearer than GROUP_PX one marker with their
+// count, listing them on a click, hover or focus), a playhead on the row playing and local-time labels. A click or
 // tap on a row, a marker, or the arrow keys and Enter choose the moment (and
 // the camera) to play; the wheel
 // and a pinch zoom about the moment under the pointer (between the fingers)
@@ -26,6 +27,7 @@ const DRAG_PX = 6; // a press that moves less than this is a click
 const WHEEL_STEP = 100; // the wheel's deltaY of one zoom step (a mouse's notch; touchpads send less at a time)
 const LONG_PRESS_MS = 500; // a finger held on a marker this long shows its thumbnail
 const PINCH_STEP = 1.5; // fingers this many times as far apart (or nearer) make one zoom step
+const GROUP_PX = 28; // a marker's width, with room
 
 let view = { from: 0, to: 1, rows: [], live: true }; // rows: [{id, name, spans, events}]
 let cursor = null; // the moment the keyboard points at, ms
@@ -84,8 +86,54 @@ function drawBlocks() {
   });
 }
 
+/** `events` as markers: at an hour and wider, runs of them nearer than GROUP_PX as one group (an array). */
+function grouped(events) {
+  const perMs = track().clientWidth / (view.to - view.from);
+  const sorted = [...events].sort((a, b) => Date.parse(a.startedAt) - Date.parse(b.startedAt));
+  if (view.to - view.from < HOUR || !perMs) return sorted;
+  const out = [];
+  for (const e of sorted) {
+    const last = [out[out.length - 1]].flat();
+    if (out.length && (Date.parse(e.startedAt) - Date.parse(last[0].startedAt)) * perMs < GROUP_PX) out[out.length - 1] = [...last, e];
+    else out.push(e);
+  }
+  return out;
+}
+
 function drawMarks() {
-  drawRows($('rec-marks'), 'tl-lane', (lane, r) => syncChildren(lane, r.events, (e) => e.id, makeMark, (mark, e) => fillMark(mark, e, r.name)));
+  drawRows($('rec-marks'), 'tl-lane', (lane, r) => syncChildren(lane, grouped(r.events), (e) => (e.id || `g${e[0].id}`),
+    (e) => (e.id ? makeMark() : makeGroup()), (mark, e) => (e.id ? fillMark(mark, e, r.name) : fillGroup(mark, e, r.name))));
+}
+
+/** Several markers as one, with their count; a click (or hover, or the keyboard's focus) lists them, each playing its event. */
+function makeGroup() {
+  const group = document.createElement('div');
+  group.className = 'tl-group';
+  group.innerHTML = '<button type="button" class="tl-mark"></button><div class="tl-list"></div>';
+  group.firstChild.addEventListener('click', () => group.classList.toggle('open'));
+  group.lastChild.addEventListener('click', (e) => {
+    const item = e.target.closest('button');
+    group.classList.remove('open');
+    if (item) onPick(Number(item.dataset.start) - EVENT_LEAD_MS, group.parentElement.dataset.key);
+  });
+  return group;
+}
+
+function fillGroup(group, events, name) {
+  const [first, last] = [events[0], events[events.length - 1]].map((e) => Date.parse(e.startedAt));
+  group.style.left = at(first);
+  const count = group.firstChild;
+  setText(count, events.length);
+  setAttr(count, 'aria-label', `${name ? `${name}: ` : ''}${events.length} events, ${clockTime(first)} to ${clockTime(last)}: list them`);
+  syncChildren(group.lastChild, events, (e) => e.id, () => {
+    const item = document.createElement('button');
+    item.type = 'button';
+    return item;
+  }, (item, e) => {
+    fillMark(item, e, name);
+    setText(item, `${(KINDS[e.kind] || [e.kind])[0]} ${clockTime(Date.parse(e.startedAt), true)}`);
+    item.style.left = '';
+  });
 }
 
 function makeMark() {
@@ -125,6 +173,7 @@ function fillMark(mark, event, name) {
   setAttr(mark, 'aria-label', label);
   setAttr(mark, 'title', label);
   const thumb = mark.firstElementChild;
+  if (!thumb) return;
   setAttr(thumb, 'src', event.thumbnailUrl);
   show(thumb, Boolean(event.thumbnailUrl));
 }
@@ -316,7 +365,8 @@ export function setUpTimeline(pick, zoom, pan) {
     release(event);
     drag = null;
   });
-  el.addEventListener('wheel', (event) => {
+  // Over the markers and the times too.
+  el.parentElement.addEventListener('wheel', (event) => {
     event.preventDefault();
     wheel += event.deltaY;
     const steps = Math.trunc(wheel / WHEEL_STEP);
@@ -324,5 +374,8 @@ export function setUpTimeline(pick, zoom, pan) {
     wheel -= steps * WHEEL_STEP;
     onZoom(-steps, timeAt(event));
   }, { passive: false });
-  new ResizeObserver(drawLabels).observe(el);
+  new ResizeObserver(() => {
+    drawMarks();
+    drawLabels();
+  }).observe(el);
 }

@@ -1,6 +1,6 @@
 // Playback speed in the recordings view, in Debian's headless Chromium
 // (playwright-core, launched as browser.mjs says): the camera's recordings
-// open from its card, a click on the first recorded span plays it, and at
+// open at their address, a click on the first recorded span plays it, and at
 // each speed the video's currentTime advances that many times the wall
 // clock's time (the slope over 2 s of the page's own clock).
 //
@@ -58,8 +58,7 @@ async function run() {
   page.on('pageerror', (error) => errors.push(error.message));
 
   step = 'the first span plays';
-  await page.goto(opts.url);
-  await page.click(`.card[data-id="${opts.camera}"] .recordings`);
+  await page.goto(`${opts.url}/recordings?camera=${opts.camera}`);
   const block = page.locator('#rec-blocks .tl-span').first();
   await block.waitFor(WAIT);
   await block.click({ position: { x: 1, y: 5 } });

@@ -3,7 +3,7 @@
 // with 30 s recorded each, the second's a minute after the first's (--start),
 // two days ago; the first has 10 events in its span (older than its 50 newest)
 // and the second one:
-//  1. "All cameras" shows a row a camera, named, in the node's order; at 7
+//  1. /recordings (all cameras) shows a row a camera, named, in the node's order; at 7
 //     days, the wheel (aimed at the first camera's block) zooms to 10 minutes;
 //  2. a click 40 % into the second row's block plays the second camera from
 //     that moment (the video's source is its recording.mp4 from there), the
@@ -142,9 +142,7 @@ async function run() {
   const start = Number(opts.start);
 
   step = 'all cameras';
-  await page.goto(opts.url);
-  await page.click(`.card[data-id="${first}"] .recordings`);
-  await page.selectOption('#rec-camera', '');
+  await page.goto(`${opts.url}/recordings`);
   await page.waitForFunction(() => document.getElementById('rec-title').textContent === 'Recordings · All cameras', null, WAIT);
   await page.waitForFunction(() => document.querySelectorAll('#rec-blocks .tl-row').length === 2, null, WAIT);
   const node = await nodeSays(page);
@@ -227,10 +225,12 @@ async function run() {
   step = 'a phone';
   await page.setViewportSize({ width: 390, height: 844 });
   await page.waitForFunction(() => document.getElementById('rec-track').clientWidth < 390, null, WAIT);
-  const phone = await checkSpans(page, node);
-  const porch = phone.d.rows[first].blocks[0];
+  // Touch first: a finger's markers are larger, and the rows with them.
   const cdp = await browser.context.newCDPSession(page);
   await cdp.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 2 });
+  await page.$eval('#rec-track', (el) => el.scrollIntoView({ block: 'center' }));
+  const phone = await checkSpans(page, node);
+  const porch = phone.d.rows[first].blocks[0];
   const tapX = porch.left + (porch.right - porch.left) * 0.5;
   await cdp.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [{ x: tapX, y: porch.y, id: 1 }] });
   await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });

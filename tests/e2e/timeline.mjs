@@ -17,8 +17,8 @@
 //  5. a drag moves the window into the past, "Now" brings it back, and
 //     "‹ Day" and "Day ›" go a day back and forth; from there "Event ›"
 //     moves the window to the next event (paused at the first) and plays it;
-//  6. at 7 days, a finger held on a marker shows its thumbnail until
-//     lifted, and two fingers going from 100 to 400 px apart zoom in three
+//  6. a finger held on a marker shows its thumbnail until lifted, and, at
+//     7 days, two fingers going from 100 to 400 px apart zoom in three
 //     steps, to 12 hours.
 //
 // Usage:
@@ -144,8 +144,7 @@ async function run() {
   page.on('pageerror', (error) => errors.push(error.message));
 
   step = 'from 24 hours out to 7 days';
-  await page.goto(opts.url);
-  await page.click(`.card[data-id="${opts.camera}"] .recordings`);
+  await page.goto(`${opts.url}/recordings?camera=${opts.camera}`);
   await page.waitForFunction(() => document.getElementById('rec-msg-title').textContent === 'Nothing recorded in the last 24 hours', null, WAIT);
   if ((await zoomWords(page)) !== 'Last 24 hours') throw new Error(`the view opens on "${await zoomWords(page)}"`);
   const refused = await page.evaluate(() => [document.getElementById('rec-download').getAttribute('href'), document.getElementById('rec-download').textContent]);
@@ -229,8 +228,7 @@ async function run() {
   const stepped = await zoomWords(page);
   if (stepped.startsWith('Last')) throw new Error(`after "Event ›" to two days ago the zoom says "${stepped}"`);
 
-  step = 'touch at 7 days';
-  while (!(await page.isDisabled('#rec-out'))) await page.click('#rec-out');
+  step = 'touch';
   const cdp = await browser.context.newCDPSession(page);
   await cdp.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 2 });
   const fingers = (type, apart) => cdp.send('Input.dispatchTouchEvent', {
@@ -248,6 +246,7 @@ async function run() {
   await page.waitForFunction((k) => document.querySelector(`.tl-mark[data-key="${k}"] .tl-thumb`).getBoundingClientRect().width > 0, mark.key, WAIT);
   await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
   await page.waitForFunction((k) => document.querySelector(`.tl-mark[data-key="${k}"] .tl-thumb`).getBoundingClientRect().width === 0, mark.key, WAIT);
+  while (!(await page.isDisabled('#rec-out'))) await page.click('#rec-out');
 
   step = 'a pinch zooms in';
   await fingers('touchStart', 100);

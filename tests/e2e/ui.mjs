@@ -1004,17 +1004,17 @@ async function run() {
     check((await card(xss).locator('.rec-state.bad').count()) === 1, 'a recorder that keeps failing is not shown as a problem');
     note(`the cards say "${await recorderWord(porch)}" and "${await recorderWord(xss)}"`);
     await card(xss).locator('.recordings').click();
-    await page.waitForSelector('#rec[open]');
+    await page.waitForSelector('#view-recordings:not([hidden])');
     check(norm(await page.textContent('#rec-title')) === `Recordings · ${XSS_NAME}`, 'the recordings view names the camera as typed');
     await page.waitForFunction(() => document.getElementById('rec-msg-title').textContent === 'Nothing recorded in the last 24 hours' &&
       document.getElementById('rec-msg-text').textContent.startsWith('Not recording: '), null, { timeout: within(15000) })
       .catch(async () => { throw new Failure(`the empty view says "${norm(await page.textContent('#rec-msg'))}"`); });
     check((await strayImages()) === 0, 'an img element is on the page');
-    await page.keyboard.press('Escape');
-    await page.waitForSelector('#rec:not([open])', { state: 'attached' });
+    await page.goBack();
+    await page.waitForSelector('#view-recordings[hidden]', { state: 'attached' });
 
     await card(porch).locator('.recordings').click();
-    await page.waitForSelector('#rec[open]');
+    await page.waitForSelector('#view-recordings:not([hidden])');
     check(norm(await page.textContent('#rec-title')) === 'Recordings · Porch camera', 'the recordings view names the camera');
     // The first 10 s segment is indexed some 11–15 s after recording starts; the view asks every 10 s.
     await page.locator('#rec-blocks .tl-span').first().waitFor({ timeout: within(40000) })
@@ -1027,7 +1027,8 @@ async function run() {
       .map((s) => ({ start: Date.parse(s.start), end: Date.parse(s.end) }))
       .filter((s) => drawn.includes(s.start))
       .reduce((a, b) => (b.end - b.start > a.end - a.start ? b : a));
-    const marks = await page.$$eval('#rec-marks .tl-mark', (els) => els.map((el) => el.getAttribute('aria-label')));
+    // Single markers, and those grouped at 24 hours (listed in their group).
+    const marks = await page.$$eval('#rec-marks button', (els) => els.map((el) => el.getAttribute('aria-label')));
     for (const kind of ['Person', 'Vehicle', 'Motion']) {
       check(marks.some((m) => m.startsWith(`${kind} at `)), `no ${kind} marker on the timeline: ${JSON.stringify(marks)}`);
     }
@@ -1089,22 +1090,22 @@ async function run() {
     await plays('Enter on a stretch');
     check((await newest.getAttribute('aria-current')) === 'true', 'the stretch playing is not marked');
     const motion = (await nodeApi('GET', '/api/events')).json.find((e) => e.kind === 'motion');
-    await page.locator(`#rec-marks .tl-mark[data-key="${motion.id}"]`).focus();
+    await page.locator(`#rec-marks button[data-key="${motion.id}"]`).focus();
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => document.getElementById('rec-video').readyState >= 2, null, { timeout: within(15000) });
     const fromMark = await clipStart();
     check(fromMark >= Date.parse(motion.startedAt) - 5000, `the motion marker played from ${new Date(fromMark).toISOString()}, before the event`);
     note('the keyboard plays a stretch and an event');
 
-    const top = async () => page.evaluate(() => { document.getElementById('rec').scrollTop = 0; });
+    const top = async () => page.evaluate(() => scrollTo(0, 0));
     await shoot('recordings', top);
     await page.emulateMedia({ colorScheme: 'dark' });
     await shoot('recordings-dark', top);
     await page.emulateMedia({ colorScheme: 'light' });
 
-    await page.click('#rec-close');
-    await page.waitForSelector('#rec:not([open])', { state: 'attached' });
-    check(await video.evaluate((v) => !v.getAttribute('src') && v.paused), 'the video still plays after closing');
+    await page.goBack();
+    await page.waitForSelector('#view-recordings[hidden]', { state: 'attached' });
+    check(await video.evaluate((v) => !v.getAttribute('src') && v.paused), 'the video still plays after leaving the view');
   });
 
   await step('delete', async () => {
