@@ -122,6 +122,10 @@ function makeGroup() {
 function fillGroup(group, events, name) {
   const [first, last] = [events[0], events[events.length - 1]].map((e) => Date.parse(e.startedAt));
   group.style.left = at(first);
+  // The list opens inward at either end of the timeline, never past the screen.
+  const place = (first - view.from) / (view.to - view.from);
+  toggleClass(group, 'start', place < 0.25);
+  toggleClass(group, 'end', place > 0.75);
   const count = group.firstChild;
   setText(count, events.length);
   setAttr(count, 'aria-label', `${name ? `${name}: ` : ''}${events.length} events, ${clockTime(first)} to ${clockTime(last)}: list them`);
