@@ -485,7 +485,7 @@ export function setUpEvents() {
   $('review-badge').addEventListener('click', showUnreviewed);
   onView('review', wantFromAddress);
   // On a phone the filters fold away behind one button.
-  $('filters-fold').addEventListener('click', (e) => setAttr(e.currentTarget, 'aria-expanded', $('events').classList.toggle('unfolded')));
+  $('filters-fold').addEventListener('click', (e) => setAttr(e.currentTarget, 'aria-expanded', String($('events').classList.toggle('unfolded'))));
   // The player as a review tool: keep, and the newer or older event not reviewed.
   const playing = () => listed().find((e) => e.id === clipShown()?.id);
   $('clip-keep').addEventListener('click', () => playing() && mark(playing(), { keep: !playing().keep }));

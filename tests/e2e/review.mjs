@@ -90,7 +90,9 @@ async function run() {
   const row = (id) => `#event-list .event[data-key="${id}"]`;
   /** On a phone the filters are folded behind a button. */
   const unfold = async () => {
-    if (await page.isHidden('#filter-kind')) await page.click('#filters-fold');
+    if (!(await page.isHidden('#filter-kind'))) return;
+    await page.click('#filters-fold');
+    check((await page.getAttribute('#filters-fold', 'aria-expanded')) === 'true', 'the fold says it is open');
   };
   /** Waits until the list shows exactly `want` (ids, in order). */
   const lists = async (what, want) => {
