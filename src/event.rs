@@ -205,40 +205,6 @@ mod tests {
         for (body, want) in table {
             assert_eq!(marks(body), want, "{body}");
         }
-        let camera = Uuid::new_v4();
-        let before =
-            |body: String| ReviewedBefore::from_json(body.as_bytes()).map_err(|e| e.message);
-        let table: [(String, Result<ReviewedBefore, String>); 5] = [
-            (
-                format!(r#"{{"before":"1970-01-01T00:00:01Z","cameraId":"{camera}"}}"#),
-                Ok(ReviewedBefore {
-                    before_ms: 1000,
-                    camera_id: Some(camera),
-                }),
-            ),
-            (
-                r#"{"before":"1970-01-01T00:00:00.002Z","cameraId":null}"#.into(),
-                Ok(ReviewedBefore {
-                    before_ms: 2,
-                    camera_id: None,
-                }),
-            ),
-            (
-                r#"{"cameraId":null}"#.into(),
-                Err("before is required".into()),
-            ),
-            (
-                r#"{"before":5}"#.into(),
-                Err("before must be a string".into()),
-            ),
-            (
-                r#"{"before":"1970-01-01T00:00:01Z","cameraId":7}"#.into(),
-                Err("cameraId must be a string".into()),
-            ),
-        ];
-        for (body, want) in table {
-            assert_eq!(before(body.clone()), want, "{body}");
-        }
     }
 
     #[test]
@@ -498,34 +464,6 @@ impl Marks {
             return Err(Error::bad_request("reviewed or keep is required"));
         }
         Ok(marks)
-    }
-}
-
-/// A validated `POST /api/events/reviewed` body: the events started before
-/// `before_ms`, of one camera or all.
-#[derive(Debug, PartialEq)]
-pub struct ReviewedBefore {
-    pub before_ms: i64,
-    pub camera_id: Option<Uuid>,
-}
-
-impl ReviewedBefore {
-    pub fn from_json(body: &[u8]) -> Result<ReviewedBefore, Error> {
-        let fields = object(body)?;
-        let before_ms = match fields.get("before") {
-            Some(Value::String(text)) => parse_timestamp("before", text)?,
-            None | Some(Value::Null) => return Err(Error::bad_request("before is required")),
-            Some(_) => return Err(Error::bad_request("before must be a string")),
-        };
-        let camera_id = match fields.get("cameraId") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(id)) => Some(camera_id(id)?),
-            Some(_) => return Err(Error::bad_request("cameraId must be a string")),
-        };
-        Ok(ReviewedBefore {
-            before_ms,
-            camera_id,
-        })
     }
 }
 

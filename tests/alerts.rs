@@ -181,7 +181,7 @@ fn a_person_at_the_door_reaches_web_push_ntfy_and_a_signed_webhook() {
     assert_eq!(push["kind"], "person");
     assert_eq!(push["cameraId"], id.as_str());
     assert_eq!(push["at"], event["startedAt"], "the event's time");
-    assert_eq!(push["url"], format!("/#event-{event_id}"));
+    assert_eq!(push["url"], format!("/review?event={event_id}"));
 
     let message = &ntfy[0];
     assert_eq!(message["title"], "Person at Front door", "{message}");
@@ -189,7 +189,7 @@ fn a_person_at_the_door_reaches_web_push_ntfy_and_a_signed_webhook() {
     assert_eq!(message["tags"], json!(["bust_in_silhouette"]));
     assert_eq!(
         message["click"],
-        format!("http://nvr.test:8080/#event-{event_id}")
+        format!("http://nvr.test:8080/review?event={event_id}")
     );
     assert_eq!(
         message["attachment"]["jpeg"], true,

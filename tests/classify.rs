@@ -369,6 +369,7 @@ fn real_footage_gives_one_vehicle_event_a_pass_listed_from_its_start() {
     );
     assert_eq!(row["ok"], true, "{}", row["output"].as_str().unwrap_or(""));
     assert!(row["text"].as_str().unwrap().contains("going on"), "{row}");
+    assert_eq!(row["live"], "Driveway", "it opens live: {row}");
 
     // The eager camera learns the stamp's seconds and suggests a mask over
     // them, which a user takes (the camera above has no mask).

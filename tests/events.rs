@@ -572,11 +572,27 @@ fn events_are_reviewed_counted_and_filtered() {
         assert!(response.error().contains(message), "{query}: {response}");
     }
 
-    // All before a moment, of one camera, then of all.
+    // Marked as the list's filters show them: counted first (a dry run),
+    // then of one kind and camera, of one camera, of all before a moment.
     let before = |body: Value| node.post_json("/api/events/reviewed", &body.to_string());
-    let response = before(json!({ "before": "2026-11-22T10:05:00.000Z", "cameraId": yard }));
+    let marked = |ids: &[&Value]| json!({ "marked": ids.len(), "ids": ids });
+    let at = "2026-11-22T10:05:00.000Z";
+    let door_vehicles = json!({ "before": at, "cameraId": door, "kind": "vehicle" });
+    let mut dry = door_vehicles.clone();
+    dry["dryRun"] = json!(true);
+    let response = before(dry);
     assert_eq!(response.status, 200, "{response}");
-    assert_eq!(response.json(), json!({ "marked": 1 }));
+    assert_eq!(response.json(), marked(&[&ids[2]]));
+    assert_eq!(unreviewed(&node).0, json!(2), "a dry run marks nothing");
+    let people = before(json!({ "before": at, "kind": "person", "keep": false }));
+    assert_eq!(
+        people.json(),
+        marked(&[]),
+        "the person was reviewed already"
+    );
+    let response = before(json!({ "before": at, "cameraId": yard, "zone": "Gate" }));
+    assert_eq!(response.status, 200, "{response}");
+    assert_eq!(response.json(), marked(&[&ids[1]]));
     assert_eq!(unreviewed(&node), (json!(1), vec![json!(1), json!(0)]));
     for (body, message) in [
         (json!({ "cameraId": door }), "before is required"),
@@ -585,12 +601,29 @@ fn events_are_reviewed_counted_and_filtered() {
             "before must be an ISO 8601 UTC time",
         ),
         (
-            json!({ "before": "2026-11-22T10:05:00Z", "cameraId": "x" }),
+            json!({ "before": at, "cameraId": "x" }),
             "cameraId must be a camera id",
         ),
         (
-            json!({ "before": "2026-11-22T10:05:00Z", "cameraId": uuid::Uuid::new_v4().to_string() }),
+            json!({ "before": at, "cameraId": uuid::Uuid::new_v4().to_string() }),
             "cameraId names no camera",
+        ),
+        (
+            json!({ "before": at, "kind": "cat" }),
+            "kind must be one of",
+        ),
+        (json!({ "before": at, "kind": 1 }), "kind must be a string"),
+        (
+            json!({ "before": at, "keep": "yes" }),
+            "keep must be true or false",
+        ),
+        (
+            json!({ "before": at, "dryRun": 1 }),
+            "dryRun must be true or false",
+        ),
+        (
+            json!({ "before": at, "after": "noon" }),
+            "after must be an ISO 8601",
         ),
     ] {
         let response = before(body.clone());
@@ -601,12 +634,38 @@ fn events_are_reviewed_counted_and_filtered() {
     let response = before(json!({ "before": "2026-11-22T10:03:00.000Z" }));
     assert_eq!(
         response.json(),
-        json!({ "marked": 0 }),
+        marked(&[]),
         "the 10:03 event is not before 10:03"
     );
     let response = before(json!({ "before": "2026-11-22T10:03:00.001Z" }));
-    assert_eq!(response.json(), json!({ "marked": 1 }));
+    assert_eq!(response.json(), marked(&[&ids[2]]));
     assert_eq!(unreviewed(&node), (json!(0), vec![json!(0), json!(0)]));
+    // Undone by the ids a mark answered: exactly those.
+    let undo = |body: Value| node.post_json("/api/events/unreviewed", &body.to_string());
+    let response = undo(json!({ "ids": [ids[1], ids[2]] }));
+    assert_eq!(response.status, 200, "{response}");
+    assert_eq!(response.json(), json!({ "unmarked": 2 }));
+    assert_eq!(listed(&node, "?reviewed=false"), ["03", "02"]);
+    for (body, message) in [
+        (
+            json!({ "ids": [] }),
+            "ids must be an array of 1 to 1000 event ids",
+        ),
+        (
+            json!({ "ids": ids[1] }),
+            "ids must be an array of 1 to 1000",
+        ),
+        (
+            json!({ "ids": [ids[1], "x"] }),
+            "ids[1] must be an event id",
+        ),
+    ] {
+        let response = undo(body.clone());
+        assert_eq!(response.status, 400, "{body}: {response}");
+        assert!(response.error().contains(message), "{body}: {response}");
+    }
+    assert_eq!(before(door_vehicles).json(), marked(&[&ids[2]]));
+    assert_eq!(before(json!({ "before": at })).json(), marked(&[&ids[1]]));
     // Unmarked, and it lasts past a restart.
     assert_eq!(
         mark(&node, &ids[2], json!({ "reviewed": false })).status,

@@ -10,6 +10,7 @@ import { $, setText, setAttr, show, toggleClass, fromTemplate, setIcon, syncChil
 import { api, serverNow } from './api.js';
 import { clockTime, dayName, duration, relativeTime, sentence } from './format.js';
 import { state, notify, refreshSoon } from './store.js';
+import { go } from './views.js';
 
 const TYPES = { webpush: 'Web Push', ntfy: 'ntfy', webhook: 'Webhook' };
 const KIND_WORDS = { person: 'person', vehicle: 'vehicle', animal: 'animal', package: 'package', motion: 'any motion' };
@@ -736,9 +737,7 @@ export function setUpAlerts() {
     // A click on an alert, with this page open: sw.js asks it to show the alert's event.
     navigator.serviceWorker.addEventListener('message', (e) => {
       const url = typeof e.data?.open === 'string' ? new URL(e.data.open, location.href) : null;
-      if (!url || url.origin !== location.origin || !url.hash) return;
-      if (url.hash === location.hash) window.dispatchEvent(new HashChangeEvent('hashchange'));
-      else location.hash = url.hash;
+      if (url?.origin === location.origin) go(url.pathname + url.search + url.hash);
     });
     checkPush();
   }

@@ -1,7 +1,9 @@
 // An event's clip in a dialog: the node's MP4 of it (from 5 s before to 5 s
 // after) playing in a <video> with its own controls, and a download of it;
 // until the event has a clip (going on, or its clip being cut), its picture
-// and why there is no clip yet.
+// and why there is no clip yet. "Open in recordings" goes to the moment
+// playing in the camera's recording. (The events API gives no objects' boxes
+// to draw over it.)
 
 import { $, setText, setAttr, show, toggleClass } from './dom.js';
 import { serverNow } from './api.js';
@@ -34,6 +36,7 @@ export function openClip(opened, camera, what) {
   setAttr(link, 'href', event.clipUrl);
   setAttr(link, 'download', fileName(event, camera));
   show(link, Boolean(shown));
+  setAttr($('clip-rec'), 'href', recordingsAt(0));
   const v = $('clip-video');
   // No clip yet: the picture of the event's start, and why, over the foot of it.
   toggleClass($('clip-msg'), 'note', !shown && Boolean(event.thumbnailUrl));
@@ -55,6 +58,12 @@ export function openClip(opened, camera, what) {
   $('clip-close').focus();
 }
 
+/** The recordings view at the clip's moment `s` seconds in (a clip starts 5 s before its event). */
+function recordingsAt(s) {
+  const at = Date.parse(event.startedAt) + (shown ? s - 5 : 0) * 1000;
+  return `/recordings?camera=${event.cameraId}&t=${new Date(at).toISOString()}`;
+}
+
 async function explain() {
   const mine = shown;
   const why = await whyNotPlayed(mine.url, 'clip', mine.codec);
@@ -73,6 +82,11 @@ export function setUpClip() {
     v.removeAttribute('poster');
   });
   $('clip-close').addEventListener('click', () => dialog.close());
+  // Followed by views.js once this has run: the moment playing now, the dialog closed.
+  $('clip-rec').addEventListener('click', (e) => {
+    e.currentTarget.href = recordingsAt(v.currentTime);
+    dialog.close();
+  });
   v.addEventListener('loadeddata', () => {
     if (shown) message('');
   });

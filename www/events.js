@@ -2,13 +2,17 @@
 // zone, day, reviewed, kept) a page of 50 at a time, "Older events" paging
 // back; each with the zones it entered, whether it is reviewed and kept, a
 // keep button, and its thumbnail, which plays its clip (clip.js) and marks
-// it reviewed. The address #event-<id> (an alert's link) shows that event.
+// it reviewed (an event going on opens live). The address /review?event=<id>
+// (an alert's link) shows that event. "Mark all reviewed" marks what the
+// filters show, after saying how many, with an undo.
 
 import { $, setText, setAttr, show, toggleClass, fromTemplate, setIcon, syncChildren } from './dom.js';
 import { api, serverNow } from './api.js';
 import { absoluteTime, bytes, duration, percent, relativeTime, scoreWords, sentence } from './format.js';
 import { openClip, clipShown } from './clip.js';
+import { openLive } from './liveview.js';
 import { refreshSoon } from './store.js';
+import { go, onView } from './views.js';
 
 /** Each event kind's word and icon. */
 export const KINDS = {
@@ -130,7 +134,23 @@ function say(text) {
   const el = $('events-msg');
   setText(el, text);
   show(el, Boolean(text));
+  if (text) done('');
 }
+
+let undoTimer = 0;
+/** A success in words, with an Undo button for 10 s when `undo` is given. */
+function done(text, undo) {
+  clearTimeout(undoTimer);
+  setText($('events-done-text'), text);
+  show($('events-done'), Boolean(text));
+  const button = $('events-undo');
+  button.onclick = undo;
+  show(button, Boolean(undo));
+  if (undo) undoTimer = setTimeout(() => show(button, false), 10000);
+}
+
+/** "1 event", "12 matching events". */
+const events = (n, what = '') => `${n} ${what}event${n === 1 ? '' : 's'}`;
 
 /** Puts the node's answer for a marked event in every list that holds it. */
 function replace(event) {
@@ -138,6 +158,12 @@ function replace(event) {
     const i = (list || []).findIndex((e) => e.id === event.id);
     if (i >= 0) list[i] = event;
   }
+}
+
+/** Sets `reviewed` of the events `ids` in every list. */
+function setReviewed(ids, reviewed) {
+  const set = new Set(ids);
+  for (const list of [last.events, own?.events, older]) for (const e of list || []) if (set.has(e.id)) e.reviewed = reviewed;
 }
 
 /** The node's refusal to keep one more, in words: how much is kept and what to do. */
@@ -160,17 +186,44 @@ async function mark(event, marks) {
   refreshSoon();
 }
 
+/** Asks `question` in the mark dialog; resolves to whether the person said yes. */
+function confirmed(question) {
+  const dialog = $('mark');
+  setText($('mark-title'), question);
+  dialog.returnValue = '';
+  dialog.showModal();
+  return new Promise((resolve) => dialog.addEventListener('close', () => resolve(dialog.returnValue === 'ok'), { once: true }));
+}
+
+/** Marks reviewed what the filters show up to now: counted by the node first, confirmed, then undoable. */
 async function markAll() {
-  const cameraId = $('filter-camera').value;
-  const before = new Date(serverNow()).toISOString();
+  const filters = Object.fromEntries(new URLSearchParams(query()));
+  const now = new Date(serverNow()).toISOString();
+  // A day's end may be still to come: what was seen is what started before now.
+  if (!filters.before || filters.before > now) filters.before = now;
   try {
-    const { marked } = await api('POST', '/api/events/reviewed', cameraId ? { before, cameraId } : { before });
-    for (const list of [last.events, own?.events, older]) {
-      for (const e of list || []) if (e.startedAt < before && (!cameraId || e.cameraId === cameraId)) e.reviewed = true;
-    }
-    say(marked === 1 ? 'Marked 1 event reviewed.' : `Marked ${marked} events reviewed.`);
+    const { marked } = await api('POST', '/api/events/reviewed', { ...filters, dryRun: true });
+    if (!marked) return done('Nothing to mark: every event shown is reviewed.');
+    if (!(await confirmed(`Mark ${events(marked)} reviewed?`))) return;
+    const { ids } = await api('POST', '/api/events/reviewed', filters);
+    setReviewed(ids, true);
+    say('');
+    done(`Marked ${events(ids.length)} reviewed.`, () => undo(ids));
   } catch (error) {
     say(`Could not mark events reviewed: ${error.message}`);
+  }
+  draw();
+  refreshSoon();
+}
+
+/** Marks the events `ids` not reviewed again (the node takes 1000 at a time). */
+async function undo(ids) {
+  try {
+    for (let i = 0; i < ids.length; i += 1000) await api('POST', '/api/events/unreviewed', { ids: ids.slice(i, i + 1000) });
+    setReviewed(ids, false);
+    done(`Undone: ${events(ids.length)} not reviewed again.`);
+  } catch (error) {
+    say(`Could not undo: ${error.message}`);
   }
   draw();
   refreshSoon();
@@ -217,17 +270,45 @@ function whatOf(event) {
   return `${word} at ${camera ? camera.name : 'a removed camera'}, ${absoluteTime(Date.parse(event.startedAt))}`;
 }
 
-/** Opens the event's clip (or, until it has one, its picture and why not), and marks it reviewed. */
+/** Opens the event's clip (or, until it has one, its picture and why not; live while it goes on), and marks it reviewed. */
 function openEvent(event) {
-  openClip(event, last.cameras.get(event.cameraId), whatOf(event));
+  const camera = last.cameras.get(event.cameraId);
+  if (event.inProgress && camera) {
+    $('clip').close();
+    openLive(camera, last.status);
+  } else {
+    openClip(event, camera, whatOf(event));
+    fillPlayer();
+  }
   if (!event.reviewed) mark(event, { reviewed: true });
 }
 
-/** The event the address names (#event-<id>): its filters cleared, looked for in the list. */
-function wantFromAddress() {
-  const match = /^#event-([0-9a-f-]{36})$/i.exec(location.hash);
-  if (!match) return;
-  wanted = { id: match[1].toLowerCase(), pages: 0, stale: null };
+/** The events not reviewed before and after the one playing, in the list's order (newest first). */
+function neighbours() {
+  const shown = listed();
+  const i = shown.findIndex((e) => e.id === clipShown()?.id);
+  const fresh = (e) => !e.reviewed;
+  return i < 0 ? [] : [shown.slice(0, i).findLast(fresh), shown.slice(i + 1).find(fresh)];
+}
+
+/** The player's keep, previous and next, as the list has them. */
+function fillPlayer() {
+  const opened = clipShown();
+  const event = opened && listed().find((e) => e.id === opened.id);
+  if (!event) return;
+  const keep = $('clip-keep');
+  setAttr(keep, 'aria-pressed', String(event.keep));
+  setText(keep, event.keep ? 'Kept' : 'Keep');
+  const [newer, older] = neighbours();
+  $('clip-prev').disabled = !newer;
+  $('clip-next').disabled = !older;
+}
+
+/** The event the address names (/review?event=<id>): its filters cleared, looked for in the list. */
+function wantFromAddress(params) {
+  const id = params.get('event');
+  if (!/^[0-9a-f-]{36}$/i.test(id)) return;
+  wanted = { id: id.toLowerCase(), pages: 0, stale: null };
   if (query()) {
     for (const id of FILTERS.slice(0, -1)) $(id).value = '';
     $('filter-keep').checked = false;
@@ -268,12 +349,13 @@ function reveal(shown) {
 function makeRow() {
   const row = fromTemplate('t-event');
   const img = row.querySelector('.ev-shot img');
-  // A thumbnail that cannot be had (its file gone) leaves the play button on its own.
+  // A thumbnail that cannot be had (none yet, or its file gone) leaves the play button on its own.
+  img.hidden = true;
   img.addEventListener('error', () => show(img, false));
   const find = () => listed().find((e) => e.id === row.dataset.key);
   row.querySelector('.ev-shot').addEventListener('click', () => {
     const event = find();
-    if (event?.clipUrl) openEvent(event);
+    if (event?.clipUrl || event?.inProgress) openEvent(event);
   });
   row.querySelector('.ev-keep').addEventListener('click', () => {
     const event = find();
@@ -286,15 +368,15 @@ function makeRow() {
 function fillShot(row, event, what, now) {
   const shot = row.querySelector('.ev-shot');
   const img = shot.querySelector('img');
-  show(shot, Boolean(event.clipUrl));
-  setAttr(shot, 'aria-label', `Play clip: ${what}`);
+  show(shot, Boolean(event.clipUrl || event.inProgress));
+  setAttr(shot, 'aria-label', `${event.inProgress ? 'Watch live' : 'Play clip'}: ${what}`);
   setAttr(img, 'alt', what);
   if (img.getAttribute('src') !== (event.thumbnailUrl || null)) {
     setAttr(img, 'src', event.thumbnailUrl);
     show(img, Boolean(event.thumbnailUrl));
   }
   const none = row.querySelector('.ev-noclip');
-  show(none, !event.clipUrl);
+  show(none, !event.clipUrl && !event.inProgress);
   let words = 'No clip';
   if (event.inProgress) words = 'Going on…';
   else if (now - Date.parse(event.endedAt) < CLIP_WAIT_MS) words = 'Clip coming…';
@@ -317,7 +399,8 @@ function fillRow(row, event, cameras, now) {
   setText(zonesEl, zones.length ? `in ${zones.join(', ')}` : '');
   show(zonesEl, zones.length > 0);
   const score = row.querySelector('.ev-score');
-  setText(score, percent(event.score));
+  // Motion's share of the picture that moved says little in a list: a classifier's sureness does.
+  setText(score, event.kind === 'motion' ? '' : percent(event.score));
   setAttr(score, 'title', scoreWords(event));
   const start = Date.parse(event.startedAt);
   const end = Date.parse(event.endedAt);
@@ -358,12 +441,17 @@ function draw() {
   show($('event-list').parentElement, shown.length > 0);
   setText($('events-empty'), empty);
   show($('events-empty'), Boolean(empty));
-  setText($('events-count'), shown.length === 0 ? '' : `${shown.length} ${q ? 'matching events' : 'most recent events'}, newest first`);
+  setText($('events-count'), shown.length === 0 ? '' : `${events(shown.length, q ? 'matching ' : 'most recent ')}, newest first`);
+  const set = [...new URLSearchParams(q).keys()].filter((k) => k !== 'before').length;
+  setText($('filters-fold'), set ? `Filters (${set})` : 'Filters');
+  // Nothing reviewed is left to mark where only reviewed ones are shown.
+  show($('events-mark-all'), $('filter-reviewed').value !== 'true');
   show($('events-older'), shown.length >= PAGE && !(olderQuery === q && noMore));
   // An event opened before its clip was there: the clip, once it is.
   const opened = clipShown();
   const ready = opened && !opened.clipUrl && shown.find((e) => e.id === opened.id && e.clipUrl);
   if (ready) openClip(ready, last.cameras.get(ready.cameraId), whatOf(ready));
+  fillPlayer();
   reveal(shown);
 }
 
@@ -374,11 +462,13 @@ export function renderEvents(state) {
 }
 
 /** The list of events not reviewed (the header's count links here). */
-function showUnreviewed() {
+function showUnreviewed(e) {
+  e.preventDefault();
   for (const id of FILTERS.slice(1, -1)) $(id).value = '';
   $('filter-keep').checked = false;
   $('filter-reviewed').value = 'false';
   filtered();
+  go('/review');
 }
 
 function filtered() {
@@ -393,8 +483,20 @@ export function setUpEvents() {
   $('events-older').addEventListener('click', loadOlder);
   $('events-mark-all').addEventListener('click', markAll);
   $('review-badge').addEventListener('click', showUnreviewed);
-  window.addEventListener('hashchange', wantFromAddress);
-  wantFromAddress();
+  onView('review', wantFromAddress);
+  // On a phone the filters fold away behind one button.
+  $('filters-fold').addEventListener('click', (e) => setAttr(e.currentTarget, 'aria-expanded', String($('events').classList.toggle('unfolded'))));
+  // The player as a review tool: keep, and the newer or older event not reviewed.
+  const playing = () => listed().find((e) => e.id === clipShown()?.id);
+  $('clip-keep').addEventListener('click', () => playing() && mark(playing(), { keep: !playing().keep }));
+  ['clip-prev', 'clip-next'].forEach((id, i) => $(id).addEventListener('click', () => {
+    const next = neighbours()[i];
+    if (next) openEvent(next);
+  }));
+  // Closed, the address no longer names the event: a reload shows the list.
+  $('clip').addEventListener('close', () => {
+    if (new URLSearchParams(location.search).has('event')) go('/review', { replace: true });
+  });
   // "2 min ago" moves on even between refreshes.
   setInterval(() => {
     if (!document.hidden) draw();

@@ -79,7 +79,7 @@ impl Message {
     pub fn links(&self, base: &str) -> Links {
         let event = self.event_id();
         Links {
-            event: format!("{base}/#event-{event}"),
+            event: format!("{base}/review?event={event}"),
             thumbnail: format!("{base}/api/events/{event}/thumbnail.jpg"),
             clip: format!("{base}/api/events/{event}/clip.mp4"),
             snooze: format!("{base}/api/cameras/{}/snooze", self.camera_id),
@@ -115,7 +115,7 @@ mod tests {
         assert_eq!(message.body(), "In Porch, Path. Tap to see it.");
         assert!(message.urgent());
         let links = message.links("http://nvr.lan:8080");
-        assert_eq!(links.event, "http://nvr.lan:8080/#event-e1");
+        assert_eq!(links.event, "http://nvr.lan:8080/review?event=e1");
         assert_eq!(
             links.thumbnail,
             "http://nvr.lan:8080/api/events/e1/thumbnail.jpg"

@@ -116,7 +116,7 @@ impl Sender {
             "camera": message.camera_name,
             "kind": message.kind(),
             "at": message.event["startedAt"],
-            "url": if test { "/".to_owned() } else { format!("/#event-{event}") },
+            "url": if test { "/".to_owned() } else { format!("/review?event={event}") },
             "image": (!test).then(|| format!("/api/events/{event}/thumbnail.jpg")),
             "snooze": format!("/api/cameras/{}/snooze", message.camera_id),
             "snoozeMinutes": SNOOZE_MINUTES,

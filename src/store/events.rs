@@ -270,21 +270,46 @@ impl Store {
         Ok(Flagged::Done(event))
     }
 
-    /// Marks reviewed the events (of `camera`, or all) started before
-    /// `before_ms`; returns how many were not reviewed before.
-    pub fn mark_reviewed_before(&mut self, before_ms: i64, camera: Option<Uuid>) -> Result<usize> {
+    /// Marks reviewed the events `filter` lets through (`dry_run`: none);
+    /// returns those that were not reviewed before, newest first.
+    pub fn mark_reviewed(&mut self, filter: &EventFilter, dry_run: bool) -> Result<Vec<Uuid>> {
+        if filter.reviewed == Some(true) {
+            return Ok(Vec::new());
+        }
         // `reviewed = 0` in the query itself: SQLite then walks event_unreviewed.
-        let n = match camera {
-            Some(camera) => self.conn.execute(
-                "UPDATE event SET reviewed = 1
-                 WHERE reviewed = 0 AND started_at_ms < ?1 AND camera_id = ?2",
-                params![before_ms, camera.to_string()],
-            )?,
-            None => self.conn.execute(
-                "UPDATE event SET reviewed = 1 WHERE reviewed = 0 AND started_at_ms < ?1",
-                [before_ms],
-            )?,
+        let filter = EventFilter {
+            reviewed: Some(false),
+            ..filter.clone()
         };
+        let (terms, values) = where_clause(&filter);
+        let sql = match dry_run {
+            true => format!("SELECT id FROM event {terms} ORDER BY started_at_ms DESC"),
+            false => format!("UPDATE event SET reviewed = 1 {terms} RETURNING id"),
+        };
+        let ids = self
+            .conn
+            .prepare(&sql)?
+            .query_map(params_from_iter(values), |r| uuid_column(r, 0))?
+            .collect::<Result<Vec<_>>>()?;
+        if !dry_run && !ids.is_empty() {
+            self.events_changed();
+        }
+        Ok(ids)
+    }
+
+    /// Marks the events `ids` not reviewed (an undo); returns how many were
+    /// reviewed (ids of no event are passed over).
+    pub fn unmark_reviewed(&mut self, ids: &[Uuid]) -> Result<usize> {
+        let tx = self.conn.transaction()?;
+        let mut n = 0;
+        {
+            let mut stmt =
+                tx.prepare_cached("UPDATE event SET reviewed = 0 WHERE id = ?1 AND reviewed = 1")?;
+            for id in ids {
+                n += stmt.execute([id.to_string()])?;
+            }
+        }
+        tx.commit()?;
         if n > 0 {
             self.events_changed();
         }
@@ -932,10 +957,11 @@ mod tests {
         let dir = temp_dir("event-reviewed");
         let mut store = Store::open(&dir).unwrap();
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        let events: Vec<Event> = [(a, 1000), (a, 2000), (b, 1500), (b, 3000)]
+        let mut events: Vec<Event> = [(a, 1000), (a, 2000), (b, 1500), (b, 3000)]
             .into_iter()
             .map(|(cam, at)| event(cam, at, None))
             .collect();
+        events[1].kind = "vehicle".into();
         for e in &events {
             store.insert_event(e, 0, 100).unwrap();
         }
@@ -970,25 +996,52 @@ mod tests {
                 .unwrap(),
             Flagged::NoSuchEvent
         );
-        // Of camera b, before 3000: one; then all before 3001: a's other.
-        assert_eq!(store.mark_reviewed_before(3000, Some(b)).unwrap(), 1);
-        assert_eq!(store.mark_reviewed_before(3001, None).unwrap(), 2);
-        assert!(unreviewed(&store).is_empty());
+        let before = |before_ms, camera_id, kind: Option<&str>| EventFilter {
+            before_ms: Some(before_ms),
+            camera_id,
+            kind: kind.map(str::to_owned),
+            ..EventFilter::default()
+        };
+        // Counted, not marked; then of camera b, before 3000: one; then the
+        // vehicles; then all before 3001: b's other.
+        let of_b = before(3000, Some(b), None);
+        assert_eq!(store.mark_reviewed(&of_b, true).unwrap(), [events[2].id]);
+        assert_eq!(unreviewed(&store), after, "a dry run marks nothing");
+        assert_eq!(store.mark_reviewed(&of_b, false).unwrap(), [events[2].id]);
+        let vehicles = before(3001, None, Some("vehicle"));
         assert_eq!(
-            store.mark_reviewed_before(3001, None).unwrap(),
-            0,
+            store.mark_reviewed(&vehicles, false).unwrap(),
+            [events[1].id]
+        );
+        assert_eq!(unreviewed(&store), [(b, 1)], "the person's left");
+        let reviewed = EventFilter {
+            reviewed: Some(true),
+            ..before(3001, None, None)
+        };
+        assert!(store.mark_reviewed(&reviewed, false).unwrap().is_empty());
+        let all = before(3001, None, None);
+        assert_eq!(store.mark_reviewed(&all, false).unwrap(), [events[3].id]);
+        assert!(unreviewed(&store).is_empty());
+        assert!(
+            store.mark_reviewed(&all, false).unwrap().is_empty(),
             "none left"
         );
-        store
-            .mark_event(events[3].id, Some(false), None, 0)
-            .unwrap();
-        assert_eq!(unreviewed(&store), [(b, 1)], "unmarked");
+        // Undone by ids: only those marked, unknown ids passed over.
+        let undo = [events[1].id, events[3].id, Uuid::new_v4()];
+        assert_eq!(store.unmark_reviewed(&undo).unwrap(), 2);
+        assert_eq!(store.unmark_reviewed(&undo).unwrap(), 0, "already");
+        let mut undone = vec![(a, 1), (b, 1)];
+        undone.sort();
+        assert_eq!(unreviewed(&store), undone, "unmarked");
+        let (terms, _) = where_clause(&EventFilter {
+            reviewed: Some(false),
+            ..all
+        });
         let plan: String = store
             .conn
             .query_row(
-                "EXPLAIN QUERY PLAN UPDATE event SET reviewed = 1
-                 WHERE reviewed = 0 AND started_at_ms < 5",
-                [],
+                &format!("EXPLAIN QUERY PLAN UPDATE event SET reviewed = 1 {terms}"),
+                [5],
                 |r| r.get(3),
             )
             .unwrap();

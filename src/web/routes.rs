@@ -12,8 +12,9 @@ pub enum Route {
     AddEvent,
     /// Marks an event reviewed or kept.
     UpdateEvent(Uuid),
-    /// Marks reviewed the events before a moment.
+    /// Marks reviewed the events a filter lets through, and undoes that.
     MarkReviewed,
+    UnmarkReviewed,
     /// An event's clip, and its thumbnail.
     EventClip(Uuid),
     EventThumbnail(Uuid),
@@ -81,6 +82,7 @@ impl Route {
             | Route::AddEvent
             | Route::UpdateEvent(_)
             | Route::MarkReviewed
+            | Route::UnmarkReviewed
             | Route::DiscoverStreams
             | Route::SnoozeCamera(_)
             | Route::UpdateAlerts
@@ -111,6 +113,7 @@ pub fn route(method: &str, path: &str) -> Result<Route, Error> {
             _ => ("GET, POST", None),
         },
         ["events", "reviewed"] => ("POST", on(method, "POST", Route::MarkReviewed)),
+        ["events", "unreviewed"] => ("POST", on(method, "POST", Route::UnmarkReviewed)),
         ["events", id] => {
             let id = uuid(id, "no such event")?;
             ("PATCH", on(method, "PATCH", Route::UpdateEvent(id)))
@@ -249,6 +252,11 @@ mod tests {
                 "POST",
                 "/api/events/reviewed".to_owned(),
                 Route::MarkReviewed,
+            ),
+            (
+                "POST",
+                "/api/events/unreviewed".to_owned(),
+                Route::UnmarkReviewed,
             ),
             (
                 "GET",
@@ -511,6 +519,12 @@ mod tests {
                 Some("POST"),
             ),
             (
+                "PATCH",
+                "/api/events/unreviewed".to_owned(),
+                Kind::MethodNotAllowed,
+                Some("POST"),
+            ),
+            (
                 "GET",
                 "/api/events/x/clip.mp4".to_owned(),
                 Kind::NotFound,
@@ -607,6 +621,7 @@ mod tests {
         assert_eq!(Route::DiscoverStreams.body_kind(), Some(BodyKind::Json));
         assert_eq!(Route::UpdateEvent(id()).body_kind(), Some(BodyKind::Json));
         assert_eq!(Route::MarkReviewed.body_kind(), Some(BodyKind::Json));
+        assert_eq!(Route::UnmarkReviewed.body_kind(), Some(BodyKind::Json));
         assert_eq!(Route::Events.body_kind(), None);
         assert_eq!(Route::AddDestination.body_kind(), Some(BodyKind::Json));
         assert_eq!(Route::SnoozeCamera(id()).body_kind(), Some(BodyKind::Json));

@@ -48,8 +48,9 @@
 //                 with the node's payload for the event: a notification with its
 //                 title, body, tag, picture and a Snooze 1 h button
 //   push-click    a click on it in the service worker: the page's address ends with
-//                 #event-<id> and the event's clip is open and playing (reviewed on
-//                 the node); the address opened anew shows it too
+//                 /review?event=<id> and the event's clip is open and playing (reviewed
+//                 on the node); the address opened anew shows it too, and so does the
+//                 old form /#event-<id>
 //   push-snooze   its Snooze button: the node snoozes the camera for 60 min
 //   insecure      the page at the node's LAN address (not a secure context): why
 //                 this phone cannot be alerted, and that the node's HTTPS is off;
@@ -394,7 +395,7 @@ async function run() {
   // The node's payload (src/alerts/send.rs) for this event.
   const payload = {
     title: 'Person at Front door', body: 'In Porch. Tap to see it.', phase: 'alert', tag: event.id, eventId: event.id,
-    cameraId: door, camera: 'Front door', kind: 'person', at: event.startedAt, url: `/#event-${event.id}`,
+    cameraId: door, camera: 'Front door', kind: 'person', at: event.startedAt, url: `/review?event=${event.id}`,
     image: `/api/events/${event.id}/thumbnail.jpg`, snooze: `/api/cameras/${door}/snooze`, snoozeMinutes: 60,
   };
   const registrationId = await until('the registration is known to DevTools', () => registrations.get(`${opts.url}/`));
@@ -422,8 +423,7 @@ async function run() {
     self.dispatchEvent(new NotificationEvent('notificationclick', { notification, action: a }));
   }, action);
   await click('');
-  await page.waitForFunction((id) => location.hash === `#event-${id}`, event.id, WAIT);
-  check(page.url().endsWith(`#event-${event.id}`), page.url());
+  await page.waitForFunction((id) => location.pathname + location.search === `/review?event=${id}`, event.id, WAIT);
   await page.waitForFunction(() => document.getElementById('clip').open, null, WAIT);
   const title = await text('#clip-title');
   check(title.startsWith('Person at Front door, '), `the event is open: ${title}`);
@@ -432,11 +432,13 @@ async function run() {
   await until('marked reviewed on the node', async () => (await node('GET', '/api/events')).json.find((e) => e.id === event.id).reviewed);
   check((await notifications()).length === 0, 'the notification is closed');
   await shot('event');
-  const fresh = await context.newPage();
-  await fresh.goto(`${opts.url}/#event-${event.id}`);
-  await fresh.waitForFunction(() => document.getElementById('clip').open, null, WAIT);
-  check((await fresh.locator('#clip-title').innerText()) === title, 'the address opened anew shows it too');
-  await fresh.close();
+  for (const address of [`/review?event=${event.id}`, `/#event-${event.id}`]) {
+    const fresh = await context.newPage();
+    await fresh.goto(`${opts.url}${address}`);
+    await fresh.waitForFunction(() => document.getElementById('clip').open, null, WAIT);
+    check((await fresh.locator('#clip-title').innerText()) === title, `the address ${address} opened anew shows it too`);
+    await fresh.close();
+  }
 
   step = 'push-snooze';
   await deliver();

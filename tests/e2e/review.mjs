@@ -13,14 +13,21 @@
 //     header's count drops by one (sooner than a status poll);
 //  4. keep toggles the event's keep on the node, and "Kept only" lists it;
 //     a keep past CLIPS_KEEP_MAX_BYTES shows the 409 in words and keeps nothing;
-//  5. "Mark all reviewed" with a camera chosen marks that camera's, then with
-//     all cameras the rest: the count is 0; after a reload the marks hold;
+//  5. "Mark all reviewed" with Kind = Vehicle asks "Mark 2 events reviewed?",
+//     marks the vehicles only (the node's answer and the list), says so as a
+//     success, and its Undo restores exactly those; /review?event=<id> opens
+//     that event's player, whose "Next new" and "Previous new" go to the
+//     older and newer events not reviewed; with a camera chosen it marks that
+//     camera's, then with all cameras the rest: the count is 0; after a
+//     reload the marks hold;
 //  6. an event marked not reviewed through the API is counted, and the
 //     header's count opens the list of events not reviewed;
 //  7. the camera form saves "Keep recordings for N days" (retainDays), shows
 //     the node's 400 at the field for 0, and blank clears it;
 //  8. with 50 more events, "Older events" pages back, also when filtered, and
-//     each filter and page is asked of the node (its query in the request).
+//     each filter and page is asked of the node (its query in the request);
+//  9. the first event is in sight without scrolling (above the tab bar on a
+//     phone), and on a phone its Keep button is at least 44 px high.
 // It prints one JSON line, {"ok":true,...} or {"ok":false,"step":...,"error":...},
 // and exits 0 or 1 within --timeout-ms (default 90000).
 
@@ -72,7 +79,8 @@ async function shot(page, name) {
 }
 
 async function run() {
-  await launchBrowser(browser, { timeout: 15000, viewport: { width, height } });
+  const phone = width <= 600;
+  await launchBrowser(browser, { timeout: 15000, viewport: { width, height }, hasTouch: phone, isMobile: phone });
   const { page } = browser;
   page.on('pageerror', (e) => errors.push(String(e)));
   const requests = []; // the URLs of GET /api/events the page asked
@@ -80,6 +88,12 @@ async function run() {
   const rows = () => page.$$eval('#event-list .event', (els) => els.map((el) => el.dataset.key));
   const badge = () => page.textContent('#review-badge');
   const row = (id) => `#event-list .event[data-key="${id}"]`;
+  /** On a phone the filters are folded behind a button. */
+  const unfold = async () => {
+    if (!(await page.isHidden('#filter-kind'))) return;
+    await page.click('#filters-fold');
+    check((await page.getAttribute('#filters-fold', 'aria-expanded')) === 'true', 'the fold says it is open');
+  };
   /** Waits until the list shows exactly `want` (ids, in order). */
   const lists = async (what, want) => {
     await until(`${what}: the list shows ${JSON.stringify(want)}`, async () => JSON.stringify(await rows()) === JSON.stringify(want))
@@ -92,15 +106,29 @@ async function run() {
   const [door, yard] = [cameraId('Door'), cameraId('Yard')];
 
   step = 'header count';
-  await page.goto(`${opts.url}/`);
+  await page.goto(`${opts.url}/review`);
   const count = await unreviewed();
   check(count === 5, `the node counts ${count} not reviewed`);
   await page.waitForFunction((n) => document.getElementById('review-badge').textContent === `To review: ${n}`, count, WAIT);
   await lists('all events', all.map((e) => e.id));
-  await page.locator('#events').scrollIntoViewIfNeeded();
   await shot(page, 'list');
 
+  step = 'first event in sight';
+  const card = await page.locator('#event-list .event').first().boundingBox();
+  const foot = phone ? (await page.locator('nav.tabs').boundingBox()).y : height;
+  check(card.y >= 0 && card.y + card.height <= foot, `the first event is at ${card.y}..${card.y + card.height} px, the view ends at ${foot} px`);
+  const shotWidth = (await page.locator('#event-list .ev-shot').first().boundingBox()).width;
+  check(shotWidth >= (phone ? 300 : 160), `the thumbnail is ${shotWidth} px wide`);
+  if (phone) {
+    for (const sel of ['#event-list .ev-keep', '#filters-fold', '#events-mark-all']) {
+      const box = await page.locator(sel).first().boundingBox();
+      check(box.height >= 44, `${sel} is ${box.height} px high`);
+    }
+  }
+
   step = 'filters';
+  check(await page.isHidden('#filter-kind') === phone, 'on a phone (only) the filters are folded');
+  await unfold();
   // Each filter alone lists what the node gives for it, and what it should give.
   const filters = [
     ['#filter-reviewed', 'false', '?reviewed=false', all],
@@ -118,6 +146,9 @@ async function run() {
     await until(`the page asks the node for ${query}`, () => requests.some((u) => u.endsWith(query.slice(1))));
     await page.selectOption(select, '');
   }
+  await page.selectOption('#filter-kind', 'person');
+  await page.waitForFunction(() => document.getElementById('events-count').textContent === '1 matching event, newest first', null, WAIT);
+  await page.selectOption('#filter-kind', '');
   await page.fill('#filter-day', '2026-11-22');
   const day = all.filter((e) => e.startedAt.startsWith('2026-11-22'));
   check(day.length === 4, 'four events on Nov 22');
@@ -170,15 +201,85 @@ async function run() {
   await until('kept again on the node', async () => (await ids('?keep=true')).join() === kept.id);
 
   step = 'mark all reviewed';
+  // Kind = Vehicle: the vehicles only, counted first, confirmed, then undone.
+  const vehicles = all.filter((e) => e.kind === 'vehicle');
+  check(vehicles.length === 2 && vehicles.every((e) => e.id !== opened.id), 'two vehicles, neither opened');
+  const notReviewed = async () => (await ids('?reviewed=false')).sort().join();
+  const before = await notReviewed();
+  await page.selectOption('#filter-kind', 'vehicle');
+  await lists('vehicles', vehicles.map((e) => e.id));
+  await page.click('#events-mark-all');
+  await page.waitForSelector('#mark[open]', WAIT);
+  const asked = await page.textContent('#mark-title');
+  check(asked === 'Mark 2 events reviewed?', `the confirmation asks "${asked}"`);
+  check(await notReviewed() === before, 'asking marked nothing');
+  await shot(page, 'mark-confirm');
+  const answer = page.waitForResponse((r) => r.url().endsWith('/api/events/reviewed') && !r.request().postData().includes('dryRun'));
+  await page.click('#mark button[value="ok"]');
+  const marked = await (await answer).json();
+  check(JSON.stringify(marked.ids.sort()) === JSON.stringify(vehicles.map((e) => e.id).sort()), `the node marked ${JSON.stringify(marked)}`);
+  const people = all.filter((e) => e.kind === 'person');
+  check(people.length === 1 && (await ids('?reviewed=false&kind=person')).join() === people[0].id, 'the person is not reviewed');
+  check((await ids('?reviewed=false&kind=vehicle')).length === 0, 'the vehicles are reviewed');
+  await page.waitForSelector('#events-done:not([hidden])', WAIT);
+  check((await page.textContent('#events-done-text')) === 'Marked 2 events reviewed.', `the success says "${await page.textContent('#events-done-text')}"`);
+  check(await page.isHidden('#events-msg'), 'no error is shown');
+  check((await page.$$eval('#event-list .ev-seen', (els) => els.map((el) => el.textContent))).every((t) => t === 'Reviewed'), 'the vehicles\' rows say Reviewed');
+  await shot(page, 'marked');
+  await page.click('#events-undo');
+  await until('the vehicles not reviewed again', async () => (await notReviewed()) === before);
+  await page.waitForFunction(() => [...document.querySelectorAll('#event-list .ev-seen')].every((el) => el.textContent === 'New'), null, WAIT);
+  await page.waitForFunction(() => document.getElementById('events-done-text').textContent.startsWith('Undone: 2 events'), null, WAIT);
+  await page.selectOption('#filter-kind', '');
+
+  step = 'player from the address';
+  // /review?event=<id> opens its player; Next/Previous new go to the events not reviewed.
+  const [newer, middle, elder] = [all[1], all[2], all[3]];
+  check([newer, middle, elder].every((e) => e.id !== opened.id), 'three events not reviewed in a row');
+  await page.goto(`${opts.url}/review?event=${middle.id}`);
+  await page.waitForSelector('#clip[open]', WAIT);
+  const title = () => page.textContent('#clip-title');
+  const cameraName = (e) => (e.cameraId === door ? 'Door' : 'Yard');
+  const titled = async (e) => page.waitForFunction((want) => document.getElementById('clip-title').textContent.startsWith(want),
+    `${e.kind[0].toUpperCase()}${e.kind.slice(1)} at ${cameraName(e)}`, WAIT).catch(async () => { throw new Error(`the player shows "${await title()}", not the ${e.kind} at ${cameraName(e)}`); });
+  await titled(middle);
+  await until('the opened event reviewed', async () => !(await ids('?reviewed=false')).includes(middle.id));
+  const rec = await page.getAttribute('#clip-rec', 'href');
+  check(rec === `/recordings?camera=${middle.cameraId}&t=${middle.startedAt}` || rec.startsWith(`/recordings?camera=${middle.cameraId}&t=2026-11-22T10:0`), `"Open in recordings" goes to ${rec}`);
+  await shot(page, 'player');
+  await page.click('#clip-next');
+  await titled(elder);
+  await page.click('#clip-prev');
+  await titled(newer);
+  await page.waitForFunction(() => document.getElementById('clip-prev').disabled, null, WAIT);
+  check(!(await page.isDisabled('#clip-next')), 'the older event not reviewed is offered');
+  check((await ids('?reviewed=false')).every((id) => ![newer.id, middle.id, elder.id].includes(id)), 'the three opened are reviewed');
+  // Keep from the player: the kept event stops being kept, then is kept again.
+  check(newer.id === kept.id, 'the newer event is the kept one');
+  await page.click('#clip-keep');
+  await until('unkept from the player', async () => (await ids('?keep=true')).length === 0);
+  await page.waitForFunction(() => document.getElementById('clip-keep').getAttribute('aria-pressed') === 'false', null, WAIT);
+  await page.click('#clip-keep');
+  await until('kept from the player', async () => (await ids('?keep=true')).join() === kept.id);
+  await page.click('#clip-close');
+  await unfold();
+  check(!page.url().includes('event='), `closed, the address is ${page.url()}`);
+
+  step = 'mark all of a camera';
+  // Yard's last one not reviewed again (both were opened): one to mark.
+  check((await node('PATCH', `/api/events/${all[0].id}`, { reviewed: false })).status === 200, 'unmarking through the API');
   await page.selectOption('#filter-camera', yard);
   await page.click('#events-mark-all');
+  await page.waitForFunction(() => document.getElementById('mark-title').textContent === 'Mark 1 event reviewed?', null, WAIT);
+  await page.click('#mark button[value="ok"]');
   const yardLeft = async () => (await node('GET', '/api/status')).json.cameras.find((c) => c.id === yard).unreviewedEvents;
   await until('Yard\'s events marked', async () => (await yardLeft()) === 0);
-  const doorLeft = all.filter((e) => e.cameraId === door && e.id !== opened.id).length;
+  const doorLeft = (await ids(`?reviewed=false&cameraId=${door}`)).length;
   check(await unreviewed() === doorLeft, `only Yard's were marked: ${await unreviewed()} left, not ${doorLeft}`);
-  await page.waitForFunction((n) => document.getElementById('review-badge').textContent === `To review: ${n}`, doorLeft, WAIT);
+  await page.waitForFunction((n) => document.getElementById('review-badge').textContent === (n ? `To review: ${n}` : 'Nothing to review'), doorLeft, WAIT);
   await page.selectOption('#filter-camera', '');
   await page.click('#events-mark-all');
+  if (doorLeft) await page.click('#mark button[value="ok"]');
   await page.waitForFunction(() => document.getElementById('review-badge').textContent === 'Nothing to review', null, WAIT);
   check(await unreviewed() === 0, 'the node counts none not reviewed');
 
@@ -197,10 +298,12 @@ async function run() {
   await page.click('#review-badge');
   check((await page.inputValue('#filter-reviewed')) === 'false', 'the header\'s count chose "Not reviewed"');
   await lists('the header\'s link', [again.id]);
+  await unfold();
   await shot(page, 'header-link');
   await page.selectOption('#filter-reviewed', '');
 
   step = 'retainDays';
+  await page.goto(`${opts.url}/settings`);
   const edit = async () => {
     await page.click(`#camera-${door} .edit`);
     await page.waitForSelector('#edit[open]', WAIT);
@@ -234,6 +337,8 @@ async function run() {
   check(await retain() === null, 'blank saved no age limit');
 
   step = 'paging';
+  await page.goto(`${opts.url}/review`);
+  await unfold();
   // 50 older events (from loopback, as a detector posts them): the first page
   // is the node's 50 newest, "Older events" adds the other 5, then is gone.
   for (let i = 0; i < 50; i += 1) {

@@ -13,9 +13,10 @@ use crate::clips::Job;
 use crate::error::Error;
 use crate::error::Kind;
 use crate::event::{
-    Event, EventView, Kind as EventKind, Marks, NewEvent, ReviewedBefore, camera_id,
-    checked_zone_name, parse_timestamp,
+    Event, EventView, Kind as EventKind, Marks, NewEvent, camera_id, checked_zone_name,
+    parse_timestamp,
 };
+use crate::json_body::object;
 use crate::notices::Notice;
 use crate::store::{EventFilter, Flagged};
 use crate::sys::data_file::is_absent;
@@ -34,15 +35,37 @@ pub fn list(app: &App, query: &str) -> Result<Reply, Error> {
     Ok(Reply::json(200, &views))
 }
 
-/// The list's parameters; a bad one is refused by name.
+/// Ids an undo names at most: their JSON fits the 64 KiB body.
+const MAX_IDS: usize = 1000;
+
+/// The list's parameters, from the query; a bad one is refused by name.
 fn filter(query: &str) -> Result<EventFilter, Error> {
-    let flag = |name: &str| match param(query, name)?.as_deref() {
+    filter_of(|name| param(query, name))
+}
+
+/// The same filter from a JSON body's fields (strings, or booleans for the flags).
+fn body_filter(fields: &serde_json::Map<String, serde_json::Value>) -> Result<EventFilter, Error> {
+    use serde_json::Value;
+    filter_of(|name| match fields.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(Value::Bool(flag)) if matches!(name, "reviewed" | "keep") => {
+            Ok(Some(flag.to_string()))
+        }
+        Some(_) if matches!(name, "reviewed" | "keep") => Ok(Some(String::new())),
+        Some(_) => Err(Error::bad_request(format!("{name} must be a string"))),
+    })
+}
+
+/// The filter of events, each parameter as `value` gives it by name.
+fn filter_of(value: impl Fn(&str) -> Result<Option<String>, Error>) -> Result<EventFilter, Error> {
+    let flag = |name: &str| match value(name)?.as_deref() {
         None => Ok(None),
         Some("true") => Ok(Some(true)),
         Some("false") => Ok(Some(false)),
         Some(_) => Err(Error::bad_request(format!("{name} must be true or false"))),
     };
-    let kind = param(query, "kind")?;
+    let kind = value("kind")?;
     if let Some(kind) = &kind
         && EventKind::from_name(kind).is_none()
     {
@@ -52,19 +75,13 @@ fn filter(query: &str) -> Result<EventFilter, Error> {
             names.join(", ")
         )));
     }
-    let time = |name: &str| {
-        param(query, name)?
-            .map(|t| parse_timestamp(name, &t))
-            .transpose()
-    };
+    let time = |name: &str| value(name)?.map(|t| parse_timestamp(name, &t)).transpose();
     Ok(EventFilter {
         before_ms: time("before")?,
         after_ms: time("after")?,
-        camera_id: param(query, "cameraId")?
-            .map(|id| camera_id(&id))
-            .transpose()?,
+        camera_id: value("cameraId")?.map(|id| camera_id(&id)).transpose()?,
         kind,
-        zone: param(query, "zone")?
+        zone: value("zone")?
             .map(|name| checked_zone_name("zone", &serde_json::Value::String(name)))
             .transpose()?,
         reviewed: flag("reviewed")?,
@@ -99,23 +116,62 @@ pub fn update(app: &App, id: Uuid, body: &[u8]) -> Result<Reply, Error> {
     }
 }
 
-/// `POST /api/events/reviewed`: marks reviewed the events (of a camera, or
-/// all) started before a moment; answers how many it marked.
+/// `POST /api/events/reviewed`: marks reviewed the events the list's
+/// filters let through (`before` required: what the person saw); answers
+/// how many and which (`dryRun`: would be, marking none).
 pub fn mark_reviewed(app: &App, body: &[u8]) -> Result<Reply, Error> {
-    let ReviewedBefore {
-        before_ms,
-        camera_id,
-    } = ReviewedBefore::from_json(body)?;
-    let marked = app.db(|s| {
-        if let Some(camera) = camera_id
+    let fields = object(body)?;
+    let filter = body_filter(&fields)?;
+    if filter.before_ms.is_none() {
+        return Err(Error::bad_request("before is required"));
+    }
+    let dry_run = match fields.get("dryRun") {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::Bool(flag)) => *flag,
+        Some(_) => return Err(Error::bad_request("dryRun must be true or false")),
+    };
+    let ids = app.db(|s| {
+        if let Some(camera) = filter.camera_id
             && s.camera(camera)?.is_none()
         {
             return Ok(None);
         }
-        s.mark_reviewed_before(before_ms, camera_id).map(Some)
+        s.mark_reviewed(&filter, dry_run).map(Some)
     })?;
-    let marked = marked.ok_or_else(|| Error::bad_request("cameraId names no camera"))?;
-    Ok(Reply::json(200, &serde_json::json!({ "marked": marked })))
+    let ids = ids.ok_or_else(|| Error::bad_request("cameraId names no camera"))?;
+    let ids: Vec<String> = ids.iter().map(Uuid::to_string).collect();
+    Ok(Reply::json(
+        200,
+        &serde_json::json!({ "marked": ids.len(), "ids": ids }),
+    ))
+}
+
+/// `POST /api/events/unreviewed`: marks the events `ids` not reviewed (the
+/// undo of a mark); answers how many were reviewed.
+pub fn unmark_reviewed(app: &App, body: &[u8]) -> Result<Reply, Error> {
+    let ids = event_ids(&object(body)?)?;
+    let unmarked = app.db(|s| s.unmark_reviewed(&ids))?;
+    Ok(Reply::json(
+        200,
+        &serde_json::json!({ "unmarked": unmarked }),
+    ))
+}
+
+/// `ids`: 1 to MAX_IDS event ids.
+fn event_ids(fields: &serde_json::Map<String, serde_json::Value>) -> Result<Vec<Uuid>, Error> {
+    let bad = || Error::bad_request(format!("ids must be an array of 1 to {MAX_IDS} event ids"));
+    let list = match fields.get("ids") {
+        Some(serde_json::Value::Array(list)) if (1..=MAX_IDS).contains(&list.len()) => list,
+        _ => return Err(bad()),
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, id)| {
+            id.as_str()
+                .and_then(|id| Uuid::try_parse(id).ok())
+                .ok_or_else(|| Error::bad_request(format!("ids[{i}] must be an event id (a UUID)")))
+        })
+        .collect()
 }
 
 /// `POST /api/events`, from this machine only: the API has no authentication,

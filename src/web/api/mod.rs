@@ -57,6 +57,7 @@ pub fn dispatch(
         Route::AddEvent => events::add(app, peer, &body),
         Route::UpdateEvent(id) => events::update(app, id, &body),
         Route::MarkReviewed => events::mark_reviewed(app, &body),
+        Route::UnmarkReviewed => events::unmark_reviewed(app, &body),
         Route::EventClip(id) => events::clip(app, id, range.as_deref()),
         Route::EventThumbnail(id) => events::thumbnail(app, id),
         Route::ListCameras => cameras::list(app),
