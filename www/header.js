@@ -4,7 +4,7 @@
 // (with the relay's version), cloud link (with the claim code and its
 // countdown).
 
-import { $, setText, show, toggleClass } from './dom.js';
+import { $, setAttr, setText, show, toggleClass } from './dom.js';
 import { serverNow } from './api.js';
 import { absoluteTime, bytes, countdown, counted } from './format.js';
 
@@ -48,8 +48,7 @@ function stateLine(status, cameras) {
   const recording = on.filter((c) => c.recording?.state === 'recording').length;
   const well = !cameras.length ? 'No cameras yet'
     : recording ? `${counted(recording, 'camera')} recording` : `${counted(on.length, 'camera')} on`;
-  const review = status.unreviewedEvents ? `${status.unreviewedEvents} to review` : '';
-  const text = [...problems, well, review].filter(Boolean).join(' · ');
+  const text = [...problems, well].join(' · ');
   return [text[0].toUpperCase() + text.slice(1), problems.length ? 'bad' : 'ok'];
 }
 
@@ -99,7 +98,7 @@ export function renderHeader(state) {
   }
   show(banner, !state.reachable);
   document.body.classList.toggle('stale', !state.reachable);
-  show($('node-state'), state.reachable);
+  show($('node-line'), state.reachable);
   if (!status) return;
   const [line, lineTone] = stateLine(status, [...state.cameras.values()]);
   setText($('node-state'), line);
@@ -115,9 +114,9 @@ export function renderHeader(state) {
   // Events not reviewed: a link to the list of them (events.js).
   const unreviewed = status.unreviewedEvents;
   const review = $('review-badge');
-  show(review, Number.isInteger(unreviewed));
-  setBadge(review, unreviewed ? `To review: ${unreviewed}` : 'Nothing to review', unreviewed ? 'warn' : 'ok',
-    unreviewed ? `${unreviewed} event${unreviewed === 1 ? '' : 's'} not reviewed yet: show them` : 'Every event is reviewed');
+  show(review, unreviewed > 0);
+  setText(review, `${unreviewed} to review`);
+  setAttr(review, 'title', `${counted(unreviewed, 'event')} not reviewed yet: show them`);
 
   if (status.relayHealthy) {
     // The node only passes on a short version string, e.g. "1.9.14".

@@ -448,6 +448,7 @@ async function run() {
   const hour = Date.parse(asleep.until) - Date.now();
   check(hour > 58 * 60000 && hour <= 60 * 60000, `for an hour: ${hour} ms`);
   await page.keyboard.press('Escape');
+  await page.click('.tabs a[data-view="live"]');
   await page.locator(`#grid .tile[data-id="${door}"] .snoozed`).waitFor(WAIT);
 
   step = 'secure';

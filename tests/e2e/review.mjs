@@ -109,7 +109,7 @@ async function run() {
   await page.goto(`${opts.url}/review`);
   const count = await unreviewed();
   check(count === 5, `the node counts ${count} not reviewed`);
-  await page.waitForFunction((n) => document.getElementById('review-badge').textContent === `To review: ${n}`, count, WAIT);
+  await page.waitForFunction((n) => document.getElementById('review-badge').textContent === `${n} to review`, count, WAIT);
   await lists('all events', all.map((e) => e.id));
   await shot(page, 'list');
 
@@ -162,7 +162,7 @@ async function run() {
   await page.click(`${row(opened.id)} .ev-shot`);
   await page.waitForSelector('#clip[open]', WAIT);
   const t0 = Date.now();
-  await page.waitForFunction((n) => document.getElementById('review-badge').textContent === `To review: ${n}`, count - 1, WAIT);
+  await page.waitForFunction((n) => document.getElementById('review-badge').textContent === `${n} to review`, count - 1, WAIT);
   const headerMs = Date.now() - t0;
   check(headerMs < 2500, `the header took ${headerMs} ms to count one less (a status poll is 3 s)`);
   check((await ids('?reviewed=true')).join() === opened.id, 'the node has the opened event reviewed, and only it');
@@ -276,17 +276,17 @@ async function run() {
   await until('Yard\'s events marked', async () => (await yardLeft()) === 0);
   const doorLeft = (await ids(`?reviewed=false&cameraId=${door}`)).length;
   check(await unreviewed() === doorLeft, `only Yard's were marked: ${await unreviewed()} left, not ${doorLeft}`);
-  await page.waitForFunction((n) => document.getElementById('review-badge').textContent === (n ? `To review: ${n}` : 'Nothing to review'), doorLeft, WAIT);
+  await page.waitForFunction((n) => (n ? document.getElementById('review-badge').textContent === `${n} to review` : document.getElementById('review-badge').hidden), doorLeft, WAIT);
   await page.selectOption('#filter-camera', '');
   await page.click('#events-mark-all');
   if (doorLeft) await page.click('#mark button[value="ok"]');
-  await page.waitForFunction(() => document.getElementById('review-badge').textContent === 'Nothing to review', null, WAIT);
+  await page.waitForFunction(() => document.getElementById('review-badge').hidden, null, WAIT);
   check(await unreviewed() === 0, 'the node counts none not reviewed');
 
   step = 'reload';
   await page.reload();
   await lists('after a reload', all.map((e) => e.id));
-  await page.waitForFunction(() => document.getElementById('review-badge').textContent === 'Nothing to review', null, WAIT);
+  await page.waitForFunction(() => document.getElementById('review-badge').hidden, null, WAIT);
   const seen = await page.$$eval('#event-list .ev-seen', (els) => els.map((el) => el.textContent));
   check(seen.every((s) => s === 'Reviewed'), `after a reload the rows say ${seen}`);
   check((await page.getAttribute(`${row(kept.id)} .ev-keep`, 'aria-pressed')) === 'true', 'after a reload the kept event shows as kept');
@@ -294,7 +294,7 @@ async function run() {
   step = 'header link';
   const again = all[3];
   check((await node('PATCH', `/api/events/${again.id}`, { reviewed: false })).status === 200, 'unmarking through the API');
-  await page.waitForFunction(() => document.getElementById('review-badge').textContent === 'To review: 1', null, WAIT);
+  await page.waitForFunction(() => document.getElementById('review-badge').textContent === '1 to review', null, WAIT);
   await page.click('#review-badge');
   check((await page.inputValue('#filter-reviewed')) === 'false', 'the header\'s count chose "Not reviewed"');
   await lists('the header\'s link', [again.id]);
