@@ -5,7 +5,9 @@
 //     view the address names; the old links /#event-ID and /#camera-ID land
 //     on the Review view's event and the Settings view's card;
 //  2. the header is at most 120 px high on the phone; the tab bar is at the
-//     foot of the phone's screen and under the header on the laptop;
+//     foot of the phone's screen and under the header on the laptop; on the
+//     phone every control a finger can reach in each view is 44 px or more
+//     each way (a check box or radio button by its label);
 //  3. (laptop) the node stopped: the UI says so once, at the top, and no card
 //     or tile says a camera is online; started again: within one poll the
 //     banner is gone and the cards say Online again.
@@ -69,6 +71,25 @@ async function expectView(page, name, what) {
   return s;
 }
 
+/** The controls of the view shown under 44 px either way: "id-or-class w×h". */
+const small = (page) => page.evaluate(() => [...document.querySelectorAll('a[href], button, input, select, summary')]
+  .filter((e) => !e.closest('[hidden], dialog:not([open]), .visually-hidden, .sprite') && e.getClientRects().length)
+  .map((e) => {
+    const r = (/checkbox|radio/.test(e.type) && e.closest('label')) ? e.closest('label').getBoundingClientRect() : e.getBoundingClientRect();
+    return [e.id || e.className || e.tagName, Math.round(r.width), Math.round(r.height)];
+  })
+  .filter(([, w, h]) => w < 44 || h < 44)
+  .map(([what, w, h]) => `${what} ${w}×${h}`));
+
+async function fingerSized(page, touch, name) {
+  if (!touch) return;
+  // What the view draws from the node's answers, drawn first.
+  const drawn = { live: '#grid .tile', review: '#event-list .event', recordings: '#rec-camera option[value]:not([value=""])', settings: '#camera-list .card' };
+  await page.waitForSelector(drawn[name], { state: 'attached', ...WAIT });
+  const found = await small(page);
+  check(found.length === 0, `controls under 44 px in ${name}: ${found.join(', ')}`);
+}
+
 async function screenshot(page, name) {
   if (opts.screenshots) await page.screenshot({ path: `${opts.screenshots}/${name}` });
 }
@@ -98,12 +119,14 @@ async function tour(size, touch) {
     check(box.tabsTop >= box.header - 1 && box.tabsTop < 200, `the tab bar is at ${box.tabsTop} px under a ${box.header} px header`);
   }
   check(/camera/.test(box.line), `the header's line says "${box.line}"`);
+  await fingerSized(page, touch, 'live');
   await screenshot(page, `views-live-${touch ? 'phone' : 'laptop'}.png`);
 
   step = `${size}: each tab shows its view`;
   for (const name of ['review', 'settings', 'recordings']) {
     await press(`.tabs a[data-view="${name}"]`);
     await expectView(page, name, `${size}: the ${name} tab`);
+    await fingerSized(page, touch, name);
     await screenshot(page, `views-${name}-${touch ? 'phone' : 'laptop'}.png`);
   }
 
