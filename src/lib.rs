@@ -54,6 +54,7 @@ mod db;
 mod error;
 mod event;
 mod home_assistant;
+mod id;
 mod json_body;
 mod link_state;
 mod lock;

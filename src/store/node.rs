@@ -2,7 +2,6 @@
 //! towards Home Assistant, and that of its recordings folder.
 
 use rusqlite::OptionalExtension;
-use uuid::Uuid;
 
 use super::{Result, Store};
 
@@ -34,7 +33,7 @@ impl Store {
         if let Some(id) = self.node_value("local_id")? {
             return Ok(id);
         }
-        let id = Uuid::new_v4().to_string();
+        let id = crate::id::new_id().to_string();
         self.written();
         self.conn.execute(
             "INSERT INTO node (key, value) VALUES ('local_id', ?1)",
@@ -108,6 +107,7 @@ impl Store {
 mod tests {
     use super::super::test_support::temp_dir;
     use super::*;
+    use uuid::Uuid;
 
     #[test]
     fn identity_round_trip() {
