@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The benchmark's UI part: the UI's weight in the binary (www/ as build.rs
-embeds it, gzip -9, against main's), the aarch64 node's size where one is
-built, and what a browser showing the live grid of 4 cameras costs the node
+embeds it, against main's, and what each view costs), the aarch64 node's
+size where one is built, and what a browser showing the live grid of 4 cameras costs the node
 (its CPU and RSS against the same node with no browser, and the requests
 the page makes).
 
@@ -11,6 +11,7 @@ Run alone: python3 benches/bench_ui.py [--smoke] [--binary PATH] [--json PATH]
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -46,6 +47,17 @@ UI_MAX_BYTES = 64 * 1024
 # The boards' limit (tests/arm.rs checks it in the test command too).
 BOARD_MAX_BYTES = 3 * 1024 * 1024
 GRID_CAMERAS = 4
+# The modules that draw each view (www/app.js loads them all at start, so the
+# page carries every view; this says what each adds). A view's weight is
+# theirs and that of the modules only they import (followed through imports,
+# not into another view's); the rest (the page, its style sheet, the shell's
+# scripts, what views share, the pop-out live.html) is "shared".
+VIEW_MODULES = {
+    "live": ("grid.js", "liveview.js"),
+    "review": ("events.js", "clip.js"),
+    "recordings": ("recordings.js",),
+    "settings": ("cameras.js", "addform.js", "discover.js", "alerts.js"),
+}
 GRID_SCRIPT = ROOT / "benches/grid_watch.mjs"
 
 
@@ -56,7 +68,8 @@ def board_binary():
 
 
 def gzip_size(data):
-    """Bytes of `data` compressed as build.rs does (the system's `gzip -9 -n`)."""
+    """Bytes of `data` compressed by the system's `gzip -9 -n`: the measure
+    that compares the checkout's www/ with REFERENCE's (see reference_weight)."""
     done = subprocess.run(["gzip", "-9", "-n", "-c"], input=data, capture_output=True, check=True)
     return len(done.stdout)
 
@@ -79,8 +92,8 @@ def www_files():
 
 def reference_weight():
     """(commit, gzipped bytes) of www/ at the merge base of the checkout and
-    REFERENCE, each file gzipped whole as build.rs embedded it until it
-    blanked scripts' comment lines; (None, None) without git or that branch."""
+    REFERENCE, each file gzipped whole by `gzip -9` (gzip_size); (None, None)
+    without git or that branch."""
     base = git("merge-base", "HEAD", REFERENCE)
     if base is None:
         return None, None
@@ -90,9 +103,35 @@ def reference_weight():
     return commit, sum(gzip_size(git("show", f"{commit}:{name}")) for name in names)
 
 
+def view_weights(sizes):
+    """{view: gzipped bytes} of VIEW_MODULES, with "shared" for the rest."""
+    imports = {
+        name: re.findall(r"""from\s+['"]\./([\w.-]+\.js)['"]""", (ROOT / "www" / name).read_text())
+        for name in sizes
+        if name.endswith(".js")
+    }
+    roots = {module: view for view, modules in VIEW_MODULES.items() for module in modules}
+    owners = {}
+    for view, modules in VIEW_MODULES.items():
+        seen, todo = set(), list(modules)
+        while todo:
+            module = todo.pop()
+            if module in seen or roots.get(module, view) != view:
+                continue
+            seen.add(module)
+            todo.extend(imports.get(module, []))
+        for module in seen:
+            owners.setdefault(module, set()).add(view)
+    weights = {view: 0 for view in [*VIEW_MODULES, "shared"]}
+    for name, size in sizes.items():
+        views = owners.get(name, set())
+        weights[next(iter(views)) if len(views) == 1 else "shared"] += size
+    return weights
+
+
 def served_sizes(bench, files):
     """{name: bytes} of each UI file as the node serves it from its binary
-    (gzipped, scripts without their comment lines: build.rs's own output)."""
+    (build.rs's own output: gzipped, without comments and indentation)."""
     node = Node(bench, bench.temp_dir("ui-node")).wait_listening()
     sizes = {}
     for path in files:
@@ -114,15 +153,18 @@ def measure_weight(bench):
     largest = sorted(sizes, key=sizes.get, reverse=True)[:3]
     bench.add_figure(
         "ui_weight",
-        f"the UI in the binary (www/ as the node serves it: gzip -9, scripts without comment lines), {len(files)} files",
+        f"the UI in the binary (www/ as the node serves it: Zopfli's gzip, without comments and indentation), {len(files)} files",
         total,
         "bytes",
         ("<=", UI_MAX_BYTES),
         raw_bytes=sum(path.stat().st_size for path in files),
         reference=f"{REFERENCE} at {commit[:12]}" if commit else f"no {REFERENCE}",
         reference_bytes=reference,
-        added_bytes=None if reference is None else total - reference,
+        # Both sides by the same measure: the served bytes of REFERENCE would
+        # need its build.
+        added_bytes=None if reference is None else sum(gzip_size(p.read_bytes()) for p in files) - reference,
         largest=", ".join(f"{name} {sizes[name]}" for name in largest),
+        views=", ".join(f"{view} {size}" for view, size in view_weights(sizes).items()),
     )
     binary = board_binary()
     if binary.is_file():

@@ -23,7 +23,7 @@
 //!    ONVIF), `classify`, `notices`, `alerts` (destinations, rules, sending)
 //!    and `config`.
 //! 8. The ground: `media` (ffmpeg and ffprobe as supervised children,
-//!    fMP4), `event`, `json_body`, `clock`, `workers`, `changes`, `link_state`, `mqtt`,
+//!    fMP4), `event`, `id`, `json_body`, `clock`, `workers`, `changes`, `link_state`, `mqtt`,
 //!    `relay`, `retention` (which files go first, and how many bytes, when
 //!    recordings or clips must make room), `tls`, `sys` (the system calls
 //!    std does not make), `lock`
@@ -54,6 +54,7 @@ mod db;
 mod error;
 mod event;
 mod home_assistant;
+mod id;
 mod json_body;
 mod link_state;
 mod lock;

@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::http::served_as;
 use crate::common::system::stdout_of;
 use crate::common::{self, Node, TempDir, closed_port};
 use serde_json::json;
@@ -101,8 +102,8 @@ fn each_board_binary_serves_status_and_cameras_under_emulation() {
         assert_eq!(ui.status, 200, "{}: the embedded UI", board.triple);
         let index = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/www/index.html")).unwrap();
         assert!(
-            ui.gunzipped() == index,
-            "{}: / is not www/index.html",
+            served_as(&ui.gunzipped(), &index) > 0,
+            "{}: / is not www/index.html without its indentation",
             board.triple
         );
 

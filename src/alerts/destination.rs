@@ -161,7 +161,7 @@ pub fn from_new(fields: &Map<String, Value>) -> Result<Destination, Error> {
         None => Rules::default(),
     };
     Ok(Destination {
-        id: Uuid::new_v4(),
+        id: crate::id::new_id(),
         name,
         target,
         rules,

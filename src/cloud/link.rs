@@ -262,7 +262,7 @@ impl Backoff {
         let base = Duration::from_secs(1 << self.failures.min(6)).min(Duration::from_secs(60));
         self.failures += 1;
         // Jitter, so nodes that lost the cloud together do not all return at once.
-        let random = (uuid::Uuid::new_v4().as_u128() % 1000) as f64 / 1000.0;
+        let random = (crate::id::new_id().as_u128() % 1000) as f64 / 1000.0;
         base.mul_f64(0.75 + random * 0.5)
     }
 

@@ -31,7 +31,7 @@ pub struct Underway {
 impl Underway {
     pub fn new(camera: Uuid, zones: &[Zone], classifying: bool) -> Underway {
         Underway {
-            id: Uuid::new_v4(),
+            id: crate::id::new_id(),
             camera,
             classifying,
             entered: Entered::new(zones),

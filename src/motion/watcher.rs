@@ -478,7 +478,7 @@ impl Watcher {
             return;
         };
         let event = Event {
-            id: Uuid::new_v4(),
+            id: crate::id::new_id(),
             camera_id: self.camera,
             kind: Kind::Package.name().to_owned(),
             score: three_decimals(left.score),

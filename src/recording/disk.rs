@@ -160,7 +160,7 @@ pub fn read_marker(dir: &Path) -> Marker {
 /// beside it first, then renamed, then the folder synced.
 pub fn create_marker(dir: &Path) -> io::Result<String> {
     fs::create_dir_all(dir)?;
-    let id = Uuid::new_v4().to_string();
+    let id = crate::id::new_id().to_string();
     let part = dir.join(format!("{MARKER}.part"));
     let mut file = fs::File::create(&part)?;
     file.write_all(format!("{MARKER_HEAD}{id}\n").as_bytes())?;

@@ -26,7 +26,7 @@ pub struct Sessions {
 impl Sessions {
     /// Remembers a new session and returns its id; forgets the oldest past the limit.
     pub fn open(&self, camera: Uuid, relay_location: Option<String>) -> Uuid {
-        let id = Uuid::new_v4();
+        let id = crate::id::new_id();
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         if open.len() == MAX_SESSIONS {
             open.pop_front();

@@ -197,7 +197,7 @@ impl Store {
                     params![destination, excess],
                 )?;
             }
-            let id = Uuid::new_v4();
+            let id = crate::id::new_id();
             tx.execute(
                 "INSERT INTO alert_outbox (id, destination_id, created_at_ms, due_at_ms, attempts, message)
                  VALUES (?1, ?2, ?3, ?3, 0, ?4)",

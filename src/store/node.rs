@@ -3,7 +3,6 @@
 //! settings a person changed in the UI, each as `setting.NAME`.
 
 use rusqlite::OptionalExtension;
-use uuid::Uuid;
 
 use super::{Result, Store};
 
@@ -35,7 +34,7 @@ impl Store {
         if let Some(id) = self.node_value("local_id")? {
             return Ok(id);
         }
-        let id = Uuid::new_v4().to_string();
+        let id = crate::id::new_id().to_string();
         self.written();
         self.conn.execute(
             "INSERT INTO node (key, value) VALUES ('local_id', ?1)",
@@ -136,6 +135,7 @@ impl Store {
 mod tests {
     use super::super::test_support::temp_dir;
     use super::*;
+    use uuid::Uuid;
 
     #[test]
     fn identity_round_trip() {

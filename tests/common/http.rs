@@ -251,3 +251,30 @@ pub fn linger_on(
         String::from_utf8_lossy(&received).into_owned(),
     )
 }
+
+/// How many lines of a UI `file` the node `served` changed, checking that
+/// each is the line without its indentation, or empty where the line was a
+/// comment (`//`, or `/* */` over one or more lines): what build.rs leaves
+/// out of the embedded UI.
+pub fn served_as(served: &[u8], file: &[u8]) -> usize {
+    let (served, file) = (
+        String::from_utf8_lossy(served),
+        String::from_utf8_lossy(file),
+    );
+    assert_eq!(served.lines().count(), file.lines().count(), "{served}");
+    let (mut changed, mut in_comment) = (0, false);
+    for (n, (served, line)) in served.lines().zip(file.lines()).enumerate() {
+        let code = line.trim_start_matches([' ', '\t']);
+        let comment = in_comment || code.starts_with("//") || code.starts_with("/*");
+        in_comment = (in_comment || code.contains("/*")) && !code.contains("*/");
+        if served != line {
+            assert!(
+                served == code || (served.is_empty() && comment),
+                "line {}: {served:?} served for {line:?}",
+                n + 1
+            );
+            changed += 1;
+        }
+    }
+    changed
+}

@@ -183,7 +183,7 @@ pub fn test(app: &App, id: Uuid) -> Result<Reply, Error> {
         base: &app.node_url,
         node_name: &app.node_name(),
         vapid: &vapid,
-        alert_id: Uuid::new_v4(),
+        alert_id: crate::id::new_id(),
         picture: None,
         now_s: (now / 1000) as u64,
     };

@@ -199,7 +199,7 @@ pub fn add(app: &App, body: &[u8]) -> Result<Reply, Error> {
         }
         let earlier = s.first_unknown_camera(&folders)?;
         let camera = Camera {
-            id: earlier.unwrap_or_else(Uuid::new_v4),
+            id: earlier.unwrap_or_else(crate::id::new_id),
             settings,
             capabilities: probed.ok(),
         };

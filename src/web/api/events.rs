@@ -194,7 +194,7 @@ pub fn add(app: &App, peer: Option<IpAddr>, body: &[u8]) -> Result<Reply, Error>
         ));
     }
     let event = Event {
-        id: Uuid::new_v4(),
+        id: crate::id::new_id(),
         camera_id: new.camera_id,
         kind: new.kind,
         score: new.score,
