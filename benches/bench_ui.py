@@ -56,7 +56,7 @@ VIEW_MODULES = {
     "live": ("grid.js", "liveview.js"),
     "review": ("events.js", "clip.js"),
     "recordings": ("recordings.js",),
-    "settings": ("cameras.js", "addform.js", "discover.js", "alerts.js"),
+    "settings": ("cameras.js", "addform.js", "discover.js", "alerts.js", "settings.js"),
 }
 GRID_SCRIPT = ROOT / "benches/grid_watch.mjs"
 
