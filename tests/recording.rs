@@ -443,13 +443,10 @@ fn the_timeline_zooms_from_7_days_to_1_minute_plays_from_a_click_and_steps_throu
     eprintln!("{verdict}");
 }
 
-#[test]
-fn the_stacked_timeline_shows_each_cameras_spans_plays_the_row_clicked_and_marks_events_past_the_newest_50()
- {
-    let data = TempDir::new("stacked");
-    let recordings = data.path().join("recordings");
-    let node = Node::start_recording(data.path(), &recordings, &[]);
-    let ids: Vec<String> = ["Porch", "Yard"]
+/// The ids of two disabled cameras, "Porch" and "Yard", whose addresses
+/// nothing listens at: their recordings are the test's own.
+fn porch_and_yard(node: &Node) -> Vec<String> {
+    ["Porch", "Yard"]
         .iter()
         .map(|name| {
             let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
@@ -457,7 +454,16 @@ fn the_stacked_timeline_shows_each_cameras_spans_plays_the_row_clicked_and_marks
                 node.add_camera(json!({ "name": name, "rtspUrl": url, "enabled": false }));
             created["id"].as_str().unwrap().to_owned()
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn the_stacked_timeline_shows_each_cameras_spans_plays_the_row_clicked_and_marks_events_past_the_newest_50()
+ {
+    let data = TempDir::new("stacked");
+    let recordings = data.path().join("recordings");
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    let ids = porch_and_yard(&node);
     drop(node);
     // 30 s of each, two days ago, the second's a minute after the first's; indexed at the next start.
     let scratch = TempDir::new("stacked-scratch");
@@ -505,15 +511,7 @@ fn the_recordings_view_lives_at_its_address_fits_a_laptop_groups_markers_and_pla
     let data = TempDir::new("recview");
     let recordings = data.path().join("recordings");
     let node = Node::start_recording(data.path(), &recordings, &[]);
-    let ids: Vec<String> = ["Porch", "Yard"]
-        .iter()
-        .map(|name| {
-            let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
-            let created =
-                node.add_camera(json!({ "name": name, "rtspUrl": url, "enabled": false }));
-            created["id"].as_str().unwrap().to_owned()
-        })
-        .collect();
+    let ids = porch_and_yard(&node);
     drop(node);
     // The same 30 s of both, two days ago, indexed at the next start.
     let scratch = TempDir::new("recview-scratch");

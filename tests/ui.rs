@@ -102,11 +102,7 @@ fn a_person_can_do_everything_in_the_browser() {
     }
     let status = child.wait().unwrap();
     common::assert_no_secret(&output, "the browser's pages");
-    let verdict: serde_json::Value = output
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .unwrap_or_default();
+    let verdict = common::verdict_in(&output);
     assert!(
         status.success() && verdict["ok"] == true,
         "command: {description}\nstatus: {status}\nstdout:\n{output}"

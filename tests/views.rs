@@ -82,11 +82,7 @@ fn each_view_has_its_address_and_the_page_says_when_the_node_is_gone() {
         output.push('\n');
     }
     let status = child.wait().unwrap();
-    let verdict: serde_json::Value = output
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .unwrap_or_default();
+    let verdict = common::verdict_in(&output);
     assert!(
         status.success() && verdict["ok"] == true,
         "command: {description}\nstatus: {status}\nstdout:\n{output}"

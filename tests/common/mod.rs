@@ -1078,17 +1078,23 @@ pub fn browser_script_told(script: &str, args: &[&str], secret: &str) -> serde_j
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    let mut verdict: serde_json::Value = stdout
-        .lines()
-        .rev()
-        .find_map(|line| serde_json::from_str(line).ok())
-        .unwrap_or_else(|| serde_json::json!({ "ok": false, "error": "no verdict printed" }));
+    let mut verdict = verdict_in(&stdout);
     if verdict["ok"] == true && !output.status.success() {
         verdict["ok"] = false.into();
     }
     assert_no_secret(&report, "the browser's page");
     verdict["output"] = report.into();
     verdict
+}
+
+/// The last line of a script's output that is JSON: its verdict, or
+/// `{"ok":false,"error":"no verdict printed"}`.
+pub fn verdict_in(output: &str) -> serde_json::Value {
+    output
+        .lines()
+        .rev()
+        .find_map(|line| serde_json::from_str(line).ok())
+        .unwrap_or_else(|| serde_json::json!({ "ok": false, "error": "no verdict printed" }))
 }
 
 /// A "camera" that accepts TCP connections and never says a word
