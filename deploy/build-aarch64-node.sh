@@ -3,7 +3,9 @@
 # library built from its source (rustup's rust-src) without the backtrace
 # symbolizer and with its size-optimized algorithms. A stable toolchain
 # builds std this way only with RUSTC_BOOTSTRAP=1, which allows cargo's
-# -Z flags; the node is compiled as it is otherwise. Panics still unwind:
+# -Z flags. A panic's place is its file without line and column
+# (-Zlocation-detail=file, added to the target's rustflags): a line and
+# column for each place cost more bytes than the node has to spare. Panics still unwind:
 # a panicking handler answers 500 and the node serves on. What it saves:
 # docs/install.md, "Its size". Arguments go on to cargo.
 # Usage: sh deploy/build-aarch64-node.sh [CARGO ARGS...]
@@ -15,4 +17,5 @@ if [ ! -d "$(rustc --print sysroot)/lib/rustlib/src/rust/library/std" ]; then
 fi
 exec env RUSTC_BOOTSTRAP=1 cargo build --locked --release \
     --target aarch64-unknown-linux-musl --bin nvr-node \
+    --config 'target.aarch64-unknown-linux-musl.rustflags=["-Zlocation-detail=file"]' \
     -Zbuild-std=std,panic_unwind -Zbuild-std-features=panic-unwind,optimize_for_size "$@"
