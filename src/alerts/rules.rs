@@ -125,6 +125,11 @@ impl Memory {
         now_ms: i64,
     ) -> Option<Decision> {
         if !gate.armed || gate.snoozed {
+            // First learnt of while alerts were off or its camera snoozed:
+            // its later news (its clip, its end) alerts no one either.
+            if !self.events.contains_key(&key) {
+                self.remember(key, Sent::Done);
+            }
             return None;
         }
         if rules
@@ -300,11 +305,38 @@ mod tests {
             snoozed: true,
         };
         assert_eq!(memory.decide(d, &rules, &disarmed, &porch, 0), None);
-        assert_eq!(memory.decide(d, &rules, &snoozed, &porch, 0), None);
         assert_eq!(
             memory.decide(d, &rules, &OPEN, &porch, 0),
+            None,
+            "learnt of while disarmed: its later news, armed, alerts no one"
+        );
+        let snoozed_then = Sighting {
+            event: Uuid::new_v4(),
+            ..porch.clone()
+        };
+        assert_eq!(memory.decide(d, &rules, &snoozed, &snoozed_then, 0), None);
+        assert_eq!(
+            memory.decide(d, &rules, &OPEN, &snoozed_then, 0),
+            None,
+            "snoozed likewise"
+        );
+        let later = Sighting {
+            event: Uuid::new_v4(),
+            ..outside.clone()
+        };
+        assert_eq!(
+            memory.decide(d, &rules, &OPEN, &later, 0),
+            None,
+            "no zone yet"
+        );
+        let entered = Sighting {
+            zones: vec!["Porch".into()],
+            ..later
+        };
+        assert_eq!(
+            memory.decide(d, &rules, &OPEN, &entered, 0),
             Some(Decision::Alert),
-            "the zone entered later, the gate open again"
+            "the zone entered later"
         );
     }
 

@@ -13,7 +13,7 @@
 //  2. a click on the first tile opens the large view on its main stream, which
 //     plays; meanwhile no tile holds a session; closed, the tiles play again;
 //  3. on 390x844, the tiles are in one column and all play;
-//  4. scrolled just past the first tile (an enabled one), its WHEP session is
+//  4. on a 375x667 phone, scrolled just past the first tile (an enabled one), its WHEP session is
 //     DELETEd (204 from the node) and go2rtc's stream has no consumer left,
 //     while the next enabled tile plays on; scrolled back, the first tile plays again;
 //  5. told the tab is hidden, every tile ends its session (as in 4); shown, they play.
@@ -151,6 +151,9 @@ async function run() {
   await screenshot(page, 'grid-phone.png');
 
   step = 'a tile out of view ends its session';
+  // The Live view holds the grid alone: on a shorter phone (375x667) its four
+  // tiles run past the screen, so the first can be scrolled out of view.
+  await page.setViewportSize({ width: 375, height: 667 });
   const order = await page.$$eval('#grid > li', (els) => els.map((el) => el.dataset.id));
   const [first, second] = order.map((id) => cameras.find((c) => c.id === id)).filter(Boolean);
   const before = posts.filter((p) => p.id === first.id).length;
