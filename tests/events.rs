@@ -807,26 +807,14 @@ fn kept_events_outlive_the_cap_and_the_clips_budget_within_their_own() {
 #[test]
 fn events_past_their_days_go_but_kept_ones() {
     let dir = TempDir::new("events-age");
-    std::fs::create_dir_all(dir.path().join("clips")).unwrap();
     let node = node(dir.path(), &[]);
     let door = camera(&node);
-    let day = 24 * 3600 * 1000;
-    let mut ids = Vec::new();
-    for (name, ago) in [("old", 3 * day), ("kept", 3 * day - 1), ("new", day / 2)] {
-        let clip = format!("clips/{name}.mp4");
-        std::fs::write(dir.path().join(&clip), b"x").unwrap();
-        let at = common::iso(common::now_ms() - ago);
-        let body = json!({ "cameraId": door, "kind": "person", "score": 0.5, "startedAt": at, "endedAt": at, "clipPath": clip });
-        let response = node.post_json("/api/events", &body.to_string());
-        assert_eq!(response.status, 201, "{response}");
-        ids.push(response.json()["id"].clone());
-    }
-    assert_eq!(mark(&node, &ids[1], json!({ "keep": true })).status, 200);
+    let ids = common::post_aged_events(&node, dir.path(), &door);
     drop(node);
     let node = self::node(dir.path(), &[("EVENTS_RETAIN_DAYS", "2")]);
     assert!(
         common::wait_for(std::time::Duration::from_secs(10), || node
-            .listed_event(ids[0].as_str().unwrap())
+            .listed_event(&ids[0])
             .is_none()),
         "the 3-day-old event outlived EVENTS_RETAIN_DAYS=2"
     );
@@ -835,10 +823,7 @@ fn events_past_their_days_go_but_kept_ones() {
         .join("clips/old.mp4")
         .exists()));
     for (id, clip) in [(&ids[1], "kept"), (&ids[2], "new")] {
-        assert!(
-            node.listed_event(id.as_str().unwrap()).is_some(),
-            "{clip} went"
-        );
+        assert!(node.listed_event(id).is_some(), "{clip} went");
         assert!(
             dir.path().join(format!("clips/{clip}.mp4")).exists(),
             "{clip}'s clip went"

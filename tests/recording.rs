@@ -443,10 +443,15 @@ fn the_timeline_zooms_from_7_days_to_1_minute_plays_from_a_click_and_steps_throu
     eprintln!("{verdict}");
 }
 
-/// The ids of two disabled cameras, "Porch" and "Yard", whose addresses
-/// nothing listens at: their recordings are the test's own.
-fn porch_and_yard(node: &Node) -> Vec<String> {
-    ["Porch", "Yard"]
+/// A node with two disabled cameras, "Porch" and "Yard", whose addresses
+/// nothing listens at, each with 30 s of the test's own recordings two days
+/// ago (Yard's `yard_after_ms` after Porch's), indexed at the node's start:
+/// its data folder, the node, the cameras' ids and the recordings' start.
+fn porch_and_yard_recorded(name: &str, yard_after_ms: i64) -> (TempDir, Node, Vec<String>, i64) {
+    let data = TempDir::new(name);
+    let recordings = data.path().join("recordings");
+    let node = Node::start_recording(data.path(), &recordings, &[]);
+    let ids: Vec<String> = ["Porch", "Yard"]
         .iter()
         .map(|name| {
             let url = format!("rtsp://127.0.0.1:{}/gone", closed_port());
@@ -454,28 +459,40 @@ fn porch_and_yard(node: &Node) -> Vec<String> {
                 node.add_camera(json!({ "name": name, "rtspUrl": url, "enabled": false }));
             created["id"].as_str().unwrap().to_owned()
         })
-        .collect()
-}
-
-#[test]
-fn the_stacked_timeline_shows_each_cameras_spans_plays_the_row_clicked_and_marks_events_past_the_newest_50()
- {
-    let data = TempDir::new("stacked");
-    let recordings = data.path().join("recordings");
-    let node = Node::start_recording(data.path(), &recordings, &[]);
-    let ids = porch_and_yard(&node);
+        .collect();
     drop(node);
-    // 30 s of each, two days ago, the second's a minute after the first's; indexed at the next start.
-    let scratch = TempDir::new("stacked-scratch");
+    let scratch = TempDir::new(&format!("{name}-scratch"));
     let start = (now_ms() - 2 * 86_400_000) / 1000 * 1000;
     write_segments(&recordings, &ids[0], start, 3, scratch.path());
-    write_segments(&recordings, &ids[1], start + 60_000, 3, scratch.path());
+    write_segments(
+        &recordings,
+        &ids[1],
+        start + yard_after_ms,
+        3,
+        scratch.path(),
+    );
     let node = Node::start_recording(data.path(), &recordings, &[]);
     assert!(wait_for(Duration::from_secs(20), || segment_rows(
         data.path()
     )
     .len()
         == 6));
+    (data, node, ids, start)
+}
+
+/// Posts a motion event of `camera` from `at` for a second.
+fn post_motion(node: &Node, camera: &str, at: i64) {
+    let body = json!({ "cameraId": camera, "kind": "motion", "score": 0.8,
+        "startedAt": iso(at), "endedAt": iso(at + 1000) });
+    let response = node.post_json("/api/events", &body.to_string());
+    assert_eq!(response.status, 201, "{response}");
+}
+
+#[test]
+fn the_stacked_timeline_shows_each_cameras_spans_plays_the_row_clicked_and_marks_events_past_the_newest_50()
+ {
+    // 30 s of each, two days ago, the second's a minute after the first's.
+    let (_data, node, ids, start) = porch_and_yard_recorded("stacked", 60_000);
     // The first camera's 10 events in its span (at 1, 3, ... 19 s) are older than its 50
     // of the last 17 hours, so not in the events list's first page; the second's one at 65 s.
     let hour = 3_600_000;
@@ -484,10 +501,7 @@ fn the_stacked_timeline_shows_each_cameras_spans_plays_the_row_clicked_and_marks
         .chain([(1, start + 65_000)])
         .chain((1..=50).map(|i| (0, now_ms() - i * hour / 3)));
     for (camera, at) in events {
-        let body = json!({ "cameraId": ids[camera], "kind": "motion", "score": 0.8,
-            "startedAt": iso(at), "endedAt": iso(at + 1000) });
-        let response = node.post_json("/api/events", &body.to_string());
-        assert_eq!(response.status, 201, "{response}");
+        post_motion(&node, &ids[camera], at);
     }
     let verdict = browser_script(
         "stacked.mjs",
@@ -508,23 +522,8 @@ fn the_stacked_timeline_shows_each_cameras_spans_plays_the_row_clicked_and_marks
 #[test]
 fn the_recordings_view_lives_at_its_address_fits_a_laptop_groups_markers_and_plays_all_cameras_in_sync()
  {
-    let data = TempDir::new("recview");
-    let recordings = data.path().join("recordings");
-    let node = Node::start_recording(data.path(), &recordings, &[]);
-    let ids = porch_and_yard(&node);
-    drop(node);
-    // The same 30 s of both, two days ago, indexed at the next start.
-    let scratch = TempDir::new("recview-scratch");
-    let start = (now_ms() - 2 * 86_400_000) / 1000 * 1000;
-    for id in &ids {
-        write_segments(&recordings, id, start, 3, scratch.path());
-    }
-    let node = Node::start_recording(data.path(), &recordings, &[]);
-    assert!(wait_for(Duration::from_secs(20), || segment_rows(
-        data.path()
-    )
-    .len()
-        == 6));
+    // The same 30 s of both, two days ago.
+    let (_data, node, ids, start) = porch_and_yard_recorded("recview", 0);
     // Five events of the first camera 2 s apart (one marker at the hour), and one at the
     // left end of the 24 hours the view opens on, where the rows' names are.
     let hour = 3_600_000;
@@ -532,10 +531,7 @@ fn the_recordings_view_lives_at_its_address_fits_a_laptop_groups_markers_and_pla
         .map(|i| start + i * 2000)
         .chain([start + 12_000 - 11 * hour - 3 * hour / 4]);
     for at in events {
-        let body = json!({ "cameraId": ids[0], "kind": "motion", "score": 0.8,
-            "startedAt": iso(at), "endedAt": iso(at + 1000) });
-        let response = node.post_json("/api/events", &body.to_string());
-        assert_eq!(response.status, 201, "{response}");
+        post_motion(&node, &ids[0], at);
     }
     let screenshots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
     std::fs::create_dir_all(&screenshots).unwrap();

@@ -40,7 +40,6 @@ fn node_name(node: &Node) -> Value {
 #[test]
 fn settings_changed_take_effect_at_once_and_survive_a_restart() {
     let dir = TempDir::new("settings");
-    std::fs::create_dir_all(dir.path().join("clips")).unwrap();
     let node = node(dir.path());
     // Nothing set in the UI: the environment's, else the default.
     assert_eq!(
@@ -60,21 +59,10 @@ fn settings_changed_take_effect_at_once_and_survive_a_restart() {
         "name": "Door",
         "rtspUrl": format!("rtsp://127.0.0.1:{}/x", closed_port()),
     }))["id"]
-        .clone();
-    let day = 24 * 3600 * 1000;
-    let mut ids = Vec::new();
-    for (name, ago) in [("old", 3 * day), ("kept", 3 * day - 1), ("new", day / 2)] {
-        let clip = format!("clips/{name}.mp4");
-        std::fs::write(dir.path().join(&clip), b"x").unwrap();
-        let at = common::iso(common::now_ms() - ago);
-        let body = json!({ "cameraId": camera, "kind": "person", "score": 0.5,
-                           "startedAt": at, "endedAt": at, "clipPath": clip });
-        let response = node.post_json("/api/events", &body.to_string());
-        assert_eq!(response.status, 201, "{response}");
-        ids.push(response.json()["id"].as_str().unwrap().to_owned());
-    }
-    let kept = node.patch_json(&format!("/api/events/{}", ids[1]), r#"{"keep":true}"#);
-    assert_eq!(kept.status, 200, "{kept}");
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let ids = common::post_aged_events(&node, dir.path(), &camera);
 
     let response = node.patch_json(
         "/api/settings",

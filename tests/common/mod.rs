@@ -1087,6 +1087,28 @@ pub fn browser_script_told(script: &str, args: &[&str], secret: &str) -> serde_j
     verdict
 }
 
+/// Three person events of `camera` posted to `node`, each with a clip
+/// file of its own under `data`'s `clips/`: "old" (3 days ago), "kept"
+/// (as old, kept) and "new" (half a day ago); their ids in that order.
+pub fn post_aged_events(node: &Node, data: &Path, camera: &str) -> Vec<String> {
+    std::fs::create_dir_all(data.join("clips")).unwrap();
+    let day = 24 * 3600 * 1000;
+    let mut ids = Vec::new();
+    for (name, ago) in [("old", 3 * day), ("kept", 3 * day - 1), ("new", day / 2)] {
+        let clip = format!("clips/{name}.mp4");
+        std::fs::write(data.join(&clip), b"x").unwrap();
+        let at = iso(now_ms() - ago);
+        let body = serde_json::json!({ "cameraId": camera, "kind": "person", "score": 0.5,
+            "startedAt": at, "endedAt": at, "clipPath": clip });
+        let response = node.post_json("/api/events", &body.to_string());
+        assert_eq!(response.status, 201, "{response}");
+        ids.push(response.json()["id"].as_str().unwrap().to_owned());
+    }
+    let kept = node.patch_json(&format!("/api/events/{}", ids[1]), r#"{"keep":true}"#);
+    assert_eq!(kept.status, 200, "{kept}");
+    ids
+}
+
 /// The last line of a script's output that is JSON: its verdict, or
 /// `{"ok":false,"error":"no verdict printed"}`.
 pub fn verdict_in(output: &str) -> serde_json::Value {
