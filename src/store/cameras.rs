@@ -315,7 +315,7 @@ fn capabilities_json(capabilities: &Capabilities) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{camera, temp_dir};
+    use super::super::test_support::{camera, event, temp_dir};
     use super::*;
 
     #[test]
@@ -349,19 +349,8 @@ mod tests {
         let mut ids = Vec::new();
         for cam in [a.id, a.id, a.id, b.id] {
             let event = crate::event::Event {
-                id: Uuid::new_v4(),
-                camera_id: cam,
-                kind: "person".into(),
-                score: 0.5,
-                started_at_ms: 1_000,
                 ended_at_ms: 2_000,
-                clip_status: "local".into(),
-                clip_path: None,
-                thumbnail_path: None,
-                zones: Vec::new(),
-                in_progress: false,
-                reviewed: false,
-                keep: false,
+                ..event(cam, 1_000, None)
             };
             store.insert_event(&event, 0, 100).unwrap();
             ids.push(event.id);

@@ -665,26 +665,8 @@ pub(super) fn tombstone_events_where(
 #[cfg(test)]
 mod tests {
     use super::super::Tombstones::Clips;
-    use super::super::test_support::{camera, temp_dir};
+    use super::super::test_support::{camera, event, temp_dir};
     use super::*;
-
-    fn event(camera: Uuid, started_at_ms: i64, clip: Option<&str>) -> Event {
-        Event {
-            id: Uuid::new_v4(),
-            camera_id: camera,
-            kind: "person".into(),
-            score: 0.5,
-            started_at_ms,
-            ended_at_ms: started_at_ms + 500,
-            clip_status: "local".into(),
-            clip_path: clip.map(str::to_owned),
-            thumbnail_path: None,
-            zones: Vec::new(),
-            in_progress: false,
-            reviewed: false,
-            keep: false,
-        }
-    }
 
     #[test]
     fn events_newest_first_kept_to_a_limit() {

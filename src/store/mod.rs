@@ -275,6 +275,26 @@ pub(crate) mod test_support {
         dir
     }
 
+    /// A person event of `camera` from `started_at_ms` for half a second,
+    /// with its clip at `clip` (none yet).
+    pub fn event(camera: Uuid, started_at_ms: i64, clip: Option<&str>) -> crate::event::Event {
+        crate::event::Event {
+            id: Uuid::new_v4(),
+            camera_id: camera,
+            kind: "person".into(),
+            score: 0.5,
+            started_at_ms,
+            ended_at_ms: started_at_ms + 500,
+            clip_status: "local".into(),
+            clip_path: clip.map(str::to_owned),
+            thumbnail_path: None,
+            zones: Vec::new(),
+            in_progress: false,
+            reviewed: false,
+            keep: false,
+        }
+    }
+
     pub fn camera(name: &str) -> Camera {
         Camera {
             id: Uuid::new_v4(),

@@ -436,7 +436,7 @@ pub(super) fn tombstone_where(
 #[cfg(test)]
 mod tests {
     use super::super::Tombstones::Segments;
-    use super::super::test_support::{camera, temp_dir};
+    use super::super::test_support::{camera, event, temp_dir};
     use super::*;
     use crate::event::Event;
 
@@ -603,19 +603,9 @@ mod tests {
         // An event of camera a at 12 s, with no clip yet: its clip needs the
         // segments within 5 s of it (0 to 10 s ends at 10 s; 10 s to 20 s).
         let event = Event {
-            id: Uuid::new_v4(),
-            camera_id: a.id,
             kind: "motion".into(),
-            score: 0.5,
-            started_at_ms: 12_000,
             ended_at_ms: 13_000,
-            clip_status: "local".into(),
-            clip_path: None,
-            thumbnail_path: None,
-            zones: Vec::new(),
-            in_progress: false,
-            reviewed: false,
-            keep: false,
+            ..event(a.id, 12_000, None)
         };
         store.insert_event(&event, 0, 100).unwrap();
         let order: Vec<(bool, i64)> = store
