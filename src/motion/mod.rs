@@ -5,6 +5,7 @@
 //! thing the classifier saw move. [`Motion`] is the handle the node holds; its
 //! supervisor keeps one watcher per camera (`workers.rs`).
 
+pub mod camera_says;
 pub use nvr_base::motion::detector;
 pub mod episodes;
 pub use nvr_base::motion::frame;
@@ -36,6 +37,7 @@ use crate::media::polygon::Polygon;
 use crate::notices::Notices;
 use crate::recording::Recordings;
 use crate::workers::{self, Order, Workers};
+use camera_says::CameraSays;
 use detector::Params;
 use frame_requests::{FrameRequests, Yuv420Frame};
 use watcher::{Spec, Watcher};
@@ -60,6 +62,8 @@ struct Shared {
     classifier: Arc<Classifier>,
     /// Snapshots waiting for a watcher's next frame.
     frames: FrameRequests,
+    /// What the cameras' own motion detection says.
+    camera_says: Arc<CameraSays>,
 }
 
 impl Shared {
@@ -103,6 +107,7 @@ impl Motion {
                 notices,
                 classifier,
                 frames: FrameRequests::default(),
+                camera_says: Arc::default(),
             }),
             supervisor,
             pending: Mutex::new(Some(orders)),
@@ -134,6 +139,11 @@ impl Motion {
             .spawn(move || supervise(&shared, &orders))
             .expect("spawn the motion watchers' supervisor");
         *lock(&self.running) = Some(supervisor);
+    }
+
+    /// Where the cameras' own motion events are told, for their watchers.
+    pub fn camera_says(&self) -> Arc<CameraSays> {
+        self.shared.camera_says.clone()
     }
 
     /// Cameras changed: watchers start or stop within 2 s.
