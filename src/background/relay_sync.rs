@@ -249,6 +249,7 @@ mod tests {
                 zones: Vec::new(),
                 auto_mask: true,
                 retain_days: None,
+                full_rate: false,
             },
             capabilities: None,
         };

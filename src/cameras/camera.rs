@@ -89,6 +89,9 @@ pub struct Settings {
     /// Recorded segments older than this many days are deleted; None: no
     /// age limit (`retainDays`, 1 to 3650).
     pub retain_days: Option<u32>,
+    /// The motion decoder decodes every frame all the time, not key frames
+    /// only while nothing moves (`fullRate`).
+    pub full_rate: bool,
 }
 
 /// A camera's ONVIF device: its stable id and where its service last answered.
@@ -156,6 +159,7 @@ impl Settings {
             zones: given.zones.unwrap_or_default(),
             auto_mask: given.auto_mask.unwrap_or(true),
             retain_days: given.retain_days.flatten(),
+            full_rate: given.full_rate.unwrap_or(false),
         })
     }
 }
@@ -218,6 +222,7 @@ pub struct SettingsPatch {
     pub auto_mask: Option<bool>,
     /// `Some(None)`: no age limit (`retainDays: null`).
     pub retain_days: Option<Option<u32>>,
+    pub full_rate: Option<bool>,
     /// `password`: the camera's password, which a change that would send
     /// its account to a new host must carry (see [`account`]); compared,
     /// never stored.
@@ -291,6 +296,7 @@ impl SettingsPatch {
                 Some(Value::Null) => Some(None),
                 Some(days) => Some(Some(checked_retain_days(days)?)),
             },
+            full_rate: optional_bool(fields, "fullRate")?,
             password: credential_text(fields, "password")?.map(Password),
         })
     }
@@ -333,6 +339,7 @@ impl SettingsPatch {
             zones: self.zones.clone().unwrap_or_else(|| settings.zones.clone()),
             auto_mask: self.auto_mask.unwrap_or(settings.auto_mask),
             retain_days: self.retain_days.unwrap_or(settings.retain_days),
+            full_rate: self.full_rate.unwrap_or(settings.full_rate),
         }
     }
 }
@@ -523,6 +530,7 @@ mod tests {
                 zones: Vec::new(),
                 auto_mask: true,
                 retain_days: None,
+                full_rate: false,
             }
         );
         let minimal =

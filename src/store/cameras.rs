@@ -62,9 +62,10 @@ impl Store {
             "INSERT INTO camera (id, name, make, model, rtsp_url, rtsp_sub_url, enabled,
                                  record, detect, capabilities, detect_sensitivity, classify,
                                  kinds, onvif_endpoint, onvif_address, motion_masks, zones,
-                                 auto_mask, onvif_mac, onvif_serial, retain_days, created_at_ms)
+                                 auto_mask, onvif_mac, onvif_serial, retain_days, full_rate,
+                                 created_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18, ?19, ?20, ?21, ?22)",
+                     ?18, ?19, ?20, ?21, ?22, ?23)",
             params_from_iter(values),
         )?;
         Ok(())
@@ -79,7 +80,7 @@ impl Store {
                                detect_sensitivity = ?11, classify = ?12, kinds = ?13,
                                onvif_endpoint = ?14, onvif_address = ?15, motion_masks = ?16,
                                zones = ?17, auto_mask = ?18, onvif_mac = ?19, onvif_serial = ?20,
-                               retain_days = ?21
+                               retain_days = ?21, full_rate = ?22
              WHERE id = ?1",
             params_from_iter(camera_values(camera)),
         )?;
@@ -190,7 +191,7 @@ pub struct CameraStored {
     pub kept: u64,
 }
 
-/// A camera's columns from `id` to `retain_days`, as parameters ?1 to ?21.
+/// A camera's columns from `id` to `full_rate`, as parameters ?1 to ?22.
 fn camera_values(camera: &Camera) -> Vec<Value> {
     let s = &camera.settings;
     let seen = s.onvif.as_ref().map(|o| &o.seen);
@@ -223,6 +224,7 @@ fn camera_values(camera: &Camera) -> Vec<Value> {
             .map_or(Value::Null, Value::Text),
         s.retain_days
             .map_or(Value::Null, |d| Value::Integer(d.into())),
+        Value::Integer(s.full_rate.into()),
     ]
 }
 
@@ -264,7 +266,7 @@ fn kinds_from_text(text: &str) -> Vec<Kind> {
 const SELECT_CAMERA: &str = "SELECT id, name, make, model, rtsp_url, rtsp_sub_url, enabled, \
                              record, detect, capabilities, detect_sensitivity, classify, kinds, \
                              onvif_endpoint, onvif_address, motion_masks, zones, auto_mask, \
-                             onvif_mac, onvif_serial, retain_days FROM camera";
+                             onvif_mac, onvif_serial, retain_days, full_rate FROM camera";
 
 fn camera_from_row(r: &Row) -> Result<Camera> {
     let capabilities: Option<String> = r.get(9)?;
@@ -303,6 +305,7 @@ fn camera_from_row(r: &Row) -> Result<Camera> {
                 .get::<_, Option<i64>>(20)?
                 .and_then(|d| u32::try_from(d).ok())
                 .filter(|d| (1..=MAX_RETAIN_DAYS).contains(d)),
+            full_rate: r.get(21)?,
         },
         // A row this version cannot read counts as not probed.
         capabilities: capabilities.and_then(|json| serde_json::from_str(&json).ok()),

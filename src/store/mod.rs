@@ -170,6 +170,9 @@ const UPGRADES: &[&str] = &[
          camera_id TEXT PRIMARY KEY,
          until_ms INTEGER NOT NULL
      ) STRICT, WITHOUT ROWID;",
+    // 14 -> 15: a camera whose motion decoder decodes every frame all the
+    // time (`fullRate`); off, as every camera was not.
+    "ALTER TABLE camera ADD COLUMN full_rate INTEGER NOT NULL DEFAULT 0;",
 ];
 
 pub struct Store {
@@ -315,6 +318,7 @@ pub(crate) mod test_support {
                 zones: Vec::new(),
                 auto_mask: true,
                 retain_days: None,
+                full_rate: false,
             },
             capabilities: None,
         }
