@@ -11,6 +11,7 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::common;
 use crate::common::mosquitto::{Broker, Seen};
 use crate::common::{
     Camera, Node, TempDir, closed_port, password, processes_connected_to, wait_for,
@@ -188,9 +189,9 @@ fn event_message(seen: &Seen, topic: &str, phase: &str) -> Option<Value> {
     (seen.topic == topic && event["type"] == phase).then_some(event)
 }
 
-/// The camera's motion watcher (ffmpeg decoding to grey frames for the detector).
+/// The camera's motion watcher (its receiver, the ffmpeg that copies the stream for its decoder).
 fn decoders(camera: &Camera) -> Vec<u32> {
-    processes_connected_to("image2pipe", camera.port)
+    processes_connected_to(common::MOTION_RECEIVER, camera.port)
 }
 
 /// How many times the node has connected to the broker, from the broker's log.

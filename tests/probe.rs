@@ -534,7 +534,7 @@ fn no_child_of_the_node_shows_a_cameras_password_on_its_command_line() {
         "the probe did not read the camera: {created}"
     );
     let recorder = || common::processes_connected_to("segment", camera.port);
-    let decoder = || common::processes_connected_to("image2pipe", camera.port);
+    let decoder = || common::processes_connected_to(common::MOTION_RECEIVER, camera.port);
     assert!(
         common::wait_for(Duration::from_secs(20), || recorder().len() == 1
             && decoder().len() == 1),

@@ -87,7 +87,10 @@ function renderCard(card) {
   const model = [camera.make, camera.model].filter(Boolean).join(' ');
   setText(card.model, model || 'Make and model not given');
   toggleClass(card.model, 'muted', !model);
-  const caps = capabilitiesText(camera.capabilities);
+  // The key-frame interval the motion watcher measured, with the codec.
+  const every = camera.keyFrames?.intervalSeconds;
+  const caps = [capabilitiesText(camera.capabilities), every ? `key frame every ${every}\u00a0s` : '']
+    .filter(Boolean).join(' · ');
   setText(card.caps, caps || 'not probed yet');
   toggleClass(card.caps, 'muted', !caps);
   // Set by the node when a linked ONVIF camera moved to another address.
@@ -95,8 +98,9 @@ function renderCard(card) {
   setText(card.onvif, moved);
   show(card.onvif, Boolean(moved));
   // What the node says the user should know of how it records (MJPEG that
-  // no browser plays, sound it cannot keep), in its plain words.
-  const warnings = camera.warnings || [];
+  // no browser plays, sound it cannot keep) and of its key frames (too far
+  // apart to watch a still scene on them alone), in its plain words.
+  const warnings = [...(camera.warnings || []), ...(camera.keyFrames?.warning ? [camera.keyFrames.warning] : [])];
   if (card.warnings.dataset.shown !== JSON.stringify(warnings)) {
     card.warnings.dataset.shown = JSON.stringify(warnings);
     card.warnings.replaceChildren(...warnings.map((text) => {

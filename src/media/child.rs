@@ -76,6 +76,12 @@ impl Child {
         Ok(child)
     }
 
+    /// [`Child::spawn`] with stdin read from `input` (a pipe the node writes
+    /// from another thread).
+    pub fn spawn_reading(command: &mut Command, input: impl Into<Stdio>) -> io::Result<Child> {
+        Child::start(command.stdin(input))
+    }
+
     fn start(command: &mut Command) -> io::Result<Child> {
         command
             .stdout(Stdio::piped())

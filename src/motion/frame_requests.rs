@@ -16,7 +16,7 @@ use crate::lock::lock;
 
 /// A watcher that has sent no colour frame for this long (stopped, or
 /// restarting its decoder) is not waited for.
-const FRESH: Duration = Duration::from_secs(2);
+const FRESH: Duration = Duration::from_secs(5);
 
 /// A colour frame as the watcher's decoder writes it (`pgmyuv`): YUV 4:2:0,
 /// the luma plane, then for each chroma row the U row (half the width)
@@ -84,6 +84,14 @@ impl FrameRequests {
             // One that gave up meanwhile is gone.
             let _ = waiting.try_send(frame.clone());
         }
+    }
+
+    /// Whether someone waits for `camera`'s next frame: its watcher then
+    /// decodes at full rate, so that one comes at once.
+    pub fn wanted(&self, camera: Uuid) -> bool {
+        lock(&self.slots)
+            .get(&camera)
+            .is_some_and(|slot| !slot.waiting.is_empty())
     }
 
     /// `camera`'s next colour frame, waiting at most `wait`; None at once

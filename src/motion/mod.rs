@@ -11,6 +11,8 @@ pub mod episodes;
 pub use nvr_base::motion::frame;
 mod frame_clock;
 pub mod frame_requests;
+pub mod key_frames;
+mod pacer;
 pub mod snapshot;
 mod still;
 pub mod suggestion;
@@ -40,6 +42,7 @@ use crate::workers::{self, Order, Workers};
 use camera_says::CameraSays;
 use detector::Params;
 use frame_requests::{FrameRequests, Yuv420Frame};
+use key_frames::KeyFrames;
 use watcher::{Spec, Watcher};
 
 pub struct Settings {
@@ -64,9 +67,29 @@ struct Shared {
     frames: FrameRequests,
     /// What the cameras' own motion detection says.
     camera_says: Arc<CameraSays>,
+    /// Each watching camera's key frames and pace.
+    key_frames: Mutex<HashMap<Uuid, KeyFrames>>,
 }
 
 impl Shared {
+    /// `camera`'s key frames and pace as its watcher sees them; None: not watched.
+    fn set_key_frames(&self, camera: Uuid, now: Option<KeyFrames>) {
+        let mut all = lock(&self.key_frames);
+        let before = match now {
+            Some(now) => all.insert(camera, now),
+            None => all.remove(&camera),
+        };
+        drop(all);
+        let changed = match (before, now) {
+            (Some(a), Some(b)) => a.shown_differently(&b),
+            (None, None) => false,
+            _ => true,
+        };
+        if changed {
+            self.live.bump();
+        }
+    }
+
     /// What `camera`'s detector learnt is always moving, as masks to suggest.
     fn set_learnt(&self, camera: Uuid, masks: Vec<Polygon>) {
         let mut learnt = lock(&self.learnt);
@@ -108,6 +131,7 @@ impl Motion {
                 classifier,
                 frames: FrameRequests::default(),
                 camera_says: Arc::default(),
+                key_frames: Mutex::default(),
             }),
             supervisor,
             pending: Mutex::new(Some(orders)),
@@ -156,6 +180,11 @@ impl Motion {
     /// sends colour frames.
     pub fn next_frame(&self, camera: Uuid, wait: Duration) -> Option<Arc<Yuv420Frame>> {
         self.shared.frames.next(camera, wait)
+    }
+
+    /// `camera`'s key frames and its watcher's pace; None where no watcher runs.
+    pub fn key_frames(&self, camera: Uuid) -> Option<KeyFrames> {
+        lock(&self.shared.key_frames).get(&camera).copied()
     }
 
     /// The areas of `camera`'s picture the node has learnt are always
@@ -225,6 +254,7 @@ fn wanted(cameras: &[Camera], classifier_installed: bool) -> HashMap<Uuid, Spec>
                 masks: c.settings.motion_masks.clone(),
                 zones: c.settings.zones.clone(),
                 auto_mask: c.settings.auto_mask,
+                full_rate: c.settings.full_rate,
             };
             (c.id, spec)
         })
@@ -286,6 +316,7 @@ mod tests {
                 masks: vec![],
                 zones: vec![],
                 auto_mask: true,
+                full_rate: false,
             }
         );
         assert_eq!(
@@ -297,6 +328,7 @@ mod tests {
                 masks: vec![],
                 zones: vec![],
                 auto_mask: true,
+                full_rate: false,
             }
         );
         let masked = &wanted[&masked.id];

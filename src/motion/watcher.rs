@@ -22,6 +22,8 @@ use super::detector::{BusyCells, Detector, Difference, Motion, Params};
 use super::episodes::{Change, Episode, Episodes, Moment};
 use super::frame::{self, Format};
 use super::frame_clock::FrameClock;
+use super::key_frames::KeyFrames;
+use super::pacer::{Pace, Pacer};
 use super::still::{self, Left, LeftBehind};
 use super::suggestion;
 use super::underway::Underway;
@@ -39,20 +41,18 @@ use crate::event::CLIP_MARGIN_MS;
 use crate::event::{Event, Kind};
 use crate::media::area::Area;
 use crate::media::child::{Child, Filled, MALLOC_TRIM, Output};
-use crate::media::input::Input;
 use crate::media::polygon::{self, Polygon};
 use crate::media::restart::{self, Restartable};
 use crate::notices::Notice;
 
-/// The decoder's frames a second (its `fps` filter), which the frames are
-/// timed by: a macro, for the filters' literals.
-macro_rules! fps {
+/// The decoder passes on frames at least this far apart by the stream's
+/// own clock (its `select` filter: at most 5 a second at full rate, each
+/// key frame at key-frame pace): a macro, for the filters' literals.
+macro_rules! select {
     () => {
-        5
+        "select='isnan(prev_selected_t)+gte(t-prev_selected_t\\,0.19)'"
     };
 }
-/// ffmpeg's own bound on each wait for the camera (RTSP socket timeout).
-const SOCKET_TIMEOUT: Duration = Duration::from_secs(5);
 /// A decoder that sends no frame for this long is stuck.
 const WATCHDOG: Duration = Duration::from_secs(30);
 /// How often the thread looks at its stop flag while waiting.
@@ -60,6 +60,9 @@ const TICK: Duration = Duration::from_millis(200);
 /// How often the areas learnt as always moving are kept, when they changed.
 const KEEP_BUSY_EVERY_MS: i64 = 60_000;
 const STOP_GRACE: Duration = Duration::from_millis(1500);
+/// Full rate holds this long after the detector last saw motion, so that
+/// what the first moving key frame showed is confirmed or let go.
+const FULL_AFTER_MOTION_MS: i64 = 3_000;
 
 /// What a watcher watches.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,6 +77,8 @@ pub struct Spec {
     pub zones: Vec<Zone>,
     /// The areas learnt as always moving are left out.
     pub auto_mask: bool,
+    /// Every frame is decoded all the time (the camera's `fullRate`).
+    pub full_rate: bool,
 }
 
 /// The classification of the event under way.
@@ -117,6 +122,8 @@ pub struct Watcher {
     left: LeftBehind,
     /// Whether the camera came back while it waits to start again.
     comeback: Comeback,
+    /// When the detector last saw motion (monotonic ms).
+    last_moving_ms: Option<i64>,
 }
 
 impl Watcher {
@@ -134,6 +141,7 @@ impl Watcher {
             busy_kept: (None, 0),
             left: LeftBehind::default(),
             comeback: Comeback::default(),
+            last_moving_ms: None,
         }
     }
 
@@ -146,6 +154,8 @@ impl Watcher {
         restart::keep_running(&mut self, &stop);
     }
 
+    /// The decoder: the frames the pacer passes on (fragmented MP4 on
+    /// stdin) decoded to pictures on stdout.
     fn command(&self) -> Command {
         let mut command = Command::new(&self.shared.settings.ffmpeg);
         command
@@ -155,16 +165,21 @@ impl Watcher {
             // frames a second need no frame threads, each of which holds
             // frames of its own. Measured: 19.0 -> 13.7 MiB private, same CPU.
             .args(["-threads", "1"])
+            // The init part comes first and whole: nothing to probe, and
+            // each frame is decoded as it comes, not after the next.
+            .args(["-probesize", "32", "-analyzeduration", "0"])
+            .args(["-f", "mp4", "-i", "pipe:0"])
             // Nor filter threads: with them the scaler starts 4 slice threads.
             .args(["-filter_threads", "1"])
-            .args(Input::args())
-            .args(["-an"])
+            // A frame as it comes, however long since the last: key frames
+            // are seconds apart, and no frame is to be repeated.
+            .args(["-fps_mode", "passthrough"])
             .args(match self.format() {
                 // Up to 640 wide for the classifier's crops; even sizes, as
                 // pgmyuv needs; the source's own when it is small.
                 Format::Yuv420 => &[
                     "-vf",
-                    concat!("fps=", fps!(), ",scale='trunc(min(640,iw)/2)*2':-2"),
+                    concat!(select!(), ",scale='trunc(min(640,iw)/2)*2':-2"),
                     "-pix_fmt",
                     "yuv420p",
                     "-c:v",
@@ -179,8 +194,7 @@ impl Watcher {
                 Format::Grey => &[
                     "-vf",
                     concat!(
-                        "fps=",
-                        fps!(),
+                        select!(),
                         ",scale='trunc(min(160,iw)/2)*2':-2:flags=area,\
                          format=yuv420p,extractplanes=y"
                     ),
@@ -247,7 +261,8 @@ impl Watcher {
         }
     }
 
-    /// One run of the decoder; returns whether any frame came.
+    /// One run of the receiver, the pacer and the decoder; returns whether
+    /// any frame came.
     fn watch(&mut self) -> bool {
         // A place among the children starting, held until the first frame,
         // the end, or its time.
@@ -256,11 +271,28 @@ impl Watcher {
             return false;
         };
         let mut place = Some(place);
-        let input = Input::rtsp(&self.spec.url, SOCKET_TIMEOUT);
-        let mut child = match input.spawn(&mut self.command()) {
+        let ffmpeg = &self.shared.settings.ffmpeg;
+        let (to_decoder, for_decoder) = match std::io::pipe() {
+            Ok((reader, writer)) => (writer, reader),
+            Err(e) => {
+                log::error!("camera {}: cannot make a pipe: {e}", self.camera);
+                return false;
+            }
+        };
+        let mut child = match Child::spawn_reading(&mut self.command(), for_decoder) {
             Ok(child) => child,
             Err(e) => {
-                log::error!("cannot run {}: {e}", self.shared.settings.ffmpeg.display());
+                log::error!("cannot run {}: {e}", ffmpeg.display());
+                return false;
+            }
+        };
+        // Full rate until the stream's key-frame interval is known.
+        let mut pacer = match Pacer::start(ffmpeg.clone(), self.spec.url.clone(), to_decoder, true)
+        {
+            Ok(pacer) => pacer,
+            Err(e) => {
+                log::error!("camera {}: cannot start its pacer: {e}", self.camera);
+                child.stop(STOP_GRACE);
                 return false;
             }
         };
@@ -269,15 +301,17 @@ impl Watcher {
         let mut frame = Vec::new();
         let mut small = Vec::new();
         let mut last_frame = Instant::now();
-        let mut clock = FrameClock::new(1000 / fps!());
+        let mut clock = FrameClock::default();
         let mut saw_frames = false;
         while !self.stopped() && last_frame.elapsed() < WATCHDOG {
             if saw_frames || place.as_ref().is_some_and(|p| p.expired()) {
                 place = None;
             }
             let deadline = last_frame + WATCHDOG;
-            let Some((width, height)) = read_header(&mut child, format, &self.stop, deadline)
-            else {
+            let header = read_header(&mut child, format, &self.stop, deadline, || {
+                self.pace(&pacer.pace)
+            });
+            let Some((width, height)) = header else {
                 break;
             };
             frame.resize(format.bytes(width, height), 0);
@@ -290,10 +324,16 @@ impl Watcher {
             if filled != Filled::Full {
                 break;
             }
-            let at = clock.stamp(Moment {
+            let now = Moment {
                 mono_ms: self.origin.elapsed().as_millis() as i64,
                 wall_ms: now_ms(),
-            });
+            };
+            // A picture whose time is not known (none should be) is taken
+            // when it is read.
+            let at = match pacer.pace.next_picture() {
+                Some(stream_ms) => clock.stamp(stream_ms, now),
+                None => now,
+            };
             last_frame = Instant::now();
             saw_frames = true;
             // A snapshot waiting for this camera's picture gets this one.
@@ -314,18 +354,48 @@ impl Watcher {
             if at.mono_ms - self.busy_kept.1 >= KEEP_BUSY_EVERY_MS {
                 self.keep_busy(detector, at.mono_ms);
             }
+            self.pace(&pacer.pace);
         }
         child.stop(STOP_GRACE);
+        pacer.stop();
+        self.shared.set_key_frames(self.camera, None);
         if let Some(detector) = &detector {
             self.keep_busy(detector, self.origin.elapsed().as_millis() as i64);
         }
         saw_frames
     }
 
+    /// Asks the pacer for every frame or key frames only, and shows the pace.
+    fn pace(&self, pace: &Pace) {
+        let interval = pace.key_interval();
+        let now_ms = self.origin.elapsed().as_millis() as i64;
+        let moved_lately = self
+            .last_moving_ms
+            .is_some_and(|t| now_ms - t < FULL_AFTER_MOTION_MS);
+        let full = self.spec.full_rate
+            || !KeyFrames::key_pace_suits(interval)
+            || moved_lately
+            || self.episodes.current().is_some()
+            || self.shared.frames.wanted(self.camera)
+            || self
+                .shared
+                .camera_says
+                .says_motion(self.camera, Instant::now());
+        pace.set_full(full);
+        self.shared
+            .set_key_frames(self.camera, Some(KeyFrames { interval, full }));
+    }
+
     /// Looks at a frame: the detector's picture of it (`luma`), and the
     /// colour frame for a camera that classifies.
     fn look(&mut self, detector: &mut Detector, luma: &[u8], image: Option<&Yuv420>, at: Moment) {
         let motion = detector.frame(luma);
+        if motion.share > 0.0 {
+            self.last_moving_ms = Some(at.mono_ms);
+            self.shared
+                .camera_says
+                .node_saw(self.camera, Instant::now());
+        }
         // What moves where someone or something was seen is not learnt as
         // the scene (a date stamp moving elsewhere meanwhile still is).
         if let Some(classifying) = &self.classifying {
@@ -737,18 +807,22 @@ fn learnt(detector: &Detector) -> Option<BusyCells> {
 
 /// Reads a frame's header (three lines, as ffmpeg writes them); its width
 /// and height, or None when the decoder ends, sends something else, the
-/// watcher is stopped, or `deadline` passes.
+/// watcher is stopped, or `deadline` passes; `on_quiet` runs on each
+/// wait that brought nothing.
 fn read_header(
     child: &mut Child,
     format: Format,
     stop: &AtomicBool,
     deadline: Instant,
+    mut on_quiet: impl FnMut(),
 ) -> Option<(usize, usize)> {
     let mut lines = Vec::with_capacity(3);
     while lines.len() < 3 {
         match child.next_line(TICK) {
             Output::Line(line) => lines.push(line),
-            Output::Quiet if !stop.load(Ordering::Acquire) && Instant::now() < deadline => {}
+            Output::Quiet if !stop.load(Ordering::Acquire) && Instant::now() < deadline => {
+                on_quiet();
+            }
             _ => return None,
         }
     }

@@ -149,7 +149,7 @@ SCENE = (
     "! video/x-raw,width=640,height=360,framerate={fps}/1 "
     "! videobalance name=light brightness=0.004 ! videoconvert "
     "! video/x-raw,format=I420 "
-    "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={fps} "
+    "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max={key_int} "
     "bframes=0 threads=1 bitrate=768 "
     "! video/x-h264,profile=constrained-baseline "
     "! rtph264pay config-interval=1 pt=96 name=pay0 "
@@ -231,9 +231,9 @@ def slides_available(photos, fps):
     return found
 
 
-def scene_launch(slides, fps):
-    """The /scene mount's launch description, with a mixer pad (sink_3 on,
-    hidden) for each slide."""
+def scene_launch(slides, fps, key_seconds):
+    """The /scene mount's launch description, a key frame every
+    `key_seconds`, with a mixer pad (sink_3 on, hidden) for each slide."""
     pads = ""
     sources = ""
     for i, (_, (_, h, src)) in enumerate(slides.items()):
@@ -241,7 +241,8 @@ def scene_launch(slides, fps):
         pads += "%s::alpha=0 %s::xpos=-1000 %s::ypos=%d " % (
             pad, pad, pad, HEIGHT - SLIDE_MARGIN - h)
         sources += "%s ! mix.%s " % (src, pad)
-    return "( " + SCENE.format(slide_pads=pads, slide_sources=sources, fps=fps) + ")"
+    return "( " + SCENE.format(slide_pads=pads, slide_sources=sources, fps=fps,
+                               key_int=fps * key_seconds) + ")"
 
 
 # The /footage mount: the file, decoded and looped by ffmpeg into a pipe that
@@ -456,7 +457,9 @@ def parse_args(argv):
                    help="the slides' photographs (default: %(default)s)")
     p.add_argument("--scene-fps", type=int, default=25,
                    help="/scene's frame rate (default 25); the keyframes stay "
-                   "one a second")
+                   "one a second, or --key-seconds apart")
+    p.add_argument("--key-seconds", type=int, default=1,
+                   help="seconds between /scene's key frames (default 1)")
     p.add_argument("--ignore-stdin", action="store_true",
                    help="do not exit when stdin reaches EOF")
     args = p.parse_args(argv)
@@ -466,6 +469,8 @@ def parse_args(argv):
         p.error("--port must be in 0..65535")
     if not 1 <= args.scene_fps <= 60:
         p.error("--scene-fps must be in 1..60")
+    if not 1 <= args.key_seconds <= 60:
+        p.error("--key-seconds must be in 1..60")
     if args.max_seconds <= 0:
         p.error("--max-seconds must be positive")
     return args
@@ -555,7 +560,7 @@ def main(argv):
     SCENE_STATE.slides = {name: ("sink_%d" % (3 + i), w)
                           for i, (name, (w, _, _)) in enumerate(slides.items())}
     mounts = server.get_mount_points()
-    for path, desc in list(MOUNTS.items()) + [("/scene", scene_launch(slides, args.scene_fps))]:
+    for path, desc in list(MOUNTS.items()) + [("/scene", scene_launch(slides, args.scene_fps, args.key_seconds))]:
         factory = make_factory(desc, with_auth)
         if path == "/scene":
             factory.connect("media-configure", SCENE_STATE.configured)

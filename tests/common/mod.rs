@@ -928,6 +928,11 @@ impl Camera {
         Camera::start_with(0, &["--scene-fps", &fps.to_string()])
     }
 
+    /// A camera whose `/scene` sends a key frame every `seconds`.
+    pub fn with_key_seconds(seconds: u32) -> Camera {
+        Camera::start_with(0, &["--key-seconds", &seconds.to_string()])
+    }
+
     /// A camera that requires these credentials.
     pub fn with_credentials(user: &str, password: &str) -> Camera {
         Camera::start_with(0, &["--user", user, "--password", password])
@@ -1155,6 +1160,26 @@ pub fn processes_mentioning(program: &str, needle: &str) -> Vec<u32> {
             line.contains(program) && line.contains(needle) && is_running(*pid)
         })
         .collect()
+}
+
+/// What only a motion watcher's receiver (the ffmpeg that copies the
+/// camera's stream for the pacer) has in its command line.
+pub const MOTION_RECEIVER: &str = "frag_every_frame";
+
+/// The motion decoders `node` runs (fed by the node, not connected to a camera).
+pub fn motion_decoders(node: u32) -> Vec<u32> {
+    children_of(node)
+        .into_iter()
+        .filter(|pid| command_line(*pid).contains("image2pipe") && is_running(*pid))
+        .collect()
+}
+
+/// Bytes `pid` has written (`/proc/PID/io`'s `wchar`).
+pub fn bytes_written(pid: u32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
+    io.lines()
+        .find_map(|l| l.strip_prefix("wchar: ")?.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// Live processes whose command line mentions `program` (ffprobe, or an

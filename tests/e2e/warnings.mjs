@@ -6,7 +6,8 @@
 //
 // Usage:
 //   node tests/e2e/warnings.mjs --origin http://127.0.0.1:PORT --camera-url URL
-//     --name NAME --screenshots DIR
+//     --name NAME --screenshots DIR [--wait-ms MS]
+// (--wait-ms: how long the card's warnings are waited for; 10000 by default.)
 //
 // It prints one JSON line and exits 0:
 //   {"ok":true,"added":"<the form's words>","cards":{"390x844":"<the card's warnings>",...}}
@@ -21,7 +22,7 @@ function usage(message) {
   process.exit(2);
 }
 
-const names = { '--origin': 'origin', '--camera-url': 'cameraUrl', '--name': 'name', '--screenshots': 'screenshots' };
+const names = { '--origin': 'origin', '--camera-url': 'cameraUrl', '--name': 'name', '--screenshots': 'screenshots', '--wait-ms': 'waitMs' };
 const opts = readFlags(process.argv.slice(2), names, {}, usage);
 if (!opts.origin || !opts.cameraUrl || !opts.name || !opts.screenshots) usage('all four flags are required');
 
@@ -43,7 +44,7 @@ async function run() {
   for (const [width, height] of [[390, 844], [1280, 800]]) {
     await page.setViewportSize({ width, height });
     const warnings = card.locator('.cam-warnings');
-    await warnings.waitFor({ state: 'visible', timeout: 10000 });
+    await warnings.waitFor({ state: 'visible', timeout: Number(opts.waitMs || 10000) });
     await card.scrollIntoViewIfNeeded();
     await card.screenshot({ path: path.join(opts.screenshots, `warnings-card-${width}x${height}.png`) });
     cards[`${width}x${height}`] = await text(warnings);
@@ -51,4 +52,4 @@ async function run() {
   return { added, cards };
 }
 
-await reportAndExit(browser, run, 60000);
+await reportAndExit(browser, run, 60000 + Number(opts.waitMs || 0));

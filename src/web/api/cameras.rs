@@ -17,6 +17,7 @@ use crate::clock::now_ms;
 use crate::error::{Error, Kind};
 use crate::event::format_timestamp;
 use crate::media::polygon::Polygon;
+use crate::motion::key_frames::KeyFrames;
 use crate::motion::snapshot::NoPicture;
 use crate::recording::codecs::{self, Audio};
 use crate::web::reply::Reply;
@@ -38,6 +39,8 @@ pub struct CameraView<'a> {
     motion_masks: &'a [Polygon],
     zones: &'a [Zone],
     auto_mask: bool,
+    /// The motion decoder decodes every frame all the time.
+    full_rate: bool,
     /// What the node has learnt is always moving (left out while `auto_mask`).
     suggested_masks: Vec<Polygon>,
     /// Recorded segments older than this many days are deleted; null: no age limit.
@@ -53,6 +56,30 @@ pub struct CameraView<'a> {
     online: bool,
     recording: RecordingView,
     onvif: Option<OnvifView<'a>>,
+    /// The stream's key frames and how its motion is decoded; null where
+    /// the camera is not watched for motion.
+    key_frames: Option<KeyFramesView>,
+}
+
+/// A watched camera's key frames and pace.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyFramesView {
+    /// Null until two key frames came.
+    interval_seconds: Option<f64>,
+    /// `key`: key frames only, nothing moving; `full`: every frame.
+    pace: &'static str,
+    warning: Option<String>,
+}
+
+impl KeyFramesView {
+    fn new(k: KeyFrames) -> KeyFramesView {
+        KeyFramesView {
+            interval_seconds: k.interval_seconds(),
+            pace: if k.full { "full" } else { "key" },
+            warning: k.warning(),
+        }
+    }
 }
 
 /// The ONVIF device a camera is, and what following it did.
@@ -107,6 +134,7 @@ impl<'a> CameraView<'a> {
             motion_masks: &settings.motion_masks,
             zones: &settings.zones,
             auto_mask: settings.auto_mask,
+            full_rate: settings.full_rate,
             suggested_masks: app.motion.suggested_masks(camera.id),
             retain_days: settings.retain_days,
             capabilities,
@@ -130,6 +158,7 @@ impl<'a> CameraView<'a> {
                 message: app.finder.message(camera.id),
                 claim: app.finder.claim(camera.id).map(|c| c.address.to_string()),
             }),
+            key_frames: app.motion.key_frames(camera.id).map(KeyFramesView::new),
         }
     }
 }
