@@ -47,11 +47,12 @@ def grow_to(bench, node, camera, have, count):
     timeout = 60 + 3 * count
     wait_all_recording(node, count, timeout)
     decoders = wait_for_process(lambda: recorders_of(node, "image2pipe"), count, timeout, "decoders")
+    receivers = wait_for_process(lambda: recorders_of(node, "frag_every_frame"), count, timeout, "receivers")
     time.sleep(bench.settings.memory_settle_seconds)
     recorders = recorders_of(node)
     if len(recorders) != count or len(recorders_of(node, "image2pipe")) != count:
         raise harness.BenchError(f"children restarted while settling:\n{node.tail()}")
-    return recorders, decoders
+    return recorders, decoders, receivers
 
 
 def one_run(bench, camera, counts):
@@ -62,7 +63,7 @@ def one_run(bench, camera, counts):
     reading = {"idle_rss": rss_mib(node.pid), "idle_private": private_mib(node.pid)}
     have = 0
     for count in counts:
-        recorders, decoders = grow_to(bench, node, camera, have, count)
+        recorders, decoders, receivers = grow_to(bench, node, camera, have, count)
         have = count
         reading[count] = {
             "rss": rss_mib(node.pid),
@@ -70,13 +71,14 @@ def one_run(bench, camera, counts):
             "threads": proc_fields(node.pid, "status")["Threads"],
             "recorder": statistics.median(private_mib(pid) for pid in recorders),
             "decoder": statistics.median(private_mib(pid) for pid in decoders),
-            "children_total": sum(private_mib(pid) for pid in recorders + decoders),
+            "receiver": statistics.median(private_mib(pid) for pid in receivers),
+            "children_total": sum(private_mib(pid) for pid in recorders + decoders + receivers),
         }
     # Whether the machine keeps up with the most cameras: the CPU of all.
-    cpu = cpu_of([node.pid, *recorders, *decoders], bench.settings.memory_cpu_seconds)
+    cpu = cpu_of([node.pid, *recorders, *decoders, *receivers], bench.settings.memory_cpu_seconds)
     reading["cpu_node"] = cpu[node.pid]
     reading["cpu_recorders"] = sum(cpu[pid] for pid in recorders)
-    reading["cpu_decoders"] = sum(cpu[pid] for pid in decoders)
+    reading["cpu_decoders"] = sum(cpu[pid] for pid in decoders + receivers)
     if len(recorders_of(node)) != have or len(recorders_of(node, "image2pipe")) != have:
         raise harness.BenchError(f"children restarted while measuring CPU:\n{node.tail()}")
     node.stop()
@@ -98,15 +100,16 @@ def run(bench):
     def median(key, count=None):
         return statistics.median(r[count][key] if count else r[key] for r in runs)
 
-    recorder, decoder = median("recorder", few), median("decoder", few)
+    recorder, decoder, receiver = median("recorder", few), median("decoder", few), median("receiver", few)
     bench.add_figure(
         "memory_children_per_camera",
-        f"private memory of a camera's two ffmpeg (recorder + motion decoder), {few} cameras",
-        recorder + decoder,
+        f"private memory of a camera's three ffmpeg (recorder, motion receiver and decoder), {few} cameras",
+        recorder + decoder + receiver,
         "MiB",
         ("<=", 25),
         recorder_private_mib=recorder,
         decoder_private_mib=decoder,
+        receiver_private_mib=receiver,
         node_private_per_camera_mib=(median("private", few) - median("idle_private")) / few,
         runs=len(runs),
     )
