@@ -60,6 +60,9 @@ const TICK: Duration = Duration::from_millis(200);
 /// How often the areas learnt as always moving are kept, when they changed.
 const KEEP_BUSY_EVERY_MS: i64 = 60_000;
 const STOP_GRACE: Duration = Duration::from_millis(1500);
+/// The share of the picture an event's score counts for a frame in which
+/// only the camera's own detection saw motion.
+const CAMERA_SAYS_SHARE: f32 = 0.001;
 /// Full rate holds this long after the detector last saw motion, so that
 /// what the first moving key frame showed is confirmed or let go.
 const FULL_AFTER_MOTION_MS: i64 = 3_000;
@@ -409,10 +412,17 @@ impl Watcher {
         }
         // Only the classifier can tell whether what stands still is someone.
         let present = image.is_some() && motion.present;
-        for change in self
-            .episodes
-            .frame(at, motion.share, motion.changing, present)
-        {
+        // The camera's own word is motion where the node's detector saw
+        // none (a change under its threshold), but not on a camera with
+        // masks or zones: where it saw it, the node cannot tell.
+        let camera_says = self.spec.masks.is_empty()
+            && self.spec.zones.is_empty()
+            && self.shared.camera_says.says_motion(self.camera, Instant::now());
+        let (share, changing) = match camera_says {
+            true => (motion.share.max(CAMERA_SAYS_SHARE), true),
+            false => (motion.share, motion.changing),
+        };
+        for change in self.episodes.frame(at, share, changing, present) {
             match change {
                 Change::Started { at_ms } => {
                     self.left.clear();
@@ -429,7 +439,19 @@ impl Watcher {
         }
         self.progress(&motion.boxes, at);
         if let Some(image) = image {
-            self.classify(image, &motion.boxes, at);
+            // What the camera saw, with no region of the node's: the whole
+            // picture is looked at.
+            let whole = [Area {
+                left: 0.0,
+                top: 0.0,
+                right: 1.0,
+                bottom: 1.0,
+            }];
+            let boxes = match camera_says && motion.boxes.is_empty() {
+                true => &whole[..],
+                false => &motion.boxes,
+            };
+            self.classify(image, boxes, at);
         }
         self.watch_left(detector, &motion, at);
     }
