@@ -655,6 +655,19 @@ fn event_answer(
                 humantime::format_rfc3339_seconds(wall)
             )
         }
+        "SetSynchronizationPoint" => {
+            // Each topic's state again, as a new subscription gets it.
+            let Some(id) = id.filter(|id| state.subscriptions.contains_key(id)) else {
+                return Some(gone());
+            };
+            let wall = SystemTime::now();
+            let current: Vec<Message> = (state.current.iter())
+                .map(|(t, i, v)| (t.clone(), i.clone(), *v, wall, true))
+                .collect();
+            state.subscriptions.get_mut(&id).unwrap().queue.extend(current);
+            events.changed.notify_all();
+            "<tev:SetSynchronizationPointResponse/>".to_owned()
+        }
         "Unsubscribe" => {
             if id.and_then(|id| state.subscriptions.remove(&id)).is_none() {
                 return Some(gone());
