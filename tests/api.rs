@@ -45,7 +45,7 @@ fn dead_url() -> String {
     )
 }
 
-const CAMERA_FIELDS: [&str; 23] = [
+const CAMERA_FIELDS: [&str; 25] = [
     "id",
     "name",
     "make",
@@ -69,6 +69,8 @@ const CAMERA_FIELDS: [&str; 23] = [
     "online",
     "recording",
     "onvif",
+    "motionSource",
+    "motionEvents",
 ];
 
 /// Cameras (one or a list) without their `recording` state, which moves on

@@ -253,7 +253,7 @@ impl Listener {
     }
 
     fn failing(&self, why: &str, error: &OnvifError) {
-        let detail = format!("{why}: {}", plain(error));
+        let detail = format!("{why} ({})", plain(error));
         log::info!("camera {}: its ONVIF events: {detail}", self.camera);
         self.events.note(self.camera, &self.stop, |h| {
             h.state = State::Failing;
