@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use super::camera_says::CameraSays;
 use crate::cameras::camera::{Camera, MotionSource};
-use crate::cameras::onvif::{self, Credentials, OnvifError, PullPoint};
+use crate::cameras::onvif::{Credentials, OnvifError, PullPoint};
 use crate::cameras::rtsp_url;
 use crate::changes::StateChanges;
 use crate::clock::now_ms;
@@ -306,34 +306,22 @@ impl Listener {
 
 impl Restartable for Listener {
     fn run_once(&mut self) -> bool {
-        let (camera, address) = (self.camera, self.spec.address.clone());
-        let credentials = self.credentials();
-        let service = match onvif::event_service(&address, credentials.as_ref()) {
-            Ok(Some(service)) => service,
+        let camera = self.camera;
+        match PullPoint::subscribe(&self.spec.address, self.credentials(), Instant::now()) {
+            Ok(Some(point)) => {
+                self.events
+                    .note(camera, &self.stop, |h| h.offers = Some(true));
+                // What the camera said before is no longer known.
+                self.topics.clear();
+                self.follow(point)
+            }
             Ok(None) => {
                 self.events.note(camera, &self.stop, |h| {
                     h.state = State::Off;
                     h.offers = Some(false);
                     h.detail = Some("the camera's ONVIF device offers no events".into());
                 });
-                return false;
-            }
-            Err(e) => {
-                self.failing("cannot reach its ONVIF device", &e);
-                return false;
-            }
-        };
-        self.events.note(camera, &self.stop, |h| {
-            h.offers = Some(true);
-            if h.state != State::Failing {
-                h.state = State::Subscribing;
-            }
-        });
-        match PullPoint::subscribe(&address, &service, credentials, Instant::now()) {
-            Ok(point) => {
-                // What the camera said before is no longer known.
-                self.topics.clear();
-                self.follow(point)
+                false
             }
             Err(e) => {
                 self.failing("cannot subscribe to its motion events", &e);

@@ -48,16 +48,16 @@ pub struct PullPoint {
     renew_at: Instant,
 }
 
-/// Whether a device offers events: where its Event service is, on its
-/// own host; None if it lists none.
-pub fn event_service(
+/// Where the device's Event service is, on its own host; None if it
+/// lists none.
+fn event_service(
+    agent: &ureq::Agent,
     device: &str,
     credentials: Option<&Credentials>,
+    skew: i64,
 ) -> Result<Option<String>, OnvifError> {
-    let agent = soap::agent(CALL_TIMEOUT);
-    let skew = device_skew(&agent, device, credentials, CALL_TIMEOUT);
     let answer = soap::call(
-        &agent,
+        agent,
         device,
         "<tds:GetCapabilities><tds:Category>Events</tds:Category></tds:GetCapabilities>",
         credentials,
@@ -91,15 +91,19 @@ fn on_host(address: &str, device: &str) -> String {
 }
 
 impl PullPoint {
-    /// Subscribes at the Event service `service` of the device at `device`.
+    /// Subscribes to the events of the device at `device` (its device
+    /// service's address); None if it offers none.
     pub fn subscribe(
         device: &str,
-        service: &str,
         credentials: Option<Credentials>,
         now: Instant,
-    ) -> Result<PullPoint, OnvifError> {
+    ) -> Result<Option<PullPoint>, OnvifError> {
         let agent = soap::agent(CALL_TIMEOUT + PULL_WAIT);
         let skew = device_skew(&agent, device, credentials.as_ref(), CALL_TIMEOUT);
+        let Some(service) = event_service(&agent, device, credentials.as_ref(), skew)? else {
+            return Ok(None);
+        };
+        let service = service.as_str();
         let body = format!(
             "<tev:CreatePullPointSubscription><tev:InitialTerminationTime>{LIFE}\
              </tev:InitialTerminationTime></tev:CreatePullPointSubscription>"
@@ -140,14 +144,14 @@ impl PullPoint {
                 super::auth::escape(p.text())
             ));
         }
-        Ok(PullPoint {
+        Ok(Some(PullPoint {
             address: address.to_owned(),
             reference: header,
             renew_at: now + granted(answer, WSNT) / 2,
             agent,
             credentials,
             skew,
-        })
+        }))
     }
 
     fn call(&self, action: &str, body: &str, timeout: Duration) -> Result<Element, OnvifError> {

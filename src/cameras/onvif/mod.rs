@@ -14,4 +14,4 @@ mod xml;
 pub use device::{Credentials, Profile, Streams, serial_number, streams};
 pub use discovery::{Discovery, Found, discover, interfaces};
 pub use error::OnvifError;
-pub use events::{PullPoint, event_service};
+pub use events::PullPoint;
