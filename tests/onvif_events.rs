@@ -10,14 +10,16 @@
 //! camera JSON's `motionEvents` shows. These tests need root, as `onvif::`.
 
 use std::path::Path;
+use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::common::go2rtc::Go2rtc;
 use crate::common::netns::{self, TestNet};
 use crate::common::onvif_device::{Auth, Device, Says};
 use crate::common::rtsp_trap::Trap;
-use crate::common::{self, Node, TempDir, wait_for};
+use crate::common::{self, Camera, Node, TempDir, wait_for};
 
 /// A camera linked to `device`, detecting, its account the device's.
 fn add_linked(node: &Node, device: &Device, password: &str, extra: Value) -> String {
@@ -303,4 +305,90 @@ fn the_stand_in_s_events_are_read_by_onvif_zeep_async() {
     );
     assert_eq!(verdict["lost"], false, "{verdict}");
     assert!(device.allowed("Unsubscribe") >= 1, "{:?}", device.calls());
+}
+
+/// What the test camera shows that the node's detector does not take for
+/// motion: its box, barely there, crossing for 3 s.
+const UNDER_THRESHOLD: &str = "faint 3";
+
+#[test]
+fn the_camera_s_motion_event_brings_the_node_to_full_rate_and_an_event_within_1_5_s() {
+    let net = TestNet::new();
+    let camera = Camera::start();
+    // The test camera's scene, on the LAN the node is on.
+    let streams = Go2rtc::start_at(
+        netns::HOST,
+        netns::HOST,
+        None,
+        &[("scene", &camera.url("", "/scene"))],
+    );
+    let password = common::password("full-rate");
+    let device = Device::start(netns::HOST, Auth::UsernameToken, "admin", &password, &[]);
+    let data = TempDir::new("onvif-events-full-rate");
+    let recordings = data.path().join("recordings").display().to_string();
+    let relay = format!("http://{}:{}", netns::HOST, common::closed_port());
+    let env = [
+        ("RECORDINGS_DIR", recordings.as_str()),
+        ("RECORDINGS_RESERVE", "0"),
+    ];
+    let node = Node::start_in(&net, data.path(), &relay, &env);
+    let id = add_linked(
+        &node,
+        &device,
+        &password,
+        json!({
+            "rtspUrl": streams.rtsp_url("scene"),
+            "record": true,
+            "motionSource": "node",
+        }),
+    );
+    node.settle(&id);
+
+    // The node's own detector misses it.
+    camera.scene(UNDER_THRESHOLD);
+    thread::sleep(Duration::from_secs(8));
+    let events = node.events_of(&id);
+    assert!(
+        events.is_empty(),
+        "the node's detector took `{UNDER_THRESHOLD}` for motion, so it cannot \
+         show the camera's word at work: {events:#?}"
+    );
+
+    // Heard from the camera, the same change is an event within 1.5 s.
+    node.patch_camera(&id, json!({ "motionSource": "camera" }));
+    wait_events(&node, &id, Duration::from_secs(20), |e| {
+        e["state"] == "receiving" && e["source"] == "camera"
+    });
+    node.settle(&id);
+    let said = common::now_ms();
+    device.motion(true);
+    camera.scene(UNDER_THRESHOLD);
+    let mut seen = (Value::Null, Vec::new());
+    let quick = wait_for(Duration::from_millis(1500), || {
+        seen = (node.camera(&id)["keyFrames"].clone(), node.events_of(&id));
+        seen.0["pace"] == "full" && !seen.1.is_empty()
+    });
+    let after = common::now_ms() - said;
+    assert!(
+        quick,
+        "1.5 s after the camera said motion: keyFrames {}, events {:#?}\n{}",
+        seen.0,
+        seen.1,
+        node.logs()
+    );
+    let started = common::ms(seen.1[0]["startedAt"].as_str().unwrap());
+    assert!(
+        (started - said).abs() <= 1500,
+        "the event started {} ms from the camera's word",
+        started - said
+    );
+    eprintln!("full rate and an event {after} ms after the camera's word");
+    thread::sleep(Duration::from_secs(3));
+    device.motion(false);
+    let ended = wait_for(Duration::from_secs(60), || {
+        let events = node.events_of(&id);
+        events.len() == 1 && events[0]["clipUrl"].is_string()
+    });
+    assert!(ended, "{:#?}", node.events_of(&id));
+    common::assert_no_secret(&node.logs(), "the node's log");
 }
