@@ -22,7 +22,7 @@ const WSA: &str = "http://www.w3.org/2005/08/addressing";
 /// The bound on each call but the pulls.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the device may hold a pull open when it has nothing to say.
-pub const PULL_WAIT: Duration = Duration::from_secs(5);
+const PULL_WAIT: Duration = Duration::from_secs(5);
 /// The subscription's life asked for, renewed at half what was granted.
 const LIFE: &str = "PT60S";
 const ASKED_LIFE: Duration = Duration::from_secs(60);
