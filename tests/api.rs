@@ -45,7 +45,7 @@ fn dead_url() -> String {
     )
 }
 
-const CAMERA_FIELDS: [&str; 25] = [
+const CAMERA_FIELDS: [&str; 27] = [
     "id",
     "name",
     "make",
@@ -69,6 +69,8 @@ const CAMERA_FIELDS: [&str; 25] = [
     "online",
     "recording",
     "onvif",
+    "fullRate",
+    "keyFrames",
     "motionSource",
     "motionEvents",
 ];
