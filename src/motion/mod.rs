@@ -172,11 +172,6 @@ impl Motion {
         *lock(&self.running) = Some(supervisor);
     }
 
-    /// Where the cameras' own motion events are told, for their watchers.
-    pub fn camera_says(&self) -> Arc<CameraSays> {
-        self.shared.camera_says.clone()
-    }
-
     /// `camera`'s subscription to its own motion events, as the camera
     /// JSON shows it (`motionEvents`).
     pub fn camera_events(&self, camera: &Camera) -> camera_events::View {
