@@ -45,7 +45,7 @@ fn dead_url() -> String {
     )
 }
 
-const CAMERA_FIELDS: [&str; 23] = [
+const CAMERA_FIELDS: [&str; 27] = [
     "id",
     "name",
     "make",
@@ -69,6 +69,10 @@ const CAMERA_FIELDS: [&str; 23] = [
     "online",
     "recording",
     "onvif",
+    "fullRate",
+    "keyFrames",
+    "motionSource",
+    "motionEvents",
 ];
 
 /// Cameras (one or a list) without their `recording` state, which moves on

@@ -282,6 +282,12 @@ venv() {
 # zig with cargo-zigbuild for the armv7 build's old glibc floor.
 venv .venv 'import ziglang, os, sys; assert os.access(sys.prefix + "/bin/cargo-zigbuild", os.X_OK)' \
   tests/build-requirements.txt
+# onvif-zeep-async (Home Assistant's ONVIF client), which checks the ONVIF
+# device stand-in's Event service (onvif_events::), into the same venv,
+# each package pinned by version and sha256.
+if ! .venv/bin/python -c 'import importlib.metadata as m; assert m.version("onvif-zeep-async") == "4.3.0"' 2>/dev/null; then
+  .venv/bin/pip install -q --require-hashes -r tests/onvif/requirements.txt
+fi
 # Home Assistant Core 2024.3.3 (about 700 MB, 2 min), which
 # tests/home_assistant.rs runs offline against the node.
 venv .venv-ha 'import homeassistant.const as c, paho.mqtt, numpy; assert c.__version__ == "2024.3.3"' \

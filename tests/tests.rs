@@ -32,6 +32,7 @@ mod motion;
 mod mqtt;
 mod online;
 mod onvif;
+mod onvif_events;
 mod package;
 mod probe;
 mod quick_start;

@@ -3,7 +3,7 @@
 
 import { $, setText, setAttr, show, toggleClass, fromTemplate, formErrors, maskWhenLeft } from './dom.js';
 import { api } from './api.js';
-import { bytes, capabilitiesText, counted, dateRange, duration, onlineState, recorderState, sentence } from './format.js';
+import { bytes, capabilitiesText, counted, dateRange, duration, motionEventsText, onlineState, recorderState, sentence } from './format.js';
 import { state, change, putCamera, dropCamera } from './store.js';
 import { openLive } from './liveview.js';
 import { classifierInstalled, readClassify, setClassify, watchClassify } from './classify.js';
@@ -38,6 +38,7 @@ function makeCard(id) {
     model: q('.cam-model'),
     caps: q('.cam-caps'),
     onvif: q('.cam-onvif'),
+    motion: q('.cam-motion'),
     warnings: q('.cam-warnings'),
     recorder: q('.rec-state'),
     recorderWord: q('.rec-word'),
@@ -97,6 +98,11 @@ function renderCard(card) {
   const moved = camera.onvif?.message;
   setText(card.onvif, moved);
   show(card.onvif, Boolean(moved));
+  // Whose motion detection starts its events, and how the camera's own go.
+  const motion = motionEventsText(camera);
+  setText(card.motion, motion.text);
+  toggleClass(card.motion, 'warn', motion.warn);
+  show(card.motion, Boolean(motion.text));
   // What the node says the user should know of how it records (MJPEG that
   // no browser plays, sound it cannot keep) and of its key frames (too far
   // apart to watch a still scene on them alone), in its plain words.
@@ -293,6 +299,7 @@ function openEdit(id) {
   $('edit-model').value = camera.model || '';
   $('edit-detectSensitivity').value = camera.detectSensitivity || 'medium';
   $('edit-retainDays').value = camera.retainDays ?? '';
+  $('edit-motionSource').value = camera.motionSource || '';
   setClassify('edit', camera, classifierInstalled(state.status));
   openAreas(camera);
   $('edit-urls').open = false;
@@ -324,6 +331,8 @@ async function saveEdit(event) {
   const days = $('edit-retainDays').value.trim();
   const retainDays = days === '' ? null : /^\d+$/.test(days) ? Number(days) : days;
   if (retainDays !== (camera.retainDays ?? null)) patch.retainDays = retainDays;
+  const motionSource = $('edit-motionSource').value || null;
+  if (motionSource !== (camera.motionSource ?? null)) patch.motionSource = motionSource;
   const { classify, kinds } = readClassify('edit');
   if (classify !== Boolean(camera.classify)) patch.classify = classify;
   // The kinds ticked, if they changed (none ticked with classify off keeps the node's).

@@ -71,6 +71,7 @@ export const FIELD_LABELS = {
   zones: 'Zones',
   autoMask: 'Ignore areas that are always moving',
   retainDays: 'Days to keep recordings',
+  motionSource: 'Motion found by',
   password: 'Password',
 };
 

@@ -37,6 +37,32 @@ export function recorderState(recording) {
   }
 }
 
+const SOURCE_WORDS = { node: 'the node', camera: 'the camera', both: 'the camera and the node' };
+
+/**
+ * Whose motion detection starts a camera's events, and how its own ONVIF
+ * motion events go (its `motionEvents`), for a camera linked to its device
+ * or set to a source: { text, warn }; no text otherwise.
+ */
+export function motionEventsText(camera) {
+  const events = camera.motionEvents;
+  if (!events || (!camera.onvif && !camera.motionSource)) return { text: '', warn: false };
+  const by = `Motion found by ${SOURCE_WORDS[events.source] || events.source}`;
+  const heard = events.lastMessageAt ? `; it last said ${relativeTime(Date.parse(events.lastMessageAt), Date.now())}` : '';
+  switch (events.state) {
+    case 'subscribing':
+      return { text: `${by}; subscribing to the camera's motion events…`, warn: false };
+    case 'receiving':
+      return { text: `${by}; receiving the camera's motion events${heard}`, warn: false };
+    case 'failing':
+      return { text: `${by}. The camera's motion events fail: ${events.detail || 'no reason given'}.`, warn: true };
+    case 'stuck':
+      return { text: `${by}. ${sentence(events.detail || 'the camera says there is motion without end')}.`, warn: true };
+    default:
+      return { text: events.detail ? `${by}. ${sentence(events.detail)}.` : by, warn: false };
+  }
+}
+
 /**
  * Whether a camera answers, as a card or a tile says it: [word, tone]. While
  * the node cannot be reached, what it last said is not claimed.

@@ -250,6 +250,7 @@ mod tests {
                 auto_mask: true,
                 retain_days: None,
                 full_rate: false,
+                motion_source: None,
             },
             capabilities: None,
         };

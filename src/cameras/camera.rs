@@ -62,6 +62,31 @@ impl Sensitivity {
     }
 }
 
+/// Whose motion detection a camera's events start on (`motionSource`):
+/// the node's own detector, the camera's (its ONVIF events), or both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MotionSource {
+    Node,
+    Camera,
+    Both,
+}
+
+impl MotionSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            MotionSource::Node => "node",
+            MotionSource::Camera => "camera",
+            MotionSource::Both => "both",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<MotionSource> {
+        [MotionSource::Node, MotionSource::Camera, MotionSource::Both]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
+}
+
 /// What a user sets for a camera: a validated `POST /api/cameras` body.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
@@ -92,6 +117,8 @@ pub struct Settings {
     /// The motion decoder decodes every frame all the time, not key frames
     /// only while nothing moves (`fullRate`).
     pub full_rate: bool,
+    /// None: both where its ONVIF device offers events, else the node's.
+    pub motion_source: Option<MotionSource>,
 }
 
 /// A camera's ONVIF device: its stable id and where its service last answered.
@@ -160,6 +187,7 @@ impl Settings {
             auto_mask: given.auto_mask.unwrap_or(true),
             retain_days: given.retain_days.flatten(),
             full_rate: given.full_rate.unwrap_or(false),
+            motion_source: given.motion_source.flatten(),
         })
     }
 }
@@ -223,6 +251,8 @@ pub struct SettingsPatch {
     /// `Some(None)`: no age limit (`retainDays: null`).
     pub retain_days: Option<Option<u32>>,
     pub full_rate: Option<bool>,
+    /// `Some(None)`: the default (`motionSource: null`).
+    pub motion_source: Option<Option<MotionSource>>,
     /// `password`: the camera's password, which a change that would send
     /// its account to a new host must carry (see [`account`]); compared,
     /// never stored.
@@ -297,6 +327,20 @@ impl SettingsPatch {
                 Some(days) => Some(Some(checked_retain_days(days)?)),
             },
             full_rate: optional_bool(fields, "fullRate")?,
+            motion_source: match fields.get("motionSource") {
+                None => None,
+                Some(Value::Null) => Some(None),
+                Some(source) => Some(Some(
+                    source
+                        .as_str()
+                        .and_then(MotionSource::from_name)
+                        .ok_or_else(|| {
+                            Error::bad_request(
+                                "motionSource must be node, camera, both, or null for the default",
+                            )
+                        })?,
+                )),
+            },
             password: credential_text(fields, "password")?.map(Password),
         })
     }
@@ -340,6 +384,7 @@ impl SettingsPatch {
             auto_mask: self.auto_mask.unwrap_or(settings.auto_mask),
             retain_days: self.retain_days.unwrap_or(settings.retain_days),
             full_rate: self.full_rate.unwrap_or(settings.full_rate),
+            motion_source: self.motion_source.unwrap_or(settings.motion_source),
         }
     }
 }
@@ -531,6 +576,7 @@ mod tests {
                 auto_mask: true,
                 retain_days: None,
                 full_rate: false,
+                motion_source: None,
             }
         );
         let minimal =
@@ -818,6 +864,47 @@ mod tests {
             },
             "absent leaves it as it is"
         );
+    }
+
+    #[test]
+    fn motion_source() {
+        let base = parse(r#"{"name":"a","rtspUrl":"rtsp://h/1"}"#).unwrap();
+        assert_eq!(base.motion_source, None, "the default unless asked");
+        let camera =
+            parse(r#"{"name":"a","rtspUrl":"rtsp://h/1","motionSource":"camera"}"#).unwrap();
+        assert_eq!(camera.motion_source, Some(MotionSource::Camera));
+        let patched =
+            |body: &str| SettingsPatch::from_json(body.as_bytes()).map(|p| p.apply(&camera));
+        assert_eq!(
+            patched(r#"{"motionSource":"node"}"#).unwrap().motion_source,
+            Some(MotionSource::Node)
+        );
+        assert_eq!(
+            patched(r#"{"motionSource":null}"#).unwrap().motion_source,
+            None
+        );
+        assert_eq!(
+            patched("{}").unwrap().motion_source,
+            Some(MotionSource::Camera)
+        );
+        for bad in [r#""onvif""#, "1", r#""Both""#, "true"] {
+            let e = patched(&format!(r#"{{"motionSource":{bad}}}"#)).unwrap_err();
+            assert_eq!(e.kind, Kind::BadRequest);
+            assert!(
+                e.message.starts_with("motionSource must be"),
+                "{bad}: {}",
+                e.message
+            );
+            let e = parse(&format!(
+                r#"{{"name":"a","rtspUrl":"rtsp://h/","motionSource":{bad}}}"#
+            ))
+            .unwrap_err();
+            assert!(
+                e.message.starts_with("motionSource must be"),
+                "{bad}: {}",
+                e.message
+            );
+        }
     }
 
     #[test]

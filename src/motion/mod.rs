@@ -5,6 +5,7 @@
 //! thing the classifier saw move. [`Motion`] is the handle the node holds; its
 //! supervisor keeps one watcher per camera (`workers.rs`).
 
+pub mod camera_events;
 pub mod camera_says;
 pub use nvr_base::motion::detector;
 pub mod episodes;
@@ -39,6 +40,7 @@ use crate::media::polygon::Polygon;
 use crate::notices::Notices;
 use crate::recording::Recordings;
 use crate::workers::{self, Order, Workers};
+use camera_events::CameraEvents;
 use camera_says::CameraSays;
 use detector::Params;
 use frame_requests::{FrameRequests, Yuv420Frame};
@@ -69,6 +71,8 @@ struct Shared {
     camera_says: Arc<CameraSays>,
     /// Each watching camera's key frames and pace.
     key_frames: Mutex<HashMap<Uuid, KeyFrames>>,
+    /// The subscriptions to the cameras' own motion events.
+    camera_events: Arc<CameraEvents>,
 }
 
 impl Shared {
@@ -119,6 +123,8 @@ impl Motion {
         live: Arc<StateChanges>,
     ) -> Motion {
         let (supervisor, orders) = mpsc::channel();
+        let camera_says = Arc::<CameraSays>::default();
+        let camera_events = Arc::new(CameraEvents::new(camera_says.clone(), live.clone()));
         Motion {
             shared: Arc::new(Shared {
                 learnt: Mutex::default(),
@@ -130,7 +136,8 @@ impl Motion {
                 notices,
                 classifier,
                 frames: FrameRequests::default(),
-                camera_says: Arc::default(),
+                camera_says,
+                camera_events,
                 key_frames: Mutex::default(),
             }),
             supervisor,
@@ -165,9 +172,10 @@ impl Motion {
         *lock(&self.running) = Some(supervisor);
     }
 
-    /// Where the cameras' own motion events are told, for their watchers.
-    pub fn camera_says(&self) -> Arc<CameraSays> {
-        self.shared.camera_says.clone()
+    /// `camera`'s subscription to its own motion events, as the camera
+    /// JSON shows it (`motionEvents`).
+    pub fn camera_events(&self, camera: &Camera) -> camera_events::View {
+        self.shared.camera_events.view(camera)
     }
 
     /// Cameras changed: watchers start or stop within 2 s.
@@ -207,6 +215,7 @@ impl Motion {
 
 fn supervise(shared: &Arc<Shared>, orders: &mpsc::Receiver<Order>) {
     let mut watchers = Workers::new("motion watcher");
+    let mut subscriptions = Workers::new("onvif events");
     workers::supervise(orders, || {
         if let Ok(cameras) = shared.db.run(|s| s.cameras()) {
             let start = |camera, spec, stop| {
@@ -222,9 +231,15 @@ fn supervise(shared: &Arc<Shared>, orders: &mpsc::Receiver<Order>) {
                 .classifier
                 .set_wanted(wanted.values().any(|spec| spec.kinds.is_some()));
             watchers.reconcile(&wanted, start);
+            let events = &shared.camera_events;
+            subscriptions.reconcile(&camera_events::wanted(&cameras), |camera, spec, stop| {
+                let events = events.clone();
+                move || camera_events::run(events, camera, spec, stop)
+            });
         }
     });
     watchers.stop_all();
+    subscriptions.stop_all();
 }
 
 /// What each camera that detects watches: its sub stream, or its main one;

@@ -11,8 +11,8 @@ use super::events::tombstone_events_where;
 use super::segments::tombstone_where;
 use super::{Result, Store, uuid_column};
 use crate::cameras::camera::{
-    Camera, Capabilities, MAX_RETAIN_DAYS, OnvifLink, Seen, Sensitivity, Settings, checked_masks,
-    checked_zones,
+    Camera, Capabilities, MAX_RETAIN_DAYS, MotionSource, OnvifLink, Seen, Sensitivity, Settings,
+    checked_masks, checked_zones,
 };
 use crate::event::Kind;
 
@@ -62,10 +62,10 @@ impl Store {
             "INSERT INTO camera (id, name, make, model, rtsp_url, rtsp_sub_url, enabled,
                                  record, detect, capabilities, detect_sensitivity, classify,
                                  kinds, onvif_endpoint, onvif_address, motion_masks, zones,
-                                 auto_mask, onvif_mac, onvif_serial, retain_days, full_rate,
+                                 auto_mask, onvif_mac, onvif_serial, retain_days, full_rate, motion_source,
                                  created_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18, ?19, ?20, ?21, ?22, ?23)",
+                     ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
             params_from_iter(values),
         )?;
         Ok(())
@@ -80,7 +80,8 @@ impl Store {
                                detect_sensitivity = ?11, classify = ?12, kinds = ?13,
                                onvif_endpoint = ?14, onvif_address = ?15, motion_masks = ?16,
                                zones = ?17, auto_mask = ?18, onvif_mac = ?19, onvif_serial = ?20,
-                               retain_days = ?21, full_rate = ?22
+                               retain_days = ?21, full_rate = ?22,
+                               motion_source = ?23
              WHERE id = ?1",
             params_from_iter(camera_values(camera)),
         )?;
@@ -191,7 +192,7 @@ pub struct CameraStored {
     pub kept: u64,
 }
 
-/// A camera's columns from `id` to `full_rate`, as parameters ?1 to ?22.
+/// A camera's columns from `id` to `motion_source`, as parameters ?1 to ?23.
 fn camera_values(camera: &Camera) -> Vec<Value> {
     let s = &camera.settings;
     let seen = s.onvif.as_ref().map(|o| &o.seen);
@@ -225,6 +226,7 @@ fn camera_values(camera: &Camera) -> Vec<Value> {
         s.retain_days
             .map_or(Value::Null, |d| Value::Integer(d.into())),
         Value::Integer(s.full_rate.into()),
+        s.motion_source.map_or(Value::Null, |m| text(m.name())),
     ]
 }
 
@@ -266,7 +268,8 @@ fn kinds_from_text(text: &str) -> Vec<Kind> {
 const SELECT_CAMERA: &str = "SELECT id, name, make, model, rtsp_url, rtsp_sub_url, enabled, \
                              record, detect, capabilities, detect_sensitivity, classify, kinds, \
                              onvif_endpoint, onvif_address, motion_masks, zones, auto_mask, \
-                             onvif_mac, onvif_serial, retain_days, full_rate FROM camera";
+                             onvif_mac, onvif_serial, retain_days, full_rate, \
+                             motion_source FROM camera";
 
 fn camera_from_row(r: &Row) -> Result<Camera> {
     let capabilities: Option<String> = r.get(9)?;
@@ -306,6 +309,10 @@ fn camera_from_row(r: &Row) -> Result<Camera> {
                 .and_then(|d| u32::try_from(d).ok())
                 .filter(|d| (1..=MAX_RETAIN_DAYS).contains(d)),
             full_rate: r.get(21)?,
+            // A name this version does not know counts as the default.
+            motion_source: r
+                .get::<_, Option<String>>(22)?
+                .and_then(|m| MotionSource::from_name(&m)),
         },
         // A row this version cannot read counts as not probed.
         capabilities: capabilities.and_then(|json| serde_json::from_str(&json).ok()),
@@ -403,6 +410,7 @@ mod tests {
         .unwrap();
         b.settings.auto_mask = false;
         b.settings.retain_days = Some(3650);
+        b.settings.motion_source = Some(MotionSource::Camera);
         {
             let store = Store::open(&dir).unwrap();
             store.insert_camera(&a, 1).unwrap();
@@ -433,6 +441,7 @@ mod tests {
         changed.settings.zones[0].name = "Gate".into();
         changed.settings.auto_mask = true;
         changed.settings.retain_days = None;
+        changed.settings.motion_source = Some(MotionSource::Node);
         changed.capabilities = None;
         assert_eq!(*store.cameras().unwrap(), vec![a.clone(), b.clone()]);
         assert!(store.update_camera(&changed).unwrap());

@@ -1369,7 +1369,8 @@ mod tests {
              ALTER TABLE camera DROP COLUMN onvif_mac; ALTER TABLE camera DROP COLUMN onvif_serial;
              DROP INDEX event_kind_started; DROP INDEX event_unreviewed; DROP INDEX event_kept;
              ALTER TABLE event DROP COLUMN reviewed; ALTER TABLE event DROP COLUMN keep;
-             ALTER TABLE camera DROP COLUMN retain_days;
+             ALTER TABLE camera DROP COLUMN retain_days; ALTER TABLE camera DROP COLUMN full_rate;
+             ALTER TABLE camera DROP COLUMN motion_source;
              DROP TABLE alert_destination; DROP TABLE alert_outbox; DROP TABLE alert_snooze;",
         )
         .unwrap();

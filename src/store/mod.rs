@@ -173,6 +173,10 @@ const UPGRADES: &[&str] = &[
     // 14 -> 15: a camera whose motion decoder decodes every frame all the
     // time (`fullRate`); off, as every camera was not.
     "ALTER TABLE camera ADD COLUMN full_rate INTEGER NOT NULL DEFAULT 0;",
+    // 15 -> 16: whose motion detection a camera's events start on
+    // (`motionSource`: node, camera or both); null (every camera before):
+    // both where its ONVIF device offers events, else the node's.
+    "ALTER TABLE camera ADD COLUMN motion_source TEXT;",
 ];
 
 pub struct Store {
@@ -319,6 +323,7 @@ pub(crate) mod test_support {
                 auto_mask: true,
                 retain_days: None,
                 full_rate: false,
+                motion_source: None,
             },
             capabilities: None,
         }

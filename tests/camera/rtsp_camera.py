@@ -28,6 +28,11 @@ Mount points (all shared: several clients share one encoder):
                                   (100 px/s) for SECONDS, and leaves (disappears)
                    stay MOVING STILL  the box moves for MOVING seconds, stands
                                   still for STILL seconds, then leaves
+                   faint SECONDS  as box, but barely there (12 % opaque: about
+                                  15 levels of luma over the grey), under
+                                  the node's detector's threshold at any
+                                  sensitivity: what only a camera's own
+                                  detection would report
                    lights on|off  the whole picture's brightness jumps up or back
                    slide NAME SECONDS  a photograph (NAME: a key of SLIDES)
                                   or a plain brown box (NAME: box)
@@ -183,6 +188,8 @@ SLIDES = {
     "parcel": ("parcel.png", None, 120),
 }
 BOX_SLIDE_WIDTH = 220
+# The faint box's opacity (`faint`).
+FAINT_ALPHA = 0.12
 SLIDE_MARGIN = 20  # pixels from the picture's edges
 WIDTH, HEIGHT = 640, 360
 PHOTOS = os.path.normpath(os.path.join(
@@ -331,6 +338,8 @@ class Scene:
         # Until when the box is shown, moving or not.
         self.shown_until = 0.0
         self.box_x = BOX_START_X
+        # The box's opacity: 1, or FAINT_ALPHA for `faint`.
+        self.box_alpha = 1.0
         self.lit = False
 
     def configured(self, factory, media):
@@ -346,7 +355,7 @@ class Scene:
         pad = self.box_pad()
         if pad is not None:
             shown = time.monotonic() < self.shown_until
-            pad.set_property("alpha", 1.0 if shown else 0.0)
+            pad.set_property("alpha", self.box_alpha if shown else 0.0)
             pad.set_property("xpos", int(self.box_x) if shown else -200)
         if self.light is not None:
             self.light.set_property("brightness", 0.35 if self.lit else 0.004)
@@ -393,8 +402,9 @@ class Scene:
 
     def command(self, line):
         words = line.split()
-        if (len(words) == 2 and words[0] == "box") or (len(words) == 3 and words[0] == "stay"):
+        if (len(words) == 2 and words[0] in ("box", "faint")) or (len(words) == 3 and words[0] == "stay"):
             now = time.monotonic()
+            self.box_alpha = FAINT_ALPHA if words[0] == "faint" else 1.0
             self.box_x = BOX_START_X
             self.box_until = now + float(words[1])
             self.shown_until = self.box_until + (float(words[2]) if words[0] == "stay" else 0)

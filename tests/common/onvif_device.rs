@@ -19,14 +19,31 @@
 //!
 //! It records each call (operation, whether it was let in) so tests can tell
 //! what the node sent.
+//!
+//! Its Event service follows the ONVIF Event WSDL (event.wsdl, and
+//! WS-BaseNotification for Renew and Unsubscribe): GetCapabilities and
+//! GetServices list it; CreatePullPointSubscription makes a pull point at
+//! its own address (`/onvif/subscription/N`), granted at most
+//! [`Device::grant_at_most`]'s time (60 s unless told); PullMessages waits
+//! up to its Timeout for a message and answers the queued ones (or none)
+//! with CurrentTime and TerminationTime; Renew and Unsubscribe; a
+//! subscription not renewed in time ends, and a call to one that ended gets
+//! the fault wsrf-rw:ResourceUnknownFault. A new subscription first gets the
+//! motion state as it is (PropertyOperation Initialized), as cameras send
+//! it. The tests say motion with [`Device::motion`] (topic
+//! tns1:RuleEngine/CellMotionDetector/Motion, IsMotion) or [`Device::say`],
+//! and [`Device::restart`] forgets every subscription, as a camera that
+//! rebooted. Each connection is served on a thread of its own, so a pull
+//! that waits holds no other call.
 
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use super::xml;
 
@@ -63,6 +80,9 @@ pub struct Says {
     pub serial: Option<String>,
     /// The host[:port] its Media XAddr names; by default the request's Host.
     pub media_host: Option<String>,
+    /// The host[:port] its Events XAddr and its subscriptions' addresses
+    /// name; by default the request's Host.
+    pub events_host: Option<String>,
 }
 
 pub struct Device {
@@ -70,7 +90,37 @@ pub struct Device {
     host: String,
     calls: Arc<Mutex<Vec<Call>>>,
     stop: Arc<AtomicBool>,
+    events: Arc<Events>,
 }
+
+/// The Event service's state, and a condition its pulls wait on.
+#[derive(Default)]
+struct Events {
+    state: Mutex<EventState>,
+    changed: Condvar,
+}
+
+/// A message queued: topic, its item's name and value, when it was said,
+/// and whether it is a subscription's first (Initialized).
+type Message = (String, String, bool, SystemTime, bool);
+
+#[derive(Default)]
+struct EventState {
+    subscriptions: HashMap<u32, Subscription>,
+    next: u32,
+    /// The longest a subscription is granted; None: 60 s.
+    grant_at_most: Option<Duration>,
+    /// Each topic's state (topic, item, value), for a new subscription.
+    current: Vec<(String, String, bool)>,
+}
+
+struct Subscription {
+    queue: VecDeque<Message>,
+    ends: Instant,
+}
+
+/// The motion topic most cameras send, and its item.
+pub const CELL_MOTION: (&str, &str) = ("tns1:RuleEngine/CellMotionDetector/Motion", "IsMotion");
 
 struct Setup {
     auth: Auth,
@@ -120,17 +170,73 @@ impl Device {
             host: host.to_owned(),
             calls: Arc::default(),
             stop: Arc::default(),
+            events: Arc::default(),
         };
-        let (calls, stop) = (device.calls.clone(), device.stop.clone());
+        let (calls, stop, events) = (
+            device.calls.clone(),
+            device.stop.clone(),
+            device.events.clone(),
+        );
         thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 match listener.accept() {
-                    Ok((stream, _)) => serve(stream, &setup, &calls),
+                    Ok((stream, _)) => {
+                        let (setup, calls, events) = (setup.clone(), calls.clone(), events.clone());
+                        thread::spawn(move || serve(stream, &setup, &calls, &events));
+                    }
                     Err(_) => thread::sleep(Duration::from_millis(10)),
                 }
             }
         });
         device
+    }
+
+    /// The camera says `moving` on the motion topic most cameras send.
+    pub fn motion(&self, moving: bool) {
+        self.say(CELL_MOTION.0, CELL_MOTION.1, moving);
+    }
+
+    /// The camera says `value` for `item` of `topic` (a motion topic's
+    /// state), to every subscription.
+    pub fn say(&self, topic: &str, item: &str, value: bool) {
+        let mut state = self.events.state.lock().unwrap();
+        state.current.retain(|(t, _, _)| t != topic);
+        state
+            .current
+            .push((topic.to_owned(), item.to_owned(), value));
+        let now = SystemTime::now();
+        for subscription in state.subscriptions.values_mut() {
+            let message = (topic.to_owned(), item.to_owned(), value, now, false);
+            subscription.queue.push_back(message);
+        }
+        self.events.changed.notify_all();
+    }
+
+    /// Subscriptions are granted at most `life`.
+    pub fn grant_at_most(&self, life: Duration) {
+        self.events.state.lock().unwrap().grant_at_most = Some(life);
+    }
+
+    /// The device rebooted: it knows no subscription.
+    pub fn restart(&self) {
+        self.events.state.lock().unwrap().subscriptions.clear();
+        self.events.changed.notify_all();
+    }
+
+    /// How many subscriptions it holds.
+    pub fn subscriptions(&self) -> usize {
+        let mut state = self.events.state.lock().unwrap();
+        let now = Instant::now();
+        state.subscriptions.retain(|_, s| s.ends > now);
+        state.subscriptions.len()
+    }
+
+    /// How many calls of `operation` were let in.
+    pub fn allowed(&self, operation: &str) -> usize {
+        let calls = self.calls.lock().unwrap();
+        (calls.iter())
+            .filter(|c| c.allowed && c.operation == operation)
+            .count()
     }
 
     /// The device service's address, as discovery gives it.
@@ -150,7 +256,7 @@ impl Drop for Device {
 }
 
 /// Reads one request, answers it and closes the connection.
-fn serve(stream: TcpStream, setup: &Setup, calls: &Mutex<Vec<Call>>) {
+fn serve(stream: TcpStream, setup: &Setup, calls: &Mutex<Vec<Call>>, events: &Events) {
     stream.set_nonblocking(false).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
@@ -223,6 +329,13 @@ fn serve(stream: TcpStream, setup: &Setup, calls: &Mutex<Vec<Call>>) {
             _ => String::new(),
         };
         ("401 Unauthorized", challenge, not_authorized())
+    } else if let Some(answer) =
+        event_answer(&operation, envelope.as_ref(), uri, &host, events, setup)
+    {
+        match answer {
+            Ok(content) => ("200 OK", String::new(), content),
+            Err(fault) => ("400 Bad Request", String::new(), fault),
+        }
     } else {
         match answer(&operation, envelope.as_ref(), &host, setup) {
             Some(content) => ("200 OK", String::new(), content),
@@ -345,7 +458,7 @@ fn hex_bytes(line: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-const PREFIX: &str = r#"<?xml version="1.0" encoding="utf-8"?><s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:tt="http://www.onvif.org/ver10/schema" xmlns:tds="http://www.onvif.org/ver10/device/wsdl" xmlns:trt="http://www.onvif.org/ver10/media/wsdl"><s:Body>"#;
+const PREFIX: &str = r#"<?xml version="1.0" encoding="utf-8"?><s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:tt="http://www.onvif.org/ver10/schema" xmlns:tds="http://www.onvif.org/ver10/device/wsdl" xmlns:trt="http://www.onvif.org/ver10/media/wsdl" xmlns:tev="http://www.onvif.org/ver10/events/wsdl" xmlns:wsnt="http://docs.oasis-open.org/wsn/b-2" xmlns:wsa="http://www.w3.org/2005/08/addressing" xmlns:tns1="http://www.onvif.org/ver10/topics"><s:Body>"#;
 const SUFFIX: &str = "</s:Body></s:Envelope>";
 
 fn not_authorized() -> String {
@@ -362,6 +475,7 @@ fn answer(
     setup: &Setup,
 ) -> Option<String> {
     let media = setup.says.media_host.as_deref().unwrap_or(host);
+    let events = setup.says.events_host.as_deref().unwrap_or(host);
     let body = match operation {
         "GetSystemDateAndTime" => "<tds:GetSystemDateAndTimeResponse><tds:SystemDateAndTime><tt:DateTimeType>NTP</tt:DateTimeType></tds:SystemDateAndTime></tds:GetSystemDateAndTimeResponse>".to_owned(),
         "GetDeviceInformation" => format!(
@@ -374,11 +488,36 @@ fn answer(
         "GetCapabilities" => format!(
             "<tds:GetCapabilitiesResponse><tds:Capabilities>\
              <tt:Device><tt:XAddr>http://{host}/onvif/device_service</tt:XAddr></tt:Device>\
+             <tt:Events><tt:XAddr>http://{events}/onvif/events_service</tt:XAddr>\
+             <tt:WSSubscriptionPolicySupport>false</tt:WSSubscriptionPolicySupport>\
+             <tt:WSPullPointSupport>true</tt:WSPullPointSupport>\
+             <tt:WSPausableSubscriptionManagerInterfaceSupport>false</tt:WSPausableSubscriptionManagerInterfaceSupport>\
+             </tt:Events>\
              <tt:Media><tt:XAddr>http://{media}/onvif/media_service</tt:XAddr>\
              <tt:StreamingCapabilities><tt:RTPMulticast>false</tt:RTPMulticast><tt:RTP_TCP>false</tt:RTP_TCP>\
              <tt:RTP_RTSP_TCP>true</tt:RTP_RTSP_TCP></tt:StreamingCapabilities></tt:Media>\
              </tds:Capabilities></tds:GetCapabilitiesResponse>"
         ),
+        "GetServices" => {
+            let mut services = String::from("<tds:GetServicesResponse>");
+            for (namespace, path) in [
+                ("http://www.onvif.org/ver10/device/wsdl", "device_service"),
+                ("http://www.onvif.org/ver10/media/wsdl", "media_service"),
+                ("http://www.onvif.org/ver10/events/wsdl", "events_service"),
+            ] {
+                let host = match path {
+                    "media_service" => media,
+                    "events_service" => events,
+                    _ => host,
+                };
+                services.push_str(&format!(
+                    "<tds:Service><tds:Namespace>{namespace}</tds:Namespace>\
+                     <tds:XAddr>http://{host}/onvif/{path}</tds:XAddr>\
+                     <tds:Version><tt:Major>2</tt:Major><tt:Minor>60</tt:Minor></tds:Version></tds:Service>"
+                ));
+            }
+            services + "</tds:GetServicesResponse>"
+        }
         "GetProfiles" => {
             let mut profiles = String::from("<trt:GetProfilesResponse>");
             for (token, _) in &setup.profiles {
@@ -399,4 +538,176 @@ fn answer(
         _ => return None,
     };
     Some(format!("{PREFIX}{body}{SUFFIX}"))
+}
+
+const TEV: &str = "http://www.onvif.org/ver10/events/wsdl";
+const WSNT: &str = "http://docs.oasis-open.org/wsn/b-2";
+
+/// The Event service's answer to `operation` at `uri`: Ok, or Err with a
+/// fault; None for an operation of another service.
+fn event_answer(
+    operation: &str,
+    envelope: Option<&xml::Element>,
+    uri: &str,
+    host: &str,
+    events: &Events,
+    setup: &Setup,
+) -> Option<Result<String, String>> {
+    let host = setup.says.events_host.as_deref().unwrap_or(host);
+    let asked = |ns: &str, name: &str| (envelope?.find(ns, name)).map(|e| e.text.trim().to_owned());
+    let id = (uri.strip_prefix("/onvif/subscription/")).and_then(|n| n.parse::<u32>().ok());
+    let mut state = events.state.lock().unwrap();
+    let now = Instant::now();
+    state.subscriptions.retain(|_, s| s.ends > now);
+    let most = state.grant_at_most.unwrap_or(Duration::from_secs(60));
+    let grant = |text: Option<String>| {
+        let asked = text
+            .as_deref()
+            .and_then(duration)
+            .unwrap_or(Duration::from_secs(60));
+        asked.min(most)
+    };
+    let times = |ns: &str, ends: Instant| {
+        let wall = SystemTime::now();
+        format!(
+            "<{ns}:CurrentTime>{}</{ns}:CurrentTime><{ns}:TerminationTime>{}</{ns}:TerminationTime>",
+            humantime::format_rfc3339_seconds(wall),
+            humantime::format_rfc3339_seconds(
+                wall + ends.saturating_duration_since(Instant::now())
+            )
+        )
+    };
+    let gone = || {
+        Err(format!(
+            r#"<?xml version="1.0" encoding="utf-8"?><s:Envelope xmlns:s="{SOAP}" xmlns:wsrf-rw="http://docs.oasis-open.org/wsrf/rw-2"><s:Body><s:Fault><s:Code><s:Value>s:Sender</s:Value><s:Subcode><s:Value>wsrf-rw:ResourceUnknownFault</s:Value></s:Subcode></s:Code><s:Reason><s:Text xml:lang="en">No such subscription</s:Text></s:Reason></s:Fault></s:Body></s:Envelope>"#
+        ))
+    };
+    let body = match operation {
+        "CreatePullPointSubscription" => {
+            let ends = now + grant(asked(TEV, "InitialTerminationTime"));
+            state.next += 1;
+            let id = state.next;
+            let wall = SystemTime::now();
+            let queue = (state.current.iter())
+                .map(|(t, i, v)| (t.clone(), i.clone(), *v, wall, true))
+                .collect();
+            state.subscriptions.insert(id, Subscription { queue, ends });
+            format!(
+                "<tev:CreatePullPointSubscriptionResponse><tev:SubscriptionReference>\
+                 <wsa:Address>http://{host}/onvif/subscription/{id}</wsa:Address>\
+                 </tev:SubscriptionReference>{}</tev:CreatePullPointSubscriptionResponse>",
+                times("wsnt", ends)
+            )
+        }
+        "PullMessages" => {
+            let Some(id) = id.filter(|id| state.subscriptions.contains_key(id)) else {
+                return Some(gone());
+            };
+            let wait = asked(TEV, "Timeout").as_deref().and_then(duration);
+            let limit: usize = asked(TEV, "MessageLimit").and_then(|n| n.parse().ok()).unwrap_or(1);
+            let until = now + wait.unwrap_or(Duration::from_secs(1)).min(Duration::from_secs(60));
+            loop {
+                match state.subscriptions.get(&id) {
+                    None => return Some(gone()),
+                    Some(s) if !s.queue.is_empty() => break,
+                    Some(_) => {}
+                }
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                state = events.changed.wait_timeout(state, left).unwrap().0;
+            }
+            let subscription = state.subscriptions.get_mut(&id).unwrap();
+            let taken = subscription.queue.len().min(limit.max(1));
+            let mut messages = String::new();
+            for (topic, item, value, at, first) in subscription.queue.drain(..taken) {
+                messages.push_str(&format!(
+                    "<wsnt:NotificationMessage><wsnt:Topic Dialect=\"http://www.onvif.org/ver10/tev/topicExpression/ConcreteSet\">{topic}</wsnt:Topic>\
+                     <wsnt:Message><tt:Message UtcTime=\"{}\" PropertyOperation=\"{}\">\
+                     <tt:Source><tt:SimpleItem Name=\"VideoSourceConfigurationToken\" Value=\"VideoSource_1\"/>\
+                     <tt:SimpleItem Name=\"VideoAnalyticsConfigurationToken\" Value=\"VideoAnalytics_1\"/>\
+                     <tt:SimpleItem Name=\"Rule\" Value=\"MyMotionDetectorRule\"/></tt:Source>\
+                     <tt:Data><tt:SimpleItem Name=\"{item}\" Value=\"{value}\"/></tt:Data>\
+                     </tt:Message></wsnt:Message></wsnt:NotificationMessage>",
+                    humantime::format_rfc3339_millis(at),
+                    if first { "Initialized" } else { "Changed" },
+                ));
+            }
+            let ends = subscription.ends;
+            format!(
+                "<tev:PullMessagesResponse>{}{messages}</tev:PullMessagesResponse>",
+                times("tev", ends)
+            )
+        }
+        "Renew" => {
+            let Some(subscription) = id.and_then(|id| state.subscriptions.get_mut(&id)) else {
+                return Some(gone());
+            };
+            let asked = asked(WSNT, "TerminationTime");
+            let life = grant(asked);
+            subscription.ends = now + life;
+            let wall = SystemTime::now();
+            format!(
+                "<wsnt:RenewResponse><wsnt:TerminationTime>{}</wsnt:TerminationTime>\
+                 <wsnt:CurrentTime>{}</wsnt:CurrentTime></wsnt:RenewResponse>",
+                humantime::format_rfc3339_seconds(wall + life),
+                humantime::format_rfc3339_seconds(wall)
+            )
+        }
+        "SetSynchronizationPoint" => {
+            // Each topic's state again, as a new subscription gets it.
+            let Some(id) = id.filter(|id| state.subscriptions.contains_key(id)) else {
+                return Some(gone());
+            };
+            let wall = SystemTime::now();
+            let current: Vec<Message> = (state.current.iter())
+                .map(|(t, i, v)| (t.clone(), i.clone(), *v, wall, true))
+                .collect();
+            state.subscriptions.get_mut(&id).unwrap().queue.extend(current);
+            events.changed.notify_all();
+            "<tev:SetSynchronizationPointResponse/>".to_owned()
+        }
+        "Unsubscribe" => {
+            if id.and_then(|id| state.subscriptions.remove(&id)).is_none() {
+                return Some(gone());
+            }
+            events.changed.notify_all();
+            "<wsnt:UnsubscribeResponse/>".to_owned()
+        }
+        "GetEventProperties" => "<tev:GetEventPropertiesResponse>\
+             <tev:TopicNamespaceLocation>http://www.onvif.org/onvif/ver10/topics/topicns.xml</tev:TopicNamespaceLocation>\
+             <wsnt:FixedTopicSet>true</wsnt:FixedTopicSet>\
+             <wstop:TopicSet xmlns:wstop=\"http://docs.oasis-open.org/wsn/t-1\"/>\
+             <wsnt:TopicExpressionDialect>http://www.onvif.org/ver10/tev/topicExpression/ConcreteSet</wsnt:TopicExpressionDialect>\
+             <tev:MessageContentFilterDialect>http://www.onvif.org/ver10/tev/messageContentFilter/ItemFilter</tev:MessageContentFilterDialect>\
+             <tev:MessageContentSchemaLocation>http://www.onvif.org/onvif/ver10/schema/onvif.xsd</tev:MessageContentSchemaLocation>\
+             </tev:GetEventPropertiesResponse>"
+            .to_owned(),
+        _ => return None,
+    };
+    Some(Ok(format!("{PREFIX}{body}{SUFFIX}")))
+}
+
+/// An xs:duration of seconds and minutes (PT60S, PT1M30S), or an
+/// xs:dateTime's distance from now.
+fn duration(text: &str) -> Option<Duration> {
+    if let Some(rest) = text.strip_prefix("PT") {
+        let (mut seconds, mut number) = (0.0, String::new());
+        for c in rest.chars() {
+            match c {
+                'H' => seconds += number.parse::<f64>().ok()? * 3600.0,
+                'M' => seconds += number.parse::<f64>().ok()? * 60.0,
+                'S' => seconds += number.parse::<f64>().ok()?,
+                c => {
+                    number.push(c);
+                    continue;
+                }
+            }
+            number.clear();
+        }
+        return Some(Duration::from_secs_f64(seconds));
+    }
+    let at = humantime::parse_rfc3339_weak(text.trim_end_matches('Z')).ok()?;
+    Some(at.duration_since(SystemTime::now()).unwrap_or_default())
 }

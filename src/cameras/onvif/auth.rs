@@ -43,17 +43,17 @@ pub fn password_digest(nonce: &[u8], created: &str, password: &str) -> String {
     STANDARD.encode(context.finish())
 }
 
-/// The SOAP header signing the message as `credentials`, with this nonce and
+/// The SOAP header's element signing the message as `credentials`, with this nonce and
 /// creation time (UTC, RFC 3339 with Z).
 pub fn security_header(credentials: &Credentials, nonce: &[u8], created: &str) -> String {
     format!(
         concat!(
-            "<s:Header><wsse:Security xmlns:wsse=\"http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd\" ",
+            "<wsse:Security xmlns:wsse=\"http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd\" ",
             "xmlns:wsu=\"http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd\">",
             "<wsse:UsernameToken><wsse:Username>{}</wsse:Username>",
             "<wsse:Password Type=\"http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0#PasswordDigest\">{}</wsse:Password>",
             "<wsse:Nonce EncodingType=\"http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-soap-message-security-1.0#Base64Binary\">{}</wsse:Nonce>",
-            "<wsu:Created>{}</wsu:Created></wsse:UsernameToken></wsse:Security></s:Header>"
+            "<wsu:Created>{}</wsu:Created></wsse:UsernameToken></wsse:Security>"
         ),
         escape(&credentials.username),
         password_digest(nonce, created, &credentials.password),

@@ -120,7 +120,7 @@ pub fn serial_number(
 
 /// How far the device's clock is ahead of ours, in seconds: a camera whose
 /// clock is off refuses a digest signed with ours.
-fn device_skew(
+pub(super) fn device_skew(
     agent: &ureq::Agent,
     address: &str,
     credentials: Option<&Credentials>,
@@ -192,7 +192,11 @@ fn clock_skew(answer: &Element, now: i64) -> Option<i64> {
 }
 
 /// `answer` is a `name`, or the error saying it is not.
-fn expect<'a>(answer: &'a Element, namespace: &str, name: &str) -> Result<&'a Element, OnvifError> {
+pub(super) fn expect<'a>(
+    answer: &'a Element,
+    namespace: &str,
+    name: &str,
+) -> Result<&'a Element, OnvifError> {
     match answer.is(namespace, name) {
         true => Ok(answer),
         false => Err(OnvifError::NotOnvif(format!(

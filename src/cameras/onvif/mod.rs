@@ -1,11 +1,12 @@
-//! ONVIF client: WS-Discovery of cameras on the LAN, and a device's video
-//! profiles with their RTSP addresses. Synchronous and bounded: each network
-//! step has a deadline and each answer a size limit.
+//! ONVIF client: WS-Discovery of cameras on the LAN, a device's video
+//! profiles with their RTSP addresses, and its motion events. Synchronous
+//! and bounded: each network step has a deadline and each answer a size limit.
 
 mod auth;
 mod device;
 mod discovery;
 mod error;
+mod events;
 mod md5;
 mod soap;
 mod xml;
@@ -13,3 +14,4 @@ mod xml;
 pub use device::{Credentials, Profile, Streams, serial_number, streams};
 pub use discovery::{Discovery, Found, discover, interfaces};
 pub use error::OnvifError;
+pub use events::PullPoint;

@@ -56,10 +56,11 @@ fn lan_only(netloc: &str) -> std::io::Result<Vec<std::net::SocketAddr>> {
     Ok(lan)
 }
 
-/// The envelope around `body` (which may use the tds:, trt: and tt: prefixes),
-/// signed with the device's time: ours plus `skew` seconds.
-pub fn envelope(body: &str, credentials: Option<&Credentials>, skew: i64) -> String {
-    let header = match credentials {
+/// The envelope around `body` (which may use the tds:, trt:, tt:, tev:, wsnt:
+/// and wsa: prefixes), signed with the device's time: ours plus `skew`
+/// seconds, with `extra` in its header.
+pub fn envelope(body: &str, extra: &str, credentials: Option<&Credentials>, skew: i64) -> String {
+    let security = match credentials {
         Some(credentials) => {
             let now = SystemTime::now();
             let device_now = match skew {
@@ -71,11 +72,17 @@ pub fn envelope(body: &str, credentials: Option<&Credentials>, skew: i64) -> Str
         }
         None => String::new(),
     };
+    let header = match security.is_empty() && extra.is_empty() {
+        true => String::new(),
+        false => format!("<s:Header>{security}{extra}</s:Header>"),
+    };
     format!(
         concat!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
             "<s:Envelope xmlns:s=\"{}\" xmlns:tds=\"http://www.onvif.org/ver10/device/wsdl\" ",
-            "xmlns:trt=\"http://www.onvif.org/ver10/media/wsdl\" xmlns:tt=\"http://www.onvif.org/ver10/schema\">",
+            "xmlns:trt=\"http://www.onvif.org/ver10/media/wsdl\" xmlns:tt=\"http://www.onvif.org/ver10/schema\" ",
+            "xmlns:tev=\"http://www.onvif.org/ver10/events/wsdl\" xmlns:wsnt=\"http://docs.oasis-open.org/wsn/b-2\" ",
+            "xmlns:wsa=\"http://www.w3.org/2005/08/addressing\">",
             "{}<s:Body>{}</s:Body></s:Envelope>"
         ),
         SOAP_ENVELOPE, header, body
@@ -99,10 +106,23 @@ pub fn call(
     skew: i64,
     timeout: Duration,
 ) -> Result<Element, OnvifError> {
+    call_with(agent, url, body, "", credentials, skew, timeout)
+}
+
+/// As [`call`], with `extra` in the envelope's header (WS-Addressing).
+pub fn call_with(
+    agent: &ureq::Agent,
+    url: &str,
+    body: &str,
+    extra: &str,
+    credentials: Option<&Credentials>,
+    skew: i64,
+    timeout: Duration,
+) -> Result<Element, OnvifError> {
     let mut answer = post(
         agent,
         url,
-        &envelope(body, credentials, skew),
+        &envelope(body, extra, credentials, skew),
         None,
         timeout,
     )?;
@@ -115,7 +135,7 @@ pub fn call(
             .collect();
         let authorization =
             auth::authorization(challenge, credentials, "POST", request_target(url), &cnonce);
-        let envelope = envelope(body, Some(credentials), skew);
+        let envelope = envelope(body, extra, Some(credentials), skew);
         answer = post(agent, url, &envelope, Some(&authorization), timeout)?;
     }
     match answer.status {
@@ -336,7 +356,7 @@ mod tests {
 
     #[test]
     fn envelope_signed_or_not() {
-        let plain = envelope("<tds:GetDeviceInformation/>", None, 0);
+        let plain = envelope("<tds:GetDeviceInformation/>", "", None, 0);
         let root = xml::parse(&plain).unwrap();
         let body = root.child(SOAP_ENVELOPE, "Body").unwrap();
         assert!(
@@ -351,7 +371,7 @@ mod tests {
             username: "admin".into(),
             password: "secret".into(),
         };
-        let signed = envelope("<tds:GetDeviceInformation/>", Some(&credentials), 0);
+        let signed = envelope("<tds:GetDeviceInformation/>", "", Some(&credentials), 0);
         assert!(!signed.contains("secret"));
         let root = xml::parse(&signed).unwrap();
         let created = root

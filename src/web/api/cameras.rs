@@ -59,6 +59,9 @@ pub struct CameraView<'a> {
     /// The stream's key frames and how its motion is decoded; null where
     /// the camera is not watched for motion.
     key_frames: Option<KeyFramesView>,
+    /// null: the default (both where the ONVIF device offers events, else node).
+    motion_source: Option<&'static str>,
+    motion_events: MotionEventsView,
 }
 
 /// A watched camera's key frames and pace.
@@ -80,6 +83,17 @@ impl KeyFramesView {
             warning: k.warning(),
         }
     }
+}
+
+/// What the camera's own motion events are doing.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MotionEventsView {
+    /// The effective motion source.
+    source: &'static str,
+    state: &'static str,
+    detail: Option<String>,
+    last_message_at: Option<String>,
 }
 
 /// The ONVIF device a camera is, and what following it did.
@@ -159,6 +173,16 @@ impl<'a> CameraView<'a> {
                 claim: app.finder.claim(camera.id).map(|c| c.address.to_string()),
             }),
             key_frames: app.motion.key_frames(camera.id).map(KeyFramesView::new),
+            motion_source: settings.motion_source.map(|s| s.name()),
+            motion_events: {
+                let events = app.motion.camera_events(camera);
+                MotionEventsView {
+                    source: events.source.name(),
+                    state: events.state,
+                    detail: events.detail,
+                    last_message_at: events.last_message_ms.map(format_timestamp),
+                }
+            },
         }
     }
 }
