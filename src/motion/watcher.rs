@@ -29,7 +29,7 @@ use super::suggestion;
 use super::underway::Underway;
 use super::zones::Entered;
 use crate::cameras::answers::Comeback;
-use crate::cameras::camera::Zone;
+use crate::cameras::camera::{MotionSource, Zone};
 use crate::classify::crop::{self, Yuv420};
 use crate::classify::protocol::Object;
 use crate::classify::regions::{self, Square};
@@ -393,11 +393,21 @@ impl Watcher {
     /// colour frame for a camera that classifies.
     fn look(&mut self, detector: &mut Detector, luma: &[u8], image: Option<&Yuv420>, at: Moment) {
         let motion = detector.frame(luma);
+        let heard = self
+            .shared
+            .camera_says
+            .says_motion(self.camera, Instant::now());
+        // Where the camera's own detection is the source, the node's counts
+        // only while the camera says motion or its event is on.
+        let camera_only = self.shared.camera_events.source(self.camera) == MotionSource::Camera;
+        let own_counts = !camera_only || heard || self.episodes.current().is_some();
         if motion.share > 0.0 {
-            self.last_moving_ms = Some(at.mono_ms);
             self.shared
                 .camera_says
                 .node_saw(self.camera, Instant::now());
+            if own_counts {
+                self.last_moving_ms = Some(at.mono_ms);
+            }
         }
         // What moves where someone or something was seen is not learnt as
         // the scene (a date stamp moving elsewhere meanwhile still is).
@@ -415,12 +425,11 @@ impl Watcher {
         // The camera's own word is motion where the node's detector saw
         // none (a change under its threshold), but not on a camera with
         // masks or zones: where it saw it, the node cannot tell.
-        let camera_says = self.spec.masks.is_empty()
-            && self.spec.zones.is_empty()
-            && self.shared.camera_says.says_motion(self.camera, Instant::now());
-        let (share, changing) = match camera_says {
-            true => (motion.share.max(CAMERA_SAYS_SHARE), true),
-            false => (motion.share, motion.changing),
+        let camera_says = heard && self.spec.masks.is_empty() && self.spec.zones.is_empty();
+        let (share, changing) = match (camera_says, own_counts) {
+            (true, _) => (motion.share.max(CAMERA_SAYS_SHARE), true),
+            (false, true) => (motion.share, motion.changing),
+            (false, false) => (0.0, false),
         };
         for change in self.episodes.frame(at, share, changing, present) {
             match change {
