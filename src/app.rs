@@ -191,7 +191,7 @@ impl App {
             motion,
             snapshots: Snapshots::new(config.ffmpeg.clone(), readers),
             classifier,
-            finder: Finder::new(config.discovery_interfaces.clone()),
+            finder: Finder::new(config.discovery_interfaces.clone(), state_changes.clone()),
             guesses: Guesses::default(),
             relay_healthy: AtomicBool::new(false),
             relay_version: Mutex::new(None),
