@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import harness
 from harness import (
@@ -25,6 +26,7 @@ from harness import (
     Node,
     SilentCamera,
     add_cameras,
+    cpu_seconds,
     expect,
     free_port,
     median_us,
@@ -101,6 +103,24 @@ def measure_idle_writes(bench, node):
     )
 
 
+def nginx_pids(nginx):
+    """nginx's master and its workers."""
+    master = nginx.proc.pid
+    workers = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    return [master, *map(int, workers)]
+
+
+def wrk_with_cpu(bench, server, pids, seconds):
+    """`run_wrk` on /api/status, with the CPU time `pids` took for each
+    request answered (µs): what a request costs the server, which a busy
+    machine's share of the cores for wrk and the server does not change
+    as much as it changes requests per second."""
+    before = sum(map(cpu_seconds, pids))
+    run = run_wrk(bench, server, "/api/status", seconds)
+    run["cpu_us"] = (sum(map(cpu_seconds, pids)) - before) / (run["rps"] * seconds) * 1e6
+    return run
+
+
 def status_runs(bench, node):
     """Status under wrk, then nginx serving the same bytes, taken in turns
     (`status_runs` times); returns the body and each run's figures."""
@@ -109,8 +129,8 @@ def status_runs(bench, node):
     nginx = Nginx(bench, body)
     runs = []
     for _ in range(bench.settings.status_runs):
-        node_run = run_wrk(bench, node, "/api/status", seconds)
-        nginx_run = run_wrk(bench, nginx, "/api/status", seconds)
+        node_run = wrk_with_cpu(bench, node, [node.pid], seconds)
+        nginx_run = wrk_with_cpu(bench, nginx, nginx_pids(nginx), seconds)
         runs.append({
             "ratio": node_run["rps"] / nginx_run["rps"],
             "node_rps": node_run["rps"],
@@ -118,6 +138,8 @@ def status_runs(bench, node):
             "node_p50_ms": node_run["p50_ms"],
             "node_p99_ms": node_run["p99_ms"],
             "nginx_p99_ms": nginx_run["p99_ms"],
+            "node_cpu_us_per_request": node_run["cpu_us"],
+            "nginx_cpu_us_per_request": nginx_run["cpu_us"],
         })
     stop_process(nginx.proc, signal.SIGQUIT)
     return body, runs
@@ -142,6 +164,8 @@ def measure_status(bench, node):
         runs=runs,
         wrk_seconds=bench.settings.wrk_seconds,
         body_bytes=len(body),
+        node_cpu_us_per_request=median_of(runs, "node_cpu_us_per_request"),
+        nginx_cpu_us_per_request=median_of(runs, "nginx_cpu_us_per_request"),
     )
     bench.add_figure(
         "status_p99",

@@ -113,8 +113,8 @@ const ARMED_CHANGES_KEPT: usize = 16;
 #[derive(Clone)]
 pub struct StatusBody {
     pub json: Arc<[u8]>,
-    /// A hash of `json`, for `ETag`.
-    pub tag: u64,
+    /// Its `ETag` as sent, quoted: formatted once a body, not once an answer.
+    pub etag: Arc<str>,
 }
 
 /// (`state_changes`, the store's generation and its events', why the clock
@@ -191,7 +191,7 @@ impl App {
             motion,
             snapshots: Snapshots::new(config.ffmpeg.clone(), readers),
             classifier,
-            finder: Finder::new(config.discovery_interfaces.clone()),
+            finder: Finder::new(config.discovery_interfaces.clone(), state_changes.clone()),
             guesses: Guesses::default(),
             relay_healthy: AtomicBool::new(false),
             relay_version: Mutex::new(None),

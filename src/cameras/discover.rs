@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -15,6 +15,7 @@ use crate::cameras::camera::Capabilities;
 use crate::cameras::onvif::{self, Credentials, Discovery, OnvifError, Profile};
 use crate::cameras::prober::Prober;
 use crate::cameras::rtsp_url;
+use crate::changes::StateChanges;
 use crate::lock::lock;
 
 /// How long a search listens for answers.
@@ -29,6 +30,8 @@ pub struct Finder {
     searching: Mutex<()>,
     /// What the follower last did or found of each camera.
     notes: Mutex<HashMap<Uuid, Note>>,
+    /// Counts each change of `notes`: the cameras in the status show them.
+    live: Arc<StateChanges>,
 }
 
 enum Note {
@@ -77,11 +80,12 @@ impl Role {
 
 impl Finder {
     /// `interfaces`: the names to search on; empty, every one up.
-    pub fn new(interfaces: Vec<String>) -> Finder {
+    pub fn new(interfaces: Vec<String>, live: Arc<StateChanges>) -> Finder {
         Finder {
             interfaces,
             searching: Mutex::new(()),
             notes: Mutex::new(HashMap::new()),
+            live,
         }
     }
 
@@ -114,21 +118,38 @@ impl Finder {
 
     pub fn set_moved(&self, camera: Uuid, what: String) {
         lock(&self.notes).insert(camera, Note::Moved(what));
+        self.live.bump();
     }
 
+    /// Counted as a change only when it is new: the follower sets it again
+    /// each round while the device claims the camera.
     pub fn set_claim(&self, camera: Uuid, claim: Claim) {
-        lock(&self.notes).insert(camera, Note::Claimed(claim));
+        let mut notes = lock(&self.notes);
+        let same = matches!(notes.get(&camera), Some(Note::Claimed(was)) if *was == claim);
+        notes.insert(camera, Note::Claimed(claim));
+        drop(notes);
+        if !same {
+            self.live.bump();
+        }
     }
 
     /// Forgets the claims on cameras for which `lost` is false (back online,
     /// unlinked or disabled: a claim is only worth a move while it is lost;
     /// or no longer claimed).
     pub fn drop_claims(&self, lost: impl Fn(&Uuid) -> bool) {
-        lock(&self.notes).retain(|id, note| matches!(note, Note::Moved(_)) || lost(id));
+        let mut notes = lock(&self.notes);
+        let before = notes.len();
+        notes.retain(|id, note| matches!(note, Note::Moved(_)) || lost(id));
+        let dropped = notes.len() != before;
+        drop(notes);
+        if dropped {
+            self.live.bump();
+        }
     }
 
     pub fn forget(&self, camera: Uuid) {
         lock(&self.notes).remove(&camera);
+        self.live.bump();
     }
 }
 
@@ -264,9 +285,47 @@ mod tests {
         assert!(on_host("rtsp://[fd00::1]:554/x", "http://[fd00::1]/onvif"));
     }
 
+    /// The cached status shows what is said of each camera: each change
+    /// must be counted, and a claim set again each round must not be.
+    #[test]
+    fn each_change_of_what_is_said_counts_once() {
+        let live = Arc::new(StateChanges::default());
+        let finder = Finder::new(Vec::new(), live.clone());
+        let camera = Uuid::new_v4();
+        let claim = Claim {
+            address: Ipv4Addr::new(10, 0, 0, 9),
+            service: "http://10.0.0.9/onvif/device_service".into(),
+            why: "its hardware address differs".into(),
+        };
+        let steps: [(&str, &dyn Fn(), u64); 6] = [
+            (
+                "a new claim",
+                &|| finder.set_claim(camera, claim.clone()),
+                1,
+            ),
+            (
+                "the same claim again",
+                &|| finder.set_claim(camera, claim.clone()),
+                1,
+            ),
+            ("a claim kept", &|| finder.drop_claims(|_| true), 1),
+            ("a claim dropped", &|| finder.drop_claims(|_| false), 2),
+            (
+                "a move",
+                &|| finder.set_moved(camera, "moved from a to b".into()),
+                3,
+            ),
+            ("forgotten", &|| finder.forget(camera), 4),
+        ];
+        for (what, step, counted) in steps {
+            step();
+            assert_eq!(live.get(), counted, "{what}");
+        }
+    }
+
     #[test]
     fn a_claim_is_shown_until_the_camera_is_back_and_a_move_stays() {
-        let finder = Finder::new(Vec::new());
+        let finder = Finder::new(Vec::new(), Arc::default());
         let (claimed, moved) = (Uuid::new_v4(), Uuid::new_v4());
         let claim = Claim {
             address: Ipv4Addr::new(10, 0, 0, 9),

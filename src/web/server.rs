@@ -192,28 +192,38 @@ struct Site {
 }
 
 fn handle(site: &Site, in_flight: &AtomicUsize, mut request: Request) {
-    let method = request.method().as_str().to_owned();
-    let url = request.url().to_owned();
-    let (path, query) = url.split_once('?').unwrap_or((&url, ""));
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        answer(site, in_flight, &mut request, &method, path, query)
-    }));
+    let outcome = catch_unwind(AssertUnwindSafe(|| answer(site, in_flight, &mut request)));
     let (reply, place) = match outcome {
         Ok(Ok((reply, place))) => (reply, Some(place)),
         Ok(Err(error)) => (Reply::error(&error), None),
         Err(_) => {
-            log::error!("handler for {method} {path} panicked");
+            log::error!("handler for {} panicked", named(&request));
             let error = Error::new(Kind::Internal, "internal error");
             (Reply::error(&error), None)
         }
     };
     let status = reply.status;
+    // Copied only for the debug log, which outlives the request.
+    let what = log::log_enabled!(log::Level::Debug).then(|| named(&request));
     if let Err(e) = request.respond(reply.into_response()) {
-        log::debug!("{method} {path}: client went away: {e}");
+        log::debug!(
+            "{}: client went away: {e}",
+            what.as_deref().unwrap_or_default()
+        );
     }
     // Only now: a download holds its place for as long as its body streams.
     drop(place);
-    log::debug!("{method} {path} -> {status}");
+    log::debug!("{} -> {status}", what.unwrap_or_default());
+}
+
+/// The request's method and path, for the log.
+fn named(request: &Request) -> String {
+    format!("{} {}", request.method().as_str(), path_of(request.url()))
+}
+
+/// The URL before `?`.
+fn path_of(url: &str) -> &str {
+    url.split_once('?').map_or(url, |(path, _)| path)
 }
 
 /// Checks and reads the request, then hands it to its handler; returns the
@@ -225,13 +235,11 @@ fn answer<'a>(
     site: &Site,
     in_flight: &'a AtomicUsize,
     request: &mut Request,
-    method: &str,
-    path: &str,
-    query: &str,
 ) -> Result<(Reply, InFlight<'a>), Error> {
     if request.url().len() > MAX_URL_BYTES {
         return Err(Error::new(Kind::UriTooLong, "the URL is longer than 8 KiB"));
     }
+    let method = request.method().as_str();
     let host = header(request, "Host");
     let app = &site.app;
     if !guard::host_allowed(host, &app.host_name, &app.allowed_hosts) {
@@ -247,11 +255,14 @@ fn answer<'a>(
             "requests from other sites are not allowed",
         ));
     }
-    let route = routes::route(method, path)?;
+    let route = routes::route(method, path_of(request.url()))?;
     let body = match route.body_kind() {
         Some(kind) => read_body(request, kind)?,
         None => Vec::new(),
     };
+    // Borrowed again, the body read (the URL is not copied).
+    let request: &Request = request;
+    let query = request.url().split_once('?').map_or("", |(_, query)| query);
     let peer = request.remote_addr().map(|a| a.ip());
     let range = header(request, "Range").map(str::to_owned);
     let accept_encoding = list_header(request, "Accept-Encoding");

@@ -116,12 +116,11 @@ struct EventsDeletionView {
 /// names its tag.
 pub fn get(app: &App, https: Option<&Https>, if_none_match: Option<&str>) -> Result<Reply, Error> {
     let body = app.status_body(|app| build(app, https))?;
-    let etag = format!("\"{:016x}\"", body.tag);
     let reply = match if_none_match {
-        Some(tags) if names_tag(tags, &etag) => Reply::empty(304),
+        Some(tags) if names_tag(tags, &body.etag) => Reply::empty(304),
         _ => Reply::shared(200, "application/json", body.json),
     };
-    Ok(reply.with_header("ETag", etag))
+    Ok(reply.with_header("ETag", &*body.etag))
 }
 
 /// Whether an `If-None-Match` value (tags separated by commas, or `*`)
@@ -142,7 +141,7 @@ fn hash(bytes: &[u8]) -> u64 {
 fn build(app: &App, https: Option<&Https>) -> Result<StatusBody, Error> {
     let json = serialize(app, https)?;
     Ok(StatusBody {
-        tag: hash(&json),
+        etag: format!("\"{:016x}\"", hash(&json)).into(),
         json: json.into(),
     })
 }

@@ -1,4 +1,3 @@
-use ascii::AsciiString;
 
 use std::io::Error as IoError;
 use std::io::Result as IoResult;
@@ -31,6 +30,10 @@ pub struct ClientConnection {
 
     // set to true if we know that the previous request is the last one
     no_more_requests: bool,
+
+    /// The head's line being read, kept from line to line and request to
+    /// request (an nvr-node patch: upstream allocated each line).
+    line: Vec<u8>,
 
     // true if the connection goes through SSL
     secure: bool,
@@ -91,6 +94,7 @@ impl ClientConnection {
             remote_addr,
             next_header_source: first_header,
             no_more_requests: false,
+            line: Vec::new(),
             secure,
             limits,
         }
@@ -106,8 +110,9 @@ impl ClientConnection {
     /// Reads until `CRLF` is reached. The next read will start
     ///  at the first byte of the new line. Scans the read buffer rather than
     ///  taking a byte at a time (an nvr-node patch).
-    fn read_next_line(&mut self, max_bytes: usize) -> IoResult<AsciiString> {
-        let mut buf = Vec::new();
+    fn read_next_line(&mut self, max_bytes: usize) -> IoResult<&str> {
+        let buf = &mut self.line;
+        buf.clear();
         let source = &mut self.next_header_source;
         loop {
             let available = source.fill_buf()?;
@@ -131,8 +136,10 @@ impl ClientConnection {
             }
             if end == 2 {
                 buf.truncate(buf.len() - 2);
-                return AsciiString::from_ascii(buf)
-                    .map_err(|_| IoError::new(ErrorKind::InvalidInput, "Header is not in ASCII"));
+                return std::str::from_utf8(buf)
+                    .ok()
+                    .filter(|line| line.is_ascii())
+                    .ok_or_else(|| IoError::new(ErrorKind::InvalidInput, "Header is not in ASCII"));
             }
         }
     }
@@ -141,24 +148,23 @@ impl ClientConnection {
     /// Blocks until the header has been read.
     fn read(&mut self) -> Result<Request, ReadError> {
         let mut head_left;
+        let limits = self.limits;
         let (method, path, version, headers) = {
             // reading the request line
             let (method, path, version) = {
                 let line = self
-                    .read_next_line(self.limits.max_line_bytes)
+                    .read_next_line(limits.max_line_bytes)
                     .map_err(|e| line_error(e, ReadError::RequestLineTooLong))?;
-                head_left = self.limits.max_head_bytes.saturating_sub(line.len());
+                head_left = limits.max_head_bytes.saturating_sub(line.len());
 
-                parse_request_line(
-                    line.as_str().trim(), // TODO: remove this conversion
-                )?
+                parse_request_line(line.trim())?
             };
 
             // getting all headers
             let headers = {
                 let mut headers = Vec::new();
                 loop {
-                    let max_line = self.limits.max_line_bytes.min(head_left);
+                    let max_line = limits.max_line_bytes.min(head_left);
                     let line = self
                         .read_next_line(max_line)
                         .map_err(|e| line_error(e, ReadError::HeadTooLarge))?;
@@ -167,11 +173,10 @@ impl ClientConnection {
                     if line.is_empty() {
                         break;
                     };
-                    if headers.len() >= self.limits.max_headers {
+                    if headers.len() >= limits.max_headers {
                         return Err(ReadError::HeadTooLarge);
                     }
-                    headers.push(match FromStr::from_str(line.as_str().trim()) {
-                        // TODO: remove this conversion
+                    headers.push(match FromStr::from_str(line.trim()) {
                         Ok(h) => h,
                         _ => return Err(ReadError::WrongHeader(version)),
                     });

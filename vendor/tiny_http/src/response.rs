@@ -101,25 +101,51 @@ fn write_date_header(head: &mut Vec<u8>) {
     });
 }
 
+/// Appends `n` in decimal to `head` (an nvr-node patch: `write!` and
+/// `format!` took about a thousand instructions each a response).
+fn push_decimal(head: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    head.extend_from_slice(&digits[at..]);
+}
+
 /// Appends the status line, `Server` and `Date` unless `headers` has them,
-/// `headers` and the blank line after them to `head` (an nvr-node patch:
-/// upstream wrote each piece through the connection's writer, four locked
-/// writes a header).
+/// `headers`, the framing line (`Content-Length: <length>` or
+/// `Transfer-Encoding: chunked`, if any) and the blank line to `head` (an
+/// nvr-node patch: upstream wrote each piece through the connection's
+/// writer, four locked writes a header, and made the framing line a header
+/// of its own, formatted).
 fn write_message_header(
     head: &mut Vec<u8>,
     http_version: &HTTPVersion,
     status_code: &StatusCode,
     headers: &[Header],
+    framing: Option<Framing>,
 ) {
-    // Writing into a Vec cannot fail.
-    let _ = write!(
-        head,
-        "HTTP/{}.{} {} {}\r\n",
-        http_version.0,
-        http_version.1,
-        status_code.0,
-        status_code.default_reason_phrase()
-    );
+    // A version's numbers are single digits (client.rs parses no other).
+    head.extend_from_slice(&[
+        b'H',
+        b'T',
+        b'T',
+        b'P',
+        b'/',
+        b'0' + http_version.0,
+        b'.',
+        b'0' + http_version.1,
+        b' ',
+    ]);
+    push_decimal(head, status_code.0.into());
+    head.push(b' ');
+    head.extend_from_slice(status_code.default_reason_phrase().as_bytes());
+    head.extend_from_slice(b"\r\n");
     if !headers.iter().any(|h| h.field.equiv("Server")) {
         head.extend_from_slice(b"Server: tiny-http (Rust)\r\n");
     }
@@ -132,7 +158,23 @@ fn write_message_header(
         head.extend_from_slice(header.value.as_str().as_bytes());
         head.extend_from_slice(b"\r\n");
     }
+    match framing {
+        Some(Framing::Length(length)) => {
+            head.extend_from_slice(b"Content-Length: ");
+            push_decimal(head, length);
+            head.extend_from_slice(b"\r\n");
+        }
+        Some(Framing::Chunked) => head.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+        None => {}
+    }
     head.extend_from_slice(b"\r\n");
+}
+
+/// How the head says where the body ends.
+#[derive(Copy, Clone)]
+enum Framing {
+    Length(u64),
+    Chunked,
 }
 
 /// How the body is sent: by its length, or chunked when that is not known
@@ -358,18 +400,19 @@ where
         // if the transfer encoding is identity, the content length must be known ; therefore if
         // we don't know it, we buffer the entire response first here
         // while this is an expensive operation, it is only ever needed for clients using HTTP 1.0
-        let shared = self.shared.take();
-        let (mut reader, data_length): (Box<dyn Read>, _) =
+        // The reader is borrowed, not boxed: a box a response (an nvr-node patch).
+        let mut buffered;
+        let (reader, data_length): (&mut dyn Read, _) =
             match (self.data_length, transfer_encoding) {
-                (Some(l), _) if shared.is_some() => (Box::new(Cursor::new(shared.clone().unwrap())), Some(l)),
-                (Some(l), _) => (Box::new(self.reader), Some(l)),
+                (Some(l), _) => (&mut self.reader, Some(l)),
                 (None, Some(TransferEncoding::Identity)) => {
                     let mut buf = Vec::new();
                     self.reader.read_to_end(&mut buf)?;
                     let l = buf.len() as u64;
-                    (Box::new(Cursor::new(buf)), Some(l))
+                    buffered = Cursor::new(buf);
+                    (&mut buffered, Some(l))
                 }
-                _ => (Box::new(self.reader), None),
+                _ => (&mut self.reader, None),
             };
 
         // checking whether to ignore the body of the response
@@ -380,46 +423,40 @@ where
                 _ => false,
             };
 
-        // preparing headers for transfer
-        match transfer_encoding {
-            Some(TransferEncoding::Chunked) => self
-                .headers
-                .push(Header::from_bytes(&b"Transfer-Encoding"[..], &b"chunked"[..]).unwrap()),
-
+        let framing = match transfer_encoding {
+            Some(TransferEncoding::Chunked) => Some(Framing::Chunked),
             // A 304's length would be its representation's, which it does
             // not carry: none (an nvr-node patch; upstream sent 0).
             Some(TransferEncoding::Identity) if self.status_code.0 != 304 => {
-                assert!(data_length.is_some());
-                let data_length = data_length.unwrap();
-
-                self.headers.push(
-                    Header::from_bytes(
-                        &b"Content-Length"[..],
-                        format!("{}", data_length).as_bytes(),
-                    )
-                    .unwrap(),
-                )
+                Some(Framing::Length(data_length.expect("identity has a length")))
             }
-
-            _ => (),
+            _ => None,
         };
 
         // The head, and a body of known length up to INLINE_BODY_BYTES, leave
         // in one write (an nvr-node patch: upstream wrote the head, then the
         // body through an 8 KiB buffer, two or three sends for 20 KB).
         let mut head = Vec::with_capacity(256);
-        write_message_header(&mut head, &http_version, &self.status_code, &self.headers);
+        write_message_header(&mut head, &http_version, &self.status_code, &self.headers, framing);
         let send_body = !do_not_send_body && transfer_encoding.is_some();
         let identity = matches!(transfer_encoding, Some(TransferEncoding::Identity));
-        if let Some(bytes) = shared.filter(|_| send_body && identity) {
-            return write_all_vectored(&mut writer, &mut [IoSlice::new(&head), IoSlice::new(&bytes)]);
-        }
+        let mut shared_reader;
+        let reader: &mut dyn Read = match self.shared.take() {
+            Some(bytes) if send_body && identity => {
+                return write_all_vectored(&mut writer, &mut [IoSlice::new(&head), IoSlice::new(&bytes)]);
+            }
+            Some(bytes) => {
+                shared_reader = Cursor::new(bytes);
+                &mut shared_reader
+            }
+            None => reader,
+        };
         let inline = data_length
             .and_then(|l| usize::try_from(l).ok())
             .filter(|&l| l <= INLINE_BODY_BYTES);
         if let Some(length) = inline.filter(|_| send_body && identity) {
             head.reserve_exact(length);
-            reader.by_ref().take(length as u64).read_to_end(&mut head)?;
+            reader.take(length as u64).read_to_end(&mut head)?;
             return writer.write_all(&head);
         }
         writer.write_all(&head)?;
@@ -431,7 +468,7 @@ where
                     use chunked_transfer::Encoder;
 
                     let mut writer = Encoder::new(writer);
-                    io::copy(&mut reader, &mut writer)?;
+                    io::copy(reader, &mut writer)?;
                 }
 
                 // No more than the Content-Length said, whatever the
