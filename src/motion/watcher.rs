@@ -325,7 +325,7 @@ impl Watcher {
     /// Looks at a frame: the detector's picture of it (`luma`), and the
     /// colour frame for a camera that classifies.
     fn look(&mut self, detector: &mut Detector, luma: &[u8], image: Option<&Yuv420>, at: Moment) {
-        let motion = detector.frame(luma);
+        let motion = detector.frame(luma, Duration::from_millis(at.mono_ms as u64));
         // What moves where someone or something was seen is not learnt as
         // the scene (a date stamp moving elsewhere meanwhile still is).
         if let Some(classifying) = &self.classifying {
