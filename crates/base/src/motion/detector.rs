@@ -283,7 +283,7 @@ pub struct Detector {
     previous: Vec<u8>,
     /// The background when the event under way started (see the module's doc).
     reference: Option<Vec<u8>>,
-    /// When the first frame and the last were seen, None before any.
+    /// When the first frame was seen, and the last (None before any).
     first: Duration,
     last: Option<Duration>,
     /// When the window of busy cells under way started.
@@ -587,9 +587,10 @@ impl Detector {
     /// more than the threshold, leaving out the masked and (when on) the
     /// busy ones, and moves the background towards the picture at the
     /// `slow` rate (`fast` where a ghost is left: see below). With a
-    /// reference held, a pixel back to the reference is not marked. Notes the cells that changed. Returns how many pixels are
-    /// marked, how many of them changed since the last frame, how many
-    /// differ from the reference, and how many were looked at.
+    /// reference held, a pixel back to the reference is not marked. Notes
+    /// the cells that changed. Returns how many pixels are marked, how many
+    /// of them changed since the last frame, how many differ from the
+    /// reference, and how many were looked at.
     fn compare_learn(&mut self, pixels: &[u8], slow: Rate, fast: Rate) -> Counts {
         let (w, threshold) = (self.width, self.params.threshold);
         let left_out = MASKED | if self.leave_out_busy { BUSY } else { 0 };
