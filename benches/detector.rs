@@ -7,7 +7,7 @@
 //! `benches/bench.py` runs it.
 
 use std::hint::black_box;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use nvr_base::media::polygon::{Polygon, rasterise};
 use nvr_base::motion::detector::{Detector, Params};
@@ -37,8 +37,8 @@ fn scene(seed: u32, x: Option<usize>) -> Vec<u8> {
 }
 
 /// Median and 99th percentile, in µs, of the detector's time on `frames`
-/// (taken in turn), after it has learnt the still scene; with `masked`, the
-/// left half of the picture masked.
+/// (taken in turn, 5 a second), after it has learnt the still scene; with
+/// `masked`, the left half of the picture masked.
 fn time(frames: &[Vec<u8>], masked: bool) -> (f64, f64) {
     let mut detector = Detector::new(W / 2, H / 2, Params::MEDIUM);
     if masked {
@@ -46,16 +46,17 @@ fn time(frames: &[Vec<u8>], masked: bool) -> (f64, f64) {
         detector.mask(&rasterise(&[half], W / 2, H / 2));
     }
     let mut small = Vec::new();
+    let at = |frame: usize| Duration::from_millis(200 * frame as u64);
     for seed in 0..20 {
         let scene = scene(1000 + seed, None);
-        detector.frame(for_detector(&scene, W, H, &mut small).0);
+        detector.frame(for_detector(&scene, W, H, &mut small).0, at(seed as usize));
     }
     let mut took: Vec<f64> = (0..FRAMES)
         .map(|i| {
             let started = Instant::now();
             let (picture, _, _) =
                 for_detector(black_box(&frames[i % frames.len()]), W, H, &mut small);
-            black_box(detector.frame(picture));
+            black_box(detector.frame(picture, at(20 + i)));
             started.elapsed().as_secs_f64() * 1e6
         })
         .collect();

@@ -1,5 +1,6 @@
 //! From moving frames to events: an event starts only when motion is seen
-//! in at least 3 of 5 consecutive frames (a lone flicker is not one), ends
+//! in frames covering half of the last second (3 of 5 frames at full rate:
+//! a lone flicker is not one), ends
 //! 10 s after the last frame in which what moved was still changing
 //! (someone who stands still for a moment is still there; a thing that
 //! stopped has stopped, though the background takes it in only in about
@@ -12,6 +13,10 @@
 //! that parked, a thing left, the hole where something stood) it ends at its
 //! last moving frame, so that an event ends when what moved has stopped or
 //! left.
+//! Frames come 5 a second, or only the stream's key frames (every 1 or 2 s,
+//! up to 10) while nothing moves: [`Episodes::wants_full_rate`] says which.
+//! A moving key frame starts an event with the full-rate frames that follow
+//! it, at its own time.
 //! Each frame comes with two times: a monotonic one, by which all of this
 //! is timed (the wall clock may jump: NTP at boot, a clock set by hand),
 //! and the wall clock's, which is only what the events report. Time is
@@ -19,9 +24,19 @@
 
 use std::collections::VecDeque;
 
-/// Frames looked at together to start an event, and how many must move.
-const WINDOW: usize = 5;
-const MOVING_IN_WINDOW: usize = 3;
+/// A frame at full rate (5 a second): the longest a frame's motion counts
+/// for. A key frame seconds after the one before showed its motion at that
+/// moment, not for all that time.
+const FRAME_MS: i64 = 200;
+/// The frames looked at together to start an event: the last second's
+/// worth, each counting for the time since the one before (at most
+/// [`FRAME_MS`]), none older than [`CANDIDATE_MS`].
+const WINDOW_MS: i64 = 1_000;
+/// Moving frames covering this much of the window start an event.
+const MOVING_MS: i64 = 500;
+/// How long a moving key frame waits for the full-rate frames that confirm
+/// it (the watcher switches pace at it): then it is the event's start.
+const CANDIDATE_MS: i64 = 2_000;
 /// Stillness that ends an event.
 pub const QUIET_MS: i64 = 10_000;
 /// How long an answer to [`Change::StillThere`] is waited for; none is no one.
@@ -77,11 +92,24 @@ struct Current {
     no_one: bool,
 }
 
+/// A frame while no event is on.
+struct Seen {
+    at: Moment,
+    /// The share of the picture that moved, and whether it was changing.
+    share: f32,
+    changing: bool,
+    /// The time it counts for (ms).
+    covers: i64,
+}
+
 #[derive(Default)]
 pub struct Episodes {
-    /// The last frames while no event is on: (time, share moved, changing).
-    window: VecDeque<(Moment, f32, bool)>,
+    /// The window of frames while no event is on.
+    window: VecDeque<Seen>,
     current: Option<Current>,
+    /// The last frame's monotonic time, and whether anything moved in it.
+    last_ms: Option<i64>,
+    stirring: bool,
 }
 
 impl Episodes {
@@ -91,6 +119,11 @@ impl Episodes {
     /// watcher that cannot tell who it is).
     pub fn frame(&mut self, at: Moment, share: f32, changing: bool, present: bool) -> Vec<Change> {
         let mut changes = Vec::new();
+        let covers = self
+            .last_ms
+            .replace(at.mono_ms)
+            .map_or(FRAME_MS, |last| (at.mono_ms - last).clamp(0, FRAME_MS));
+        self.stirring = share > 0.0;
         if let Some(current) = &mut self.current {
             let moving = share > 0.0 && changing;
             let long = at.mono_ms - current.started.mono_ms >= LONGEST_MS;
@@ -125,27 +158,34 @@ impl Episodes {
             }
             return changes;
         }
-        let moving = share > 0.0;
-        self.window.push_back((at, share, changing));
-        if self.window.len() > WINDOW {
+        self.window.push_back(Seen {
+            at,
+            share,
+            changing,
+            covers,
+        });
+        let mut covered: i64 = self.window.iter().map(|s| s.covers).sum();
+        while let Some(oldest) = self.window.front()
+            && (covered - oldest.covers >= WINDOW_MS
+                || at.mono_ms - oldest.at.mono_ms >= CANDIDATE_MS)
+        {
+            covered -= oldest.covers;
             self.window.pop_front();
         }
-        let moving_frames = self.window.iter().filter(|(_, s, _)| *s > 0.0).count();
+        let moving = self.window.iter().filter(|s| s.share > 0.0);
+        let moving_ms: i64 = moving.clone().map(|s| s.covers).sum();
         // Something that changed, not only a thing the background has not
         // taken in yet (one that stopped as the last event ended).
-        let changed = self.window.iter().any(|(_, s, c)| *s > 0.0 && *c);
-        if moving && changed && moving_frames >= MOVING_IN_WINDOW {
-            let first = self
-                .window
-                .iter()
-                .find(|(_, s, _)| *s > 0.0)
-                .expect("some moved")
-                .0;
-            let (peak, score) =
-                self.window.iter().fold(
-                    (at, 0.0f32),
-                    |best, &(t, s, _)| if s > best.1 { (t, s) } else { best },
-                );
+        let changed = moving.clone().any(|s| s.changing);
+        if self.stirring && changed && moving_ms >= MOVING_MS {
+            let first = moving.clone().next().expect("some moved").at;
+            let (peak, score) = moving.fold((at, 0.0f32), |best, s| {
+                if s.share > best.1 {
+                    (s.at, s.share)
+                } else {
+                    best
+                }
+            });
             self.start(first, score, peak, &mut changes);
             if let Some(current) = &mut self.current {
                 current.last_seen = at;
@@ -176,6 +216,15 @@ impl Episodes {
         }
     }
 
+    /// Whether frames should come at full rate (5 a second) rather than key
+    /// frames alone, as of the last frame: while an event is on, and until
+    /// the frames of a second have shown nothing off the background (a
+    /// moving frame may start an event; at its end, what stopped may not be
+    /// taken in yet). Then key frames are enough.
+    pub fn wants_full_rate(&self) -> bool {
+        self.current.is_some() || self.stirring || self.window.iter().any(|s| s.share > 0.0)
+    }
+
     /// The event under way, as it stands.
     pub fn current(&self) -> Option<&Episode> {
         self.current.as_ref().map(|c| &c.episode)
@@ -184,6 +233,7 @@ impl Episodes {
     /// The event under way ends now (the frames stopped): at its last moving frame.
     pub fn finish(&mut self) -> Option<Episode> {
         self.window.clear();
+        self.stirring = false;
         self.current.take().map(|c| c.episode)
     }
 
@@ -249,6 +299,61 @@ mod tests {
         let changes = feed(&mut episodes, 1_000, &shares);
         assert_eq!(changes, vec![(5, Change::Started { at_ms: 1_400 })]);
         assert_eq!(episodes.finish().map(|e| e.started_ms), Some(1_400));
+    }
+
+    #[test]
+    fn a_moving_key_frame_starts_it_with_the_full_rate_frames_after_it_not_an_older_flicker() {
+        // Key frames every 2 s: a flicker at 10 s, still at 12 s; at 14 s
+        // something comes, and the frames after it come 5 a second.
+        let mut episodes = Episodes::default();
+        let mut changes = Vec::new();
+        let mut pace = Vec::new();
+        for (ms, share) in [(8_000, 0.0), (10_000, 0.1), (12_000, 0.0), (14_000, 0.1)]
+            .into_iter()
+            .chain((1..=5).map(|i| (14_000 + 200 * i, 0.1)))
+        {
+            changes.extend(episodes.frame(same(ms), share, true, false));
+            pace.push(episodes.wants_full_rate());
+        }
+        // Started at the key frame at 14 s, with the two frames after it.
+        assert_eq!(changes, vec![Change::Started { at_ms: 14_000 }]);
+        // Full rate wanted at the flicker (until it is 2 s old) and at the
+        // key frame at 14 s, key frames enough before.
+        assert_eq!(pace[..4], [false, true, false, true]);
+    }
+
+    #[test]
+    fn key_frames_are_enough_once_the_event_ended_and_the_scene_is_still() {
+        let mut episodes = Episodes::default();
+        feed(&mut episodes, 0, &[0.1; 10]);
+        assert!(episodes.wants_full_rate());
+        // Still for 10 s but for a thing not taken in yet: the event ends,
+        // and full rate goes on while anything differs from the background.
+        let mut ended = false;
+        for i in 10..70 {
+            let changes = episodes.frame(same(200 * i), 0.05, false, false);
+            ended |= !changes.is_empty();
+        }
+        assert!(ended && episodes.wants_full_rate());
+        // Taken in: key frames once the window holds a second of still frames.
+        let mut pace = Vec::new();
+        for i in 70..76 {
+            episodes.frame(same(200 * i), 0.0, false, false);
+            pace.push(episodes.wants_full_rate());
+        }
+        assert_eq!(pace, [true, true, true, true, false, false]);
+        // A flicker at key pace: full rate for a second of frames, then key.
+        episodes.frame(same(16_000), 0.1, true, false);
+        assert!(episodes.wants_full_rate());
+        let mut pace = Vec::new();
+        for i in 1..=6 {
+            assert_eq!(
+                episodes.frame(same(16_000 + 200 * i), 0.0, false, false),
+                []
+            );
+            pace.push(episodes.wants_full_rate());
+        }
+        assert_eq!(pace, [true, true, true, true, false, false]);
     }
 
     #[test]
@@ -486,5 +591,169 @@ mod tests {
             (ended[0].1.started_ms, ended[0].1.ended_ms),
             (wall(0), wall(29))
         );
+    }
+}
+
+/// The detector and the episodes together, fed as the watcher feeds them:
+/// at full rate, or at key frames' pace while they say key frames are
+/// enough (switching to full rate takes the watcher a while).
+#[cfg(test)]
+mod paced {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::motion::detector::{Detector, Params};
+
+    /// The detector's picture, and the side of the box that moves in it.
+    const W: usize = 160;
+    const H: usize = 90;
+    const SIDE: usize = 20;
+
+    /// A scene at a time (ms): its grey level, where the box is if
+    /// anywhere, and whether someone is there (the classifier's answer).
+    type Scene = fn(i64) -> (u8, Option<usize>, bool);
+
+    /// Grey `level` with grain of ±6 (a pattern that changes with `ms`),
+    /// and a white box at (`x`, 35).
+    fn picture(ms: i64, level: u8, x: Option<usize>) -> Vec<u8> {
+        let mut state = (ms as u32).wrapping_mul(2_654_435_761).wrapping_add(1);
+        let mut pixels: Vec<u8> = (0..W * H)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                (i16::from(level) + (state % 13) as i16 - 6) as u8
+            })
+            .collect();
+        if let Some(x) = x {
+            for y in 35..35 + SIDE {
+                for p in &mut pixels[y * W + x..(y * W + x + SIDE).min((y + 1) * W)] {
+                    *p = 250;
+                }
+            }
+        }
+        pixels
+    }
+
+    /// Where a box moving from `from` to `to` between `start` and `end` (ms) is at `ms`.
+    fn moving(ms: i64, (start, end): (i64, i64), (from, to): (i64, i64)) -> usize {
+        (from + (to - from) * (ms - start) / (end - start)) as usize
+    }
+
+    /// Someone crossing the picture in 3 s from 20 s.
+    fn crossing(ms: i64) -> (u8, Option<usize>, bool) {
+        let x = (20_000..23_000)
+            .contains(&ms)
+            .then(|| moving(ms, (20_000, 23_000), (0, 140)));
+        (100, x, false)
+    }
+
+    /// A car that comes in 2 s from 20 s and parks.
+    fn parking(ms: i64) -> (u8, Option<usize>, bool) {
+        let x = (ms >= 20_000).then(|| moving(ms.min(22_000), (20_000, 22_000), (0, 60)));
+        (100, x, false)
+    }
+
+    /// Someone who comes in 2 s from 20 s, stands still for half a minute
+    /// and leaves in a second.
+    fn standing(ms: i64) -> (u8, Option<usize>, bool) {
+        let x = match ms {
+            ..20_000 => None,
+            ..22_000 => Some(moving(ms, (20_000, 22_000), (0, 60))),
+            ..50_000 => Some(60),
+            ..51_000 => Some(moving(ms, (50_000, 51_000), (60, 140))),
+            _ => None,
+        };
+        (100, x, true)
+    }
+
+    /// The lights coming on at 20 s.
+    fn lights(ms: i64) -> (u8, Option<usize>, bool) {
+        (if ms < 20_000 { 100 } else { 170 }, None, false)
+    }
+
+    /// Something in one frame at 20 s.
+    fn flicker(ms: i64) -> (u8, Option<usize>, bool) {
+        (100, (20_000..20_200).contains(&ms).then_some(70), false)
+    }
+
+    /// A scene's events over 90 s (their start and end, ms), the frames
+    /// looked at, and whether the last came at key frames' pace: at full
+    /// rate always (`key_every` None), or at key frames every `key_every`
+    /// ms while the episodes want no more, full-rate frames coming
+    /// `switch_ms` after they do.
+    fn run(scene: Scene, key_every: Option<i64>, switch_ms: i64) -> (Vec<(i64, i64)>, usize, bool) {
+        let mut detector = Detector::new(W, H, Params::MEDIUM);
+        let mut episodes = Episodes::default();
+        let (mut events, mut frames, mut at_key) = (Vec::new(), 0, false);
+        let mut ms = 0;
+        while ms < 90_000 {
+            let (level, x, someone) = scene(ms);
+            let motion = detector.frame(&picture(ms, level, x), Duration::from_millis(ms as u64));
+            frames += 1;
+            let at = Moment {
+                mono_ms: ms,
+                wall_ms: ms,
+            };
+            for change in episodes.frame(at, motion.share, motion.changing, motion.present) {
+                match change {
+                    Change::Started { .. } => detector.hold_reference(),
+                    Change::StillThere if someone => episodes.someone_there(at),
+                    Change::StillThere => episodes.no_one_there(),
+                    Change::Ended(e) => events.push((e.started_ms, e.ended_ms)),
+                }
+            }
+            if episodes.current().is_none() {
+                detector.release_reference();
+            }
+            (ms, at_key) = match key_every {
+                Some(every) if !episodes.wants_full_rate() => ((ms / every + 1) * every, true),
+                _ if at_key => (ms + switch_ms, false),
+                _ => (ms + 200, false),
+            };
+        }
+        events.extend(episodes.finish().map(|e| (e.started_ms, e.ended_ms)));
+        (events, frames, at_key)
+    }
+
+    #[test]
+    fn key_frames_while_still_give_the_events_of_full_rate() {
+        let scenes: [(&str, Scene, usize); 5] = [
+            ("someone crossing", crossing, 1),
+            ("a car that parks", parking, 1),
+            ("someone standing still", standing, 1),
+            ("the lights", lights, 0),
+            ("a flicker", flicker, 0),
+        ];
+        for (name, scene, count) in scenes {
+            let (full, all_frames, _) = run(scene, None, 0);
+            assert_eq!(full.len(), count, "{name} at full rate: {full:?}");
+            for (every, switch_ms) in [(1_000, 400), (2_000, 400), (2_000, 1_000)] {
+                let (paced, frames, key) = run(scene, Some(every), switch_ms);
+                let pace =
+                    format!("{name}, key frames every {every} ms, full rate {switch_ms} ms later");
+                assert_eq!(
+                    paced.len(),
+                    count,
+                    "{pace}: {paced:?}, at full rate {full:?}"
+                );
+                for (&(start, end), &(full_start, full_end)) in paced.iter().zip(&full) {
+                    // It starts at the key frame that first showed the motion
+                    // (on the key frames' grid here) and ends as at full rate.
+                    assert_eq!(
+                        start, full_start,
+                        "{pace}: {paced:?}, at full rate {full:?}"
+                    );
+                    assert!(
+                        (end - full_end).abs() <= 400,
+                        "{pace}: {paced:?}, at full rate {full:?}"
+                    );
+                }
+                assert!(
+                    key && frames < all_frames,
+                    "{pace}: {frames} frames of {all_frames}"
+                );
+            }
+        }
     }
 }

@@ -63,9 +63,6 @@ const STOP_GRACE: Duration = Duration::from_millis(1500);
 /// The share of the picture an event's score counts for a frame in which
 /// only the camera's own detection saw motion.
 const CAMERA_SAYS_SHARE: f32 = 0.001;
-/// Full rate holds this long after the detector last saw motion, so that
-/// what the first moving key frame showed is confirmed or let go.
-const FULL_AFTER_MOTION_MS: i64 = 3_000;
 
 /// What a watcher watches.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,8 +122,6 @@ pub struct Watcher {
     left: LeftBehind,
     /// Whether the camera came back while it waits to start again.
     comeback: Comeback,
-    /// When the detector last saw motion (monotonic ms).
-    last_moving_ms: Option<i64>,
 }
 
 impl Watcher {
@@ -144,7 +139,6 @@ impl Watcher {
             busy_kept: (None, 0),
             left: LeftBehind::default(),
             comeback: Comeback::default(),
-            last_moving_ms: None,
         }
     }
 
@@ -371,14 +365,9 @@ impl Watcher {
     /// Asks the pacer for every frame or key frames only, and shows the pace.
     fn pace(&self, pace: &Pace) {
         let interval = pace.key_interval();
-        let now_ms = self.origin.elapsed().as_millis() as i64;
-        let moved_lately = self
-            .last_moving_ms
-            .is_some_and(|t| now_ms - t < FULL_AFTER_MOTION_MS);
         let full = self.spec.full_rate
             || !KeyFrames::key_pace_suits(interval)
-            || moved_lately
-            || self.episodes.current().is_some()
+            || self.episodes.wants_full_rate()
             || self.shared.frames.wanted(self.camera)
             || self
                 .shared
@@ -392,7 +381,7 @@ impl Watcher {
     /// Looks at a frame: the detector's picture of it (`luma`), and the
     /// colour frame for a camera that classifies.
     fn look(&mut self, detector: &mut Detector, luma: &[u8], image: Option<&Yuv420>, at: Moment) {
-        let motion = detector.frame(luma);
+        let motion = detector.frame(luma, Duration::from_millis(at.mono_ms as u64));
         let heard = self
             .shared
             .camera_says
@@ -405,9 +394,6 @@ impl Watcher {
             self.shared
                 .camera_says
                 .node_saw(self.camera, Instant::now());
-            if own_counts {
-                self.last_moving_ms = Some(at.mono_ms);
-            }
         }
         // What moves where someone or something was seen is not learnt as
         // the scene (a date stamp moving elsewhere meanwhile still is).

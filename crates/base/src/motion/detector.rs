@@ -20,6 +20,7 @@
 //! dilation work a few rows at a time, as a node holds this for every camera.
 
 use std::ops::Range;
+use std::time::Duration;
 
 use crate::media::area::Area;
 use crate::media::polygon::Run;
@@ -63,14 +64,21 @@ impl Params {
     };
 }
 
-/// Frames spent learning the scene before any motion is reported.
-const CALIBRATION_FRAMES: u32 = 10;
-/// How fast the background follows the picture, as a power of two: 1/4
-/// while calibrating, 1/64 after (at 5 frames a second, something that stops
-/// moving becomes background in about 15 s, and a passing object leaves no
-/// ghost).
-const CALIBRATING_SHIFT: u32 = 2;
-const LEARNING_SHIFT: u32 = 6;
+/// Time spent learning the scene before any motion is reported: up to the
+/// first frame 2 s after the first (10 frames at 5 a second, 1 or 2 at key
+/// frames' pace).
+const CALIBRATION: Duration = Duration::from_secs(2);
+/// A frame at full rate (5 a second): what a pixel that changed since the
+/// frame before stands for (it may have been so for no longer).
+const FRAME: Duration = Duration::from_millis(200);
+/// How fast the background follows the picture: the share of it kept each
+/// ms, in 0.32 fixed point: (3/4)^(1/200) while calibrating, (63/64)^(1/200)
+/// after, that is 1/4 and 1/64 of the way to the picture each frame at 5 a
+/// second, or time constants of 0.7 s and 12.7 s at any pace (something that
+/// stops moving becomes background in about 15 s, and a passing object
+/// leaves no ghost).
+const CALIBRATING_KEEP: u64 = 4_288_793_812;
+const LEARNING_KEEP: u64 = 4_294_629_116;
 /// More than this share of the picture changed at once: the light changed.
 const LIGHTS_SHARE: f32 = 0.6;
 
@@ -89,13 +97,16 @@ const CHANGING: u8 = 32;
 
 /// Busy cells are 2×2 pixels: fine enough for a date stamp's digits.
 const CELL: usize = 2;
-/// How often a cell changes is counted by windows of this many frames (a
-/// second at 5 frames a second): a clock's seconds change in every second
-/// but not in every frame.
-const WINDOW_FRAMES: u32 = 5;
+/// How often a cell changes is counted by windows of at least a second (a
+/// clock's seconds change in every second but not in every frame), each
+/// ended by the first frame past its second: at key frames' pace, a frame
+/// a window. A second with no frame in it tells nothing, changed or not,
+/// and is not counted.
+const WINDOW: Duration = Duration::from_secs(1);
 /// How often a cell changes is a running average over windows, of this
-/// weight (about 100 s): a cell that changes all the time is busy after
-/// about 70 s, and a car that drives about for a minute never is.
+/// weight (about 100 s at full rate, or at key frames every second; twice
+/// that every 2 s): a cell that changes all the time is busy after about
+/// 70 windows, and a car that drives about for a minute never is.
 const BUSY_WINDOWS: i32 = 100;
 /// A cell that changes in more than half of the windows is busy; it stays
 /// busy until it changes in fewer than a quarter.
@@ -119,7 +130,8 @@ pub struct Motion {
     pub present: bool,
     /// What moved changed since the last frame: it is moving now, not
     /// standing where the background has not taken it in yet (which takes
-    /// about 15 s).
+    /// about 15 s). At key frames' pace the last frame is a second or more
+    /// old: what came or moved since is changing, what stood in both is not.
     pub changing: bool,
     /// The boxes of the regions that are changing.
     pub moving: Vec<Area>,
@@ -271,7 +283,11 @@ pub struct Detector {
     previous: Vec<u8>,
     /// The background when the event under way started (see the module's doc).
     reference: Option<Vec<u8>>,
-    frames: u32,
+    /// When the first frame was seen, and the last (None before any).
+    first: Duration,
+    last: Option<Duration>,
+    /// When the window of busy cells under way started.
+    window: Duration,
     /// Per pixel: `MOVED` in the last frame, `MASKED`, `BUSY`.
     flags: Vec<u8>,
     /// Busy cells are left out (the camera's `autoMask`).
@@ -308,7 +324,9 @@ impl Detector {
             background: vec![0; width * height],
             previous: vec![0; width * height],
             reference: None,
-            frames: 0,
+            first: Duration::ZERO,
+            last: None,
+            window: Duration::ZERO,
             flags: vec![0; width * height],
             leave_out_busy: true,
             activity: vec![0; width.div_ceil(CELL) * height.div_ceil(CELL)],
@@ -425,25 +443,30 @@ impl Detector {
         self.reference = None;
     }
 
-    /// Looks at one picture (`width * height` grey bytes, row by row).
-    pub fn frame(&mut self, pixels: &[u8]) -> Motion {
+    /// Looks at one picture (`width * height` grey bytes, row by row) seen
+    /// `at` (a monotonic clock's time, from any origin): frames may come 5 a
+    /// second or seconds apart, and the background learns by the time
+    /// between them.
+    pub fn frame(&mut self, pixels: &[u8], at: Duration) -> Motion {
         assert_eq!(
             pixels.len(),
             self.width * self.height,
             "a picture of another size"
         );
-        self.frames = self.frames.saturating_add(1);
-        if self.frames == 1 {
+        let Some(last) = self.last.replace(at) else {
+            (self.first, self.window) = (at, at);
             self.seed(pixels);
             return Motion::default();
-        }
-        let calibrating = self.frames <= CALIBRATION_FRAMES;
-        let shift = if calibrating {
-            CALIBRATING_SHIFT
-        } else {
-            LEARNING_SHIFT
         };
-        let counts = self.compare_learn(pixels, shift);
+        let calibrating = last.saturating_sub(self.first) < CALIBRATION;
+        let gap = at.saturating_sub(last);
+        let fast = Rate::new(CALIBRATING_KEEP, gap);
+        let slow = if calibrating {
+            fast
+        } else {
+            Rate::new(LEARNING_KEEP, gap)
+        };
+        let counts = self.compare_learn(pixels, slow, fast);
         if calibrating {
             return Motion::default();
         }
@@ -454,7 +477,8 @@ impl Detector {
                 ..Motion::default()
             };
         }
-        if self.frames.is_multiple_of(WINDOW_FRAMES) {
+        if at.saturating_sub(self.window) >= WINDOW {
+            self.window = at;
             self.learn_busy();
         }
         let pixel_count = self.flags.len() as f32;
@@ -526,7 +550,7 @@ impl Detector {
         let (w, background, previous) = (self.width, &mut self.background, &mut self.previous);
         blur(pixels, w, &mut self.sums, &mut self.blurred, |y, row| {
             for (b, &v) in background[y * w..(y + 1) * w].iter_mut().zip(row) {
-                *b = u16::from(v) << 8;
+                *b = level(v);
             }
             previous[y * w..(y + 1) * w].copy_from_slice(row);
         });
@@ -561,12 +585,13 @@ impl Detector {
     /// In one pass over the blurred picture: marks as moved the pixels that
     /// differ from the background (as the present exposure shows it) by
     /// more than the threshold, leaving out the masked and (when on) the
-    /// busy ones, and moves the background `1 / 2^shift` of the way to the
-    /// picture. With a reference held, a pixel back to the reference is not
-    /// marked. Notes the cells that changed. Returns how many pixels are
-    /// marked, how many of them changed since the last frame, how many
-    /// differ from the reference, and how many were looked at.
-    fn compare_learn(&mut self, pixels: &[u8], shift: u32) -> Counts {
+    /// busy ones, and moves the background towards the picture at the
+    /// `slow` rate (`fast` where a ghost is left: see below). With a
+    /// reference held, a pixel back to the reference is not marked. Notes
+    /// the cells that changed. Returns how many pixels are marked, how many
+    /// of them changed since the last frame, how many differ from the
+    /// reference, and how many were looked at.
+    fn compare_learn(&mut self, pixels: &[u8], slow: Rate, fast: Rate) -> Counts {
         let (w, threshold) = (self.width, self.params.threshold);
         let left_out = MASKED | if self.leave_out_busy { BUSY } else { 0 };
         let (background, flags, previous) =
@@ -627,7 +652,8 @@ impl Detector {
                     let differs = reference.is_some() && away && looked;
                     counts.differing += usize::from(differs);
                     let moved = away && off_background && looked;
-                    let changing = moved && previous[x].abs_diff(v) > threshold;
+                    let changed = previous[x].abs_diff(v) > threshold;
+                    let changing = moved && changed;
                     previous[x] = v;
                     row_flags[x] = (f & !(MOVED | DIFFERS | CHANGING))
                         | if moved { MOVED } else { 0 }
@@ -637,12 +663,13 @@ impl Detector {
                     counts.looked_at += usize::from(looked);
                     // A ghost (back to the reference, not to the background) is
                     // learnt away fast, so a reference held later is clean.
-                    let shift = if off_background && !away {
-                        shift.min(CALIBRATING_SHIFT)
-                    } else {
-                        shift
-                    };
-                    background[x] = b - (b >> shift) + (u16::from(v) << (8 - shift));
+                    let rate = if off_background && !away { fast } else { slow };
+                    // What is as it was in the frame before was so since
+                    // then; what changed, for a frame at most (a thing in
+                    // one key frame leaves no ghost).
+                    let weight = if changed { rate.frame } else { rate.gap };
+                    let b = i32::from(b);
+                    background[x] = (b + (((i32::from(level(v)) - b) * weight) >> 15)) as u16;
                 }
                 if counts.moved > before {
                     band = Some(band.as_ref().map_or(y, |band| band.start)..y + 1);
@@ -788,6 +815,47 @@ impl Detector {
         }
         (boxes, area)
     }
+}
+
+/// A grey level as the background holds it: 8.8 fixed point, in the
+/// middle of the level, so that following a steady picture (rounding down)
+/// it stays at that level.
+#[inline(always)]
+fn level(v: u8) -> u16 {
+    (u16::from(v) << 8) | 128
+}
+
+/// How far the background moves towards a frame, in 0.15 fixed point: for
+/// a pixel as it was in the frame before (`gap`), and for one that changed
+/// (`frame`).
+#[derive(Clone, Copy)]
+struct Rate {
+    gap: i32,
+    frame: i32,
+}
+
+impl Rate {
+    /// Where `keep` (0.32 fixed point) of the background is kept each ms,
+    /// for a frame `gap` after the one before.
+    fn new(keep: u64, gap: Duration) -> Rate {
+        Rate {
+            gap: weight(keep, gap),
+            frame: weight(keep, gap.min(FRAME)),
+        }
+    }
+}
+
+/// `1 - keep^ms` in 0.15 fixed point, `keep` in 0.32, by squaring.
+fn weight(keep: u64, gap: Duration) -> i32 {
+    let (mut left, mut power, mut ms) = (1u64 << 32, keep, gap.as_millis() as u64);
+    while ms > 0 {
+        if ms & 1 == 1 {
+            left = (left * power) >> 32;
+        }
+        power = (power * power) >> 32;
+        ms >>= 1;
+    }
+    (((1 << 32) - left + (1 << 16)) >> 17) as i32
 }
 
 /// The edges in a part of a picture (`w` wide): the sum of the differences
@@ -938,11 +1006,23 @@ mod tests {
         picture(&frame(level, grain, seed, boxes))
     }
 
-    /// A detector that has learnt a still, grainy scene.
+    /// Frames at full rate: each 200 ms after the one before.
+    trait Step {
+        fn step(&mut self, pixels: &[u8]) -> Motion;
+    }
+
+    impl Step for Detector {
+        fn step(&mut self, pixels: &[u8]) -> Motion {
+            let at = self.last.map_or(Duration::ZERO, |last| last + FRAME);
+            self.frame(pixels, at)
+        }
+    }
+
+    /// A detector that has learnt a still, grainy scene for 3 s.
     fn calibrated(params: Params) -> Detector {
         let mut detector = Detector::new(W / 2, H / 2, params);
-        for seed in 0..CALIBRATION_FRAMES + 5 {
-            let motion = detector.frame(&scene(100, 6, seed, &[]));
+        for seed in 0..16 {
+            let motion = detector.step(&scene(100, 6, seed, &[]));
             assert_eq!(motion, Motion::default(), "a still scene, frame {seed}");
         }
         detector
@@ -955,7 +1035,7 @@ mod tests {
         let mut detector = Detector::new(3, 3, Params::MEDIUM);
         // Any 3×3 picture seeds a background (8.8 fixed point) that is its
         // blur: at the centre, the mean of all nine.
-        detector.frame(&[0, 10, 20, 30, 40, 50, 60, 70, 89]);
+        detector.step(&[0, 10, 20, 30, 40, 50, 60, 70, 89]);
         assert_eq!(detector.background[4] >> 8, 41);
         // At a corner, the edges repeated: (4×0 + 2×10 + 2×30 + 40) / 9.
         assert_eq!(detector.background[0] >> 8, 13);
@@ -966,7 +1046,7 @@ mod tests {
         for params in [Params::LOW, Params::MEDIUM, Params::HIGH] {
             let mut detector = calibrated(params);
             for seed in 100..200 {
-                let motion = detector.frame(&scene(100, 6, seed, &[]));
+                let motion = detector.step(&scene(100, 6, seed, &[]));
                 assert_eq!(motion.share, 0.0, "{params:?}, frame {seed}");
             }
         }
@@ -975,7 +1055,7 @@ mod tests {
     #[test]
     fn a_box_is_one_region_of_its_size() {
         let mut detector = calibrated(Params::MEDIUM);
-        let motion = detector.frame(&scene(100, 6, 500, &[(100, 50, 40)]));
+        let motion = detector.step(&scene(100, 6, 500, &[(100, 50, 40)]));
         assert_eq!(motion.regions, 1, "{motion:?}");
         // 40×40 grown by the blur and the dilation: about 44×44.
         let expected = (44.0 * 44.0) / (W * H) as f32;
@@ -993,7 +1073,7 @@ mod tests {
                 && near(b.bottom, 90, H),
             "{b:?}"
         );
-        let two = detector.frame(&scene(100, 6, 501, &[(10, 10, 30), (250, 120, 30)]));
+        let two = detector.step(&scene(100, 6, 501, &[(10, 10, 30), (250, 120, 30)]));
         assert_eq!(two.regions, 2, "{two:?}");
         let mut lefts: Vec<f32> = two.boxes.iter().map(|b| b.left).collect();
         lefts.sort_by(f32::total_cmp);
@@ -1004,11 +1084,7 @@ mod tests {
     fn each_sensitivity_has_its_threshold_and_minimum_area() {
         // A 10×10 box, grown to about 14×14: 0.34 % of the picture.
         let small = [(150, 80, 10)];
-        let seen = |params| {
-            calibrated(params)
-                .frame(&scene(100, 6, 900, &small))
-                .regions
-        };
+        let seen = |params| calibrated(params).step(&scene(100, 6, 900, &small)).regions;
         assert_eq!(seen(Params::LOW), 0, "under low's 1 %");
         assert_eq!(seen(Params::MEDIUM), 1, "over medium's 0.3 %");
         assert_eq!(seen(Params::HIGH), 1);
@@ -1020,7 +1096,7 @@ mod tests {
                     frame[y * W + x] = 120;
                 }
             }
-            calibrated(params).frame(&picture(&frame)).regions
+            calibrated(params).step(&picture(&frame)).regions
         };
         assert_eq!(
             (
@@ -1035,18 +1111,18 @@ mod tests {
     #[test]
     fn the_lights_reseed_the_background() {
         let mut detector = calibrated(Params::HIGH);
-        let lit = detector.frame(&scene(180, 6, 700, &[]));
+        let lit = detector.step(&scene(180, 6, 700, &[]));
         assert!(lit.reseeded && lit.share == 0.0, "{lit:?}");
         // The new light is the background now: no motion, and a box still shows.
         for seed in 701..710 {
-            assert_eq!(detector.frame(&scene(180, 6, seed, &[])).share, 0.0);
+            assert_eq!(detector.step(&scene(180, 6, seed, &[])).share, 0.0);
         }
         assert_eq!(
-            detector.frame(&scene(180, 6, 710, &[(20, 20, 40)])).regions,
+            detector.step(&scene(180, 6, 710, &[(20, 20, 40)])).regions,
             1
         );
         // A box in the dark after the lights go off again.
-        assert!(detector.frame(&scene(40, 6, 711, &[])).reseeded);
+        assert!(detector.step(&scene(40, 6, 711, &[])).reseeded);
     }
 
     #[test]
@@ -1057,36 +1133,36 @@ mod tests {
         // Two minutes of standing still: no longer motion, but present.
         let mut last = Motion::default();
         for seed in 0..600 {
-            last = detector.frame(&scene(100, 6, 3000 + seed, &standing));
+            last = detector.step(&scene(100, 6, 3000 + seed, &standing));
         }
         assert!(last.share == 0.0 && last.present, "{last:?}");
         // They leave: where the background had absorbed them, the picture is
         // back to the reference: no ghost, and nothing present.
-        let gone = detector.frame(&scene(100, 6, 3700, &[]));
+        let gone = detector.step(&scene(100, 6, 3700, &[]));
         assert!(gone.share == 0.0 && !gone.present, "{gone:?}");
         // The ghost in the running average is gone in a few frames, so a
         // reference held next is clean: grain alone is never present.
         for seed in 0..10 {
-            detector.frame(&scene(100, 6, 3710 + seed, &[]));
+            detector.step(&scene(100, 6, 3710 + seed, &[]));
         }
         detector.release_reference();
         detector.hold_reference();
         for seed in 0..50 {
-            assert!(!detector.frame(&scene(100, 6, 3800 + seed, &[])).present);
+            assert!(!detector.step(&scene(100, 6, 3800 + seed, &[])).present);
         }
         // The lights while holding: the reference follows them.
-        assert!(detector.frame(&scene(200, 6, 3900, &[])).reseeded);
-        assert!(!detector.frame(&scene(200, 6, 3901, &[])).present);
+        assert!(detector.step(&scene(200, 6, 3900, &[])).reseeded);
+        assert!(!detector.step(&scene(200, 6, 3901, &[])).present);
         // No reference, nothing is ever present.
         detector.release_reference();
-        assert!(!detector.frame(&scene(200, 6, 3902, &standing)).present);
+        assert!(!detector.step(&scene(200, 6, 3902, &standing)).present);
     }
 
     #[test]
     fn what_stops_is_no_longer_changing_before_it_is_background() {
         let mut detector = calibrated(Params::MEDIUM);
         for step in 0..5 {
-            let moving = detector.frame(&scene(
+            let moving = detector.step(&scene(
                 100,
                 6,
                 700 + step,
@@ -1095,7 +1171,7 @@ mod tests {
             assert!(moving.changing, "step {step}: {moving:?}");
         }
         for seed in 705..715 {
-            let standing = detector.frame(&scene(100, 6, seed, &[(60, 60, 40)]));
+            let standing = detector.step(&scene(100, 6, seed, &[(60, 60, 40)]));
             assert!(standing.share > 0.0 && !standing.changing, "{standing:?}");
         }
     }
@@ -1116,7 +1192,7 @@ mod tests {
         let mut detector = calibrated(Params::MEDIUM);
         detector.hold_reference();
         for seed in 0..100 {
-            detector.frame(&textured(4000 + seed));
+            detector.step(&textured(4000 + seed));
         }
         let left = detector.differences();
         assert_eq!(left.len(), 1, "{left:?}");
@@ -1132,7 +1208,7 @@ mod tests {
         detector.release_reference();
         detector.hold_reference();
         for seed in 0..20 {
-            detector.frame(&scene(100, 6, 4200 + seed, &[]));
+            detector.step(&scene(100, 6, 4200 + seed, &[]));
         }
         let emptied = detector.differences();
         assert_eq!(emptied.len(), 1, "{emptied:?}");
@@ -1147,7 +1223,7 @@ mod tests {
         let mut detector = calibrated(Params::MEDIUM);
         let parked = [(100, 50, 40)];
         let mut frames = 0;
-        while detector.frame(&scene(100, 6, 1000 + frames, &parked)).share > 0.0 {
+        while detector.step(&scene(100, 6, 1000 + frames, &parked)).share > 0.0 {
             frames += 1;
             assert!(frames < 200, "the parked box never became background");
         }
@@ -1158,15 +1234,116 @@ mod tests {
         for step in 0..10 {
             assert!(
                 detector
-                    .frame(&scene(100, 6, 2000 + step, &[(step as usize * 25, 60, 40)]))
+                    .step(&scene(100, 6, 2000 + step, &[(step as usize * 25, 60, 40)]))
                     .share
                     > 0.0
             );
         }
         assert_eq!(
-            detector.frame(&scene(100, 6, 2100, &[])).share,
+            detector.step(&scene(100, 6, 2100, &[])).share,
             0.0,
             "a ghost"
+        );
+    }
+
+    /// A detector fed a still, grainy scene every `gap` from 0, for 4 s
+    /// and 3 frames at least; and when its next frame is due.
+    fn calibrated_at(gap: Duration) -> (Detector, Duration) {
+        let mut detector = Detector::new(W / 2, H / 2, Params::MEDIUM);
+        let mut at = Duration::ZERO;
+        while at <= Duration::from_secs(4).max(2 * gap) {
+            let seed = at.as_millis() as u32;
+            let motion = detector.frame(&scene(100, 6, seed, &[]), at);
+            assert_eq!(motion, Motion::default());
+            at += gap;
+        }
+        (detector, at)
+    }
+
+    /// The paces a detector sees: full rate, and key frames every 1, 2 and 10 s.
+    const PACES: [Duration; 4] = [
+        FRAME,
+        Duration::from_secs(1),
+        Duration::from_secs(2),
+        Duration::from_secs(10),
+    ];
+
+    #[test]
+    fn at_any_pace_what_stays_is_background_in_the_same_time_and_what_passes_leaves_no_ghost() {
+        // At 5 frames a second, 1/64 and 1/4 of the way each frame, as ever.
+        assert_eq!(weight(LEARNING_KEEP, FRAME), 32768 / 64);
+        assert_eq!(weight(CALIBRATING_KEEP, FRAME), 32768 / 4);
+        let parked = [(100, 50, 40)];
+        let mut took = Vec::new();
+        for gap in PACES {
+            let (mut detector, arrived) = calibrated_at(gap);
+            let mut at = arrived;
+            while detector
+                .frame(&scene(100, 6, at.as_millis() as u32, &parked), at)
+                .share
+                > 0.0
+            {
+                at += gap;
+                assert!(at - arrived < Duration::from_secs(60), "at {gap:?}");
+            }
+            took.push((gap, at - arrived));
+        }
+        // About 15 s at each pace: as at full rate, but for the frames in
+        // which it is first seen (a frame's worth learnt, not the time since
+        // the one before) and last.
+        let full_rate = took[0].1;
+        assert!(
+            (10..=24).contains(&full_rate.as_secs()),
+            "{full_rate:?} at full rate"
+        );
+        for &(gap, time) in &took[1..] {
+            assert!(time.abs_diff(full_rate) <= 2 * gap, "{took:?}");
+        }
+        // A box in a single frame at any pace: in the next, no ghost where it was.
+        for gap in PACES {
+            let (mut detector, at) = calibrated_at(gap);
+            assert!(detector.frame(&scene(100, 6, 1, &parked), at).share > 0.0);
+            let after = detector.frame(&scene(100, 6, 2, &[]), at + gap);
+            assert_eq!(after.share, 0.0, "a ghost at {gap:?}");
+        }
+    }
+
+    #[test]
+    fn calibration_takes_two_seconds_at_any_pace() {
+        for gap in PACES {
+            let mut detector = Detector::new(W / 2, H / 2, Params::MEDIUM);
+            detector.frame(&scene(100, 6, 0, &[]), Duration::ZERO);
+            // Still learning, up to the first frame 2 s after the first.
+            let mut at = gap;
+            while at - gap < CALIBRATION {
+                let still = detector.frame(&scene(100, 6, 1 + at.as_millis() as u32, &[]), at);
+                assert_eq!(still, Motion::default(), "{at:?}");
+                at += gap;
+            }
+            let seen = detector.frame(&scene(100, 6, 3, &[(100, 50, 40)]), at);
+            assert_eq!(seen.regions, 1, "at {at:?}, every {gap:?}: {seen:?}");
+        }
+    }
+
+    #[test]
+    fn what_always_moves_is_learnt_at_key_frames_pace_too() {
+        // A frame a second, each a window: the flicker, off the background
+        // in 4 frames of 5, is busy in two minutes (in 80 s at full rate,
+        // where each window of 5 frames sees it).
+        let (mut detector, start) = calibrated_at(Duration::from_secs(1));
+        let second = |s: u64| start + Duration::from_secs(s);
+        for s in 1..60 {
+            detector.frame(&flickering(s as u32, &[]), second(s));
+        }
+        assert_eq!(detector.busy().unwrap().count(), 0, "busy after a minute");
+        for s in 60..120 {
+            detector.frame(&flickering(s as u32, &[]), second(s));
+        }
+        let busy = detector.busy().unwrap();
+        assert!(busy.get(4, 4) && !busy.get(30, 30), "{} busy", busy.count());
+        assert_eq!(
+            detector.frame(&flickering(120, &[]), second(120)).share,
+            0.0
         );
     }
 
@@ -1191,12 +1368,12 @@ mod tests {
         // brighter, the bright one 10 (near white, it has less room).
         let mut detector = Detector::new(W / 2, H / 2, Params::HIGH);
         for seed in 0..20 {
-            detector.frame(&picture(&halves(80, 200, seed, &[])));
+            detector.step(&picture(&halves(80, 200, seed, &[])));
         }
         detector.hold_reference();
         for step in 0..=20u16 {
             let (left, right) = ((80 + step * 45 / 20) as u8, (200 + step / 2) as u8);
-            let motion = detector.frame(&picture(&halves(left, right, 100 + u32::from(step), &[])));
+            let motion = detector.step(&picture(&halves(left, right, 100 + u32::from(step), &[])));
             assert!(
                 motion.share == 0.0 && !motion.reseeded && !motion.present,
                 "step {step}: {motion:?}"
@@ -1204,12 +1381,12 @@ mod tests {
         }
         // In the new exposure a box still shows, and the reference held
         // before the change still tells what is new.
-        let boxed = detector.frame(&picture(&halves(125, 210, 200, &[(60, 40, 40)])));
+        let boxed = detector.step(&picture(&halves(125, 210, 200, &[(60, 40, 40)])));
         assert!(boxed.regions == 1 && boxed.present, "{boxed:?}");
         for seed in 201..210 {
-            detector.frame(&picture(&halves(125, 210, seed, &[])));
+            detector.step(&picture(&halves(125, 210, seed, &[])));
         }
-        let gone = detector.frame(&picture(&halves(125, 210, 210, &[])));
+        let gone = detector.step(&picture(&halves(125, 210, 210, &[])));
         assert!(gone.share == 0.0 && !gone.present, "{gone:?}");
     }
 
@@ -1218,14 +1395,14 @@ mod tests {
         let mut detector = calibrated(Params::MEDIUM);
         detector.hold_reference();
         let standing = [(100, 50, 40)];
-        assert!(detector.frame(&scene(100, 6, 50, &standing)).present);
+        assert!(detector.step(&scene(100, 6, 50, &standing)).present);
         // The lights come on while it stands: the reference follows the
         // light, without the box in it.
-        assert!(detector.frame(&scene(180, 6, 51, &standing)).reseeded);
+        assert!(detector.step(&scene(180, 6, 51, &standing)).reseeded);
         for seed in 52..60 {
-            assert!(detector.frame(&scene(180, 6, seed, &standing)).present);
+            assert!(detector.step(&scene(180, 6, seed, &standing)).present);
         }
-        let gone = detector.frame(&scene(180, 6, 60, &[]));
+        let gone = detector.step(&scene(180, 6, 60, &[]));
         assert!(!gone.present, "{gone:?}");
     }
 
@@ -1249,19 +1426,19 @@ mod tests {
         let mut detector = calibrated(Params::MEDIUM);
         // At first the flicker is motion.
         let early: Vec<f32> = (0..20)
-            .map(|s| detector.frame(&flickering(s, &[])).share)
+            .map(|s| detector.step(&flickering(s, &[])).share)
             .collect();
         assert!(
             early.iter().filter(|s| **s > 0.0).count() >= 10,
             "{early:?}"
         );
         for s in 20..300 {
-            detector.frame(&flickering(s, &[]));
+            detector.step(&flickering(s, &[]));
         }
         assert_eq!(detector.busy().unwrap().count(), 0, "busy after a minute");
         // After 80 s it is busy, and no longer motion; the rest is watched.
         for s in 300..400 {
-            detector.frame(&flickering(s, &[]));
+            detector.step(&flickering(s, &[]));
         }
         let busy = detector.busy().unwrap();
         // The patch, 12×12 of the detector's pixels, blurred a pixel wider:
@@ -1273,21 +1450,21 @@ mod tests {
         );
         assert!(busy.get(4, 4) && !busy.get(30, 30), "{busy:?}");
         for s in 400..430 {
-            assert_eq!(detector.frame(&flickering(s, &[])).share, 0.0, "frame {s}");
+            assert_eq!(detector.step(&flickering(s, &[])).share, 0.0, "frame {s}");
         }
-        let boxed = detector.frame(&flickering(430, &[(150, 80, 40)]));
+        let boxed = detector.step(&flickering(430, &[(150, 80, 40)]));
         assert_eq!(boxed.regions, 1, "{boxed:?}");
         // A detector that starts from what was learnt leaves it out at once.
         let mut next = Detector::new(W / 2, H / 2, Params::MEDIUM);
         next.learnt(&busy);
-        for s in 0..(CALIBRATION_FRAMES + 20) {
-            assert_eq!(next.frame(&flickering(s, &[])).share, 0.0, "frame {s}");
+        for s in 0..31 {
+            assert_eq!(next.step(&flickering(s, &[])).share, 0.0, "frame {s}");
         }
         assert_eq!(next.busy(), Some(busy.clone()));
         // Off, nothing is learnt and the flicker is motion again.
         next.leave_out_busy(false);
         assert_eq!(next.busy(), None);
-        let moving = (0..10).filter(|s| next.frame(&flickering(100 + s, &[])).share > 0.0);
+        let moving = (0..10).filter(|s| next.step(&flickering(100 + s, &[])).share > 0.0);
         assert!(moving.count() >= 5);
     }
 
@@ -1300,12 +1477,12 @@ mod tests {
         for s in 0..600u32 {
             let x = (s % 60) as usize * 5;
             let boxes = if x < 280 { vec![(x, 70, 40)] } else { vec![] };
-            detector.frame(&scene(100, 6, 5000 + s, &boxes));
+            detector.step(&scene(100, 6, 5000 + s, &boxes));
         }
         assert_eq!(detector.busy().unwrap().count(), 0);
         for s in 0..600u32 {
             let x = 100 + (s % 4) as usize * 10;
-            let motion = detector.frame(&scene(100, 6, 6000 + s, &[(x, 70, 40)]));
+            let motion = detector.step(&scene(100, 6, 6000 + s, &[(x, 70, 40)]));
             detector.known(&motion.boxes);
         }
         assert_eq!(detector.busy().unwrap().count(), 0);
@@ -1322,14 +1499,14 @@ mod tests {
         let mut detector = calibrated(Params::HIGH);
         // The left quarter masked.
         detector.mask(&left_part(0.25));
-        let under = detector.frame(&scene(100, 6, 600, &[(10, 60, 40)]));
+        let under = detector.step(&scene(100, 6, 600, &[(10, 60, 40)]));
         assert_eq!(under, Motion::default());
         // Half in the mask: only the half outside counts (grown by a pixel).
-        let across = detector.frame(&scene(100, 6, 601, &[(60, 60, 40)]));
+        let across = detector.step(&scene(100, 6, 601, &[(60, 60, 40)]));
         assert_eq!(across.regions, 1, "{across:?}");
         assert!(across.boxes[0].left >= 0.24, "{across:?}");
         // The lights over the unmasked part alone are still the lights.
         detector.mask(&left_part(0.75));
-        assert!(detector.frame(&scene(200, 6, 602, &[])).reseeded);
+        assert!(detector.step(&scene(200, 6, 602, &[])).reseeded);
     }
 }
