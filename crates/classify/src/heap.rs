@@ -15,8 +15,8 @@ pub fn loading() {
 
 /// Once loaded: each crop's tensors come from the heap, and what a crop
 /// frees stays there for the next (no trim), so a crop does not fault in
-/// fresh pages (mapped blocks cost about a third more processor time a
-/// crop here).
+/// fresh pages (which cost each crop much processor time:
+/// docs/design/classification.md).
 pub fn loaded() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
