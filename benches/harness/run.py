@@ -36,6 +36,9 @@ class Settings:
         self.footage_files = 8_000 if smoke else 100_000
         self.footage_runs = 1 if smoke else 3
         self.dead_cameras_seconds = 8 if smoke else 60
+        # The classifier's crops: runs of its own process (the median taken),
+        # the crops timed in each.
+        self.classify_runs = 1 if smoke else 3
         self.classify_crops = 30 if smoke else 300
         self.classify_idle_seconds = 10 if smoke else 60
         # The memory part: nodes measured (the median taken), the cameras

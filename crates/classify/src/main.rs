@@ -7,6 +7,7 @@
 //! Strict on purpose: a header line is bounded, a payload is read to the
 //! exact byte, and a stream it can no longer follow ends the process.
 
+mod heap;
 mod model;
 
 use std::io::{self, BufReader, Read, Write};
@@ -45,7 +46,9 @@ fn run(dir: &Path) -> Result<(), String> {
             path.display()
         ));
     }
+    heap::loading();
     let model = model::Model::load(&path).map_err(|e| format!("{e:#}"))?;
+    heap::loaded();
     let anchors = ssd::anchors();
     let mut out = io::stdout().lock();
     let mut input = BufReader::with_capacity(1 << 16, io::stdin().lock());

@@ -8,7 +8,7 @@ use tract_core::internal::*;
 use crate::registry::Registry;
 use crate::tensors::{flat_tensor_to_tract_fact, flat_tensor_uses_per_axis_q};
 use crate::tflite;
-use crate::tflite::{Buffer, BufferArgs};
+use crate::tflite::{Buffer, BufferArgs, BuiltinOperator};
 
 pub struct Tflite {
     registry: Registry,
@@ -76,9 +76,10 @@ impl Tflite {
     }
 
     /// nvr-node patch: a quantised model is loaded as a float one. Its
-    /// quantised constants become f32 (`(q - zero point) * scale`), its
-    /// quantised tensors f32, and each operator's output is clamped to the
-    /// range its quantised type holds, as the integer kernels saturate.
+    /// quantised constants become f32 (`(q - zero point) * scale`), but a
+    /// 1x1 convolution's weights f16 (see where the constants are made),
+    /// its quantised tensors f32, and each operator's output is clamped to
+    /// the range its quantised type holds, as the integer kernels saturate.
     /// tract's float kernels then run it (its quantised convolutions leave
     /// their zero-point corrections unfused).
     pub fn dequantized(self) -> Tflite {
@@ -90,6 +91,12 @@ impl Tflite {
         w.write_all(builder.finished_data())?;
         Ok(())
     }
+}
+
+/// Whether a convolution's weights (OHWI) are those of a 1x1 kernel.
+fn is_pointwise(graph: &tflite::SubGraph, id: i32) -> bool {
+    let shape = graph.tensors().and_then(|t| t.get(id as usize).shape());
+    shape.is_some_and(|s| s.len() == 4 && s.get(1) == 1 && s.get(2) == 1)
 }
 
 impl Framework<TfliteProtoModel, TypedModel> for Tflite {
@@ -112,7 +119,8 @@ impl Framework<TfliteProtoModel, TypedModel> for Tflite {
         let mut mapping = HashMap::new();
         for input in main.inputs().context("No inputs in Tflite model")? {
             if !flat_tensor_uses_per_axis_q(main, input) {
-                let (fact, name) = flat_tensor_to_tract_fact(&root, main, input, self.dequantize)?;
+                let float = self.dequantize.then_some(f32::datum_type());
+                let (fact, name) = flat_tensor_to_tract_fact(&root, main, input, float)?;
                 let it = target.add_source(name, fact)?;
                 mapping.insert(input, it);
             }
@@ -142,11 +150,25 @@ impl Framework<TfliteProtoModel, TypedModel> for Tflite {
                 wanted.extend(op.inputs().context("No input in Tflite operator")?.iter());
             }
         }
+        let codes = root.operator_codes().context("No operator codes in Tflite model")?;
         for (op, _) in operators.iter().zip(needed).filter(|(_, needed)| *needed) {
-            for input in op.inputs().context("No input in Tflite  operator")? {
+            // nvr-node patch: a pointwise (1x1) convolution's weights (its
+            // second input) as f16, which tract's matrix products widen as
+            // they multiply (`ops::cnn::de_pointwise_f16`): half the memory
+            // of f32, each 8-bit weight rounded to f16's 11 bits. Other
+            // convolutions' weights stay f32: tract's `Conv` wants one type.
+            let pointwise = crate::registry::opcode(&codes.get(op.opcode_index() as usize))
+                == BuiltinOperator::CONV_2D.0;
+            let inputs = op.inputs().context("No input in Tflite  operator")?;
+            for (position, input) in inputs.iter().enumerate() {
                 if let Entry::Vacant(slot) = mapping.entry(input) {
-                    let (fact, name) =
-                        flat_tensor_to_tract_fact(&root, main, input, self.dequantize)?;
+                    let weights = pointwise && position == 1 && is_pointwise(main, input);
+                    let float = self.dequantize.then_some(if weights {
+                        f16::datum_type()
+                    } else {
+                        f32::datum_type()
+                    });
+                    let (fact, name) = flat_tensor_to_tract_fact(&root, main, input, float)?;
                     let value = fact.konst.with_context(|| format!("Error in TF file for operator {op:?}. No prior computation nor constant for input {input}"))?;
                     let konst = target.add_const(name, value)?;
                     slot.insert(konst);

@@ -4,7 +4,7 @@ use tract_core::internal::*;
 use tract_core::ops::change_axes::wire_with_rank_broadcast;
 
 use crate::ser::SubgraphBuilder;
-use crate::tflite::{BuiltinOperator, Model, Operator, SubGraph};
+use crate::tflite::{BuiltinOperator, Model, Operator, OperatorCode, SubGraph};
 
 pub type ToTract = Box<dyn Fn(&mut DeserOp) -> TractResult<TVec<OutletId>> + Send + Sync + 'static>;
 pub type ToTflite<T> = fn(&mut SubgraphBuilder, &TypedModel, &TypedNode, &T) -> TractResult<()>;
@@ -77,13 +77,7 @@ impl Registry {
         let prefix = tensors.get(flat_op.outputs().unwrap().get(0) as usize).name().unwrap();
         let opcode_index = flat_op.opcode_index();
         let operator_code = model.operator_codes().unwrap().get(opcode_index as _);
-        let opcode = if operator_code.deprecated_builtin_code() as i32
-            == BuiltinOperator::PLACEHOLDER_FOR_GREATER_OP_CODES.0
-        {
-            operator_code.builtin_code().0
-        } else {
-            operator_code.deprecated_builtin_code() as i32
-        };
+        let opcode = opcode(&operator_code);
         let ctx = DeserContext { model, subgraph, target };
         let results = if let Some(op) = self.to_tract.get(&opcode) {
             let output_facts = flat_op
@@ -91,7 +85,8 @@ impl Registry {
                 .unwrap()
                 .iter()
                 .map(|t| {
-                    Ok(crate::tensors::flat_tensor_to_tract_fact(model, subgraph, t, dequantize)?.0)
+                    let float = dequantize.then_some(f32::datum_type());
+                    Ok(crate::tensors::flat_tensor_to_tract_fact(model, subgraph, t, float)?.0)
                 })
                 .collect::<TractResult<TVec<TypedFact>>>()?;
             (op)(&mut DeserOp {
@@ -134,5 +129,17 @@ impl Registry {
             mapping.insert(flat, wire);
         }
         Ok(())
+    }
+}
+
+/// The builtin operator an operator code names (nvr-node patch: taken out of
+/// `deser_op`, which the loader shares).
+pub fn opcode(operator_code: &OperatorCode) -> i32 {
+    if operator_code.deprecated_builtin_code() as i32
+        == BuiltinOperator::PLACEHOLDER_FOR_GREATER_OP_CODES.0
+    {
+        operator_code.builtin_code().0
+    } else {
+        operator_code.deprecated_builtin_code() as i32
     }
 }

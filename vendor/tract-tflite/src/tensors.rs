@@ -101,13 +101,13 @@ pub fn per_axis_q_params<'m>(
     Ok((zp.iter().map(|i| i as i32).collect_vec(), scale.iter().collect_vec()))
 }
 
-/// nvr-node patch: `dequantize` takes a quantised tensor as f32, a
-/// constant's values dequantised (`(q - zero point) * scale`).
+/// nvr-node patch: `dequantize` takes a quantised tensor as that float
+/// type, a constant's values dequantised (`(q - zero point) * scale`).
 pub fn flat_tensor_to_tract_fact<'m>(
     &model: &'m Model<'m>,
     graph: &'m SubGraph<'m>,
     id: i32,
-    dequantize: bool,
+    dequantize: Option<DatumType>,
 ) -> TractResult<(TypedFact, &'m str)> {
     let flat = graph.tensors().unwrap().get(id as _);
     let mut dt: DatumType = flat.type_().try_into()?;
@@ -116,7 +116,7 @@ pub fn flat_tensor_to_tract_fact<'m>(
             dt = dt.quantize(QParams::ZpScale { zero_point: zp.get(0) as _, scale: scale.get(0) })
         }
     }
-    let dequantize = dequantize && dt.is_quantized();
+    let dequantize = dequantize.filter(|_| dt.is_quantized());
     let shape = flat
         .shape()
         .unwrap()
@@ -129,7 +129,7 @@ pub fn flat_tensor_to_tract_fact<'m>(
             }
         })
         .collect::<TractResult<Vec<usize>>>()?;
-    let mut fact = if dequantize { f32::fact(&shape) } else { dt.fact(&shape) };
+    let mut fact = dequantize.unwrap_or(dt).fact(&shape);
     let buffer_ix = flat.buffer() as usize;
     if buffer_ix != 0 {
         let buffer = model.buffers().unwrap().get(flat.buffer() as usize);
@@ -138,8 +138,13 @@ pub fn flat_tensor_to_tract_fact<'m>(
             unsafe {
                 data.set_datum_type(dt);
             };
-            if dequantize {
+            if let Some(float) = dequantize {
+                // Through f32: `(q - zero point) * scale` computed in f32
+                // then rounded once to f16.
                 data = data.cast_to::<f32>()?.into_owned();
+                if float != f32::datum_type() {
+                    data = data.cast_to_dt(float)?.into_owned();
+                }
             }
             fact = TypedFact::try_from(data)?;
         }

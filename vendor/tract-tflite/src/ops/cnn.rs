@@ -11,6 +11,7 @@ use tract_core::internal::*;
 use tract_core::ops as core;
 use tract_core::ops::array::{Pad, PadMode};
 use tract_core::ops::cast::cast;
+use tract_core::ops::change_axes::wire_with_rank_broadcast;
 use tract_core::ops::cnn::{Conv, MaxPool, PaddingSpec, PoolSpec};
 use tract_core::ops::cnn::{KernelFormat, SumPool};
 use tract_core::ops::nn::DataFormat;
@@ -264,9 +265,46 @@ fn de_conv2d(op: &mut DeserOp) -> TractResult<TVec<OutletId>> {
     inputs[2] =
         op.ctx.target.wire_node(format!("{}.cast_bias", op.prefix), cast(bias_dt), &[inputs[2]])?
             [0];
+    if kernel.datum_type == f16::datum_type() {
+        return de_pointwise_f16(op, &pool_spec, &inputs, &options);
+    }
     let conv = core::cnn::Conv { pool_spec, kernel_fmt: KernelFormat::OHWI, group: 1, q_params };
     let wires = op.ctx.target.wire_node(op.prefix, conv, &inputs)?;
     wire_fused_activation(op, &wires, &options.fused_activation_function())
+}
+
+/// nvr-node patch: a 1x1 convolution whose weights the loader kept as f16
+/// (`Tflite::dequantized`), as the matrix product tract makes of it, with
+/// f16 weights and f32 input: tract's `Conv` wants one type throughout, its
+/// `EinSum` does not, and its kernels widen the f16 weights as they multiply.
+fn de_pointwise_f16(
+    op: &mut DeserOp,
+    pool_spec: &PoolSpec,
+    inputs: &[OutletId],
+    options: &Conv2DOptions,
+) -> TractResult<TVec<OutletId>> {
+    ensure!(
+        pool_spec.strides().iter().all(|s| *s == 1)
+            && pool_spec.dilations().iter().all(|d| *d == 1),
+        "f16 weights only for a 1x1 convolution of stride 1"
+    );
+    let target = &mut op.ctx.target;
+    // OHWI with H = W = 1: OI.
+    let mut kernel = inputs[1];
+    for axis in ["h", "w"] {
+        let name = format!("{}.kernel_rm_{axis}", op.prefix);
+        kernel = target.wire_node(name, AxisOp::Rm(1), &[kernel])?[0];
+    }
+    let einsum = tract_core::ops::einsum::EinSum::new("nhwi,oi->nhwo".parse()?, f32::datum_type());
+    let product =
+        target.wire_node(format!("{}.einsum", op.prefix), einsum, &[inputs[0], kernel])?;
+    let with_bias = wire_with_rank_broadcast(
+        format!("{}.bias", op.prefix),
+        target,
+        core::math::add(),
+        &[product[0], inputs[2]],
+    )?;
+    wire_fused_activation(op, &with_bias, &options.fused_activation_function())
 }
 
 fn de_dw_conv2d(op: &mut DeserOp) -> TractResult<TVec<OutletId>> {
