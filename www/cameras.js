@@ -300,6 +300,7 @@ function openEdit(id) {
   $('edit-detectSensitivity').value = camera.detectSensitivity || 'medium';
   $('edit-retainDays').value = camera.retainDays ?? '';
   $('edit-motionSource').value = camera.motionSource || '';
+  $('edit-fullRate').checked = camera.fullRate === true;
   setClassify('edit', camera, classifierInstalled(state.status));
   openAreas(camera);
   $('edit-urls').open = false;
@@ -333,6 +334,8 @@ async function saveEdit(event) {
   if (retainDays !== (camera.retainDays ?? null)) patch.retainDays = retainDays;
   const motionSource = $('edit-motionSource').value || null;
   if (motionSource !== (camera.motionSource ?? null)) patch.motionSource = motionSource;
+  const fullRate = $('edit-fullRate').checked;
+  if (fullRate !== (camera.fullRate === true)) patch.fullRate = fullRate;
   const { classify, kinds } = readClassify('edit');
   if (classify !== Boolean(camera.classify)) patch.classify = classify;
   // The kinds ticked, if they changed (none ticked with classify off keeps the node's).

@@ -72,6 +72,7 @@ export const FIELD_LABELS = {
   autoMask: 'Ignore areas that are always moving',
   retainDays: 'Days to keep recordings',
   motionSource: 'Motion found by',
+  fullRate: 'Decode every frame',
   password: 'Password',
 };
 
