@@ -98,10 +98,11 @@ pub fn run(env: Environment) -> Result<(), String> {
     let stopping = app.clone();
     let stop_recorders = move || {
         let deadline = Instant::now() + STOP_RECORDERS;
-        thread::spawn(move || {
+        crate::spawn::spawn(thread::Builder::new(), move || {
             stopping.stop(deadline);
             let _ = recorders_stopped.send(());
-        });
+        })
+        .expect("failed to spawn thread");
     };
     server::serve(
         listener,
