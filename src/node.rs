@@ -38,7 +38,7 @@ pub fn run(env: Environment) -> Result<(), String> {
         .map_err(|e| format!("cannot read the settings: {e}"))?;
     // A setting of the UI a newer node no longer takes must not keep it
     // from starting: the environment's stand.
-    let config = &match Config::from_vars(config::overlay(&stored, &*env)) {
+    let config = &match Config::from_vars(&config::overlay(&stored, &*env)) {
         Ok(with_ui) => with_ui,
         Err(e) => {
             log::warn!("the settings changed in the UI are not used: {e}");
