@@ -242,12 +242,14 @@ impl Clips {
             return;
         };
         let inner = self.inner.clone();
-        thread::Builder::new()
-            .name("clips".into())
-            // ffmpeg children, MP4 boxes and SQLite; measured 24 KiB touched.
-            .stack_size(256 * 1024)
-            .spawn(move || run(&inner, &orders))
-            .expect("spawn the clip cutter");
+        crate::spawn::spawn(
+            thread::Builder::new()
+                .name("clips".into())
+                // ffmpeg children, MP4 boxes and SQLite; measured 24 KiB touched.
+                .stack_size(256 * 1024),
+            move || run(&inner, &orders),
+        )
+        .expect("spawn the clip cutter");
     }
 
     /// Cuts the clip of `job` soon; never blocks.

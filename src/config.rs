@@ -222,9 +222,9 @@ fn renamed(env: Env, name: &str, old_name: &str) -> Result<Option<String>, Strin
 }
 
 impl Config {
-    /// Reads the configuration through `var`, which returns a variable's value if set.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
-        let env: Env = &var;
+    /// Reads the configuration through `env`, which returns a variable's value if set.
+    /// `env` is not generic: one copy of this serves every caller.
+    pub fn from_vars(env: Env) -> Result<Config, String> {
         // The values that own nothing first: an error among them has
         // nothing to free (less code).
         let port = PORT.value(env)?;
@@ -382,7 +382,7 @@ mod tests {
     use super::*;
 
     fn config(vars: &[(&str, &str)]) -> Result<Config, String> {
-        Config::from_vars(|name| {
+        Config::from_vars(&|name| {
             vars.iter()
                 .find(|(k, _)| *k == name)
                 .map(|(_, v)| v.to_string())
@@ -422,7 +422,7 @@ mod tests {
             // Set, the MQTT variables are read too.
             (name == "MQTT_URL").then(|| "mqtt://broker".to_owned())
         };
-        Config::from_vars(env).unwrap();
+        Config::from_vars(&env).unwrap();
         log_level(env).unwrap();
         let table: BTreeSet<String> = SECTIONS
             .iter()
@@ -455,7 +455,7 @@ mod tests {
             };
             Some(text.to_owned())
         };
-        let c = Config::from_vars(overlay(&stored, &env)).unwrap();
+        let c = Config::from_vars(&overlay(&stored, &env)).unwrap();
         assert_eq!(c.events_retain_days, Some(3));
         assert_eq!(c.recordings_reserve, Some(5 << 30));
         assert_eq!(c.max_events, 7);

@@ -26,7 +26,7 @@
 //!    fMP4), `event`, `id`, `json_body`, `clock`, `workers`, `changes`, `link_state`, `mqtt`,
 //!    `relay`, `retention` (which files go first, and how many bytes, when
 //!    recordings or clips must make room), `tls`, `sys` (the system calls
-//!    std does not make), `lock`
+//!    std does not make), `spawn` (starting a thread), `lock`
 //!    and `error`.
 //!
 //! The modules that need no I/O (the parsers, the arithmetic of pictures,
@@ -68,6 +68,7 @@ mod properties;
 mod recording;
 mod relay;
 use nvr_base::retention;
+mod spawn;
 mod store;
 mod sys;
 mod tls;

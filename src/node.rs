@@ -38,7 +38,7 @@ pub fn run(env: Environment) -> Result<(), String> {
         .map_err(|e| format!("cannot read the settings: {e}"))?;
     // A setting of the UI a newer node no longer takes must not keep it
     // from starting: the environment's stand.
-    let config = &match Config::from_vars(config::overlay(&stored, &*env)) {
+    let config = &match Config::from_vars(&config::overlay(&stored, &*env)) {
         Ok(with_ui) => with_ui,
         Err(e) => {
             log::warn!("the settings changed in the UI are not used: {e}");
@@ -98,10 +98,11 @@ pub fn run(env: Environment) -> Result<(), String> {
     let stopping = app.clone();
     let stop_recorders = move || {
         let deadline = Instant::now() + STOP_RECORDERS;
-        thread::spawn(move || {
+        crate::spawn::spawn(thread::Builder::new(), move || {
             stopping.stop(deadline);
             let _ = recorders_stopped.send(());
-        });
+        })
+        .expect("failed to spawn thread");
     };
     server::serve(
         listener,

@@ -116,10 +116,12 @@ impl<S: Clone + PartialEq> Workers<S> {
             }
             let flag = Arc::new(AtomicBool::new(false));
             let work = start(*id, spec.clone(), flag.clone());
-            let spawned = thread::Builder::new()
-                .name(format!("{} {id}", self.kind))
-                .stack_size(256 * 1024)
-                .spawn(work);
+            let spawned = crate::spawn::spawn(
+                thread::Builder::new()
+                    .name(format!("{} {id}", self.kind))
+                    .stack_size(256 * 1024),
+                work,
+            );
             match spawned {
                 Ok(thread) => {
                     let spec = spec.clone();

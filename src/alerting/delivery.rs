@@ -86,9 +86,10 @@ impl Deliveries {
             }
             let signal = Arc::new(Signal::default());
             let (app, id, theirs) = (self.app.clone(), destination.id, signal.clone());
-            let started = thread::Builder::new()
-                .name("alert delivery".into())
-                .spawn(move || run(&app, id, &theirs));
+            let started = crate::spawn::spawn(
+                thread::Builder::new().name("alert delivery".into()),
+                move || run(&app, id, &theirs),
+            );
             match started {
                 Ok(_) => {
                     self.threads.insert(destination.id, signal);

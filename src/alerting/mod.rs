@@ -34,7 +34,7 @@ pub fn spawn(app: Arc<App>) {
     if let Err(e) = app.db(|s| s.alerts_due_now(clock::now_ms())) {
         log::error!("alerts: cannot read the outbox: {}", e.message);
     }
-    let spawned = thread::Builder::new().name("alerts".into()).spawn(move || {
+    let spawned = crate::spawn::spawn(thread::Builder::new().name("alerts".into()), move || {
         let mut alerting = Alerting {
             deliveries: Deliveries::new(app.clone()),
             app,
@@ -221,13 +221,14 @@ impl Alerting {
             return;
         }
         let app = self.app.clone();
-        let taking = thread::Builder::new()
-            .name("alert picture".into())
-            .spawn(move || {
+        let taking = crate::spawn::spawn(
+            thread::Builder::new().name("alert picture".into()),
+            move || {
                 let camera = app.db(|s| s.camera(camera)).ok().flatten();
                 let jpeg = camera.and_then(|c| app.snapshots.take(&c, &app.motion).ok());
                 app.pictures.put(event, jpeg);
-            });
+            },
+        );
         if taking.is_err() {
             self.app.pictures.put(event, None);
         }

@@ -96,7 +96,7 @@ impl App {
             }
         }
         let config =
-            Config::from_vars(config::overlay(&stored, &*self.env)).map_err(Error::bad_request)?;
+            Config::from_vars(&config::overlay(&stored, &*self.env)).map_err(Error::bad_request)?;
         // As a camera's: a password goes to another broker only when the
         // person gives it again with it.
         let has_password = config.mqtt.as_ref().is_some_and(|m| m.password.is_some());

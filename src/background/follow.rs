@@ -46,18 +46,16 @@ struct Search {
 }
 
 pub fn spawn(app: Arc<App>) {
-    thread::Builder::new()
-        .name("follow".into())
-        .spawn(move || {
-            let mut searches: HashMap<Uuid, Search> = HashMap::new();
-            // (camera, device address) asked for their serial number this run.
-            let mut asked: HashSet<(Uuid, String)> = HashSet::new();
-            loop {
-                thread::sleep(TICK);
-                round(&app, &mut searches, &mut asked, Instant::now());
-            }
-        })
-        .expect("spawn the follower of moved cameras");
+    crate::spawn::spawn(thread::Builder::new().name("follow".into()), move || {
+        let mut searches: HashMap<Uuid, Search> = HashMap::new();
+        // (camera, device address) asked for their serial number this run.
+        let mut asked: HashSet<(Uuid, String)> = HashSet::new();
+        loop {
+            thread::sleep(TICK);
+            round(&app, &mut searches, &mut asked, Instant::now());
+        }
+    })
+    .expect("spawn the follower of moved cameras");
 }
 
 fn round(

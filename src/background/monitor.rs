@@ -19,18 +19,20 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 /// runs on its own thread; a camera still being checked is skipped in the
 /// next round, so a slow camera never delays the others.
 pub fn spawn(app: Arc<App>, interval: Duration) {
-    let spawned = thread::Builder::new()
-        .name("monitor".into())
-        // Reads the cameras (SQLite) and starts the checks.
-        .stack_size(256 * 1024)
-        .spawn(move || {
+    let spawned = crate::spawn::spawn(
+        thread::Builder::new()
+            .name("monitor".into())
+            // Reads the cameras (SQLite) and starts the checks.
+            .stack_size(256 * 1024),
+        move || {
             let checking = Arc::new(Mutex::new(HashSet::new()));
             loop {
                 let started = Instant::now();
                 start_round(&app, &checking);
                 thread::sleep(interval.saturating_sub(started.elapsed()));
             }
-        });
+        },
+    );
     if let Err(e) = spawned {
         log::error!("cannot start the camera monitor: {e}");
     }
@@ -62,10 +64,12 @@ fn start_round(app: &Arc<App>, checking: &Arc<Mutex<HashSet<Uuid>>>) {
         };
         // One a camera, for at most 5 s: a name lookup (getaddrinfo), a
         // small request and a 256-byte buffer on the stack.
-        let spawned = thread::Builder::new()
-            .name("check".into())
-            .stack_size(128 * 1024)
-            .spawn(check);
+        let spawned = crate::spawn::spawn(
+            thread::Builder::new()
+                .name("check".into())
+                .stack_size(128 * 1024),
+            check,
+        );
         if let Err(e) = spawned {
             log::warn!("cannot check camera {id}: {e}");
             checking

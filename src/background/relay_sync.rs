@@ -49,7 +49,7 @@ fn desired(cameras: &[Camera]) -> BTreeMap<String, String> {
 
 /// Starts the background loop. A message on `nudges` asks for a reconcile soon.
 pub fn spawn(app: Arc<App>, nudges: mpsc::Receiver<()>) {
-    thread::spawn(move || {
+    crate::spawn::spawn(thread::Builder::new(), move || {
         let mut next_health_check = Instant::now();
         let mut last_reconcile: Option<Instant> = None;
         let mut pending = true;
@@ -107,7 +107,8 @@ pub fn spawn(app: Arc<App>, nudges: mpsc::Receiver<()>) {
                 Err(RecvTimeoutError::Disconnected) => return,
             }
         }
-    });
+    })
+    .expect("failed to spawn thread");
 }
 
 /// A change the relay was asked to make: a stream to set to a source, or to remove.

@@ -111,10 +111,12 @@ impl Classifier {
 
     pub fn start(self: &Arc<Self>) {
         let me = self.clone();
-        let spawned = thread::Builder::new()
-            .name("classifier".into())
-            .stack_size(128 * 1024)
-            .spawn(move || me.run());
+        let spawned = crate::spawn::spawn(
+            thread::Builder::new()
+                .name("classifier".into())
+                .stack_size(128 * 1024),
+            move || me.run(),
+        );
         match spawned {
             Ok(handle) => *lock(&self.thread) = Some(handle),
             Err(e) => log::error!("cannot start the classifier's thread: {e}"),

@@ -286,7 +286,7 @@ enum Phase {
 /// Starts the link when `CLOUD_URL` is set.
 pub fn spawn(app: Arc<App>, base: &str) {
     let client = Client::new(base);
-    thread::spawn(move || {
+    crate::spawn::spawn(thread::Builder::new(), move || {
         let mut backoff = Backoff::default();
         let mut phase = match app.db(|s| s.identity()) {
             Ok(Some(identity)) if identity.claimed => Phase::Heartbeat,
@@ -301,7 +301,8 @@ pub fn spawn(app: Arc<App>, base: &str) {
             phase = next;
             thread::sleep(wait);
         }
-    });
+    })
+    .expect("failed to spawn thread");
 }
 
 /// One step of the link; returns the next phase and how long to wait first.

@@ -18,11 +18,12 @@ const RETRY: Duration = Duration::from_secs(10);
 
 pub fn spawn(app: Arc<App>, base: &str) {
     let client = Client::new(base);
-    thread::spawn(move || {
+    crate::spawn::spawn(thread::Builder::new(), move || {
         loop {
             thread::sleep(upload_next(&app, &client));
         }
-    });
+    })
+    .expect("failed to spawn thread");
 }
 
 /// Uploads the next clip, if the link is online and one waits; returns the wait before the next.

@@ -89,10 +89,11 @@ pub fn spawn(app: Arc<App>, config: &mqtt::config::Config) -> Result<(), String>
         ignored: Throttle::new(LOG_EVERY),
     };
     let session = Session::spawn(settings, handler);
-    thread::Builder::new()
-        .name("home assistant".into())
-        .spawn(move || link.run(&session))
-        .map_err(|e| format!("cannot start the MQTT link: {e}"))?;
+    crate::spawn::spawn(
+        thread::Builder::new().name("home assistant".into()),
+        move || link.run(&session),
+    )
+    .map_err(|e| format!("cannot start the MQTT link: {e}"))?;
     Ok(())
 }
 

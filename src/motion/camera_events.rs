@@ -216,14 +216,16 @@ pub fn run(events: Arc<CameraEvents>, camera: Uuid, spec: Spec, stop: Arc<Atomic
         stop: stop.clone(),
         topics: Vec::new(),
     };
-    let spawned = thread::Builder::new()
-        .name(format!("onvif events {camera}"))
-        .stack_size(128 * 1024)
-        .spawn(move || {
+    let spawned = crate::spawn::spawn(
+        thread::Builder::new()
+            .name(format!("onvif events {camera}"))
+            .stack_size(128 * 1024),
+        move || {
             let mut listener = listener;
             let stop = listener.stop.clone();
             keep_running(&mut listener, &stop);
-        });
+        },
+    );
     if let Err(e) = spawned {
         log::error!("camera {camera}: cannot start listening to its ONVIF events: {e}");
     }

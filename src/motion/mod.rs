@@ -163,12 +163,14 @@ impl Motion {
             Err(e) => log::error!("cannot end the events left in progress: {e}"),
         }
         let shared = self.shared.clone();
-        let supervisor = thread::Builder::new()
-            .name("watchers".into())
-            // Reads the cameras (SQLite) and starts threads; measured 8 KiB.
-            .stack_size(256 * 1024)
-            .spawn(move || supervise(&shared, &orders))
-            .expect("spawn the motion watchers' supervisor");
+        let supervisor = crate::spawn::spawn(
+            thread::Builder::new()
+                .name("watchers".into())
+                // Reads the cameras (SQLite) and starts threads; measured 8 KiB.
+                .stack_size(256 * 1024),
+            move || supervise(&shared, &orders),
+        )
+        .expect("spawn the motion watchers' supervisor");
         *lock(&self.running) = Some(supervisor);
     }
 

@@ -370,10 +370,12 @@ impl Pacer {
         pace.set_full(full);
         let done = Arc::new(AtomicBool::new(false));
         let (p, d) = (pace.clone(), done.clone());
-        let thread = std::thread::Builder::new()
-            .name("motion pacer".into())
-            .stack_size(128 * 1024)
-            .spawn(move || run(&ffmpeg, &url, decoder, &p, &d))?;
+        let thread = crate::spawn::spawn(
+            std::thread::Builder::new()
+                .name("motion pacer".into())
+                .stack_size(128 * 1024),
+            move || run(&ffmpeg, &url, decoder, &p, &d),
+        )?;
         Ok(Pacer {
             pace,
             done,

@@ -135,10 +135,10 @@ impl Session {
             stop: AtomicBool::new(false),
         });
         let running = shared.clone();
-        let thread = thread::Builder::new()
-            .name("mqtt".into())
-            .spawn(move || run(&settings, &running, handler))
-            .expect("spawn the MQTT thread");
+        let thread = crate::spawn::spawn(thread::Builder::new().name("mqtt".into()), move || {
+            run(&settings, &running, handler)
+        })
+        .expect("spawn the MQTT thread");
         Session {
             shared,
             thread: Some(thread),

@@ -299,19 +299,23 @@ impl Recordings {
             return;
         };
         let shared = self.shared.clone();
-        thread::Builder::new()
-            .name("cleaner".into())
-            // SQLite and file deletions; measured 16 KiB touched.
-            .stack_size(256 * 1024)
-            .spawn(move || retention::run(&shared, cleanings))
-            .expect("spawn the cleaner");
+        crate::spawn::spawn(
+            thread::Builder::new()
+                .name("cleaner".into())
+                // SQLite and file deletions; measured 16 KiB touched.
+                .stack_size(256 * 1024),
+            move || retention::run(&shared, cleanings),
+        )
+        .expect("spawn the cleaner");
         let shared = self.shared.clone();
-        let supervisor = thread::Builder::new()
-            .name("recorders".into())
-            // Reads the cameras (SQLite) and starts threads; measured 16 KiB.
-            .stack_size(256 * 1024)
-            .spawn(move || supervisor::run(&shared, orders))
-            .expect("spawn the recorders' supervisor");
+        let supervisor = crate::spawn::spawn(
+            thread::Builder::new()
+                .name("recorders".into())
+                // Reads the cameras (SQLite) and starts threads; measured 16 KiB.
+                .stack_size(256 * 1024),
+            move || supervisor::run(&shared, orders),
+        )
+        .expect("spawn the recorders' supervisor");
         *lock(&self.running) = Some(supervisor);
     }
 

@@ -41,17 +41,19 @@ struct Report {
 /// Starts a reconciliation on its own thread; `shared.reconciling` is
 /// cleared when it ends.
 pub(super) fn spawn(shared: Arc<Shared>) {
-    let spawned = thread::Builder::new()
-        .name("reconciliation".into())
-        // Walks the folders (no recursion) and writes SQLite in batches.
-        .stack_size(256 * 1024)
-        .spawn({
+    let spawned = crate::spawn::spawn(
+        thread::Builder::new()
+            .name("reconciliation".into())
+            // Walks the folders (no recursion) and writes SQLite in batches.
+            .stack_size(256 * 1024),
+        {
             let shared = shared.clone();
             move || {
                 reconcile(&shared);
                 shared.reconciling.store(false, Ordering::Release);
             }
-        });
+        },
+    );
     if let Err(e) = spawned {
         log::error!("recordings: cannot start the reconciliation: {e}");
         shared.reconciling.store(false, Ordering::Release);

@@ -24,7 +24,12 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the device may hold a pull open when it has nothing to say.
 const PULL_WAIT: Duration = Duration::from_secs(5);
 /// The subscription's life asked for, renewed at half what was granted.
-const LIFE: &str = "PT60S";
+/// A macro, so that the calls' bodies that name it are constants.
+macro_rules! life {
+    () => {
+        "PT60S"
+    };
+}
 const ASKED_LIFE: Duration = Duration::from_secs(60);
 /// The most messages one pull takes.
 const MESSAGE_LIMIT: u32 = 64;
@@ -104,14 +109,15 @@ impl PullPoint {
             return Ok(None);
         };
         let service = service.as_str();
-        let body = format!(
-            "<tev:CreatePullPointSubscription><tev:InitialTerminationTime>{LIFE}\
-             </tev:InitialTerminationTime></tev:CreatePullPointSubscription>"
+        let body = concat!(
+            "<tev:CreatePullPointSubscription><tev:InitialTerminationTime>",
+            life!(),
+            "</tev:InitialTerminationTime></tev:CreatePullPointSubscription>"
         );
         let answer = soap::call(
             &agent,
             service,
-            &body,
+            body,
             credentials.as_ref(),
             skew,
             CALL_TIMEOUT,
@@ -197,8 +203,10 @@ impl PullPoint {
         }
         let answer = self.call(
             "http://docs.oasis-open.org/wsn/bw-2/SubscriptionManager/RenewRequest",
-            &format!(
-                "<wsnt:Renew><wsnt:TerminationTime>{LIFE}</wsnt:TerminationTime></wsnt:Renew>"
+            concat!(
+                "<wsnt:Renew><wsnt:TerminationTime>",
+                life!(),
+                "</wsnt:TerminationTime></wsnt:Renew>"
             ),
             CALL_TIMEOUT,
         )?;

@@ -102,7 +102,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::thread;
 use std::time::Duration;
 
 use client::ClientConnection;
@@ -369,7 +368,7 @@ impl Server {
             let inside_close_trigger = close_trigger.clone();
             let inside_messages = messages.clone();
             let tasks_pool = tasks_pool.clone();
-            thread::spawn(move || {
+            util::spawn(Box::new(move || {
                 log::debug!("Running accept thread");
                 while !inside_close_trigger.load(Relaxed) {
                     match server.accept() {
@@ -388,7 +387,8 @@ impl Server {
                     }
                 }
                 log::debug!("Terminating accept thread");
-            });
+            }))
+            .expect("failed to spawn thread");
         }
 
         // result

@@ -1,7 +1,6 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread;
 use std::time::Duration;
 
 /// Manages a collection of threads that each do the pool's work on the items
@@ -121,7 +120,7 @@ impl<T: Send + 'static> TaskPool<T> {
         let active = Active(sharing);
 
         // On failure the closure, and `active` with it, is dropped.
-        let started = thread::Builder::new().spawn(move || {
+        let started = super::spawn(Box::new(move || {
             let sharing = &active.0;
 
             loop {
@@ -159,7 +158,7 @@ impl<T: Send + 'static> TaskPool<T> {
 
                 (sharing.work)(item);
             }
-        });
+        }));
         started.is_ok()
     }
 }
