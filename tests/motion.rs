@@ -441,19 +441,20 @@ fn the_decoder_stops_with_detect_off_and_dies_with_the_node() {
     eprintln!("decoder gone {:?} after detect went off", off.elapsed());
 
     patch(json!({ "detect": true }));
+    // The receiver, and the decoder once the stream comes.
+    let watcher = || {
+        let mut both = decoders();
+        both.extend(common::motion_decoders(node.pid()));
+        both
+    };
     assert!(
-        wait_for(Duration::from_secs(10), || decoders().len() == 1),
-        "no decoder after detect went on again"
+        wait_for(Duration::from_secs(10), || watcher().len() == 2),
+        "not a receiver and a decoder after detect went on again: {:?}",
+        watcher()
     );
     // A node killed outright takes its receiver and decoder with it
     // (PR_SET_PDEATHSIG).
-    let mut watcher = decoders();
-    watcher.extend(common::motion_decoders(node.pid()));
-    assert_eq!(
-        watcher.len(),
-        2,
-        "not a receiver and a decoder: {watcher:?}"
-    );
+    let watcher = watcher();
     node.kill();
     assert!(
         wait_for(Duration::from_secs(2), || !watcher

@@ -55,6 +55,8 @@ pub struct Pace {
     /// The stream time (ms) of each picture the decoder is to send, in
     /// order: what its `select` filter keeps of the frames passed on.
     pictures: Mutex<VecDeque<i64>>,
+    /// The stream's init part was passed on: the camera sends.
+    streaming: AtomicBool,
 }
 
 impl Pace {
@@ -64,6 +66,11 @@ impl Pace {
 
     pub fn full(&self) -> bool {
         self.full.load(Ordering::Acquire)
+    }
+
+    /// Whether the stream's init part was passed on.
+    pub fn streaming(&self) -> bool {
+        self.streaming.load(Ordering::Acquire)
     }
 
     /// The stream time (ms) of the decoder's next picture; None if not known.
@@ -263,6 +270,7 @@ pub fn run(
                 if decoder.write_all(&head).is_err() {
                     break;
                 }
+                pace.streaming.store(true, Ordering::Release);
                 init = Some(parsed);
             }
             b"moof" => moof = Some(bytes),
@@ -381,6 +389,11 @@ impl Pacer {
             done,
             thread: Some(thread),
         })
+    }
+
+    /// Whether the receiver ended (the thread is done).
+    pub fn ended(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
     }
 
     /// Stops the receiver, and waits for the thread.

@@ -276,20 +276,30 @@ impl Watcher {
                 return false;
             }
         };
-        let mut child = match Child::spawn_reading(&mut self.command(), for_decoder) {
-            Ok(child) => child,
-            Err(e) => {
-                log::error!("cannot run {}: {e}", ffmpeg.display());
-                return false;
-            }
-        };
         // Full rate until the stream's key-frame interval is known.
         let mut pacer = match Pacer::start(ffmpeg.clone(), self.spec.url.clone(), to_decoder, true)
         {
             Ok(pacer) => pacer,
             Err(e) => {
                 log::error!("camera {}: cannot start its pacer: {e}", self.camera);
-                child.stop(STOP_GRACE);
+                return false;
+            }
+        };
+        // The decoder starts once the stream's init part waits in its pipe:
+        // a camera that is not there yet costs one ffmpeg, not two.
+        let started = Instant::now();
+        while !pacer.pace.streaming() {
+            if self.stopped() || pacer.ended() || started.elapsed() >= WATCHDOG {
+                pacer.stop();
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut child = match Child::spawn_reading(&mut self.command(), for_decoder) {
+            Ok(child) => child,
+            Err(e) => {
+                log::error!("cannot run {}: {e}", ffmpeg.display());
+                pacer.stop();
                 return false;
             }
         };
