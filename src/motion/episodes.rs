@@ -658,10 +658,9 @@ mod paced {
     /// and leaves in a second.
     fn standing(ms: i64) -> (u8, Option<usize>, bool) {
         let x = match ms {
-            ..20_000 => None,
-            ..22_000 => Some(moving(ms, (20_000, 22_000), (0, 60))),
-            ..50_000 => Some(60),
-            ..51_000 => Some(moving(ms, (50_000, 51_000), (60, 140))),
+            20_000..22_000 => Some(moving(ms, (20_000, 22_000), (0, 60))),
+            22_000..50_000 => Some(60),
+            50_000..51_000 => Some(moving(ms, (50_000, 51_000), (60, 140))),
             _ => None,
         };
         (100, x, true)
