@@ -367,15 +367,16 @@ pub struct Pacer {
 }
 
 impl Pacer {
-    /// Starts receiving `url`, passing frames to `decoder`.
+    /// Starts receiving `url`, passing frames to `decoder`: every frame
+    /// until the watcher asks otherwise, as the stream's key-frame interval
+    /// is not known yet.
     pub fn start(
         ffmpeg: std::path::PathBuf,
         url: String,
         decoder: std::io::PipeWriter,
-        full: bool,
     ) -> std::io::Result<Pacer> {
         let pace = Arc::new(Pace::default());
-        pace.set_full(full);
+        pace.set_full(true);
         let done = Arc::new(AtomicBool::new(false));
         let (p, d) = (pace.clone(), done.clone());
         let thread = crate::spawn::spawn(

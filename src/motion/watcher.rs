@@ -276,9 +276,7 @@ impl Watcher {
                 return false;
             }
         };
-        // Full rate until the stream's key-frame interval is known.
-        let mut pacer = match Pacer::start(ffmpeg.clone(), self.spec.url.clone(), to_decoder, true)
-        {
+        let mut pacer = match Pacer::start(ffmpeg.clone(), self.spec.url.clone(), to_decoder) {
             Ok(pacer) => pacer,
             Err(e) => {
                 log::error!("camera {}: cannot start its pacer: {e}", self.camera);
