@@ -476,7 +476,11 @@ impl App {
     /// segment), all at once, waiting for them until `deadline`.
     pub fn stop(&self, deadline: Instant) {
         thread::scope(|scope| {
-            scope.spawn(|| self.motion.stop(deadline));
+            // Side by side, or one after the other when no thread can be made.
+            let beside = thread::Builder::new().spawn_scoped(scope, || self.motion.stop(deadline));
+            if beside.is_err() {
+                self.motion.stop(deadline);
+            }
             self.recordings.stop(deadline);
         });
     }

@@ -98,11 +98,17 @@ pub fn run(env: Environment) -> Result<(), String> {
     let stopping = app.clone();
     let stop_recorders = move || {
         let deadline = Instant::now() + STOP_RECORDERS;
-        crate::spawn::spawn(thread::Builder::new(), move || {
-            stopping.stop(deadline);
+        let app = stopping.clone();
+        let started = crate::spawn::spawn(thread::Builder::new(), move || {
+            app.stop(deadline);
             let _ = recorders_stopped.send(());
-        })
-        .expect("failed to spawn thread");
+        });
+        if let Err(e) = started {
+            // A node out of threads still stops cleanly: the recorders
+            // first, then the requests drain.
+            log::warn!("stopping the recorders before the requests drain: no thread for it: {e}");
+            stopping.stop(deadline);
+        }
     };
     server::serve(
         listener,

@@ -1363,7 +1363,7 @@ fn running_out_of_file_descriptors_ends_the_node_with_an_error() {
         }
     }
     let pid = node.pid();
-    let exited = wait_for_exit(pid, Duration::from_secs(10));
+    let exited = common::wait_for_exit(pid, Duration::from_secs(10));
     assert!(
         exited,
         "the node kept running deaf after accept failed ({} connections held, \
@@ -1375,11 +1375,4 @@ fn running_out_of_file_descriptors_ends_the_node_with_an_error() {
     let logs = node.logs();
     assert_eq!(node.wait(), Some(1), "{logs}");
     assert!(logs.contains("stopped accepting connections"), "{logs}");
-}
-
-fn wait_for_exit(pid: u32, timeout: Duration) -> bool {
-    common::wait_for(timeout, || {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        status.is_empty() || status.contains("State:\tZ")
-    })
 }

@@ -553,10 +553,15 @@ fn a_connection_no_thread_can_be_made_for_is_answered_503_and_the_node_goes_on()
     let cgroup = PidsCgroup::new();
     let node = start_node(&dir, &[("LOG_LEVEL", "info")]);
     assert_eq!(node.get("/api/status").status, 200);
-    // Room for 16 threads more than the node has: its 4 idle connection
-    // threads and 16 new ones take 20 connections; no thread can be made for
-    // the others.
-    let threads = common::thread_names(node.pid()).len();
+    // Room for 16 threads more than the node has once started (its
+    // reconciliation done: a loaded machine may not have begun it yet): its
+    // 4 idle connection threads and 16 new ones take 20 connections; no
+    // thread can be made for the others.
+    let reconciled = common::wait_for(Duration::from_secs(30), || {
+        node.logs().contains("folder and index reconciled")
+    });
+    assert!(reconciled, "{}", node.logs());
+    let threads = common::settled_threads(&node);
     cgroup.confine(node.pid(), threads + 16);
     let mut connections = idle_connections(node.port, 40);
     let (mut held, mut refused) = (0, 0);
@@ -591,5 +596,17 @@ fn a_connection_no_thread_can_be_made_for_is_answered_503_and_the_node_goes_on()
     let status = node.get("/api/status");
     assert_eq!(status.status, 200, "beside 8 new connections: {status}");
     drop(more);
-    assert!(!node.logs().contains("panicked"), "{}", node.logs());
+    // Stopped while no thread can be made, it still stops cleanly.
+    let held = idle_connections(node.port, 40);
+    node.terminate();
+    let exited = common::wait_for_exit(node.pid(), Duration::from_secs(20));
+    drop(held);
+    // Its last line read from its pipe.
+    common::wait_for(Duration::from_secs(5), || node.logs().contains("] stopped"));
+    let logs = node.logs();
+    assert!(exited, "SIGTERM did not stop a node out of threads: {logs}");
+    assert!(logs.contains("] stopped"), "{logs}");
+    let code = node.wait();
+    assert_eq!(code, Some(0), "{logs}");
+    assert!(!logs.contains("panicked"), "{logs}");
 }

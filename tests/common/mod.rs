@@ -419,7 +419,6 @@ impl Node {
         by_id(&self.get("/api/events").json(), id)
     }
 
-    /// Everything the node printed so far.
     /// The node's events of `camera`, oldest first.
     pub fn events_of(&self, camera: &str) -> Vec<serde_json::Value> {
         let listed = self.get("/api/events").json();
@@ -434,6 +433,7 @@ impl Node {
         events
     }
 
+    /// Everything the node printed so far.
     pub fn logs(&self) -> String {
         self.logs.lock().unwrap().clone()
     }
@@ -837,6 +837,14 @@ pub fn settled_threads(node: &Node) -> usize {
         node.logs()
     );
     last.unwrap_or(0)
+}
+
+/// Waits until process `pid` has exited (gone, or a zombie not yet reaped).
+pub fn wait_for_exit(pid: u32, timeout: Duration) -> bool {
+    wait_for(timeout, || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status.is_empty() || status.contains("State:\tZ")
+    })
 }
 
 /// Polls `check` every 50 ms until it is true or `timeout` passes.
