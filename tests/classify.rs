@@ -5,6 +5,7 @@
 //! `deploy/model/install-model.sh` installs) says what it is; the events
 //! are stored with their kind, clip and a thumbnail with the object boxed.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 use std::thread;
@@ -312,6 +313,12 @@ fn real_footage_gives_one_vehicle_event_a_pass_listed_from_its_start() {
         "name": "Driveway", "rtspUrl": camera.url("", "/footage")
     }));
     let id = created["id"].as_str().unwrap().to_owned();
+    // The same footage decoded at full rate all along: the same events as
+    // on key frames a second apart.
+    let full = node.add_camera(json!({
+        "name": "Driveway, full rate", "rtspUrl": camera.url("", "/footage"), "fullRate": true
+    }));
+    let full = full["id"].as_str().unwrap().to_owned();
     // The same footage watched most eagerly: the date stamp's seconds move
     // past its threshold, until the node has learnt them.
     let eager = node.add_camera(json!({
@@ -401,7 +408,9 @@ fn real_footage_gives_one_vehicle_event_a_pass_listed_from_its_start() {
 
     // After the car of the third pass has gone, and the 10 s of quiet, and
     // the same for the first pass the eager camera watched masked.
+    let mut paces = BTreeSet::new();
     let (passes, masked) = loop {
+        paces.insert(node.camera(&id)["keyFrames"]["pace"].to_string());
         let passes = camera.footage_passes();
         let masked = passes.iter().copied().find(|&p| p > taken);
         if let Some(masked) = masked
@@ -415,37 +424,23 @@ fn real_footage_gives_one_vehicle_event_a_pass_listed_from_its_start() {
         );
         thread::sleep(Duration::from_millis(500));
     };
-    let events: Vec<Value> = since(node.events_of(&id))
-        .into_iter()
-        .filter(|e| passes.get(3).is_none_or(|&p| ms(&e["startedAt"]) < p))
-        .collect();
-    assert_eq!(
-        events.len(),
-        2,
-        "not one event a pass (passes at {passes:?}): {events:#?}\n{}",
-        what_it_said(&node)
-    );
-    for (event, pass) in events.iter().zip(&passes[1..]) {
-        let (start, end) = (ms(&event["startedAt"]) - pass, ms(&event["endedAt"]) - pass);
-        eprintln!(
-            "pass at {pass}: {} from {start} to {end} ms, score {}",
-            event["kind"], event["score"]
-        );
-        assert!(
-            (CAR_IN_MS - 1_500..=CAR_IN_MS + 3_000).contains(&start),
-            "started {start} ms into the pass, the car came at {CAR_IN_MS}: {event}"
-        );
-        assert!(
-            (CAR_GONE_MS - 8_000..=CAR_GONE_MS + 4_000).contains(&end),
-            "ended {end} ms into the pass, the car was gone at {CAR_GONE_MS}: {event}"
-        );
-        assert_eq!(event["inProgress"], false, "{event}");
+    // Between the cars, the first camera was on key frames.
+    assert!(paces.contains("\"key\""), "{paces:?}");
+    assert_eq!(node.camera(&full)["keyFrames"]["pace"], "full");
+    for (watched, pace) in [(&id, "key frames"), (&full, "full rate")] {
+        let events: Vec<Value> = since(node.events_of(watched))
+            .into_iter()
+            .filter(|e| passes.get(3).is_none_or(|&p| ms(&e["startedAt"]) < p))
+            .collect();
         assert_eq!(
-            event["kind"],
-            "vehicle",
-            "the car was not seen as a vehicle: {event}\n{}",
+            events.len(),
+            2,
+            "{pace}: not one event a pass (passes at {passes:?}): {events:#?}\n{}",
             what_it_said(&node)
         );
+        for (event, pass) in events.iter().zip(1..) {
+            assert_one_pass(event, &camera_footage(&camera, pass), pace, &node);
+        }
     }
     // With the mask taken, the eager camera's first whole pass is the car's
     // event alone (which may begin when the looped footage's stamp jumps back
@@ -474,6 +469,51 @@ fn real_footage_gives_one_vehicle_event_a_pass_listed_from_its_start() {
             && eager_pass[0]["kind"] == "vehicle",
         "from {start} to {end} ms: {}",
         eager_pass[0]
+    );
+}
+
+/// When the car of pass `pass` came and went, as the camera sent them.
+struct CarPass {
+    came: i64,
+    gone: i64,
+}
+
+fn camera_footage(camera: &Camera, pass: usize) -> CarPass {
+    let at = |into| {
+        camera.footage_at(pass, into).unwrap_or_else(|| {
+            panic!("the camera did not say when it sent {into} ms of pass {pass}")
+        })
+    };
+    CarPass {
+        came: at(CAR_IN_MS),
+        gone: at(CAR_GONE_MS),
+    }
+}
+
+/// `event` is the car of `pass`: from its coming to its going, a vehicle.
+fn assert_one_pass(event: &Value, pass: &CarPass, pace: &str, node: &Node) {
+    let (start, end) = (
+        ms(&event["startedAt"]) - pass.came,
+        ms(&event["endedAt"]) - pass.gone,
+    );
+    eprintln!(
+        "{pace}: {} from {start} ms after the car came to {end} ms after it was gone, score {}",
+        event["kind"], event["score"]
+    );
+    assert!(
+        (-1_500..=3_000).contains(&start),
+        "{pace}: started {start} ms after the car came: {event}"
+    );
+    assert!(
+        (-8_000..=4_000).contains(&end),
+        "{pace}: ended {end} ms after the car was gone: {event}"
+    );
+    assert_eq!(event["inProgress"], false, "{event}");
+    assert_eq!(
+        event["kind"],
+        "vehicle",
+        "{pace}: the car was not seen as a vehicle: {event}\n{}",
+        what_it_said(node)
     );
 }
 

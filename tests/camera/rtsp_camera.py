@@ -54,7 +54,10 @@ Mount points (all shared: several clients share one encoder):
                  0.1.8: 61 s of a tree in the wind and a date stamp, in which
                  a car backs out of the driveway at about 6 s and drives off
                  up the road, out of sight at about 27 s); at the start of
-                 each pass it says "footage: pass N at <unix ms>" on stderr.
+                 each pass it says "footage: pass N at <unix ms>" on stderr,
+                 and at each whole second of it "footage: second S of pass N
+                 at <unix ms>" (a camera slowed by a loaded machine sends
+                 the rest of the pass late: these say how late).
                  Served only when the file is there.
 
 The process reads stdin for scene commands, one a line.
@@ -303,9 +306,14 @@ class Footage:
         pad.add_probe(Gst.PadProbeType.BUFFER, self.frame)
 
     def frame(self, pad, info):
+        now = int(time.time() * 1000)
         if self.frames >= round(self.passes * self.frames_per_pass):
-            log("footage: pass %d at %d" % (self.passes, int(time.time() * 1000)))
+            log("footage: pass %d at %d" % (self.passes, now))
             self.passes += 1
+        into = self.frames - round((self.passes - 1) * self.frames_per_pass)
+        if into % FOOTAGE_FPS == 0:
+            log("footage: second %d of pass %d at %d"
+                % (into // FOOTAGE_FPS, self.passes - 1, now))
         self.frames += 1
         return Gst.PadProbeReturn.OK
 

@@ -990,6 +990,19 @@ impl Camera {
             .collect()
     }
 
+    /// When `into` (ms) of pass `pass` of `/footage` was served, in ms since
+    /// the epoch: from the whole second before it, so that a camera slowed
+    /// mid-pass by a loaded machine is judged by what it sent when.
+    pub fn footage_at(&self, pass: usize, into: i64) -> Option<i64> {
+        let second = into / 1_000;
+        let prefix = format!("rtsp_camera: footage: second {second} of pass {pass} at ");
+        let stderr = self.stderr.lock().unwrap();
+        let at: i64 = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix)?.parse().ok())?;
+        Some(at + into % 1_000)
+    }
+
     /// Changes the `/scene` mount's picture (see rtsp_camera.py); returns
     /// when it was sent, in ms since the epoch.
     pub fn scene(&self, command: &str) -> i64 {
