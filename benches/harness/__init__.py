@@ -2,6 +2,8 @@
 - base: the repository's root, the error that makes a run invalid, progress lines;
 - net: free ports and HTTP requests on 127.0.0.1;
 - standins: the relay stand-in and the camera that never answers;
+- lan: a network namespace of a part's own, for what the node calls only
+  off its loopback;
 - processes: the programs a run starts (the node, nginx, the GStreamer test
   camera behind go2rtc, go2rtc as the node's relay, mosquitto; go2rtc and
   mosquitto can be restarted) and the clean-up that stops them;
