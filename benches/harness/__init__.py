@@ -1,7 +1,8 @@
 """The benchmark's shared harness, a module a reason to change:
 - base: the repository's root, the error that makes a run invalid, progress lines;
 - net: free ports and HTTP requests on 127.0.0.1;
-- standins: the relay stand-in and the camera that never answers;
+- standins: the relay stand-in, the camera that never answers and the
+  ONVIF device;
 - lan: a network namespace of a part's own, for what the node calls only
   off its loopback;
 - processes: the programs a run starts (the node, nginx, the GStreamer test
@@ -41,4 +42,4 @@ from .processes import (
     wait_for_process,
 )
 from .report import main
-from .standins import SilentCamera
+from .standins import OnvifDevice, SilentCamera
