@@ -41,6 +41,7 @@ from harness import (
     progress,
     request,
     wait_all_recording,
+    wait_ended,
 )
 
 NAME = "alerts"
@@ -176,16 +177,6 @@ def measure_latency(bench, far):
         runs_s=took,
         slide_to_first_moving_frame_s=detected,
     )
-
-
-def wait_ended(node, camera_id):
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        events = json.loads(node.get(f"/api/events?cameraId={camera_id}"))
-        if events and all(not e["inProgress"] for e in events):
-            return
-        time.sleep(0.2)
-    raise BenchError(f"the event did not end within 60 s:\n{node.tail()}")
 
 
 def quiet_cameras(node, count):

@@ -36,6 +36,7 @@ from harness import (
     iso_ms,
     progress,
     request,
+    wait_ended,
 )
 
 NAME = "onvif"
@@ -97,15 +98,6 @@ def listed(node, seen, timeout):
     raise BenchError(f"no event listed {timeout} s after the camera said motion\n{node.tail()}")
 
 
-def ended(node, id, timeout):
-    """Waits until event `id` is no longer in progress."""
-    deadline = time.monotonic() + timeout
-    while any(e["id"] == id and e["inProgress"] for e in json.loads(node.get("/api/events"))):
-        if time.monotonic() > deadline:
-            raise BenchError(f"the event was still in progress {timeout} s after the camera's motion ended")
-        time.sleep(0.2)
-
-
 def measure_latency(bench, camera, device, password):
     """The camera's word to the node's event listed, `onvif_runs` times, each
     from a still scene watched on key frames; the median."""
@@ -113,16 +105,17 @@ def measure_latency(bench, camera, device, password):
     id, source = linked_camera(node, camera, device, password)
     latencies, starts = [], []
     seen = set()
-    for _ in range(bench.settings.onvif_runs):
+    for n in range(bench.settings.onvif_runs):
         said = device.motion(True)
         camera.scene(UNDER_THRESHOLD)
         event, listed_at = listed(node, seen, 10)
         latencies.append((listed_at - said) / 1000)
         starts.append((iso_ms(event["startedAt"]) - said) / 1000)
         seen.add(event["id"])
+        progress(f"onvif: run {n + 1}: listed {latencies[-1]:.3f} s after the camera said motion")
         time.sleep(3)  # the faint box's crossing
         device.motion(False)
-        ended(node, event["id"], 60)
+        wait_ended(node, id)
         key_pace(node, 1, 30)
     bench.add_figure(
         "onvif_event_latency",

@@ -19,7 +19,7 @@ through it, importing from the package what this file names; bench.py runs
 them all or those named. The soak (bench_soak.py, an hour) runs alone.
 """
 
-from .api import add_cameras, segment_count, wait_all_recording, wait_relay_healthy
+from .api import add_cameras, segment_count, wait_all_recording, wait_ended, wait_relay_healthy
 from .base import ROOT, BenchError, progress
 from .measure import cpu_of, cpu_seconds, iso_ms, median_us, private_mib, proc_fields, run_wrk
 from .net import expect, free_port, request
