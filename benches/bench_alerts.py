@@ -22,13 +22,13 @@ import http.client
 import json
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
 
 import bench_classify
 import harness
+from harness.lan import Lan
 from harness import (
     ROOT,
     SCENE_PATH,
@@ -40,8 +40,8 @@ from harness import (
     free_port,
     progress,
     request,
-    stop_process,
     wait_all_recording,
+    wait_ended,
 )
 
 NAME = "alerts"
@@ -67,52 +67,6 @@ def check(bench):
     if missing:
         raise BenchError("; ".join(missing))
     bench_classify.check(bench)
-
-
-def ip(*args):
-    done = subprocess.run(["ip", *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise BenchError(f"ip {' '.join(args)}: {done.stderr.strip()}")
-
-
-class Lan:
-    """A namespace joined to this one by a veth pair: the node here, at .1;
-    the far ends there, at .2. Removed at the run's end."""
-
-    def __init__(self, bench):
-        self.namespace = f"nvrb-{os.getpid()}"
-        self.veth = f"nvrb{os.getpid() % 100000}"
-        self.address = SUBNET + "2"
-        self.remove()
-        ip("netns", "add", self.namespace)
-        bench.cleanup.add(self.remove)
-        ip("link", "add", self.veth, "type", "veth", "peer", "name", self.veth + "p")
-        ip("link", "set", self.veth + "p", "netns", self.namespace)
-        ip("address", "add", SUBNET + "1/24", "dev", self.veth)
-        ip("link", "set", self.veth, "up")
-        ip("-n", self.namespace, "link", "set", "lo", "up")
-        ip("-n", self.namespace, "address", "add", SUBNET + "2/24", "dev", self.veth + "p")
-        ip("-n", self.namespace, "link", "set", self.veth + "p", "up")
-
-    def remove(self):
-        subprocess.run(["ip", "link", "delete", self.veth], capture_output=True)
-        subprocess.run(["ip", "netns", "delete", self.namespace], capture_output=True)
-
-    def start(self, bench, command, ready):
-        """Starts `command` in the namespace; returns it once it printed `ready`."""
-        proc = subprocess.Popen(
-            ["ip", "netns", "exec", self.namespace, *command],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        bench.cleanup.add(lambda: stop_process(proc))
-        line = proc.stdout.readline()
-        if not line.startswith(ready):
-            stop_process(proc)
-            raise BenchError(f"{' '.join(command)} did not start: {line!r}")
-        return proc, int(line.strip().rsplit(" ", 1)[1])
 
 
 def call(host, port, method, path, body=None):
@@ -223,16 +177,6 @@ def measure_latency(bench, far):
         runs_s=took,
         slide_to_first_moving_frame_s=detected,
     )
-
-
-def wait_ended(node, camera_id):
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        events = json.loads(node.get(f"/api/events?cameraId={camera_id}"))
-        if events and all(not e["inProgress"] for e in events):
-            return
-        time.sleep(0.2)
-    raise BenchError(f"the event did not end within 60 s:\n{node.tail()}")
 
 
 def quiet_cameras(node, count):
@@ -363,7 +307,7 @@ def measure_flood(bench, far):
 
 
 def run(bench):
-    lan = Lan(bench)
+    lan = Lan(bench, SUBNET)
     far = FarEnds(bench, lan)
     progress("alerts: a person's first moving frame to the alert at a webhook")
     measure_latency(bench, far)

@@ -9,7 +9,9 @@
 //! the test camera's photographs (target/photos): without them it fails and
 //! says which is missing. The UI part needs Node.js, playwright-core and
 //! Debian's Chromium, as the browser tests do, and reports the aarch64
-//! node's size only where one is built.
+//! node's size only where one is built. The ONVIF and alerts parts make a
+//! network namespace, so they need root, as the tests of `onvif_events::`
+//! and `alerts::` do.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,7 +20,7 @@ use std::time::Instant;
 use crate::common;
 
 /// Each part's program and the figures it reports, as named in its JSON.
-const PARTS: [(&str, &str, &[&str]); 9] = [
+const PARTS: [(&str, &str, &[&str]); 10] = [
     (
         "http",
         "benches/bench_http.py",
@@ -67,6 +69,7 @@ const PARTS: [(&str, &str, &[&str]); 9] = [
             "motion_clip_latency",
         ],
     ),
+    ("onvif", "benches/bench_onvif.py", &["onvif_event_latency"]),
     ("mqtt", "benches/bench_mqtt.py", &["mqtt_cpu", "mqtt_rss"]),
     (
         "memory",
@@ -236,6 +239,13 @@ fn the_recording_part_run_alone_reports_its_own_figures() {
 #[test]
 fn the_motion_part_run_alone_reports_its_own_figures() {
     part_alone("motion");
+}
+
+/// The camera's ONVIF motion events through the device stand-in, in a
+/// network namespace of the part's own (so as root).
+#[test]
+fn the_onvif_part_run_alone_reports_its_own_figures() {
+    part_alone("onvif");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! real node, real go2rtc (as the ONVIF device and as the relay), the
 //! GStreamer test camera behind it, and two stand-ins for what go2rtc cannot
 //! show: a WS-Discovery responder (`common/wsd.rs`) and a device that wants a
-//! password (`common/onvif_device.rs`).
+//! password (`crates/standins/src/onvif_device.rs`).
 //!
 //! Multicast stays inside a network namespace of the test's own
 //! (`common/netns.rs`): the node runs there, on 10.213.77.2, and reaches the

@@ -1,7 +1,7 @@
 //! The camera's own motion events (ONVIF PullPoint), through the real node
 //! in a network namespace of the test's own (`common/netns.rs`, as
 //! `onvif::`), against the device stand-in's Event service
-//! (`common/onvif_device.rs`: no camera in the registries sends events), and
+//! (`crates/standins/src/onvif_device.rs`: no camera in the registries sends events), and
 //! the stand-in itself checked with an independent client, onvif-zeep-async,
 //! whose PullPoint manager Home Assistant uses.
 //!

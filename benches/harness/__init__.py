@@ -1,7 +1,10 @@
 """The benchmark's shared harness, a module a reason to change:
 - base: the repository's root, the error that makes a run invalid, progress lines;
 - net: free ports and HTTP requests on 127.0.0.1;
-- standins: the relay stand-in and the camera that never answers;
+- standins: the relay stand-in, the camera that never answers and the
+  ONVIF device;
+- lan: a network namespace of a part's own, for what the node calls only
+  off its loopback;
 - processes: the programs a run starts (the node, nginx, the GStreamer test
   camera behind go2rtc, go2rtc as the node's relay, mosquitto; go2rtc and
   mosquitto can be restarted) and the clean-up that stops them;
@@ -16,7 +19,7 @@ through it, importing from the package what this file names; bench.py runs
 them all or those named. The soak (bench_soak.py, an hour) runs alone.
 """
 
-from .api import add_cameras, segment_count, wait_all_recording, wait_relay_healthy
+from .api import add_cameras, segment_count, wait_all_recording, wait_ended, wait_relay_healthy
 from .base import ROOT, BenchError, progress
 from .measure import cpu_of, cpu_seconds, iso_ms, median_us, private_mib, proc_fields, run_wrk
 from .net import expect, free_port, request
@@ -39,4 +42,4 @@ from .processes import (
     wait_for_process,
 )
 from .report import main
-from .standins import SilentCamera
+from .standins import OnvifDevice, SilentCamera

@@ -1,5 +1,5 @@
 """What the parts ask of a running node: cameras added through its API, its
-states waited for, and the segments it has indexed."""
+states and its events' ends waited for, and the segments it has indexed."""
 
 import concurrent.futures
 import json
@@ -50,6 +50,18 @@ def wait_all_recording(node, count, timeout):
         if time.monotonic() > deadline:
             raise BenchError(f"only {states.count('recording')} of {count} cameras record: {states}\n{node.tail()}")
         time.sleep(0.2)
+
+
+def wait_ended(node, camera_id):
+    """Waits until camera `camera_id` has events and none in progress;
+    raises BenchError after 60 s."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        events = json.loads(node.get(f"/api/events?cameraId={camera_id}"))
+        if events and all(not e["inProgress"] for e in events):
+            return
+        time.sleep(0.2)
+    raise BenchError(f"the event did not end within 60 s:\n{node.tail()}")
 
 
 def segment_count(data_dir):

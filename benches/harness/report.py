@@ -48,6 +48,7 @@ FIGURES = (
     "motion_listed_latency",
     "motion_event_latency",
     "motion_clip_latency",
+    "onvif_event_latency",
     "mqtt_cpu",
     "mqtt_rss",
     "memory_children_per_camera",

@@ -1,8 +1,8 @@
-"""The stand-ins for what the node talks to, a go2rtc API (the relay) and a
-camera that never answers: the tests' own (crates/standins), each run as a
-child process of the program nvr-standin, built once a run. A child prints
-`port N` and exits when its stdin closes, so it also ends when the run
-does, however the run ends."""
+"""The stand-ins for what the node talks to, a go2rtc API (the relay), a
+camera that never answers and an ONVIF device: the tests' own
+(crates/standins), each run as a child process of the program nvr-standin,
+built once a run. A child prints `port N` and exits when its stdin closes,
+so it also ends when the run does, however the run ends."""
 
 import os
 import re
@@ -103,3 +103,26 @@ class SilentCamera(StandIn):
     def accepted(self):
         """How many connections it has taken."""
         return self.taken
+
+
+class OnvifDevice:
+    """The tests' ONVIF device with its Event service
+    (crates/standins/src/onvif_device.rs): in `lan`'s namespace, at its
+    address (the node calls a device only off its loopback), wanting `user`'s
+    WS-Security UsernameToken. `motion` has it say IsMotion to every
+    subscription."""
+
+    def __init__(self, bench, lan, user, password):
+        command = [str(bench.standin), "onvif-device", lan.address, user]
+        self.proc, port = lan.start(bench, command, "port ", env={"NVR_STANDIN_PASSWORD": password})
+        self.address = f"http://{lan.address}:{port}/onvif/device_service"
+
+    def motion(self, moving):
+        """Says IsMotion `moving`; returns the moment its message carries, in
+        ms since the epoch (the device's clock, this machine's)."""
+        self.proc.stdin.write(f"motion {'true' if moving else 'false'}\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("said "):
+            raise BenchError(f"the ONVIF device stand-in did not say motion: {line!r}")
+        return int(line.split()[1])

@@ -12,13 +12,11 @@ pub mod http;
 pub mod lan;
 pub mod mosquitto;
 pub mod netns;
-pub mod onvif_device;
 pub mod receivers;
 pub mod rtsp_trap;
 pub mod system;
 pub mod tls;
 pub mod wsd;
-pub mod xml;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -30,8 +28,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 pub use http::Response;
-// The go2rtc stand-in, shared with the benchmark (crates/standins).
-pub use nvr_standins::relay;
+// The stand-ins shared with the benchmark (crates/standins): go2rtc's API
+// and an ONVIF device with its Event service.
+pub use nvr_standins::{onvif_device, relay};
 
 /// Part of every camera password and cloud secret the tests use. The harness
 /// sweeps every node response (status line, headers, body) and every node log

@@ -4,7 +4,7 @@
 //! What it does: one UDP socket bound to 0.0.0.0:3702 (SO_REUSEADDR) joined
 //! to 239.255.255.250 on 10.213.77.1 only, with IP_MULTICAST_ALL off so it
 //! hears that membership alone, never a probe on the machine's real
-//! interfaces. Each datagram is parsed as XML by namespace (`xml.rs`); a SOAP
+//! interfaces. Each datagram is parsed as XML by namespace (`crates/standins/src/xml.rs`); a SOAP
 //! 1.2 Envelope whose Body holds a WS-Discovery (2005/04) Probe whose Types
 //! include dn:NetworkVideoTransmitter (dn =
 //! http://www.onvif.org/ver10/network/wsdl, whatever the prefix) is recorded
@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use super::xml;
+use nvr_standins::xml;
 
 const SOAP: &str = "http://www.w3.org/2003/05/soap-envelope";
 const WSA: &str = "http://schemas.xmlsoap.org/ws/2004/08/addressing";

@@ -1,11 +1,15 @@
 //! Stand-ins for what the node talks to, written once for the integration
 //! tests (which link this library: `tests/common`) and the benchmark (which
 //! runs its program, `nvr-standin`: `benches/harness/standins.py`): a go2rtc
-//! API (`relay`) and a camera that accepts connections and never answers
-//! (`silent`). Each listens on a free port of 127.0.0.1.
+//! API (`relay`), a camera that accepts connections and never answers
+//! (`silent`), each on a free port of 127.0.0.1, and an ONVIF device with
+//! its Event service (`onvif_device`, on the address it is given, with the
+//! XML reader it shares with the tests' WS-Discovery responder: `xml`).
 
+pub mod onvif_device;
 pub mod relay;
 pub mod silent;
+pub mod xml;
 
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;

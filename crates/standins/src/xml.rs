@@ -1,8 +1,8 @@
-//! A namespace-aware XML tree for the ONVIF stand-ins (`wsd.rs`,
-//! `onvif_device.rs`), on `xmlparser`: they match what the node sends by
-//! (namespace URI, local name), as a camera's parser does, never by prefix.
-//! Written for the tests, apart from the node's own reader, so a mistake in
-//! one is not copied into the other.
+//! A namespace-aware XML tree for the ONVIF stand-ins (`onvif_device.rs`,
+//! and the tests' `tests/common/wsd.rs`), on `xmlparser`: they match what
+//! the node sends by (namespace URI, local name), as a camera's parser does,
+//! never by prefix. Written for the stand-ins, apart from the node's own
+//! reader, so a mistake in one is not copied into the other.
 
 /// An element: namespace URI, local name, attributes (namespace URI, local
 /// name, value), text (the concatenated character data directly inside),

@@ -45,7 +45,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::xml;
+use crate::xml;
 
 const SOAP: &str = "http://www.w3.org/2003/05/soap-envelope";
 const WSSE: &str =
@@ -191,14 +191,15 @@ impl Device {
         device
     }
 
-    /// The camera says `moving` on the motion topic most cameras send.
-    pub fn motion(&self, moving: bool) {
-        self.say(CELL_MOTION.0, CELL_MOTION.1, moving);
+    /// The camera says `moving` on the motion topic most cameras send; the
+    /// moment its message carries (UtcTime).
+    pub fn motion(&self, moving: bool) -> SystemTime {
+        self.say(CELL_MOTION.0, CELL_MOTION.1, moving)
     }
 
     /// The camera says `value` for `item` of `topic` (a motion topic's
-    /// state), to every subscription.
-    pub fn say(&self, topic: &str, item: &str, value: bool) {
+    /// state), to every subscription; the moment its message carries.
+    pub fn say(&self, topic: &str, item: &str, value: bool) -> SystemTime {
         let mut state = self.events.state.lock().unwrap();
         state.current.retain(|(t, _, _)| t != topic);
         state
@@ -210,6 +211,7 @@ impl Device {
             subscription.queue.push_back(message);
         }
         self.events.changed.notify_all();
+        now
     }
 
     /// Subscriptions are granted at most `life`.
