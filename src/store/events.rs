@@ -321,9 +321,9 @@ impl Store {
         if let Some(tallies) = self.event_tallies.borrow().as_ref() {
             return Ok(tallies.clone());
         }
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT camera_id, COUNT(*) FROM event WHERE reviewed = 0 GROUP BY camera_id",
-        )?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT camera_id, events FROM unreviewed_tally WHERE events > 0")?;
         let unreviewed = stmt
             .query_map([], |r| {
                 Ok((uuid_column(r, 0)?, r.get::<_, i64>(1)?.max(0) as u64))
@@ -350,10 +350,13 @@ impl Store {
 
     /// Each camera's newest event with a thumbnail: (camera, event).
     pub fn newest_thumbnails(&self) -> Result<Vec<(Uuid, Uuid)>> {
-        // SQLite takes the bare columns from the row that has the MAX.
+        // Each camera's newest through event_thumbnail, not every event.
         let mut stmt = self.conn.prepare(
-            "SELECT camera_id, id, MAX(started_at_ms) FROM event
-             WHERE thumbnail_path IS NOT NULL GROUP BY camera_id",
+            "SELECT camera.id, (SELECT event.id FROM event
+                                WHERE event.camera_id = camera.id
+                                  AND event.thumbnail_path IS NOT NULL
+                                ORDER BY event.started_at_ms DESC LIMIT 1) AS newest
+             FROM camera WHERE newest IS NOT NULL",
         )?;
         stmt.query_map([], |r| Ok((uuid_column(r, 0)?, uuid_column(r, 1)?)))?
             .collect()
@@ -434,12 +437,10 @@ impl Store {
         if let Some(total) = self.event_bytes.get() {
             return Ok(total);
         }
-        let total: i64 = self.conn.query_row(
-            "SELECT COALESCE(SUM(COALESCE(clip_bytes, 0) + COALESCE(thumbnail_bytes, 0)), 0)
-             FROM event",
-            [],
-            |r| r.get(0),
-        )?;
+        // Kept by SQLite on every write (schema 17): not a sum of every event.
+        let total: i64 = self
+            .conn
+            .query_row("SELECT bytes FROM event_bytes_tally", [], |r| r.get(0))?;
         let total = total.max(0) as u64;
         self.event_bytes.set(Some(total));
         Ok(total)
@@ -1357,7 +1358,11 @@ mod tests {
             .unwrap();
         }
         conn.execute_batch(
-            "UPDATE event SET clip_bytes = NULL, thumbnail_bytes = NULL;
+            "DROP TRIGGER event_bytes_insert; DROP TRIGGER event_bytes_delete;
+             DROP TRIGGER event_bytes_update; DROP TABLE event_bytes_tally;
+             DROP INDEX event_in_progress; DROP INDEX event_thumbnail; DROP TRIGGER unreviewed_tally_insert; DROP TRIGGER unreviewed_tally_delete;
+             DROP TRIGGER unreviewed_tally_update; DROP TABLE unreviewed_tally;
+             UPDATE event SET clip_bytes = NULL, thumbnail_bytes = NULL;
              DROP TABLE clip_garbage; DROP TABLE camera_garbage; PRAGMA user_version = 4;
              ALTER TABLE event DROP COLUMN clip_bytes; ALTER TABLE event DROP COLUMN thumbnail_bytes;
              ALTER TABLE camera DROP COLUMN classify; ALTER TABLE camera DROP COLUMN kinds;
@@ -1383,6 +1388,123 @@ mod tests {
         store.measure_event(with, 5, 0).unwrap();
         assert_eq!(store.event_bytes().unwrap(), 1_000, "measured once");
         assert!(store.unmeasured_events(10).unwrap().is_empty());
+        let tallied: i64 = store
+            .conn
+            .query_row(
+                "SELECT events FROM unreviewed_tally WHERE camera_id = 'c'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tallied, 2, "counted at the upgrade: both not reviewed");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn each_cameras_newest_thumbnail_is_found() {
+        let dir = temp_dir("event-thumbnails");
+        let mut store = Store::open(&dir).unwrap();
+        let (a, b, none) = (camera("a"), camera("b"), camera("none"));
+        for c in [&a, &b, &none] {
+            store.insert_camera(c, 0).unwrap();
+        }
+        let with = |c: Uuid, at: i64, thumbnail: bool| Event {
+            thumbnail_path: thumbnail.then(|| format!("clips/{c}/{at}.jpg")),
+            ..event(c, at, None)
+        };
+        // a's newest has none: the one before it is a's.
+        let events = [
+            with(a.id, 1_000, true),
+            with(a.id, 2_000, true),
+            with(a.id, 3_000, false),
+            with(b.id, 1_500, true),
+            with(none.id, 4_000, false),
+        ];
+        for e in &events {
+            store.insert_event(e, 0, 100).unwrap();
+        }
+        let mut newest = store.newest_thumbnails().unwrap();
+        newest.sort();
+        let mut expected = vec![(a.id, events[1].id), (b.id, events[3].id)];
+        expected.sort();
+        assert_eq!(newest, expected);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// The tally SQLite keeps, against a count of the events themselves.
+    fn assert_tallied(store: &Store, after: &str) {
+        let mut counted: Vec<(Uuid, u64)> = store
+            .conn
+            .prepare("SELECT camera_id, COUNT(*) FROM event WHERE reviewed = 0 GROUP BY camera_id")
+            .unwrap()
+            .query_map([], |r| Ok((uuid_column(r, 0)?, r.get::<_, i64>(1)? as u64)))
+            .unwrap()
+            .collect::<Result<_>>()
+            .unwrap();
+        counted.sort();
+        let mut tallied: Vec<(Uuid, u64)> = store
+            .event_tallies()
+            .unwrap()
+            .unreviewed
+            .iter()
+            .map(|(c, n)| (*c, *n))
+            .collect();
+        tallied.sort();
+        assert_eq!(tallied, counted, "after {after}");
+        let (summed, kept): (i64, i64) = store
+            .conn
+            .query_row(
+                "SELECT (SELECT COALESCE(SUM(COALESCE(clip_bytes, 0)
+                                             + COALESCE(thumbnail_bytes, 0)), 0) FROM event),
+                        (SELECT bytes FROM event_bytes_tally)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(kept, summed, "bytes after {after}");
+    }
+
+    #[test]
+    fn the_tallies_of_events_not_reviewed_and_of_their_bytes_follow_every_write() {
+        let dir = temp_dir("event-tally");
+        let mut store = Store::open(&dir).unwrap();
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let events: Vec<Event> = (0..12)
+            .map(|n| event(if n % 3 == 0 { b } else { a }, 1_000 * n, None))
+            .collect();
+        for (n, e) in (0..).zip(&events) {
+            store.insert_event(e, 100 * n, 100).unwrap();
+        }
+        assert_tallied(&store, "inserts");
+        store.forget_clip(events[4].id).unwrap();
+        assert_tallied(&store, "a clip forgotten");
+        store.mark_event(events[1].id, Some(true), None, 0).unwrap();
+        store
+            .mark_event(events[1].id, Some(true), Some(true), 0)
+            .unwrap();
+        assert_tallied(&store, "one marked, twice");
+        let all_of_b = EventFilter {
+            camera_id: Some(b),
+            ..EventFilter::default()
+        };
+        store.mark_reviewed(&all_of_b, false).unwrap();
+        assert_tallied(&store, "b's all marked");
+        store
+            .unmark_reviewed(&[events[0].id, events[1].id])
+            .unwrap();
+        assert_tallied(&store, "two unmarked");
+        store
+            .tombstone_events(&[events[2].id, events[3].id])
+            .unwrap();
+        assert_tallied(&store, "one of each deleted");
+        store.tombstone_events_before(5_000).unwrap();
+        assert_tallied(&store, "the oldest deleted");
+        let mut changed = events[11].clone();
+        changed.kind = "person".into();
+        store.update_event(&changed).unwrap();
+        assert_tallied(&store, "an event updated");
+        store.delete_camera(a).unwrap();
+        assert_tallied(&store, "a camera deleted");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

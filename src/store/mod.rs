@@ -177,6 +177,59 @@ const UPGRADES: &[&str] = &[
     // (`motionSource`: node, camera or both); null (every camera before):
     // both where its ONVIF device offers events, else the node's.
     "ALTER TABLE camera ADD COLUMN motion_source TEXT;",
+    // 16 -> 17: each camera's events not reviewed, counted once here and
+    // then kept by SQLite on every write: the status shows them, and
+    // counting a million events took a second with the lock held. And the
+    // events in progress, which each start looks for, and each camera's
+    // newest with a thumbnail, which Home Assistant's start shows, by index;
+    // and the bytes of all events' files, kept the same way as the tally.
+    "CREATE INDEX event_in_progress ON event (started_at_ms) WHERE in_progress = 1;
+     CREATE INDEX event_thumbnail ON event (camera_id, started_at_ms)
+         WHERE thumbnail_path IS NOT NULL;
+     CREATE TABLE unreviewed_tally (
+         camera_id TEXT PRIMARY KEY,
+         events INTEGER NOT NULL
+     ) STRICT, WITHOUT ROWID;
+     INSERT INTO unreviewed_tally (camera_id, events)
+         SELECT camera_id, COUNT(*) FROM event WHERE reviewed = 0 GROUP BY camera_id;
+     CREATE TRIGGER unreviewed_tally_insert AFTER INSERT ON event WHEN NEW.reviewed = 0
+     BEGIN
+         INSERT INTO unreviewed_tally (camera_id, events) VALUES (NEW.camera_id, 1)
+             ON CONFLICT (camera_id) DO UPDATE SET events = events + 1;
+     END;
+     CREATE TRIGGER unreviewed_tally_delete AFTER DELETE ON event WHEN OLD.reviewed = 0
+     BEGIN
+         UPDATE unreviewed_tally SET events = events - 1 WHERE camera_id = OLD.camera_id;
+     END;
+     CREATE TRIGGER unreviewed_tally_update AFTER UPDATE OF reviewed, camera_id ON event
+         WHEN OLD.reviewed != NEW.reviewed OR OLD.camera_id != NEW.camera_id
+     BEGIN
+         UPDATE unreviewed_tally SET events = events - 1
+             WHERE camera_id = OLD.camera_id AND OLD.reviewed = 0;
+         INSERT INTO unreviewed_tally (camera_id, events)
+             SELECT NEW.camera_id, 1 WHERE NEW.reviewed = 0
+             ON CONFLICT (camera_id) DO UPDATE SET events = events + 1;
+     END;
+     CREATE TABLE event_bytes_tally (bytes INTEGER NOT NULL) STRICT;
+     INSERT INTO event_bytes_tally (bytes)
+         SELECT COALESCE(SUM(COALESCE(clip_bytes, 0) + COALESCE(thumbnail_bytes, 0)), 0)
+         FROM event;
+     CREATE TRIGGER event_bytes_insert AFTER INSERT ON event
+     BEGIN
+         UPDATE event_bytes_tally
+             SET bytes = bytes + COALESCE(NEW.clip_bytes, 0) + COALESCE(NEW.thumbnail_bytes, 0);
+     END;
+     CREATE TRIGGER event_bytes_delete AFTER DELETE ON event
+     BEGIN
+         UPDATE event_bytes_tally
+             SET bytes = bytes - COALESCE(OLD.clip_bytes, 0) - COALESCE(OLD.thumbnail_bytes, 0);
+     END;
+     CREATE TRIGGER event_bytes_update AFTER UPDATE OF clip_bytes, thumbnail_bytes ON event
+     BEGIN
+         UPDATE event_bytes_tally
+             SET bytes = bytes + COALESCE(NEW.clip_bytes, 0) + COALESCE(NEW.thumbnail_bytes, 0)
+                 - COALESCE(OLD.clip_bytes, 0) - COALESCE(OLD.thumbnail_bytes, 0);
+     END;",
 ];
 
 pub struct Store {
