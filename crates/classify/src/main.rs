@@ -17,6 +17,10 @@ use std::time::Instant;
 
 use nvr_classify_core::{labels, protocol, ssd};
 
+/// The system's allocator, with each crop's tensors in one planned block.
+#[global_allocator]
+static HEAP: heap::Arena = heap::Arena::new();
+
 /// Objects reported per crop, their least score and the suppression IoU.
 const MAX_OBJECTS: usize = 10;
 const MIN_SCORE: f32 = 0.1;
@@ -48,15 +52,20 @@ fn run(dir: &Path) -> Result<(), String> {
     }
     heap::loading();
     let model = model::Model::load(&path).map_err(|e| format!("{e:#}"))?;
-    heap::loaded();
+    heap::trim();
     let anchors = ssd::anchors();
+    // One crop, grey, shows the arena what a crop allocates, up to its
+    // objects: the raw outputs then die within the run as well.
+    let mut rgb = vec![128u8; ssd::INPUT_SIZE * ssd::INPUT_SIZE * 3];
+    HEAP.plan(|| classify(&model, &rgb, &anchors))
+        .map_err(|e| format!("{e:#}"))?;
+    heap::loaded();
     let mut out = io::stdout().lock();
     let mut input = BufReader::with_capacity(1 << 16, io::stdin().lock());
     let fail = |e: io::Error| format!("stdout: {e}");
     writeln!(out, "{}", protocol::READY)
         .and_then(|()| out.flush())
         .map_err(fail)?;
-    let mut rgb = vec![0u8; ssd::INPUT_SIZE * ssd::INPUT_SIZE * 3];
     loop {
         let Some(line) = protocol::read_line(&mut input)? else {
             return Ok(());
@@ -87,12 +96,8 @@ fn run(dir: &Path) -> Result<(), String> {
             writeln!(out, "{}", protocol::error_line(id, message)).map_err(fail)?;
             return Err(format!("record {id}: {e}"));
         }
-        let started = Instant::now();
-        let reply = match model.run(&rgb) {
-            Ok(raw) => {
-                let ms = started.elapsed().as_secs_f64() * 1000.0;
-                labels::answer_line(id, ms, &objects(&raw, &anchors), &labels)
-            }
+        let reply = match HEAP.replay(|| classify(&model, &rgb, &anchors)) {
+            Ok((ms, objects)) => labels::answer_line(id, ms, &objects, &labels),
             Err(e) => protocol::error_line(id, &format!("{e:#}")),
         };
         writeln!(out, "{reply}")
@@ -101,15 +106,23 @@ fn run(dir: &Path) -> Result<(), String> {
     }
 }
 
-/// The objects in the model's raw output, decoded as the classifier
-/// answers them.
-fn objects(raw: &model::Raw, anchors: &[ssd::Anchor]) -> Vec<ssd::Object> {
-    ssd::detect(
+/// The objects the model finds in a crop, decoded as the classifier
+/// answers them, and the ms the network took.
+fn classify(
+    model: &model::Model,
+    rgb: &[u8],
+    anchors: &[ssd::Anchor],
+) -> tract_tflite::prelude::TractResult<(f64, Vec<ssd::Object>)> {
+    let started = Instant::now();
+    let raw = model.run(rgb)?;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    let objects = ssd::detect(
         &raw.boxes,
         &raw.scores,
         anchors,
         MIN_SCORE,
         NMS_IOU,
         MAX_OBJECTS,
-    )
+    );
+    Ok((ms, objects))
 }

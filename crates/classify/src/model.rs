@@ -60,8 +60,13 @@ impl Model {
             "crop of {} bytes",
             rgb.len()
         );
-        let pixels: Vec<f32> = rgb.iter().map(|&v| (v as f32 - 128.0) / 128.0).collect();
-        let input = Tensor::from_shape(&[1, INPUT_SIZE, INPUT_SIZE, 3], &pixels)?;
+        // Written in place: a copy of the crop's pixels would stay alive
+        // through the run, at its peak.
+        let mut input = Tensor::zero::<f32>(&[1, INPUT_SIZE, INPUT_SIZE, 3])?;
+        let mut pixels = input.try_as_plain_ram_mut()?;
+        for (pixel, &v) in pixels.as_slice_mut::<f32>()?.iter_mut().zip(rgb) {
+            *pixel = (v as f32 - 128.0) / 128.0;
+        }
         let outputs = self.plan.run(tvec!(input.into()))?;
         ensure!(
             outputs.len() == 2,

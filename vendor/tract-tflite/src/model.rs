@@ -77,7 +77,7 @@ impl Tflite {
 
     /// nvr-node patch: a quantised model is loaded as a float one. Its
     /// quantised constants become f32 (`(q - zero point) * scale`), but a
-    /// 1x1 convolution's weights f16 (see where the constants are made),
+    /// convolution's weights f16 (`weights_as_f16`),
     /// its quantised tensors f32, and each operator's output is clamped to
     /// the range its quantised type holds, as the integer kernels saturate.
     /// tract's float kernels then run it (its quantised convolutions leave
@@ -93,10 +93,15 @@ impl Tflite {
     }
 }
 
-/// Whether a convolution's weights (OHWI) are those of a 1x1 kernel.
-fn is_pointwise(graph: &tflite::SubGraph, id: i32) -> bool {
+/// Whether a convolution's weights (OHWI) are kept as f16 (nvr-node patch):
+/// a 1x1 kernel's, and a larger one's over 16 input channels or more. A
+/// larger kernel runs on its gathered taps (`ops::cnn::de_conv_f16`), as
+/// large as its output times its weights' H x W x I: over the network's
+/// first layers' few channels and wide pictures they would outweigh what
+/// f16 saves.
+fn weights_as_f16(graph: &tflite::SubGraph, id: i32) -> bool {
     let shape = graph.tensors().and_then(|t| t.get(id as usize).shape());
-    shape.is_some_and(|s| s.len() == 4 && s.get(1) == 1 && s.get(2) == 1)
+    shape.is_some_and(|s| s.len() == 4 && ((s.get(1) == 1 && s.get(2) == 1) || s.get(3) >= 16))
 }
 
 impl Framework<TfliteProtoModel, TypedModel> for Tflite {
@@ -152,17 +157,18 @@ impl Framework<TfliteProtoModel, TypedModel> for Tflite {
         }
         let codes = root.operator_codes().context("No operator codes in Tflite model")?;
         for (op, _) in operators.iter().zip(needed).filter(|(_, needed)| *needed) {
-            // nvr-node patch: a pointwise (1x1) convolution's weights (its
-            // second input) as f16, which tract's matrix products widen as
-            // they multiply (`ops::cnn::de_pointwise_f16`): half the memory
-            // of f32, each 8-bit weight rounded to f16's 11 bits. Other
-            // convolutions' weights stay f32: tract's `Conv` wants one type.
-            let pointwise = crate::registry::opcode(&codes.get(op.opcode_index() as usize))
+            // nvr-node patch: a convolution's weights (its second input)
+            // as f16, which tract's matrix products widen as they multiply
+            // (`ops::cnn::de_conv_f16`): half the memory of f32, each 8-bit
+            // weight rounded to f16's 11 bits. The first layer's stay f32
+            // (`weights_as_f16`), as do the depthwise convolutions' (another
+            // operator): tract's `Conv` wants one type.
+            let conv = crate::registry::opcode(&codes.get(op.opcode_index() as usize))
                 == BuiltinOperator::CONV_2D.0;
             let inputs = op.inputs().context("No input in Tflite  operator")?;
             for (position, input) in inputs.iter().enumerate() {
                 if let Entry::Vacant(slot) = mapping.entry(input) {
-                    let weights = pointwise && position == 1 && is_pointwise(main, input);
+                    let weights = conv && position == 1 && weights_as_f16(main, input);
                     let float = self.dequantize.then_some(if weights {
                         f16::datum_type()
                     } else {

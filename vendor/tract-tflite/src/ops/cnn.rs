@@ -266,38 +266,83 @@ fn de_conv2d(op: &mut DeserOp) -> TractResult<TVec<OutletId>> {
         op.ctx.target.wire_node(format!("{}.cast_bias", op.prefix), cast(bias_dt), &[inputs[2]])?
             [0];
     if kernel.datum_type == f16::datum_type() {
-        return de_pointwise_f16(op, &pool_spec, &inputs, &options);
+        return de_conv_f16(op, &input, &pool_spec, &inputs, &options);
     }
     let conv = core::cnn::Conv { pool_spec, kernel_fmt: KernelFormat::OHWI, group: 1, q_params };
     let wires = op.ctx.target.wire_node(op.prefix, conv, &inputs)?;
     wire_fused_activation(op, &wires, &options.fused_activation_function())
 }
 
-/// nvr-node patch: a 1x1 convolution whose weights the loader kept as f16
+/// nvr-node patch: a convolution whose weights the loader kept as f16
 /// (`Tflite::dequantized`), as the matrix product tract makes of it, with
 /// f16 weights and f32 input: tract's `Conv` wants one type throughout, its
 /// `EinSum` does not, and its kernels widen the f16 weights as they multiply.
-fn de_pointwise_f16(
+/// A kernel larger than 1x1 (or strided) first gathers its taps: the input
+/// padded as the convolution pads it, each tap's strided slice of it
+/// side by side on the channel axis (H x W x I, the weights' own order),
+/// so that the weights, OHWI, are an O x HWI matrix.
+fn de_conv_f16(
     op: &mut DeserOp,
+    input: &TypedFact,
     pool_spec: &PoolSpec,
     inputs: &[OutletId],
     options: &Conv2DOptions,
 ) -> TractResult<TVec<OutletId>> {
-    ensure!(
-        pool_spec.strides().iter().all(|s| *s == 1)
-            && pool_spec.dilations().iter().all(|d| *d == 1),
-        "f16 weights only for a 1x1 convolution of stride 1"
-    );
+    let shape = input.shape.as_concrete().context("f16 weights need a known input shape")?;
+    ensure!(shape.len() == 4, "f16 weights only for an NHWC input");
+    let kernel_shape = &pool_spec.kernel_shape;
+    let (strides, dilations) = (pool_spec.strides(), pool_spec.dilations());
+    let dims = pool_spec.padding.compute(&shape[1..3], kernel_shape, &dilations, &strides);
     let target = &mut op.ctx.target;
-    // OHWI with H = W = 1: OI.
-    let mut kernel = inputs[1];
-    for axis in ["h", "w"] {
-        let name = format!("{}.kernel_rm_{axis}", op.prefix);
-        kernel = target.wire_node(name, AxisOp::Rm(1), &[kernel])?[0];
+    let mut data = inputs[0];
+    let pads = [
+        (0, 0),
+        (dims[0].pad_before, dims[0].pad_after),
+        (dims[1].pad_before, dims[1].pad_after),
+        (0, 0),
+    ];
+    if pads.iter().any(|&(before, after)| before + after > 0) {
+        let zero = PadMode::Constant(Arc::new(tensor0(0f32)));
+        let pad = Pad { pads: pads.to_vec(), mode: zero };
+        data = target.wire_node(format!("{}.pad", op.prefix), pad, &[data])?[0];
     }
-    let einsum = tract_core::ops::einsum::EinSum::new("nhwi,oi->nhwo".parse()?, f32::datum_type());
+    let padded = [shape[1] + pads[1].0 + pads[1].1, shape[2] + pads[2].0 + pads[2].1];
+    let mut taps = tvec![];
+    for ky in 0..kernel_shape[0] {
+        for kx in 0..kernel_shape[1] {
+            let mut tap = data;
+            for (axis, k) in [(1, ky), (2, kx)] {
+                let d = axis - 1;
+                let start = k * dilations[d];
+                let end = start + (dims[d].convoluted - 1) * strides[d] + 1;
+                let name = format!("{}.tap_{ky}_{kx}", op.prefix);
+                if start > 0 || end < padded[d] {
+                    let slice = core::array::Slice::new(axis, start, end);
+                    tap = target.wire_node(format!("{name}.slice_{axis}"), slice, &[tap])?[0];
+                }
+                if strides[d] > 1 {
+                    let down = core::downsample::Downsample::new(axis, strides[d] as isize, 0);
+                    tap = target.wire_node(format!("{name}.stride_{axis}"), down, &[tap])?[0];
+                }
+            }
+            taps.push(tap);
+        }
+    }
+    let patches = if taps.len() == 1 {
+        taps[0]
+    } else {
+        let concat = core::array::TypedConcat::new(3);
+        target.wire_node(format!("{}.patches", op.prefix), concat, &taps)?[0]
+    };
+    // OHWI: O x HWI.
+    let (h, w, i) = (kernel_shape[0], kernel_shape[1], pool_spec.input_channels);
+    let hwi = tvec![h.to_dim(), w.to_dim(), i.to_dim()];
+    let reshape = AxisOp::Reshape(1, hwi, tvec![(h * w * i).to_dim()]);
+    let name = format!("{}.kernel_matrix", op.prefix);
+    let kernel = target.wire_node(name, reshape, &[inputs[1]])?[0];
+    let einsum = tract_core::ops::einsum::EinSum::new("nhwk,ok->nhwo".parse()?, f32::datum_type());
     let product =
-        target.wire_node(format!("{}.einsum", op.prefix), einsum, &[inputs[0], kernel])?;
+        target.wire_node(format!("{}.einsum", op.prefix), einsum, &[patches, kernel])?;
     let with_bias = wire_with_rank_broadcast(
         format!("{}.bias", op.prefix),
         target,
