@@ -145,7 +145,7 @@ impl Store {
         )?;
         tx.commit()?;
         self.segments_gone(id);
-        self.event_bytes_changed(0, events.bytes);
+        self.events_changed();
         Ok(Some((camera, events.files)))
     }
 

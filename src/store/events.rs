@@ -107,7 +107,7 @@ impl Store {
             dropped = tombstone_events_where(&tx, older, params![at, rowid])?;
         }
         tx.commit()?;
-        self.event_bytes_changed(clip_bytes, dropped.bytes);
+        self.events_changed();
         Ok(dropped)
     }
 
@@ -173,24 +173,14 @@ impl Store {
 
     /// Drops the clip of an event whose file is gone; it stays `local`.
     pub fn forget_clip(&mut self, id: Uuid) -> Result<bool> {
-        let tx = self.conn.transaction()?;
-        let Some(bytes) = tx
-            .query_row(
-                "SELECT COALESCE(clip_bytes, 0) FROM event WHERE id = ?1",
-                [id.to_string()],
-                |r| r.get::<_, i64>(0),
-            )
-            .optional()?
-        else {
-            return Ok(false);
-        };
-        tx.execute(
+        let n = self.conn.execute(
             "UPDATE event SET clip_path = NULL, clip_bytes = 0, clip_status = 'local' WHERE id = ?1",
             [id.to_string()],
         )?;
-        tx.commit()?;
-        self.event_bytes_changed(0, bytes.max(0) as u64);
-        Ok(true)
+        if n > 0 {
+            self.events_changed();
+        }
+        Ok(n > 0)
     }
 
     /// Uploads cut short by a crash start again.
@@ -343,7 +333,7 @@ impl Store {
     }
 
     /// Forgets the tallies, after events were written.
-    fn events_changed(&self) {
+    pub(super) fn events_changed(&self) {
         self.event_tallies.take();
         self.events_generation.set(self.events_generation.get() + 1);
     }
@@ -377,34 +367,22 @@ impl Store {
         clip: Option<File>,
         thumbnail: Option<File>,
     ) -> Result<bool> {
-        let tx = self.conn.transaction()?;
-        let Some(before) = tx
-            .query_row(
-                "SELECT COALESCE(clip_bytes, 0) + COALESCE(thumbnail_bytes, 0) FROM event
-                 WHERE id = ?1",
-                [id.to_string()],
-                |r| r.get::<_, i64>(0),
-            )
-            .optional()?
-        else {
-            return Ok(false);
-        };
-        let (clip_bytes, thumbnail_bytes) = (clip.map_or(0, |c| c.1), thumbnail.map_or(0, |t| t.1));
-        tx.execute(
+        let n = self.conn.execute(
             "UPDATE event SET clip_path = ?2, clip_bytes = ?3, thumbnail_path = ?4,
                               thumbnail_bytes = ?5
              WHERE id = ?1",
             params![
                 id.to_string(),
                 clip.map(|c| c.0),
-                clip_bytes as i64,
+                clip.map_or(0, |c| c.1) as i64,
                 thumbnail.map(|t| t.0),
-                thumbnail_bytes as i64
+                thumbnail.map_or(0, |t| t.1) as i64
             ],
         )?;
-        tx.commit()?;
-        self.event_bytes_changed(clip_bytes + thumbnail_bytes, before.max(0) as u64);
-        Ok(true)
+        if n > 0 {
+            self.events_changed();
+        }
+        Ok(n > 0)
     }
 
     /// Up to `limit` events whose files' bytes are not known yet (they had
@@ -427,23 +405,18 @@ impl Store {
             params![id.to_string(), clip_bytes as i64, thumbnail_bytes as i64],
         )?;
         if n > 0 {
-            self.event_bytes_changed(clip_bytes + thumbnail_bytes, 0);
+            self.events_changed();
         }
         Ok(())
     }
 
     /// The bytes of all events' clips and thumbnails.
     pub fn event_bytes(&self) -> Result<u64> {
-        if let Some(total) = self.event_bytes.get() {
-            return Ok(total);
-        }
         // Kept by SQLite on every write (schema 17): not a sum of every event.
         let total: i64 = self
             .conn
             .query_row("SELECT bytes FROM event_bytes_tally", [], |r| r.get(0))?;
-        let total = total.max(0) as u64;
-        self.event_bytes.set(Some(total));
-        Ok(total)
+        Ok(total.max(0) as u64)
     }
 
     /// Up to `limit` of the oldest events not kept that have files, oldest first.
@@ -475,7 +448,7 @@ impl Store {
             freed += dropped.bytes;
         }
         tx.commit()?;
-        self.event_bytes_changed(0, freed);
+        self.events_changed();
         Ok((files, freed))
     }
 
@@ -485,7 +458,7 @@ impl Store {
         let tx = self.conn.transaction()?;
         let dropped = tombstone_events_where(&tx, UNKEPT_ID, [id.to_string()])?;
         tx.commit()?;
-        self.event_bytes_changed(0, dropped.bytes);
+        self.events_changed();
         Ok(dropped.events > 0)
     }
 
@@ -495,7 +468,7 @@ impl Store {
         let tx = self.conn.transaction()?;
         let dropped = tombstone_events_where(&tx, "keep = 0 AND started_at_ms < ?1", [before_ms])?;
         tx.commit()?;
-        self.event_bytes_changed(0, dropped.bytes);
+        self.events_changed();
         Ok((dropped.events, dropped.bytes))
     }
 
@@ -517,16 +490,6 @@ impl Store {
             files.push(file?);
         }
         Ok(files)
-    }
-
-    /// After events were added, deleted or their files changed: the count
-    /// of bytes, and the tallies (kept bytes, not reviewed) with it.
-    pub(super) fn event_bytes_changed(&self, added: u64, removed: u64) {
-        if let Some(total) = self.event_bytes.get() {
-            self.event_bytes
-                .set(Some((total + added).saturating_sub(removed)));
-        }
-        self.events_changed();
     }
 }
 
@@ -1360,7 +1323,8 @@ mod tests {
         conn.execute_batch(
             "DROP TRIGGER event_bytes_insert; DROP TRIGGER event_bytes_delete;
              DROP TRIGGER event_bytes_update; DROP TABLE event_bytes_tally;
-             DROP INDEX event_in_progress; DROP INDEX event_thumbnail; DROP TRIGGER unreviewed_tally_insert; DROP TRIGGER unreviewed_tally_delete;
+             DROP INDEX event_in_progress; DROP INDEX event_thumbnail;
+             DROP TRIGGER unreviewed_tally_insert; DROP TRIGGER unreviewed_tally_delete;
              DROP TRIGGER unreviewed_tally_update; DROP TABLE unreviewed_tally;
              UPDATE event SET clip_bytes = NULL, thumbnail_bytes = NULL;
              DROP TABLE clip_garbage; DROP TABLE camera_garbage; PRAGMA user_version = 4;

@@ -247,9 +247,6 @@ pub struct Store {
     /// to date on each write, since the retention check asks after every
     /// new segment.
     segment_bytes: RefCell<Option<HashMap<Uuid, u64>>>,
-    /// The bytes of all events' clips and thumbnails, once counted, kept up
-    /// to date the same way: the clips' retention asks after every clip.
-    event_bytes: Cell<Option<u64>>,
     /// The events not reviewed and the bytes kept, once counted, until an
     /// event is written: the status shows them on every build.
     event_tallies: RefCell<Option<Arc<EventTallies>>>,
@@ -271,7 +268,6 @@ impl Store {
             node_id: RefCell::new(None),
             generation: Cell::new(0),
             segment_bytes: RefCell::new(None),
-            event_bytes: Cell::new(None),
             event_tallies: RefCell::new(None),
             events_generation: Cell::new(0),
         };
