@@ -817,7 +817,8 @@ pub fn thread_names(pid: u32) -> Vec<String> {
 /// The node's threads once it has started them all: its HTTP server's
 /// come up after it says it listens, and the reconciliation of its
 /// recordings runs on a thread of its own until done; a loaded machine may
-/// find either under way. Settled: no reconciliation, and the same count
+/// find either under way, or the reconciliation not yet begun. Settled: the
+/// reconciliation done (the node logs at info or finer), and the same count
 /// for half a second.
 pub fn settled_threads(node: &Node) -> usize {
     let (mut last, mut since) = (None, Instant::now());
@@ -828,6 +829,7 @@ pub fn settled_threads(node: &Node) -> usize {
         }
         since.elapsed() >= Duration::from_millis(500)
             && !names.iter().any(|n| n == "reconciliation")
+            && node.logs().contains("folder and index reconciled")
     });
     assert!(
         settled,
