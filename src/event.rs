@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use crate::error::Error;
 use crate::json_body::object;
+use crate::media::area::Area;
 
 /// The most zones a camera has, so also the most an event enters.
 pub const MAX_ZONES: usize = 8;
@@ -36,6 +37,23 @@ pub struct Event {
     pub reviewed: bool,
     /// A person kept it: no rule deletes it or its files.
     pub keep: bool,
+    /// What the classifier saw in it, each thing once; none in an event
+    /// not classified or posted.
+    pub objects: Vec<SeenObject>,
+    /// A person or vehicle stayed in a zone longer than the zone allows
+    /// (its `loiterSeconds`).
+    pub loitering: bool,
+}
+
+/// A thing an event saw: its kind, its best score, where it was then, and
+/// when it was first and last seen (ms since the Unix epoch, UTC).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SeenObject {
+    pub kind: Kind,
+    pub score: f32,
+    pub area: Area,
+    pub first_seen_ms: i64,
+    pub last_seen_ms: i64,
 }
 
 /// An event as the API shows it (and alerts and webhooks send it).
@@ -60,6 +78,35 @@ pub struct EventView<'a> {
     reviewed: bool,
     /// A person kept it: no rule deletes it or its clip.
     keep: bool,
+    objects: Vec<ObjectView>,
+    loitering: bool,
+}
+
+/// An object as the API shows it: `box` is left, top, right and bottom,
+/// as shares of the picture (Frigate's order).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ObjectView {
+    kind: &'static str,
+    score: f64,
+    #[serde(rename = "box")]
+    area: [f64; 4],
+    first_seen_at: String,
+    last_seen_at: String,
+}
+
+impl ObjectView {
+    fn new(seen: &SeenObject) -> ObjectView {
+        let share = |x: f32| (f64::from(x) * 10_000.0).round() / 10_000.0;
+        let a = seen.area;
+        ObjectView {
+            kind: seen.kind.name(),
+            score: (f64::from(seen.score) * 1000.0).round() / 1000.0,
+            area: [share(a.left), share(a.top), share(a.right), share(a.bottom)],
+            first_seen_at: format_timestamp(seen.first_seen_ms),
+            last_seen_at: format_timestamp(seen.last_seen_ms),
+        }
+    }
 }
 
 impl<'a> EventView<'a> {
@@ -84,6 +131,8 @@ impl<'a> EventView<'a> {
             in_progress: event.in_progress,
             reviewed: event.reviewed,
             keep: event.keep,
+            objects: event.objects.iter().map(ObjectView::new).collect(),
+            loitering: event.loitering,
         }
     }
 }

@@ -821,11 +821,17 @@ fn events_are_the_50_newest_first() {
                 "zones",
                 "inProgress",
                 "reviewed",
-                "keep"
+                "keep",
+                "objects",
+                "loitering"
             ])
         );
         assert_eq!(event["cameraId"], camera.as_str());
         assert_eq!(event["inProgress"], false);
+        assert_eq!(
+            (&event["objects"], &event["loitering"]),
+            (&json!([]), &json!(false))
+        );
         assert_eq!(
             (&event["reviewed"], &event["keep"]),
             (&json!(false), &json!(false))

@@ -720,6 +720,8 @@ mod tests {
             in_progress: false,
             reviewed: false,
             keep: false,
+            objects: Vec::new(),
+            loitering: false,
         };
         let end: Value = serde_json::from_slice(&event_stored(&names, "end", &event)).unwrap();
         assert_eq!(end["type"], "end");

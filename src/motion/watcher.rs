@@ -38,7 +38,7 @@ use crate::classify::{INPUT_SIDE, Reply};
 use crate::clips::Job;
 use crate::clock::now_ms;
 use crate::event::CLIP_MARGIN_MS;
-use crate::event::{Event, Kind};
+use crate::event::{Event, Kind, SeenObject};
 use crate::media::area::Area;
 use crate::media::child::{Child, Filled, MALLOC_TRIM, Output};
 use crate::media::polygon::{self, Polygon};
@@ -586,6 +586,14 @@ impl Watcher {
             in_progress: false,
             reviewed: false,
             keep: false,
+            objects: vec![SeenObject {
+                kind: Kind::Package,
+                score: left.score,
+                area: left.area,
+                first_seen_ms: left.left_ms,
+                last_seen_ms: at.wall_ms,
+            }],
+            loitering: false,
         };
         let pin = self
             .shared
@@ -739,6 +747,8 @@ impl Watcher {
             in_progress: true,
             reviewed: false,
             keep: false,
+            objects: Vec::new(),
+            loitering: false,
         }
     }
 

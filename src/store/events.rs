@@ -11,7 +11,10 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params, params_from_i
 use uuid::Uuid;
 
 use super::{Result, Store, uuid_column};
-use crate::event::Event;
+use serde::{Deserialize, Serialize};
+
+use crate::event::{Event, Kind, SeenObject};
+use crate::media::area::Area;
 
 /// An event with files, as the clips' retention weighs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,8 +78,8 @@ impl Store {
         tx.execute(
             "INSERT INTO event (id, camera_id, kind, score, started_at_ms, ended_at_ms, clip_status,
                                 clip_path, thumbnail_path, clip_bytes, thumbnail_bytes, zones,
-                                in_progress)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?12)",
+                                in_progress, objects, loitering)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?12, ?13, ?14)",
             params![
                 event.id.to_string(),
                 event.camera_id.to_string(),
@@ -90,6 +93,8 @@ impl Store {
                 clip_bytes as i64,
                 serde_json::to_string(&event.zones).expect("names serialize"),
                 event.in_progress,
+                objects_column(&event.objects),
+                event.loitering,
             ],
         )?;
         // The newest `cap` are found through the index; all older ones go.
@@ -117,7 +122,7 @@ impl Store {
     pub fn update_event(&self, event: &Event) -> Result<bool> {
         let n = self.conn.execute(
             "UPDATE event SET kind = ?2, score = ?3, ended_at_ms = ?4, zones = ?5,
-                              in_progress = ?6
+                              in_progress = ?6, objects = ?7, loitering = ?8
              WHERE id = ?1 AND in_progress = 1",
             params![
                 event.id.to_string(),
@@ -125,7 +130,9 @@ impl Store {
                 event.score,
                 event.ended_at_ms,
                 serde_json::to_string(&event.zones).expect("names serialize"),
-                event.in_progress
+                event.in_progress,
+                objects_column(&event.objects),
+                event.loitering,
             ],
         )?;
         Ok(n > 0)
@@ -495,7 +502,7 @@ impl Store {
 
 const SELECT_EVENT: &str = "SELECT id, camera_id, kind, score, started_at_ms, ended_at_ms, \
                             clip_status, clip_path, thumbnail_path, zones, in_progress, \
-                            reviewed, keep FROM event";
+                            reviewed, keep, objects, loitering FROM event";
 
 /// The event `?1` unless it is kept, as SQL: what any rule may delete.
 const UNKEPT_ID: &str = "id = ?1 AND keep = 0";
@@ -570,7 +577,52 @@ fn event_from_row(r: &rusqlite::Row) -> Result<Event> {
         in_progress: r.get(10)?,
         reviewed: r.get(11)?,
         keep: r.get(12)?,
+        objects: objects_from_column(&r.get::<_, String>(13)?),
+        loitering: r.get(14)?,
     })
+}
+
+/// An object as its event's `objects` column holds it.
+#[derive(Serialize, Deserialize)]
+struct ObjectColumn {
+    kind: String,
+    score: f32,
+    #[serde(rename = "box")]
+    area: [f32; 4],
+    first: i64,
+    last: i64,
+}
+
+fn objects_column(objects: &[SeenObject]) -> String {
+    let columns: Vec<ObjectColumn> = objects
+        .iter()
+        .map(|o| ObjectColumn {
+            kind: o.kind.name().to_owned(),
+            score: o.score,
+            area: [o.area.left, o.area.top, o.area.right, o.area.bottom],
+            first: o.first_seen_ms,
+            last: o.last_seen_ms,
+        })
+        .collect();
+    serde_json::to_string(&columns).expect("objects serialize")
+}
+
+/// The objects in an event's column; what this version cannot read (a
+/// kind it does not know) is left out.
+fn objects_from_column(text: &str) -> Vec<SeenObject> {
+    let columns: Vec<ObjectColumn> = serde_json::from_str(text).unwrap_or_default();
+    columns
+        .into_iter()
+        .filter_map(|c| {
+            Some(SeenObject {
+                kind: Kind::from_name(&c.kind)?,
+                score: c.score,
+                area: Area::new(c.area[0], c.area[1], c.area[2], c.area[3]),
+                first_seen_ms: c.first,
+                last_seen_ms: c.last,
+            })
+        })
+        .collect()
 }
 
 /// The files (clips and thumbnails) of the events matching `filter`.
@@ -1115,6 +1167,39 @@ mod tests {
     }
 
     #[test]
+    fn events_keep_their_objects_and_loitering_as_they_are_updated() {
+        let dir = temp_dir("event-objects");
+        let mut store = Store::open(&dir).unwrap();
+        let cam = Uuid::new_v4();
+        let mut e = event(cam, 2_000, None);
+        e.in_progress = true;
+        store.insert_event(&e, 0, 100).unwrap();
+        assert_eq!(store.event(e.id).unwrap().unwrap(), e, "none yet");
+        let seen = |kind, left| SeenObject {
+            kind,
+            score: 0.75,
+            area: Area::new(left, 0.25, left + 0.125, 0.875),
+            first_seen_ms: 2_100,
+            last_seen_ms: 2_900,
+        };
+        e.objects = vec![seen(Kind::Person, 0.5), seen(Kind::Vehicle, 0.0)];
+        e.loitering = true;
+        assert!(store.update_event(&e).unwrap());
+        assert_eq!(store.event(e.id).unwrap().unwrap(), e);
+        // A kind a later version knows is left out, not the event.
+        store
+            .conn
+            .execute(
+                "UPDATE event SET objects = replace(objects, 'vehicle', 'drone')",
+                [],
+            )
+            .unwrap();
+        let read = store.event(e.id).unwrap().unwrap();
+        assert_eq!(read.objects, [seen(Kind::Person, 0.5)]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn events_keep_their_zones_and_older_ones_have_none() {
         let dir = temp_dir("event-zones");
         let mut store = Store::open(&dir).unwrap();
@@ -1340,6 +1425,7 @@ mod tests {
              ALTER TABLE event DROP COLUMN reviewed; ALTER TABLE event DROP COLUMN keep;
              ALTER TABLE camera DROP COLUMN retain_days; ALTER TABLE camera DROP COLUMN full_rate;
              ALTER TABLE camera DROP COLUMN motion_source;
+             ALTER TABLE event DROP COLUMN objects; ALTER TABLE event DROP COLUMN loitering;
              DROP TABLE alert_destination; DROP TABLE alert_outbox; DROP TABLE alert_snooze;",
         )
         .unwrap();

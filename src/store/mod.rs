@@ -230,6 +230,10 @@ const UPGRADES: &[&str] = &[
              SET bytes = bytes + COALESCE(NEW.clip_bytes, 0) + COALESCE(NEW.thumbnail_bytes, 0)
                  - COALESCE(OLD.clip_bytes, 0) - COALESCE(OLD.thumbnail_bytes, 0);
      END;",
+    // 17 -> 18: the objects an event saw (a compact JSON list), and whether
+    // someone lingered in a zone; none and no for every event before.
+    "ALTER TABLE event ADD COLUMN objects TEXT NOT NULL DEFAULT '[]';
+     ALTER TABLE event ADD COLUMN loitering INTEGER NOT NULL DEFAULT 0;",
 ];
 
 pub struct Store {
@@ -348,6 +352,8 @@ pub(crate) mod test_support {
             in_progress: false,
             reviewed: false,
             keep: false,
+            objects: Vec::new(),
+            loitering: false,
         }
     }
 

@@ -207,6 +207,8 @@ pub fn add(app: &App, peer: Option<IpAddr>, body: &[u8]) -> Result<Reply, Error>
         in_progress: false,
         reviewed: false,
         keep: false,
+        objects: Vec::new(),
+        loitering: false,
     };
     if !app.clips.add_event(&event)? {
         return Err(Error::bad_request("cameraId names no camera"));
