@@ -531,7 +531,7 @@ fn masks_and_zones_are_set_checked_and_kept() {
         "name": "Drive", "rtspUrl": dead_url(), "motionMasks": [stamp, triangle],
         "zones": [
             {"name": " Driveway ", "polygon": triangle, "kinds": ["vehicle", "person"]},
-            {"name": "Door", "polygon": stamp},
+            {"name": "Door", "polygon": stamp, "loiterSeconds": 30},
         ],
         "autoMask": false,
     }));
@@ -541,7 +541,7 @@ fn masks_and_zones_are_set_checked_and_kept() {
         json!([
             {"name": "Driveway", "polygon": triangle, "kinds": ["person", "vehicle"]},
             {"name": "Door", "polygon": stamp,
-             "kinds": ["motion", "person", "vehicle", "animal", "package"]},
+             "kinds": ["motion", "person", "vehicle", "animal", "package"], "loiterSeconds": 30},
         ]),
         "names trimmed, kinds in one order, all of them by default"
     );
@@ -607,6 +607,10 @@ fn masks_and_zones_are_set_checked_and_kept() {
         (
             json!({"zones": zone(json!({"name": null}))}),
             "zones[1].name is required",
+        ),
+        (
+            json!({"zones": zone(json!({"loiterSeconds": 3601}))}),
+            "zones[1].loiterSeconds must be a whole number of seconds from 1 to 3600",
         ),
         (
             json!({"zones": zone(json!({"name": 7}))}),

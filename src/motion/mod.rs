@@ -306,6 +306,7 @@ mod tests {
             name: "Door".into(),
             polygon: square.clone(),
             kinds: vec![Kind::Person],
+            loiter: None,
         };
         masked.settings.zones = vec![door.clone()];
         masked.settings.auto_mask = false;

@@ -66,6 +66,7 @@ mod tests {
                 [left, bottom],
             ]),
             kinds: kinds.to_vec(),
+            loiter: None,
         }
     }
 

@@ -26,7 +26,18 @@ pub struct Zone {
     pub polygon: Polygon,
     /// The kinds of event it is for, in [`Kind::ALL`]'s order, never empty.
     pub kinds: Vec<Kind>,
+    /// A person or vehicle in it longer than this is loitering; none: no one is.
+    #[serde(rename = "loiterSeconds", skip_serializing_if = "Option::is_none")]
+    pub loiter: Option<Seconds>,
 }
+
+/// Whole seconds (a zone's `loiterSeconds`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Seconds(pub u32);
+
+/// How long a zone's `loiterSeconds` may be.
+const LOITER_SECONDS: std::ops::RangeInclusive<u64> = 1..=3600;
 
 /// `motionMasks`: at most 16 polygons.
 pub fn checked_masks(value: &Value) -> Result<Vec<Polygon>, Error> {
@@ -38,7 +49,8 @@ pub fn checked_masks(value: &Value) -> Result<Vec<Polygon>, Error> {
         .collect()
 }
 
-/// `zones`: at most 8 `{"name", "polygon", "kinds"}`, their names unique.
+/// `zones`: at most 8 `{"name", "polygon", "kinds", "loiterSeconds"}`,
+/// their names unique.
 pub fn checked_zones(value: &Value) -> Result<Vec<Zone>, Error> {
     let items = array(
         value,
@@ -136,10 +148,24 @@ fn checked_zone(field: &str, value: &Value) -> Result<Zone, Error> {
             kinds
         }
     };
+    let loiter = match present(fields, "loiterSeconds") {
+        None => None,
+        Some(seconds) => match seconds.as_u64().filter(|s| LOITER_SECONDS.contains(s)) {
+            Some(s) => Some(Seconds(s as u32)),
+            None => {
+                return Err(Error::bad_request(format!(
+                    "{field}.loiterSeconds must be a whole number of seconds from {} to {}",
+                    LOITER_SECONDS.start(),
+                    LOITER_SECONDS.end()
+                )));
+            }
+        },
+    };
     Ok(Zone {
         name,
         polygon,
         kinds,
+        loiter,
     })
 }
 
@@ -178,7 +204,8 @@ mod tests {
 
         let zones = checked_zones(&json!([
             {"name": " Driveway ", "polygon": square(), "kinds": ["vehicle", "person"]},
-            {"name": "Door", "polygon": square(), "kinds": null},
+            {"name": "Door", "polygon": square(), "kinds": null, "loiterSeconds": 3600},
+            {"name": "Path", "polygon": square(), "loiterSeconds": 1},
         ]))
         .unwrap();
         assert_eq!(zones[0].name, "Driveway", "trimmed");
@@ -188,6 +215,13 @@ mod tests {
             "in one order"
         );
         assert_eq!(zones[1].kinds, Kind::ALL, "all kinds by default");
+        let loiter: Vec<_> = zones.iter().map(|z| z.loiter).collect();
+        assert_eq!(loiter, [None, Some(Seconds(3600)), Some(Seconds(1))]);
+        assert!(
+            serde_json::to_string(&zones[1])
+                .unwrap()
+                .ends_with(r#""loiterSeconds":3600}"#)
+        );
         assert_eq!(
             serde_json::to_string(&zones[0]).unwrap(),
             r#"{"name":"Driveway","polygon":[[0.1,0.1],[0.4,0.1],[0.4,0.4],[0.1,0.4]],"kinds":["person","vehicle"]}"#
@@ -265,7 +299,23 @@ mod tests {
             let err = checked_masks(&value).expect_err(&value.to_string());
             assert!(err.message.contains(message), "{value}: {}", err.message);
         }
-        let zones: [(Value, &str); 16] = [
+        let zones: [(Value, &str); 20] = [
+            (
+                zone(json!({"loiterSeconds": 0})),
+                "zones[1].loiterSeconds must be a whole number of seconds from 1 to 3600",
+            ),
+            (
+                zone(json!({"loiterSeconds": 3601})),
+                "zones[1].loiterSeconds must be a whole number",
+            ),
+            (
+                zone(json!({"loiterSeconds": 2.5})),
+                "zones[1].loiterSeconds must be a whole number",
+            ),
+            (
+                zone(json!({"loiterSeconds": "10"})),
+                "zones[1].loiterSeconds must be a whole number",
+            ),
             (
                 json!("x"),
                 "zones must be an array of at most 8 zones {\"name\", \"polygon\", \"kinds\"}",
