@@ -11,8 +11,6 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params, params_from_i
 use uuid::Uuid;
 
 use super::{Result, Store, uuid_column};
-use serde::{Deserialize, Serialize};
-
 use crate::event::{Event, Kind, SeenObject};
 use crate::media::area::Area;
 
@@ -582,47 +580,40 @@ fn event_from_row(r: &rusqlite::Row) -> Result<Event> {
     })
 }
 
-/// An object as its event's `objects` column holds it.
-#[derive(Serialize, Deserialize)]
-struct ObjectColumn {
-    kind: String,
-    score: f32,
-    #[serde(rename = "box")]
-    area: [f32; 4],
-    first: i64,
-    last: i64,
-}
-
+/// An event's objects as its `objects` column holds them: a compact JSON
+/// list of `{"kind", "score", "box": [l, t, r, b], "first", "last"}`.
 fn objects_column(objects: &[SeenObject]) -> String {
-    let columns: Vec<ObjectColumn> = objects
+    let objects: Vec<serde_json::Value> = objects
         .iter()
-        .map(|o| ObjectColumn {
-            kind: o.kind.name().to_owned(),
-            score: o.score,
-            area: [o.area.left, o.area.top, o.area.right, o.area.bottom],
-            first: o.first_seen_ms,
-            last: o.last_seen_ms,
-        })
-        .collect();
-    serde_json::to_string(&columns).expect("objects serialize")
-}
-
-/// The objects in an event's column; what this version cannot read (a
-/// kind it does not know) is left out.
-fn objects_from_column(text: &str) -> Vec<SeenObject> {
-    let columns: Vec<ObjectColumn> = serde_json::from_str(text).unwrap_or_default();
-    columns
-        .into_iter()
-        .filter_map(|c| {
-            Some(SeenObject {
-                kind: Kind::from_name(&c.kind)?,
-                score: c.score,
-                area: Area::new(c.area[0], c.area[1], c.area[2], c.area[3]),
-                first_seen_ms: c.first,
-                last_seen_ms: c.last,
+        .map(|o| {
+            let a = o.area;
+            serde_json::json!({
+                "kind": o.kind.name(), "score": o.score,
+                "box": [a.left, a.top, a.right, a.bottom],
+                "first": o.first_seen_ms, "last": o.last_seen_ms,
             })
         })
-        .collect()
+        .collect();
+    serde_json::Value::Array(objects).to_string()
+}
+
+/// The objects in an event's column; one this version cannot read (a
+/// kind it does not know) is left out.
+fn objects_from_column(text: &str) -> Vec<SeenObject> {
+    let Ok(serde_json::Value::Array(items)) = serde_json::from_str(text) else {
+        return Vec::new();
+    };
+    let object = |o: &serde_json::Value| {
+        let share = |i: usize| Some(o["box"].get(i)?.as_f64()? as f32);
+        Some(SeenObject {
+            kind: Kind::from_name(o["kind"].as_str()?)?,
+            score: o["score"].as_f64()? as f32,
+            area: Area::new(share(0)?, share(1)?, share(2)?, share(3)?),
+            first_seen_ms: o["first"].as_i64()?,
+            last_seen_ms: o["last"].as_i64()?,
+        })
+    };
+    items.iter().filter_map(object).collect()
 }
 
 /// The files (clips and thumbnails) of the events matching `filter`.
