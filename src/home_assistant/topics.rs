@@ -151,10 +151,13 @@ impl Names {
             None => format!("{}_{object}", self.node_identifier()),
         };
         fields["unique_id"] = json!(unique_id);
-        fields["object_id"] = json!(match camera {
-            Some(camera) => format!("{}_{object}", camera.name),
-            None => format!("{}_{object}", self.node_name),
-        });
+        // An entity's own words, where its object is no word (a zone's).
+        if fields.get("object_id").is_none() {
+            fields["object_id"] = json!(match camera {
+                Some(camera) => format!("{}_{object}", camera.name),
+                None => format!("{}_{object}", self.node_name),
+            });
+        }
         fields["availability_topic"] = json!(self.availability());
         fields["device"] = match camera {
             Some(camera) => self.camera_device(camera),
@@ -344,6 +347,7 @@ fn camera_messages(names: &Names, camera: &CameraState) -> Retained {
             object.as_str(),
             json!({
                 "name": format!("{zone} loitering"),
+                "object_id": format!("{}_{zone}_loitering", camera.name),
                 "state_topic": topic(object),
                 "device_class": "occupancy",
                 "icon": "mdi:account-clock",
@@ -762,6 +766,7 @@ mod tests {
             step["unique_id"],
             format!("nvr-node_n1_{id}_loitering_front_20step")
         );
+        assert_eq!(step["object_id"], "Door_Front step_loitering");
         let state = format!("nvr/n1/{id}/loitering_front_20step");
         assert_eq!(step["state_topic"], state);
         assert_eq!(all[&state], b"OFF");
