@@ -30,10 +30,12 @@ fn loiters(kind: Kind) -> bool {
     matches!(kind, Kind::Person | Kind::Vehicle)
 }
 
-/// Someone (or something) in a zone since `since_ms`, last seen at `last_ms` in `area`.
+/// Someone (or something) in a zone since `since_ms`, last seen at
+/// `last_ms` in `area`; loitering if seen there after `due_ms`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Stay {
     since_ms: i64,
+    due_ms: i64,
     last_ms: i64,
     area: Area,
 }
@@ -80,10 +82,11 @@ impl Loiter {
                 {
                     continue;
                 }
-                let at = sighting.at_ms;
+                let (at, loiter_ms) = (sighting.at_ms, i64::from(loiter.0) * 1000);
                 let stay = match self.stays[i] {
                     Some(stay) if at - stay.last_ms <= GAP_MS => Stay {
                         since_ms: stay.since_ms.min(at),
+                        due_ms: stay.since_ms.min(at) + loiter_ms,
                         last_ms: stay.last_ms.max(at),
                         area: if at >= stay.last_ms {
                             sighting.area
@@ -93,13 +96,14 @@ impl Loiter {
                     },
                     _ => Stay {
                         since_ms: at,
+                        due_ms: at + loiter_ms,
                         last_ms: at,
                         area: sighting.area,
                     },
                 };
                 self.stays[i] = Some(stay);
                 // Longer than loiterSeconds: seen inside past it.
-                if !self.loitering[i] && at - stay.since_ms > i64::from(loiter.0) * 1000 {
+                if !self.loitering[i] && at > stay.due_ms {
                     self.loitering[i] = true;
                     began = true;
                 }
@@ -131,21 +135,24 @@ impl Loiter {
     }
 
     /// Where to crop to see whether a stay goes on, at `now_ms`, when one
-    /// is due: the latest place an open stay not yet loitering was seen.
+    /// is due (every [`LOOK_EVERY_MS`], and as soon as a stay's time is up,
+    /// so that it loiters at that moment, not up to 2 s after): the latest
+    /// place an open stay not yet loitering was seen.
     pub fn look(&mut self, now_ms: i64) -> Option<Area> {
-        if self
-            .last_look_ms
-            .is_some_and(|last| now_ms - last < LOOK_EVERY_MS)
-        {
-            return None;
-        }
-        let area = self
+        let open: Vec<Stay> = self
             .stays
             .iter()
             .zip(&self.loitering)
             .filter_map(|(stay, on)| stay.filter(|s| !on && now_ms - s.last_ms <= GAP_MS))
-            .max_by_key(|s| s.last_ms)?
-            .area;
+            .collect();
+        let due = self.last_look_ms.is_none_or(|last| {
+            now_ms - last >= LOOK_EVERY_MS
+                || open.iter().any(|s| s.due_ms < now_ms && last <= s.due_ms)
+        });
+        if !due {
+            return None;
+        }
+        let area = open.iter().max_by_key(|s| s.last_ms)?.area;
         self.last_look_ms = Some(now_ms);
         Some(area)
     }
@@ -365,6 +372,20 @@ mod tests {
         // Not seen since: looked for until the gap is over.
         assert_eq!(loiter.look(1_000 + GAP_MS), Some(area));
         assert_eq!(loiter.look(1_001 + GAP_MS + LOOK_EVERY_MS), None);
+        // Its time up (10 s from 1_000): looked at at once, not at the next 2 s.
+        let mut loiter = Loiter::new(&zones);
+        run(
+            &mut loiter,
+            &zones,
+            |at| vec![person(0.25, at)],
+            1_000,
+            10_000,
+            1_000,
+        );
+        assert_eq!(loiter.look(10_000), Some(area));
+        assert_eq!(loiter.look(11_000), None, "1 s since the last");
+        assert_eq!(loiter.look(11_001), Some(area), "past its time");
+        assert_eq!(loiter.look(11_200), None, "once");
         // Loitering: no more crops are needed.
         let mut loiter = Loiter::new(&zones);
         run(
