@@ -284,6 +284,7 @@ fn a_person_who_lingers_alerts_a_destination_for_loitering_then_and_only_then() 
     assert_eq!(body["type"], "alert", "{body}");
     assert_eq!(body["event"]["loitering"], true, "{body}");
     assert_eq!(body["event"]["kind"], "person", "{body}");
+    assert_eq!(body["title"], "Person loitering at Front door", "{body}");
     assert!(
         arrived - came >= 10_000,
         "alerted {} ms after the person came, before they had lingered 10 s",
