@@ -799,6 +799,7 @@ fn a_car_and_a_person_at_once_are_one_event_of_the_person_with_both_its_objects(
         "one object each: {event}"
     );
     assert_eq!(event["objects"].as_array().unwrap().len(), 2, "{event}");
+    eprintln!("the pair: {}", event["objects"]);
     let (start, end) = (ms(&event["startedAt"]), ms(&event["endedAt"]));
     for (kind, ([left, top, right, bottom], first, last), side, high) in [
         ("car", cars[0], 0.0..0.55, 150.0 / 360.0),
@@ -856,4 +857,5 @@ fn a_person_walking_past_a_swaying_tree_is_a_person() {
         people.iter().any(|([left, ..], _, _)| *left > 0.55),
         "no person on the right among its objects: {event}"
     );
+    eprintln!("past the grass: {} {}", event["score"], event["objects"]);
 }
