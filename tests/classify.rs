@@ -854,8 +854,8 @@ fn a_person_walking_past_a_swaying_tree_is_a_person() {
     let event = events.iter().find(|e| e["kind"] == "person").unwrap();
     let people = objects_of(event, "person");
     assert!(
-        people.iter().any(|([left, ..], _, _)| *left > 0.55),
-        "no person on the right among its objects: {event}"
+        people.len() == 1 && people[0].0[0] > 0.55,
+        "not one person, on the right, among its objects: {event}"
     );
     eprintln!("past the grass: {} {}", event["score"], event["objects"]);
 }

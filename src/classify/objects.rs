@@ -1,9 +1,11 @@
 //! The objects of one event: each thing the classifier saw, once however
 //! many crops showed it. A sighting that passes its kind's threshold is of
 //! the object of the same kind whose last box it follows (its centre within
-//! that box widened by half its size each way: a person walks, a car drives
-//! a few hundred pixels between two crops a second apart, never a box
-//! away); otherwise it is a new object. Each object keeps its best score,
+//! that box widened each way by half its size and by its size again for
+//! each second since, three at most: the crops of one thing may be seconds
+//! apart while others take their turns, and a person walks about their own
+//! width in a second, a car in the distance too); otherwise it is a new
+//! object. Each object keeps its best score,
 //! its box at that score (as shares of the picture) and when it was first
 //! and last seen. An event lists at most [`MAX_LISTED`], the best scored.
 //! Pure: times come with the sightings.
@@ -47,7 +49,10 @@ impl Objects {
             let same = self
                 .followed
                 .iter_mut()
-                .filter(|f| f.object.kind == s.kind && follows(&f.last, centre))
+                .filter(|f| {
+                    let since_ms = s.at_ms - f.object.last_seen_ms;
+                    f.object.kind == s.kind && follows(&f.last, since_ms, centre)
+                })
                 .min_by(|a, b| distance(a).total_cmp(&distance(b)));
             match same {
                 Some(f) => {
@@ -107,13 +112,15 @@ impl Objects {
     }
 }
 
-/// Whether a box centred at `centre` follows one last seen at `last`.
-fn follows(last: &Area, (x, y): (f32, f32)) -> bool {
+/// Whether a box centred at `centre` follows one seen at `last`
+/// `since_ms` before.
+fn follows(last: &Area, since_ms: i64, (x, y): (f32, f32)) -> bool {
+    let reach = 0.5 + (since_ms as f32 / 1000.0).clamp(0.0, 3.0);
     let (w, h) = (last.right - last.left, last.bottom - last.top);
-    x >= last.left - w / 2.0
-        && x <= last.right + w / 2.0
-        && y >= last.top - h / 2.0
-        && y <= last.bottom + h / 2.0
+    x >= last.left - w * reach
+        && x <= last.right + w * reach
+        && y >= last.top - h * reach
+        && y <= last.bottom + h * reach
 }
 
 #[cfg(test)]
@@ -154,6 +161,20 @@ mod tests {
                 last_seen_ms: 1000 + 333 * 4,
             }]
         );
+    }
+
+    #[test]
+    fn a_thing_seen_seconds_later_further_on_is_the_same() {
+        // A person 0.08 wide seen again 4 s later 0.11 to the left (the
+        // crops went to a tree meanwhile): one object. Another person
+        // 0.4 away a second later: a second object.
+        let mut objects = Objects::default();
+        let at = |x: f32| Area::new(x, 0.67, x + 0.08, 0.95);
+        objects.saw(&[seen(Kind::Person, 0.7, at(0.82), 0)]);
+        objects.saw(&[seen(Kind::Person, 0.6, at(0.71), 4_200)]);
+        assert_eq!(objects.listed(all).len(), 1, "{:?}", objects.listed(all));
+        objects.saw(&[seen(Kind::Person, 0.6, at(0.31), 5_200)]);
+        assert_eq!(objects.listed(all).len(), 2);
     }
 
     #[test]
