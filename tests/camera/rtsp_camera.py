@@ -44,6 +44,10 @@ Mount points (all shared: several clients share one encoder):
                                   for MOVING seconds to the middle, stands
                                   there for STILL seconds and disappears (a
                                   thing left, a car that parks)
+                   park NAME MOVING STILL LEAVING  as leave, but after
+                                  STILL seconds it moves on right, out of
+                                  the picture in LEAVING seconds (a car
+                                  that parks and drives off)
                  each answered on stderr with "scene: <command> at <unix ms>"
                  The photographs come from pinned PyPI packages, which
                  tests/camera/get_photos.sh puts in --photos (default:
@@ -189,6 +193,9 @@ SLIDES = {
     "hopper": ("hopper.png", None, 220),
     # A box of biscuits, cut out: a thing left at the door.
     "parcel": ("parcel.png", None, 120),
+    # The same with its middle third cut away: one thing whose middle is the
+    # scene's grey, that differs from the scene in two parts.
+    "split_parcel": ("split_parcel.png", None, 120),
 }
 BOX_SLIDE_WIDTH = 220
 # The faint box's opacity (`faint`).
@@ -340,7 +347,8 @@ class Scene:
         # name: (pad name, width) of the slides the mount was made with.
         self.slides = {}
         # The slide shown (name, x, speed in px/s, moving until when, shown
-        # until when), or None.
+        # until when, speed when it moves on after standing: 0 to vanish),
+        # or None.
         self.slide = None
         self.box_until = 0.0
         # Until when the box is shown, moving or not.
@@ -381,19 +389,25 @@ class Scene:
             self.slide = None
             self.apply()
             return GLib.SOURCE_REMOVE
-        name, x, speed, moving, shown = self.slide
+        name, x, speed, moving, shown, onward = self.slide
         if now < moving:
-            self.slide = (name, x + speed * 0.04, speed, moving, shown)
+            self.slide = (name, x + speed * 0.04, speed, moving, shown, onward)
+        elif onward and now >= shown - (WIDTH - x) / onward:
+            # Moving on, out at the right by the time it is no longer shown.
+            self.slide = (name, x + onward * 0.04, speed, moving, shown, onward)
         self.apply()
         return GLib.SOURCE_CONTINUE
 
-    def start_slide(self, name, end_x, moving, still):
+    def start_slide(self, name, end_x, moving, still, leaving=0.0):
         """Slides NAME from the left margin to END_X in MOVING seconds,
-        then holds it there for STILL seconds."""
+        then holds it there for STILL seconds; with LEAVING, it then moves
+        on out at the right in that many seconds."""
         speed = (end_x - SLIDE_MARGIN) / moving
+        onward = (WIDTH - end_x) / leaving if leaving > 0 else 0.0
         running = self.slide is not None
         now = time.monotonic()
-        self.slide = (name, SLIDE_MARGIN, speed, now + moving, now + moving + still)
+        self.slide = (name, SLIDE_MARGIN, speed, now + moving,
+                      now + moving + still + leaving, onward)
         self.apply()
         if not running:
             GLib.timeout_add(40, self.slide_step)
@@ -418,7 +432,8 @@ class Scene:
             self.shown_until = self.box_until + (float(words[2]) if words[0] == "stay" else 0)
             self.apply()
             GLib.timeout_add(40, self.step)
-        elif (len(words) == 3 and words[0] == "slide") or (len(words) == 4 and words[0] == "leave"):
+        elif ((len(words) == 3 and words[0] == "slide") or (len(words) == 4 and words[0] == "leave")
+              or (len(words) == 5 and words[0] == "park")):
             if words[1] not in self.slides:
                 log("no %r slide (the photographs: tests/camera/get_photos.sh)" % words[1])
                 return
@@ -427,7 +442,8 @@ class Scene:
                 # From the left margin to the right one in SECONDS.
                 self.start_slide(words[1], WIDTH - SLIDE_MARGIN - width, float(words[2]), 0)
             else:
-                self.start_slide(words[1], (WIDTH - width) // 2, float(words[2]), float(words[3]))
+                self.start_slide(words[1], (WIDTH - width) // 2, float(words[2]), float(words[3]),
+                                 float(words[4]) if words[0] == "park" else 0.0)
         elif words in (["lights", "on"], ["lights", "off"]):
             self.lit = words[1] == "on"
             self.apply()
