@@ -15,6 +15,7 @@ pub mod frame_requests;
 pub mod key_frames;
 mod pacer;
 pub mod snapshot;
+mod standing;
 mod still;
 pub mod suggestion;
 mod underway;
