@@ -164,7 +164,7 @@ impl Tally {
 }
 
 /// Of kinds seen at once, the one the event takes: the lowest.
-fn rank(kind: Kind) -> u8 {
+pub fn rank(kind: Kind) -> u8 {
     match kind {
         Kind::Person => 0,
         Kind::Vehicle => 1,

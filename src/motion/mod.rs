@@ -16,6 +16,7 @@ pub mod key_frames;
 mod loiter;
 mod pacer;
 pub mod snapshot;
+mod standing;
 mod still;
 pub mod suggestion;
 mod underway;

@@ -25,6 +25,7 @@ use super::frame_clock::FrameClock;
 use super::key_frames::KeyFrames;
 use super::loiter::Loiter;
 use super::pacer::{Pace, Pacer};
+use super::standing::{self, Standing, Stood};
 use super::still::{self, Left, LeftBehind};
 use super::suggestion;
 use super::underway::Underway;
@@ -32,7 +33,7 @@ use super::zones::Entered;
 use crate::cameras::answers::Comeback;
 use crate::cameras::camera::{MotionSource, Zone};
 use crate::classify::crop::{self, Yuv420};
-use crate::classify::objects::Objects;
+use crate::classify::objects::{MAX_LISTED, Objects};
 use crate::classify::protocol::Object;
 use crate::classify::regions::{self, Rotation, Square};
 use crate::classify::tally::{self, Sighting, Tally};
@@ -104,6 +105,8 @@ struct Classifying {
 struct StillCheck {
     /// When the motion stopped (wall clock, ms).
     stopped_ms: i64,
+    /// The detail of each thing's place (`Detector::detail`), by its box.
+    details: Vec<(Area, u64)>,
     waiting: Vec<(Reply, Square, Difference)>,
     answers: Vec<(Difference, Vec<Sighting>)>,
 }
@@ -126,6 +129,8 @@ pub struct Watcher {
     busy_kept: (Option<BusyCells>, i64),
     /// Things left behind by the last event, until they are packages.
     left: LeftBehind,
+    /// What stands in the picture, to name its going.
+    standing: Standing,
     /// Whether the camera came back while it waits to start again.
     comeback: Comeback,
     /// Who lingers in a zone with `loiterSeconds`, in the event under way.
@@ -146,6 +151,7 @@ impl Watcher {
             origin: Instant::now(),
             busy_kept: (None, 0),
             left: LeftBehind::default(),
+            standing: Standing::default(),
             comeback: Comeback::default(),
             loiter: Loiter::default(),
         }
@@ -434,6 +440,9 @@ impl Watcher {
             (false, true) => (motion.share, motion.changing),
             (false, false) => (0.0, false),
         };
+        if motion.reseeded {
+            self.standing.clear();
+        }
         for change in self.episodes.frame(at, share, changing, present) {
             match change {
                 Change::Started { at_ms } => {
@@ -443,11 +452,28 @@ impl Watcher {
                 }
                 Change::StillThere => {
                     if let Some(image) = image {
-                        self.ask_who(detector.differences(), image);
+                        self.ask_who(detector, image);
                     }
                 }
-                Change::Ended(episode) => self.ended(episode),
+                Change::Ended(episode) => {
+                    let gone = self.standing.ended(|area| detector.detail(area));
+                    for s in &gone {
+                        log::info!(
+                            "camera {}: the motion was the going of the {} that stood at {:?}",
+                            self.camera,
+                            s.kind.name(),
+                            s.area
+                        );
+                    }
+                    self.ended(episode, &gone);
+                }
             }
+        }
+        // What differs from the background, moving or not yet taken in (a
+        // car that drove off in the seconds between two key frames leaves
+        // its place so), may be something standing that leaves.
+        if self.episodes.current().is_some() {
+            self.standing.moved(&motion.boxes);
         }
         self.progress(&motion.boxes, at);
         if let Some(image) = image {
@@ -477,9 +503,10 @@ impl Watcher {
         }
         self.left.moved(&motion.moving);
         if self.left.due(at.mono_ms) {
-            let differences = detector.differences();
-            for left in self.left.confirm(&differences, at.mono_ms) {
-                self.package(left, at);
+            let (w, h) = detector.size();
+            let things = still::things(&detector.differences(), aspect(w, h));
+            for left in self.left.confirm(&things, at.mono_ms) {
+                self.package(left, detector.detail(&left.area), at);
             }
         }
         if self.episodes.current().is_none() && !self.left.watching() {
@@ -488,15 +515,20 @@ impl Watcher {
     }
 
     /// Nothing moves, but the picture differs from the scene before the
-    /// event: crops of the (at most three largest) parts that differ go to
-    /// the classifier, to tell who or what stands still.
-    fn ask_who(&mut self, differences: Vec<Difference>, image: &Yuv420) {
+    /// event: crops of the (at most three largest) things that differ go
+    /// to the classifier, to tell who or what stands still.
+    fn ask_who(&mut self, detector: &mut Detector, image: &Yuv420) {
         let stopped_ms = self.episodes.current().map_or(0, |e| e.ended_ms);
         let Some(classifying) = &mut self.classifying else {
             self.episodes.no_one_there();
             return;
         };
-        let mut largest = differences;
+        let things = still::things(&detector.differences(), aspect(image.width, image.height));
+        let details = things
+            .iter()
+            .map(|t| (t.area, detector.detail(&t.area)))
+            .collect();
+        let mut largest = things;
         // The three largest, by picking (sorting would cost the board's binary more).
         while largest.len() > 3
             && let Some(i) =
@@ -526,6 +558,7 @@ impl Watcher {
         }
         classifying.still = Some(StillCheck {
             stopped_ms,
+            details,
             waiting,
             answers: Vec::new(),
         });
@@ -554,9 +587,40 @@ impl Watcher {
             return;
         }
         let verdict = still::judge(&check.answers, check.stopped_ms);
+        let details = std::mem::take(&mut check.details);
         if let Some(c) = self.classifying.as_mut() {
             c.still = None;
         }
+        let wanted = |s: &&Sighting| {
+            self.spec
+                .kinds
+                .as_ref()
+                .is_some_and(|k| k.contains(&s.kind))
+        };
+        let stood: Vec<Stood> = verdict
+            .stood
+            .iter()
+            .filter(wanted)
+            .map(|s| Stood {
+                kind: s.kind,
+                score: s.score,
+                area: s.area,
+                since_ms: s.at_ms,
+                detail: details
+                    .iter()
+                    .find(|(a, _)| *a == s.area)
+                    .map_or(0, |d| d.1),
+            })
+            .collect();
+        for s in &stood {
+            log::info!(
+                "camera {}: a {} stands still in the motion, at {:?}",
+                self.camera,
+                s.kind.name(),
+                s.area
+            );
+        }
+        self.standing.stand(&stood);
         if verdict.someone {
             self.episodes.someone_there(at);
             return;
@@ -574,8 +638,9 @@ impl Watcher {
 
     /// A thing left that stayed: an event of its own, from when it was
     /// left to now, its thumbnail now with the thing marked; on a camera
-    /// with zones, only where it was left in a zone meant for packages.
-    fn package(&mut self, left: Left, at: Moment) {
+    /// with zones, only where it was left in a zone meant for packages;
+    /// then known to stand there (`detail`: its place's), to name its going.
+    fn package(&mut self, left: Left, detail: u64, at: Moment) {
         let mut entered = Entered::new(&self.spec.zones);
         entered.saw(&self.spec.zones, &[left.area]);
         let Some(zones) = entered.names_for(&self.spec.zones, Kind::Package) else {
@@ -610,6 +675,13 @@ impl Watcher {
             .pin(self.camera, left.left_ms - CLIP_MARGIN_MS);
         match self.shared.clips.add_event(&event) {
             Ok(true) => {
+                self.standing.stand(&[Stood {
+                    kind: Kind::Package,
+                    score: left.score,
+                    area: left.area,
+                    since_ms: left.left_ms,
+                    detail,
+                }]);
                 log::info!(
                     "camera {}: package event {} (left {} ms ago, score {})",
                     self.camera,
@@ -777,19 +849,23 @@ impl Watcher {
         };
         underway.saw(&self.spec.zones, boxes);
         let id = underway.id;
-        let now = || self.as_event(id, episode);
+        let now = || self.as_event(id, episode, &self.standing.leaving());
         underway.progress(&self.shared, &self.spec.zones, now, at.mono_ms);
         self.underway = Some(underway);
     }
 
-    /// The event of an episode, of the kind found so far.
-    fn as_event(&self, id: Uuid, episode: &Episode) -> Event {
-        let sighting = self.classifying.as_ref().and_then(|c| c.tally.decided());
-        // Its objects, of the kinds that passed as the event's kind must.
-        let objects = self
-            .classifying
-            .as_ref()
-            .map_or_else(Vec::new, |c| c.objects.listed(|kind| c.tally.passed(kind)));
+    /// The event of an episode, of the kind found so far, or of what stood
+    /// there and is `leaving`.
+    fn as_event(&self, id: Uuid, episode: &Episode, leaving: &[Stood]) -> Event {
+        let decided = self.classifying.as_ref().and_then(|c| c.tally.decided());
+        let sighting = standing::strongest(decided, leaving, episode.started_ms);
+        // Its objects: what is leaving, then what the classifier saw, of
+        // the kinds that passed as the event's kind must.
+        let mut objects = standing::objects(leaving, episode.started_ms, episode.ended_ms);
+        if let Some(c) = &self.classifying {
+            objects.extend(c.objects.listed(|kind| c.tally.passed(kind)));
+        }
+        objects.truncate(MAX_LISTED);
         // The share of the picture that moved, or the classifier's score.
         let (kind, score) = match sighting {
             Some(s) => (s.kind, s.score),
@@ -814,14 +890,16 @@ impl Watcher {
         }
     }
 
-    /// Finishes the event, of the kind it was found to be, and asks for its
-    /// clip (its thumbnail at the best sighting, the object marked).
-    fn ended(&mut self, episode: Episode) {
+    /// Finishes the event, of the kind it was found to be (or of what stood
+    /// there and is `gone`), and asks for its clip (its thumbnail at the
+    /// best sighting, the object marked).
+    fn ended(&mut self, episode: Episode, gone: &[Stood]) {
         let Some(underway) = self.underway.take() else {
             return;
         };
-        let last = self.as_event(underway.id, &episode);
-        let sighting = self.classifying.take().and_then(|c| c.tally.decided());
+        let last = self.as_event(underway.id, &episode, gone);
+        let decided = self.classifying.take().and_then(|c| c.tally.decided());
+        let sighting = standing::strongest(decided, gone, episode.started_ms);
         let pin = self.pin.take();
         let Some(event) = underway.finish(&self.shared, &self.spec.zones, last) else {
             if let Some(pin) = pin {
@@ -854,7 +932,8 @@ impl Restartable for Watcher {
         let saw_frames = self.watch();
         // An event under way ends with the frames, at its last moving one.
         if let Some(episode) = self.episodes.finish() {
-            self.ended(episode);
+            self.standing.interrupted();
+            self.ended(episode, &[]);
         }
         saw_frames
     }
@@ -874,6 +953,11 @@ impl Restartable for Watcher {
     fn back(&mut self) -> bool {
         self.comeback.back(&self.spec.url)
     }
+}
+
+/// A picture's width over its height.
+fn aspect(width: usize, height: usize) -> f32 {
+    width as f32 / height.max(1) as f32
 }
 
 /// A score as events carry it: three decimals.

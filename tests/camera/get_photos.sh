@@ -28,7 +28,9 @@
 #     the OpenCV project), the photograph of a printed cardboard box of
 #     biscuits on a table in its pose-estimation tutorial's data
 #     (resized_IMG_3875.JPG), cut out along the box's six corners (the rest
-#     made transparent), for the thing left at a door. The archive is 95 MB:
+#     made transparent), for the thing left at a door.
+#   split_parcel.png: parcel.png with its middle third (across) made
+#     transparent too: one thing whose middle the scene shows through. The archive is 95 MB:
 #     it is kept in ~/.cache/nvr-node-tests (or XDG_CACHE_HOME's), checked
 #     by its sha256 each time.
 set -euo pipefail
@@ -60,6 +62,7 @@ derived=(
   "car_grey.png prius_gray.jpg -vf crop=300:215:340:245"
   "hopper.png grace_hopper.jpg"
   "parcel.png box_photo.jpg -vf format=rgba,geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='255*gte(203*(Y-177)+93*(X-117),0)*gte(229*(Y-84)-124*(X-320),0)*gte(-2*(Y-208)-127*(X-549),0)*gte(-199*(Y-335)-81*(X-547),0)*gte(-226*(Y-416)+158*(X-348),0)*gte(-5*(Y-258)+81*(X-122),0)',crop=433:333:117:84"
+  "split_parcel.png parcel.png -vf geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='alpha(X,Y)*(1-between(X,W/3,2*W/3))'"
 )
 
 complete() {

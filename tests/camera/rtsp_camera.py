@@ -51,6 +51,10 @@ Mount points (all shared: several clients share one encoder):
                    sway SECONDS   a photograph of grass (grass.png) over the
                                   left half, swinging 40 px to and fro all
                                   the time for SECONDS: a tree in the wind
+                   park NAME MOVING STILL LEAVING  as leave, but after
+                                  STILL seconds it moves on right, out of
+                                  the picture in LEAVING seconds (a car
+                                  that parks and drives off)
                  each answered on stderr with "scene: <command> at <unix ms>"
                  The photographs come from pinned PyPI packages, which
                  tests/camera/get_photos.sh puts in --photos (default:
@@ -197,6 +201,9 @@ SLIDES = {
     "hopper": ("hopper.png", None, 220),
     # A box of biscuits, cut out: a thing left at the door.
     "parcel": ("parcel.png", None, 120),
+    # The same with its middle third cut away: one thing whose middle is the
+    # scene's grey, that differs from the scene in two parts.
+    "split_parcel": ("split_parcel.png", None, 120),
 }
 BOX_SLIDE_WIDTH = 220
 # The faint box's opacity (`faint`).
@@ -378,7 +385,8 @@ class Scene:
         # name: (pad name, width) of the slides the mount was made with.
         self.slides = {}
         # The slide shown (name, x, speed in px/s, moving until when, shown
-        # until when), or None.
+        # until when, speed when it moves on after standing: 0 to vanish),
+        # or None.
         self.slide = None
         self.box_until = 0.0
         # Until when the box is shown, moving or not.
@@ -472,19 +480,25 @@ class Scene:
             self.slide = None
             self.apply()
             return GLib.SOURCE_REMOVE
-        name, x, speed, moving, shown = self.slide
+        name, x, speed, moving, shown, onward = self.slide
         if now < moving:
-            self.slide = (name, x + speed * 0.04, speed, moving, shown)
+            self.slide = (name, x + speed * 0.04, speed, moving, shown, onward)
+        elif onward and now >= shown - (WIDTH - x) / onward:
+            # Moving on, out at the right by the time it is no longer shown.
+            self.slide = (name, x + onward * 0.04, speed, moving, shown, onward)
         self.apply()
         return GLib.SOURCE_CONTINUE
 
-    def start_slide(self, name, end_x, moving, still):
+    def start_slide(self, name, end_x, moving, still, leaving=0.0):
         """Slides NAME from the left margin to END_X in MOVING seconds,
-        then holds it there for STILL seconds."""
+        then holds it there for STILL seconds; with LEAVING, it then moves
+        on out at the right in that many seconds."""
         speed = (end_x - SLIDE_MARGIN) / moving
+        onward = (WIDTH - end_x) / leaving if leaving > 0 else 0.0
         running = self.slide is not None
         now = time.monotonic()
-        self.slide = (name, SLIDE_MARGIN, speed, now + moving, now + moving + still)
+        self.slide = (name, SLIDE_MARGIN, speed, now + moving,
+                      now + moving + still + leaving, onward)
         self.apply()
         if not running:
             GLib.timeout_add(40, self.slide_step)
@@ -509,7 +523,8 @@ class Scene:
             self.shown_until = self.box_until + (float(words[2]) if words[0] == "stay" else 0)
             self.apply()
             GLib.timeout_add(40, self.step)
-        elif (len(words) == 3 and words[0] == "slide") or (len(words) == 4 and words[0] == "leave"):
+        elif ((len(words) == 3 and words[0] == "slide") or (len(words) == 4 and words[0] == "leave")
+              or (len(words) == 5 and words[0] == "park")):
             if words[1] not in self.slides:
                 log("no %r slide (the photographs: tests/camera/get_photos.sh)" % words[1])
                 return
@@ -518,7 +533,8 @@ class Scene:
                 # From the left margin to the right one in SECONDS.
                 self.start_slide(words[1], WIDTH - SLIDE_MARGIN - width, float(words[2]), 0)
             else:
-                self.start_slide(words[1], (WIDTH - width) // 2, float(words[2]), float(words[3]))
+                self.start_slide(words[1], (WIDTH - width) // 2, float(words[2]), float(words[3]),
+                                 float(words[4]) if words[0] == "park" else 0.0)
         elif (len(words) == 5 and words[0] == "cross") or (len(words) == 2 and words[0] == "sway"):
             if not self.start_crossing(words):
                 return

@@ -545,6 +545,20 @@ impl Detector {
         differences
     }
 
+    /// The detail in `area` of the last frame, blurred: its edges (the
+    /// differences between neighbours across and down), more where a thing
+    /// stands than on the bare place. Compared only with itself over time,
+    /// not with the scene before an event, whose levels the exposure's fit
+    /// may have moved.
+    pub fn detail(&self, area: &Area) -> u64 {
+        let (w, h) = (self.width, self.height);
+        let at =
+            |share: f32, size: usize| ((share.clamp(0.0, 1.0) * size as f32) as usize).min(size);
+        let (x0, x1) = (at(area.left, w), at(area.right, w));
+        let (y0, y1) = (at(area.top, h), at(area.bottom, h));
+        edges(&self.previous, w, x0..x1, y0..y1)
+    }
+
     /// The background starts again from the picture, blurred.
     fn seed(&mut self, pixels: &[u8]) {
         let (w, background, previous) = (self.width, &mut self.background, &mut self.previous);
@@ -1203,6 +1217,7 @@ mod tests {
             near(a.left, 100, W) && near(a.right, 140, W) && near(a.bottom, 90, H),
             "{a:?}"
         );
+        let detail_with_it = detector.detail(&a);
         // Taken away again, in an event that started while it stood: the
         // place it was has less in it than the scene before.
         detector.release_reference();
@@ -1213,6 +1228,9 @@ mod tests {
         let emptied = detector.differences();
         assert_eq!(emptied.len(), 1, "{emptied:?}");
         assert!(!emptied[0].added, "{emptied:?}");
+        // Its place is bare: a fraction of the detail it had.
+        let bare = detector.detail(&a);
+        assert!(bare * 4 < detail_with_it, "{bare} of {detail_with_it}");
         // No reference, nothing differs.
         detector.release_reference();
         assert!(detector.differences().is_empty());
