@@ -1,5 +1,5 @@
 //! What happened that listeners outside the footage are told of as it
-//! happens: motion starting and ending, kinds seen, events added and their
+//! happens: motion starting and ending, kinds seen, who lingers, events added and their
 //! files done. A bus: each listener (Home Assistant, alerts) has a queue of
 //! its own, bounded, so senders never block and a listener that falls
 //! behind loses its own oldest notices (counted), never another's. With no
@@ -37,6 +37,14 @@ pub enum Notice {
         camera: Uuid,
         event: Uuid,
         kind: Kind,
+        zones: Vec<String>,
+    },
+    /// The event under way on `camera` (stored as it stands) became
+    /// `loitering`: someone or something stayed longer than their
+    /// `loiterSeconds` in `zones` (all of its zones that loiter so far).
+    Loitering {
+        camera: Uuid,
+        event: Uuid,
         zones: Vec<String>,
     },
     /// The motion on `camera` ended, its event of `kind` in the end (it is

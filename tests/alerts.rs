@@ -238,6 +238,68 @@ fn a_person_at_the_door_reaches_web_push_ntfy_and_a_signed_webhook() {
     }
 }
 
+/// A destination for loitering alone: a person who walks in is no alert
+/// for it; the same person standing in a zone with `loiterSeconds: 10` is,
+/// once, as the event becomes loitering.
+#[test]
+fn a_person_who_lingers_alerts_a_destination_for_loitering_then_and_only_then() {
+    let lan = Lan::new();
+    let receivers = Receivers::start(&lan, 0, None);
+    let camera = Camera::start();
+    let data = TempDir::new("alerts-loiter");
+    let classifier = crate::common::classifier::real();
+    let mut env: Vec<(&str, &str)> = classifier.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.push(("NODE_URL", "http://nvr.test:8080"));
+    let node = Node::start_recording(data.path(), &data.path().join("recordings"), &env);
+    let created = node.add_camera(json!({
+        "name": "Front door",
+        "rtspUrl": camera.url("", "/scene"),
+        "zones": [{"name": "Step", "polygon": [[0, 0], [1, 0], [1, 1], [0, 1]], "loiterSeconds": 10}],
+    }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    let hook = webhook(
+        &node,
+        &receivers,
+        "lingers",
+        json!({"loitering": true, "cooldownSeconds": 0, "atEnd": true}),
+    );
+    assert_eq!(hook["rules"]["loitering"], true, "{hook}");
+    node.settle(&id);
+
+    let command = "leave person 4 16";
+    camera.scene(command);
+    let hooks = wait_for_hooks(&receivers, &id, 1, Duration::from_secs(60));
+    let arrived = now_ms();
+    assert_eq!(
+        hooks.len(),
+        1,
+        "{hooks:#?}\nevents {:#?}\n{}",
+        node.events_of(&id),
+        node.logs()
+    );
+    let came = camera
+        .scene_began(command)
+        .expect("the camera says when the person came");
+    let body = &hooks[0]["body"];
+    assert_eq!(body["type"], "alert", "{body}");
+    assert_eq!(body["event"]["loitering"], true, "{body}");
+    assert_eq!(body["event"]["kind"], "person", "{body}");
+    assert_eq!(body["title"], "Person loitering at Front door", "{body}");
+    assert!(
+        arrived - came >= 10_000,
+        "alerted {} ms after the person came, before they had lingered 10 s",
+        arrived - came
+    );
+    // Nothing more for it as it ends (its update adds no kind nor zone).
+    let ended = wait_for(Duration::from_secs(90), || {
+        node.events_of(&id).iter().all(|e| e["inProgress"] == false)
+    });
+    assert!(ended, "{:#?}", node.events_of(&id));
+    std::thread::sleep(Duration::from_secs(5));
+    let hooks = hooks_of(&receivers, &id);
+    assert_eq!(hooks.len(), 1, "{hooks:#?}");
+}
+
 #[test]
 fn an_outage_and_a_crash_lose_no_alert_and_double_none() {
     let lan = Lan::new();

@@ -12,8 +12,10 @@ use std::thread;
 use std::time::Duration;
 
 use crate::common;
+use crate::common::mosquitto::{Broker, Seen};
 use crate::common::{
-    Camera, Node, TempDir, browser_script, children_of, cpu_ticks, is_running, now_ms, wait_for,
+    Camera, Node, TempDir, browser_script, children_of, cpu_ticks, is_running, now_ms, password,
+    wait_for,
 };
 use serde_json::{Value, json};
 
@@ -578,6 +580,138 @@ fn a_person_who_waits_is_one_event_until_they_leave() {
         (-2_000..=2_000).contains(&end),
         "ended {end} ms from their going: {event}"
     );
+}
+
+/// A person who stands in a zone with `loiterSeconds: 10` makes the event
+/// under way `loitering` 10 s after they came into it, and not before: in
+/// the API as it goes on, on MQTT (the event's message, and the zone's Home
+/// Assistant sensor on until the event ends), while a zone that loiters
+/// where they never stood stays off.
+#[test]
+fn a_person_who_lingers_in_a_zone_is_loitering_after_its_seconds_and_not_before() {
+    let broker_dir = TempDir::new("loiter-broker");
+    let broker = Broker::start(broker_dir.path(), "nvr", &password("mqtt"));
+    let camera = Camera::start();
+    let data = TempDir::new("loiter");
+    let url = format!("mqtt://127.0.0.1:{}", broker.port);
+    let mut env = common::classifier::real().to_vec();
+    env.extend([
+        ("MQTT_URL", url),
+        ("MQTT_USER", "nvr".to_owned()),
+        ("MQTT_PASSWORD", broker.password.clone()),
+    ]);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let node = Node::start_recording(data.path(), &data.path().join("recordings"), &env);
+    // The whole picture: the person is in it from the moment they show.
+    // The sky's strip: no one's feet are ever there.
+    let created = node.add_camera(json!({
+        "name": "Door",
+        "rtspUrl": camera.url("", "/scene"),
+        "zones": [
+            {"name": "Front step", "polygon": [[0, 0], [1, 0], [1, 1], [0, 1]], "loiterSeconds": 10},
+            {"name": "Sky", "polygon": [[0, 0], [1, 0], [1, 0.1], [0, 0.1]], "loiterSeconds": 1},
+        ],
+    }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(created["zones"][0]["loiterSeconds"], 10, "{created}");
+    let watch = broker.watch(&format!("nvr/+/{id}/#"));
+    node.settle(&id);
+    let state = |object: &str, on: &'static str| {
+        let topic = format!("/{id}/{object}");
+        move |m: &Seen| m.topic.ends_with(&topic) && m.payload == on.as_bytes()
+    };
+
+    // Walks in for 4 s and stands there 20 s.
+    let command = "leave person 4 20";
+    camera.scene(command);
+    let came = {
+        let mut came = None;
+        wait_for(Duration::from_secs(5), || {
+            came = camera.scene_began(command);
+            came.is_some()
+        });
+        came.expect("the camera says when the person came")
+    };
+    let due = came + 10_000;
+    // The event in progress, polled: (asked at, answered at, loitering).
+    let mut polls: Vec<(i64, i64, bool)> = Vec::new();
+    let flagged = wait_for(Duration::from_secs(40), || {
+        let asked = now_ms();
+        let events = node.events_of(&id);
+        let loitering = events.iter().any(|e| e["loitering"] == true);
+        polls.push((asked, now_ms(), loitering));
+        loitering
+    });
+    let seen_at: Vec<String> = polls
+        .iter()
+        .map(|(asked, _, on)| format!("{:+} ms: {on}", asked - came))
+        .collect();
+    assert!(
+        flagged,
+        "never loitering: {:#?}\n{}",
+        node.events_of(&id),
+        what_it_said(&node)
+    );
+    let early: Vec<&(i64, i64, bool)> = polls
+        .iter()
+        .filter(|(asked, _, on)| *on && *asked < due)
+        .collect();
+    assert!(
+        early.is_empty(),
+        "loitering before 10 s in the zone: {seen_at:?}"
+    );
+    let first = polls.iter().find(|p| p.2).unwrap().1;
+    assert!(
+        first - due <= 8_000,
+        "loitering {} ms after the 10 s were up: {seen_at:?}",
+        first - due
+    );
+    let events = node.events_of(&id);
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert_eq!(events[0]["inProgress"], true, "while it is on: {events:#?}");
+    assert_eq!(events[0]["kind"], "person", "{events:#?}");
+
+    // Home Assistant is told: the step's sensor on, and the event's
+    // message, loitering.
+    watch.expect(
+        "the step's sensor on",
+        Duration::from_secs(10),
+        state("loitering_front_20step", "ON"),
+    );
+    let update = watch.expect("the event's update", Duration::from_secs(10), |m| {
+        m.topic.ends_with(&format!("/{id}/event"))
+            && serde_json::from_slice::<Value>(&m.payload)
+                .is_ok_and(|e| e["type"] == "update" && e["loitering"] == true)
+    });
+    let update: Value = serde_json::from_slice(&update.payload).unwrap();
+    assert_eq!(update["id"], events[0]["id"], "{update}");
+    // Its end: loitering kept, the sensor off.
+    let ended = wait_for_ended(&node, &id, 1, Duration::from_secs(90));
+    assert_eq!(ended[0]["loitering"], true, "{ended:#?}");
+    let on_at = watch
+        .all()
+        .iter()
+        .position(state("loitering_front_20step", "ON"))
+        .unwrap();
+    assert!(
+        watch.all()[..on_at]
+            .iter()
+            .any(state("loitering_front_20step", "OFF")),
+        "the step's sensor was off before: {:#?}",
+        watch.all()
+    );
+    let off_again = wait_for(Duration::from_secs(30), || {
+        watch.all()[on_at + 1..]
+            .iter()
+            .any(state("loitering_front_20step", "OFF"))
+    });
+    assert!(off_again, "the step's sensor stays on: {:#?}", watch.all());
+    let sky = watch
+        .all()
+        .into_iter()
+        .filter(|m| m.topic.ends_with("/loitering_sky") && m.payload == b"ON")
+        .count();
+    assert_eq!(sky, 0, "no one stood in the sky: {:#?}", watch.all());
 }
 
 #[test]

@@ -228,6 +228,9 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
     let created = node.add_camera(json!({
         "name": "Front door", "make": "Acme", "model": "C1",
         "rtspUrl": camera.url("", "/scene"), "record": true, "detect": true,
+        // The whole picture, where no one should linger (all kinds: every
+        // event is made as without it).
+        "zones": [{"name": "Front step", "polygon": [[0, 0], [1, 0], [1, 1], [0, 1]], "loiterSeconds": 30}],
     }));
     let id = created["id"].as_str().unwrap().to_owned();
 
@@ -235,12 +238,12 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
     // Discovered, then available (the node's availability topic) with their states.
     let all_there = wait_for(Duration::from_secs(60), || {
         let entities = ha.entities()["entities"].as_array().unwrap().clone();
-        entities.len() == 15 && entities.iter().all(|e| e["state"] != "unavailable")
+        entities.len() == 16 && entities.iter().all(|e| e["state"] != "unavailable")
     });
     let entities = ha.entities();
     assert!(
         all_there,
-        "not the 15 entities: {entities:#}\n{}",
+        "not the 16 entities: {entities:#}\n{}",
         ha.output()
     );
     eprintln!("Home Assistant shows: {entities:#}");
@@ -295,6 +298,16 @@ fn home_assistant_shows_the_node_and_its_camera_and_works_them() {
         assert_eq!(sensor["device_class"], "occupancy");
         assert_eq!(sensor["state"], "off", "{object}: off when the node starts");
     }
+    // And one per zone with loiterSeconds.
+    let loitering = entity(&entities, "loitering_front_20step");
+    assert_eq!(
+        loitering["entity_id"],
+        "binary_sensor.front_door_front_step_loitering"
+    );
+    assert_eq!(loitering["name"], "Front door Front step loitering");
+    assert_eq!(loitering["device"], "Front door");
+    assert_eq!(loitering["device_class"], "occupancy");
+    assert_eq!(loitering["state"], "off", "off when the node starts");
     assert_eq!(
         entity(&entities, "event")["attributes"]["event_types"],
         json!(["motion", "person", "vehicle", "animal", "package"])

@@ -192,6 +192,11 @@ impl Alerting {
                 event, kind, zones, ..
             } => (stored(event)?, kind, true, Some(zones)),
             Notice::MotionEnded { event, kind, .. } => (stored(event)?, kind, true, None),
+            // Written as loitering before it was told: all is as stored.
+            Notice::Loitering { event, .. } => {
+                let event = stored(event)?;
+                return Some((as_stored(&event), event));
+            }
             Notice::EventPosted { event } => {
                 let event = stored(event)?;
                 return Some((as_stored(&event), event));
@@ -244,5 +249,6 @@ fn as_stored(event: &Event) -> Sighting {
         settled: true,
         zones: event.zones.clone(),
         ended: false,
+        loitering: event.loitering,
     }
 }

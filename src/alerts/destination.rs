@@ -406,6 +406,11 @@ pub fn rules(value: &Value, base: &Rules) -> Result<Rules, Error> {
             .as_bool()
             .ok_or_else(|| Error::bad_request("rules.atEnd must be true or false"))?;
     }
+    if let Some(value) = fields.get("loitering") {
+        rules.loitering = value
+            .as_bool()
+            .ok_or_else(|| Error::bad_request("rules.loitering must be true or false"))?;
+    }
     Ok(rules)
 }
 
@@ -417,6 +422,7 @@ pub fn rules_json(rules: &Rules) -> Value {
         "zones": rules.zones,
         "cooldownSeconds": rules.cooldown_s,
         "atEnd": rules.at_end,
+        "loitering": rules.loitering,
     })
 }
 
@@ -501,7 +507,7 @@ mod tests {
         );
         let hook = from_new(&fields(json!({
             "name": "h", "type": "webhook", "url": "https://hooks.example.com/h/SECRET?x=1",
-            "rules": {"kinds": ["person", "motion"], "zones": ["Porch"], "cooldownSeconds": 0, "atEnd": true},
+            "rules": {"kinds": ["person", "motion"], "zones": ["Porch"], "cooldownSeconds": 0, "atEnd": true, "loitering": true},
         })))
         .unwrap();
         let Target::Webhook { secret, .. } = &hook.target else {
@@ -516,6 +522,7 @@ mod tests {
                 zones: Some(vec!["Porch".into()]),
                 cooldown_s: 0,
                 at_end: true,
+                loitering: true,
             }
         );
     }
@@ -597,6 +604,10 @@ mod tests {
             (
                 json!({"name": "n", "type": "webhook", "url": "https://h.example/", "rules": {"atEnd": 1}}),
                 "rules.atEnd must be true or false",
+            ),
+            (
+                json!({"name": "n", "type": "webhook", "url": "https://h.example/", "rules": {"loitering": "yes"}}),
+                "rules.loitering must be true or false",
             ),
         ];
         for (body, message) in table {

@@ -48,7 +48,8 @@ impl Message {
             .unwrap_or_default()
     }
 
-    /// "Person at Front door".
+    /// "Person at Front door"; "Person loitering at Front door" once the
+    /// event loiters.
     pub fn title(&self, node_name: &str) -> String {
         if self.phase == Phase::Test {
             return format!("Test alert from {node_name}");
@@ -56,6 +57,9 @@ impl Message {
         let kind = self.kind();
         let mut capital = kind[..1].to_ascii_uppercase();
         capital.push_str(&kind[1..]);
+        if self.event["loitering"] == true {
+            capital.push_str(" loitering");
+        }
         format!("{capital} at {}", self.camera_name)
     }
 
@@ -124,6 +128,8 @@ mod tests {
             links.snooze,
             format!("http://nvr.lan:8080/api/cameras/{camera}/snooze")
         );
+        message.event["loitering"] = json!(true);
+        assert_eq!(message.title("n"), "Person loitering at Front door");
         message.phase = Phase::Update;
         message.event = json!({"id": "e1", "kind": "vehicle", "zones": []});
         assert_eq!(message.title("n"), "Vehicle at Front door");

@@ -3,6 +3,10 @@
 //! at the end) and the node's (armed, cameras snoozed), over what the
 //! node tells of an event as it goes on. Pure: time is passed in.
 //!
+//! A destination that asks for `loitering` alone is alerted by loitering
+//! events only, at the moment the event becomes one (someone stayed in a
+//! zone longer than its `loiterSeconds`), once, like any other alert.
+//!
 //! An event alerts once, at the first moment its kind is known and matches
 //! (`motion` only once the classifier has had its say). Its end may send
 //! one update, with the clip, when asked for and only if it adds a kind or
@@ -29,6 +33,8 @@ pub struct Rules {
     /// One update at the event's end (with its clip), when it adds a kind
     /// or a zone.
     pub at_end: bool,
+    /// Only events that became `loitering`.
+    pub loitering: bool,
 }
 
 impl Default for Rules {
@@ -39,6 +45,7 @@ impl Default for Rules {
             zones: None,
             cooldown_s: DEFAULT_COOLDOWN_S,
             at_end: false,
+            loitering: false,
         }
     }
 }
@@ -56,6 +63,8 @@ pub struct Sighting {
     pub zones: Vec<String>,
     /// The event is over and its files are done.
     pub ended: bool,
+    /// Someone stayed in a zone longer than its `loiterSeconds`.
+    pub loitering: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,6 +149,7 @@ impl Memory {
             return None;
         }
         let matches = seen.settled
+            && (seen.loitering || !rules.loitering)
             && rules.kinds.contains(&seen.kind)
             && rules
                 .zones
@@ -213,6 +223,7 @@ mod tests {
             settled: true,
             zones: Vec::new(),
             ended: false,
+            loitering: false,
         }
     }
 
@@ -445,6 +456,52 @@ mod tests {
             Some(Decision::Update),
             "a new kind"
         );
+    }
+
+    #[test]
+    fn a_destination_for_loitering_is_alerted_when_the_event_becomes_so() {
+        let (d, other, camera) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let loitering = Rules {
+            loitering: true,
+            at_end: true,
+            ..Rules::default()
+        };
+        let mut memory = Memory::default();
+        let person = seen(camera, Uuid::new_v4(), Kind::Person);
+        assert_eq!(memory.decide(d, &loitering, &OPEN, &person, 0), None);
+        assert_eq!(
+            memory.decide(other, &Rules::default(), &OPEN, &person, 0),
+            Some(Decision::Alert),
+            "a destination for every person"
+        );
+        let lingers = Sighting {
+            loitering: true,
+            ..person.clone()
+        };
+        assert_eq!(
+            memory.decide(d, &loitering, &OPEN, &lingers, 10_000),
+            Some(Decision::Alert),
+            "at the moment it loiters"
+        );
+        assert_eq!(memory.decide(d, &loitering, &OPEN, &lingers, 11_000), None);
+        assert_eq!(
+            memory.decide(other, &Rules::default(), &OPEN, &lingers, 10_000),
+            None,
+            "the other destination had its alert"
+        );
+        let end = Sighting {
+            ended: true,
+            ..lingers
+        };
+        assert_eq!(memory.decide(d, &loitering, &OPEN, &end, 12_000), None);
+        // An event that never loiters alerts it not even at its end.
+        let passes = seen(camera, Uuid::new_v4(), Kind::Vehicle);
+        let ended = Sighting {
+            ended: true,
+            ..passes.clone()
+        };
+        assert_eq!(memory.decide(d, &loitering, &OPEN, &passes, 70_000), None);
+        assert_eq!(memory.decide(d, &loitering, &OPEN, &ended, 80_000), None);
     }
 
     #[test]

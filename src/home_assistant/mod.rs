@@ -160,6 +160,8 @@ impl Link {
             // The sensors follow at the next refresh; the event's message
             // with its final kind comes once its files are done.
             Notice::MotionEnded { .. } | Notice::KindSeen { .. } => None,
+            // Written as loitering before it was told: as it stands.
+            Notice::Loitering { event, .. } => self.event_message(event, "update"),
             Notice::EventPosted { event } => self.event_message(event, "start"),
             Notice::EventFinished { event } => self.event_message(event, "end"),
         }
@@ -213,11 +215,18 @@ impl Link {
                 let watched = s.enabled && s.detect;
                 // No sensor that could never come on: without the classifier
                 // a camera's events all stay motion.
-                let kinds = if s.classify && self.app.classifier.installed() {
+                let classifies = s.classify && self.app.classifier.installed();
+                let kinds = if classifies {
                     s.kinds.clone()
                 } else {
                     Vec::new()
                 };
+                let loiter_zones: Vec<String> = s
+                    .zones
+                    .iter()
+                    .filter(|z| classifies && z.loiter.is_some())
+                    .map(|z| z.name.clone())
+                    .collect();
                 CameraState {
                     id: c.id,
                     name: s.name.clone(),
@@ -234,6 +243,15 @@ impl Link {
                         }
                         _ => Vec::new(),
                     },
+                    loitering: match self.activity.loitering.get(&c.id) {
+                        Some(zones) if watched => loiter_zones
+                            .iter()
+                            .filter(|z| zones.contains(*z))
+                            .cloned()
+                            .collect(),
+                        _ => Vec::new(),
+                    },
+                    loiter_zones,
                     snapshot: self.snapshots.get(&c.id).copied(),
                     unreviewed: tallies.unreviewed.get(&c.id).copied().unwrap_or(0),
                 }
@@ -262,13 +280,15 @@ impl Link {
     }
 }
 
-/// What moves now, as the notices tell it: the cameras with motion, and the
-/// kinds their events under way were found to be. All off when the node
-/// starts; a camera's kinds go off with its motion.
+/// What moves now, as the notices tell it: the cameras with motion, the
+/// kinds their events under way were found to be, and the zones they
+/// loiter in. All off when the node starts; a camera's kinds and zones go
+/// off with its motion.
 #[derive(Debug, Default)]
 struct Activity {
     moving: HashSet<Uuid>,
     seen: HashMap<Uuid, BTreeSet<Kind>>,
+    loitering: HashMap<Uuid, BTreeSet<String>>,
 }
 
 impl Activity {
@@ -280,9 +300,14 @@ impl Activity {
             Notice::KindSeen { camera, kind, .. } => {
                 self.seen.entry(*camera).or_default().insert(*kind);
             }
+            Notice::Loitering { camera, zones, .. } => {
+                let loitering = self.loitering.entry(*camera).or_default();
+                loitering.extend(zones.iter().cloned());
+            }
             Notice::MotionEnded { camera, .. } => {
                 self.moving.remove(camera);
                 self.seen.remove(camera);
+                self.loitering.remove(camera);
             }
             Notice::EventPosted { .. } | Notice::EventFinished { .. } => {}
         }
@@ -423,6 +448,12 @@ mod tests {
         activity.take(&seen(front, Kind::Person));
         activity.take(&seen(front, Kind::Animal));
         activity.take(&seen(yard, Kind::Vehicle));
+        activity.take(&Notice::Loitering {
+            camera: front,
+            event,
+            zones: vec!["Step".into()],
+        });
+        assert_eq!(activity.loitering[&front], BTreeSet::from(["Step".into()]));
         assert_eq!(
             activity.seen[&front],
             BTreeSet::from([Kind::Person, Kind::Animal])
@@ -433,6 +464,7 @@ mod tests {
             kind: Kind::Person,
         });
         assert!(!activity.seen.contains_key(&front), "all of its kinds off");
+        assert!(!activity.loitering.contains_key(&front), "and its zones");
         assert!(!activity.moving.contains(&front));
         assert_eq!(activity.seen[&yard], BTreeSet::from([Kind::Vehicle]));
         assert!(

@@ -41,6 +41,11 @@ pub struct CameraState {
     pub kinds: Vec<Kind>,
     /// Of those, the kinds of the event under way.
     pub seen: Vec<Kind>,
+    /// The names of its zones with `loiterSeconds`, each with its sensor
+    /// (none when it does not classify).
+    pub loiter_zones: Vec<String>,
+    /// Of those, the zones in which the event under way loiters.
+    pub loitering: Vec<String>,
     /// The newest event with a thumbnail.
     pub snapshot: Option<Uuid>,
     /// Its events not reviewed.
@@ -146,10 +151,13 @@ impl Names {
             None => format!("{}_{object}", self.node_identifier()),
         };
         fields["unique_id"] = json!(unique_id);
-        fields["object_id"] = json!(match camera {
-            Some(camera) => format!("{}_{object}", camera.name),
-            None => format!("{}_{object}", self.node_name),
-        });
+        // An entity's own words, where its object is no word (a zone's).
+        if fields.get("object_id").is_none() {
+            fields["object_id"] = json!(match camera {
+                Some(camera) => format!("{}_{object}", camera.name),
+                None => format!("{}_{object}", self.node_name),
+            });
+        }
         fields["availability_topic"] = json!(self.availability());
         fields["device"] = match camera {
             Some(camera) => self.camera_device(camera),
@@ -327,9 +335,29 @@ fn camera_messages(names: &Names, camera: &CameraState) -> Retained {
             }),
         )
     });
+    // One sensor per zone that loiters, on while an event loiters in it.
+    let loiter_zones: Vec<(String, &String)> = camera
+        .loiter_zones
+        .iter()
+        .map(|zone| (loitering_object(zone), zone))
+        .collect();
+    let zones = loiter_zones.iter().map(|(object, zone)| {
+        (
+            "binary_sensor",
+            object.as_str(),
+            json!({
+                "name": format!("{zone} loitering"),
+                "object_id": format!("{}_{zone}_loitering", camera.name),
+                "state_topic": topic(object),
+                "device_class": "occupancy",
+                "icon": "mdi:account-clock",
+            }),
+        )
+    });
     let mut out: Retained = configs
         .into_iter()
         .chain(kinds)
+        .chain(zones)
         .map(|(component, object, fields)| {
             let config = names.config(Some(camera), object, fields);
             (
@@ -350,6 +378,10 @@ fn camera_messages(names: &Names, camera: &CameraState) -> Retained {
         let on = camera.seen.contains(kind);
         out.insert(topic(kind.name()), on_off(on).to_vec());
     }
+    for (object, zone) in &loiter_zones {
+        let on = camera.loitering.contains(zone);
+        out.insert(topic(object), on_off(on).to_vec());
+    }
     out.insert(
         topic("unreviewed_events"),
         camera.unreviewed.to_string().into_bytes(),
@@ -360,7 +392,25 @@ fn camera_messages(names: &Names, camera: &CameraState) -> Retained {
     out
 }
 
-/// Every retained topic a camera may have, to clear when it is gone.
+/// The object (in topics and ids) of a zone's loitering sensor: its name
+/// as its case does not matter (zones' names are unique so), ASCII letters
+/// and digits as they are and each other byte as `_` and two hex digits, as
+/// topics and Home Assistant's ids take them.
+fn loitering_object(zone: &str) -> String {
+    let mut object = String::from("loitering_");
+    for byte in zone.to_lowercase().bytes() {
+        if byte.is_ascii_alphanumeric() {
+            object.push(char::from(byte));
+        } else {
+            object.push_str(&format!("_{byte:02x}"));
+        }
+    }
+    object
+}
+
+/// Every retained topic a camera may have, to clear when it is gone (but
+/// for its zones' loitering sensors: the names of a camera gone are not
+/// known; the node clears those as it deletes it).
 pub fn camera_topics(names: &Names, camera: Uuid) -> Vec<String> {
     let any = CameraState {
         id: camera,
@@ -393,6 +443,7 @@ pub fn event_started(id: Uuid, kind: &str, at_ms: i64) -> Vec<u8> {
             "thumbnailUrl": null,
             "clipUrl": null,
             "zones": null,
+            "loitering": false,
         }),
     )
 }
@@ -414,6 +465,7 @@ pub fn event_stored(names: &Names, phase: &str, event: &Event) -> Vec<u8> {
             "thumbnailUrl": link(&event.thumbnail_path, thumbnail_url),
             "clipUrl": link(&event.clip_path, clip_url),
             "zones": event.zones,
+            "loitering": event.loitering,
         }),
     )
 }
@@ -696,6 +748,47 @@ mod tests {
     }
 
     #[test]
+    fn each_zone_that_loiters_has_a_sensor_on_while_an_event_loiters_in_it() {
+        let names = names();
+        let mut door = camera("Door");
+        door.loiter_zones = vec!["Front step".into(), "Gate/2 Ü".into()];
+        door.loitering = vec!["Gate/2 Ü".into()];
+        let id = door.id;
+        let all = retained(&names, &NodeState::default(), &[door.clone()]);
+        let config = |object: &str| -> Value {
+            let topic = format!("homeassistant/binary_sensor/n1_{id}/{object}/config");
+            serde_json::from_slice(&all[&topic]).unwrap_or_else(|_| panic!("{topic}"))
+        };
+        let step = config("loitering_front_20step");
+        assert_eq!(step["name"], "Front step loitering");
+        assert_eq!(step["device_class"], "occupancy");
+        assert_eq!(
+            step["unique_id"],
+            format!("nvr-node_n1_{id}_loitering_front_20step")
+        );
+        assert_eq!(step["object_id"], "Door_Front step_loitering");
+        let state = format!("nvr/n1/{id}/loitering_front_20step");
+        assert_eq!(step["state_topic"], state);
+        assert_eq!(all[&state], b"OFF");
+        // Any name, in ids and topics as they take it: `/` is a level, `+` a wildcard.
+        let gate = config("loitering_gate_2f2_20_c3_bc");
+        assert_eq!(gate["name"], "Gate/2 Ü loitering");
+        assert_eq!(
+            all[&format!("nvr/n1/{id}/loitering_gate_2f2_20_c3_bc")],
+            b"ON"
+        );
+        // A camera that does not classify has none (the node leaves them
+        // out as it leaves out the kinds' sensors).
+        let none = CameraState {
+            loiter_zones: Vec::new(),
+            loitering: Vec::new(),
+            ..door
+        };
+        let fewer = retained(&names, &NodeState::default(), &[none]);
+        assert!(!fewer.keys().any(|t| t.contains("loitering")), "{fewer:?}");
+    }
+
+    #[test]
     fn event_messages() {
         let names = names();
         let id = Uuid::new_v4();
@@ -706,6 +799,7 @@ mod tests {
         assert_eq!(start["startedAt"], "1970-01-01T00:00:00.000Z");
         assert!(start["endedAt"].is_null() && start["clipUrl"].is_null());
         assert!(start["zones"].is_null(), "not known yet");
+        assert_eq!(start["loitering"], false);
         let event = Event {
             id,
             camera_id: Uuid::new_v4(),
@@ -732,6 +826,15 @@ mod tests {
         );
         assert!(end["thumbnailUrl"].is_null());
         assert_eq!(end["zones"], json!(["Drive"]));
+        assert_eq!(end["loitering"], false);
+        let lingered = Event {
+            loitering: true,
+            ..event
+        };
+        let update: Value =
+            serde_json::from_slice(&event_stored(&names, "update", &lingered)).unwrap();
+        assert_eq!(update["type"], "update");
+        assert_eq!(update["loitering"], true);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub use nvr_base::motion::frame;
 mod frame_clock;
 pub mod frame_requests;
 pub mod key_frames;
+mod loiter;
 mod pacer;
 pub mod snapshot;
 mod still;

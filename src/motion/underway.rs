@@ -54,6 +54,14 @@ impl Underway {
         self.entered.saw(zones, boxes);
     }
 
+    /// Has the next [`Underway::progress`] write it, however soon after the
+    /// last: news that must not wait (it became `loitering`).
+    pub fn write_soon(&mut self) {
+        if let Some((_, at)) = &mut self.stored {
+            *at = i64::MIN / 2;
+        }
+    }
+
     /// The event as it stands now (`now()`, of its kind so far, its times
     /// and score; its zones are filled here), at `mono_ms`: made once it
     /// qualifies, and written every few seconds after (and only then made

@@ -23,6 +23,7 @@ use super::episodes::{Change, Episode, Episodes, Moment};
 use super::frame::{self, Format};
 use super::frame_clock::FrameClock;
 use super::key_frames::KeyFrames;
+use super::loiter::Loiter;
 use super::pacer::{Pace, Pacer};
 use super::still::{self, Left, LeftBehind};
 use super::suggestion;
@@ -122,6 +123,8 @@ pub struct Watcher {
     left: LeftBehind,
     /// Whether the camera came back while it waits to start again.
     comeback: Comeback,
+    /// Who lingers in a zone with `loiterSeconds`, in the event under way.
+    loiter: Loiter,
 }
 
 impl Watcher {
@@ -139,6 +142,7 @@ impl Watcher {
             busy_kept: (None, 0),
             left: LeftBehind::default(),
             comeback: Comeback::default(),
+            loiter: Loiter::default(),
         }
     }
 
@@ -668,6 +672,7 @@ impl Watcher {
                 });
             }
         }
+        self.lingers(&seen, image, at);
         let Some(classifying) = &mut self.classifying else {
             return;
         };
@@ -686,9 +691,47 @@ impl Watcher {
         }
     }
 
+    /// Who lingers: the sightings that came (`seen`) told to the loiter
+    /// rule; an event that became loitering is written at once and told;
+    /// and where someone stays in a zone that loiters, a crop of them
+    /// every few seconds, beyond the tally's (which stops once it is sure).
+    fn lingers(&mut self, seen: &[Sighting], image: &Yuv420, at: Moment) {
+        if self.loiter.saw(&self.spec.zones, seen)
+            && let Some(underway) = &mut self.underway
+        {
+            underway.write_soon();
+            self.progress(&[], at);
+        }
+        if let Some(underway) = &self.underway
+            && underway.made()
+            && let Some(zones) = self.loiter.news(&self.spec.zones)
+        {
+            log::info!("camera {}: loitering in {}", self.camera, zones.join(", "));
+            self.shared.notices.send(Notice::Loitering {
+                camera: self.camera,
+                event: underway.id,
+                zones,
+            });
+        }
+        let Some(classifying) = &mut self.classifying else {
+            return;
+        };
+        let Some(area) = self.loiter.look(at.wall_ms) else {
+            return;
+        };
+        let square = regions::square_to_classify(&[area], image.width, image.height, INPUT_SIDE);
+        let rgb = square.map(|square| (square, crop::rgb_crop(image, square, INPUT_SIDE)));
+        if let Some((square, rgb)) = rgb
+            && let Some(reply) = self.shared.classifier.submit(rgb)
+        {
+            classifying.waiting.push((reply, square, at.wall_ms));
+        }
+    }
+
     /// An event starts: it is made (listed in progress) when it qualifies.
     fn started(&mut self, at_ms: i64, at: Moment) {
         log::info!("camera {}: motion", self.camera);
+        self.loiter = Loiter::new(&self.spec.zones);
         self.classifying = self.spec.kinds.as_deref().map(|kinds| Classifying {
             tally: Tally::new(kinds),
             waiting: Vec::new(),
@@ -748,7 +791,7 @@ impl Watcher {
             reviewed: false,
             keep: false,
             objects: Vec::new(),
-            loitering: false,
+            loitering: self.loiter.loitering(),
         }
     }
 

@@ -47,7 +47,7 @@ impl Entered {
     }
 }
 
-fn bottom_centre(area: &Area) -> (f32, f32) {
+pub(super) fn bottom_centre(area: &Area) -> (f32, f32) {
     ((area.left + area.right) / 2.0, area.bottom)
 }
 

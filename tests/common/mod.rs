@@ -1004,6 +1004,16 @@ impl Camera {
         Some(at + into % 1_000)
     }
 
+    /// When the camera began to show the scene `command`, by its own word
+    /// (`scene: <command> at <unix ms>`), in ms since the epoch.
+    pub fn scene_began(&self, command: &str) -> Option<i64> {
+        let prefix = format!("rtsp_camera: {command} at ");
+        let stderr = self.stderr.lock().unwrap();
+        stderr
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix)?.parse().ok())
+    }
+
     /// Changes the `/scene` mount's picture (see rtsp_camera.py); returns
     /// when it was sent, in ms since the epoch.
     pub fn scene(&self, command: &str) -> i64 {
