@@ -12,7 +12,10 @@
 //! snapshot with a mouse and with a finger, and filters events by zone
 //! (`tests/e2e/zones.mjs`). A third deletes a camera with recordings and
 //! events (`tests/e2e/delete.mjs`): its dialog's counts are what the node
-//! then deletes, and it wants the camera's name typed.
+//! then deletes, and it wants the camera's name typed. Two run the real
+//! classifier: a package's object boxed over its thumbnail and its
+//! loitering badged (`tests/e2e/objects.mjs`), and a person who lingers said
+//! so while the event goes on (`tests/e2e/lingers.mjs`).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -413,4 +416,44 @@ fn an_events_objects_are_boxed_over_its_picture_and_loitering_is_badged() {
         verdict["output"].as_str().unwrap_or_default()
     );
     eprintln!("{}", verdict["drawn"]);
+}
+
+/// A person who stands in a zone with `loiterSeconds: 10` (the real
+/// classifier, the node's own loitering): while the event goes on, the live
+/// tile says "Loitering" and its card has the badge (`tests/e2e/lingers.mjs`).
+#[test]
+fn a_person_who_lingers_is_said_loitering_while_the_event_goes_on() {
+    let camera = Camera::start();
+    let dir = TempDir::new("ui-lingers");
+    let classifier = common::classifier::real();
+    let env: Vec<(&str, &str)> = classifier.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let node = Node::start_recording(dir.path(), &dir.path().join("recordings"), &env);
+    let created = node.add_camera(json!({
+        "name": "Door",
+        "rtspUrl": camera.url("", "/scene"),
+        "zones": [{"name": "Step", "polygon": [[0, 0], [1, 0], [1, 1], [0, 1]], "loiterSeconds": 10}],
+    }));
+    let id = created["id"].as_str().unwrap().to_owned();
+    node.settle(&id);
+    // Walks in for 4 s and stands 20 s: loitering some 10 s after showing.
+    camera.scene("leave person 4 20");
+    let screenshots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+    std::fs::create_dir_all(&screenshots).unwrap();
+    let verdict = common::browser_script(
+        "lingers.mjs",
+        &[
+            "--base",
+            &node.url(),
+            "--camera",
+            &id,
+            "--screenshots",
+            &screenshots.display().to_string(),
+        ],
+    );
+    assert!(
+        verdict["ok"] == true,
+        "{}\nevents: {:#?}",
+        verdict["output"].as_str().unwrap_or_default(),
+        node.events_of(&id)
+    );
 }
