@@ -14,7 +14,7 @@ import { go } from './views.js';
 
 const TYPES = { webpush: 'Web Push', ntfy: 'ntfy', webhook: 'Webhook' };
 const KIND_WORDS = { person: 'person', vehicle: 'vehicle', animal: 'animal', package: 'package', motion: 'any motion' };
-const DEFAULT_RULES = { cameras: null, kinds: ['person', 'vehicle', 'animal', 'package'], zones: null, cooldownSeconds: 60, atEnd: false };
+const DEFAULT_RULES = { cameras: null, kinds: ['person', 'vehicle', 'animal', 'package'], zones: null, cooldownSeconds: 60, atEnd: false, loitering: false };
 const NTFY = 'https://ntfy.sh';
 const MINE = 'nvr-node-push'; // localStorage: the id of this browser's Web Push destination
 /** The API's field of a 400 → the form's element and its words. */
@@ -29,6 +29,7 @@ const FIELDS = {
   'rules.zones': ['dest-zones', 'Zones'],
   'rules.cooldownSeconds': ['dest-cooldown', 'The wait'],
   'rules.atEnd': ['dest-atEnd', 'This choice'],
+  'rules.loitering': ['dest-loitering', 'This choice'],
 };
 
 let settings = null; // the last GET /api/alerts
@@ -120,7 +121,8 @@ function rulesWords(rules) {
     ? ` Then none from that camera for ${duration(rules.cooldownSeconds * 1000)}.`
     : ' Every event alerts.';
   const end = rules.atEnd ? ' Again when it ends, with the clip, if it went somewhere new.' : '';
-  return `${sentence(orList(kinds))} at ${cameras}${where}.${wait}${end}`;
+  const lingers = rules.loitering ? ', only when someone lingers in a zone past its time' : '';
+  return `${sentence(orList(kinds))} at ${cameras}${where}${lingers}.${wait}${end}`;
 }
 
 /** How delivering goes, in words, and its tone. */
@@ -419,6 +421,7 @@ function fillRules(rules) {
   if (![...select.options].some((o) => o.value === value)) select.add(new Option(duration(rules.cooldownSeconds * 1000), value));
   select.value = value;
   $('dest-atEnd').checked = rules.atEnd;
+  $('dest-loitering').checked = rules.loitering === true;
   folds();
 }
 
@@ -436,6 +439,7 @@ function readRules() {
     zones: anyZone ? null : ticked($('dest-zonelist')),
     cooldownSeconds: Number($('dest-cooldown').value),
     atEnd: $('dest-atEnd').checked,
+    loitering: $('dest-loitering').checked,
   };
 }
 

@@ -7,7 +7,7 @@ import { bytes, capabilitiesText, counted, dateRange, duration, motionEventsText
 import { state, change, putCamera, dropCamera } from './store.js';
 import { openLive } from './liveview.js';
 import { classifierInstalled, readClassify, setClassify, watchClassify } from './classify.js';
-import { areaWords, openAreas, readAreas, setUpAreas } from './zones.js';
+import { areaWords, openAreas, readAreas, setUpAreas, zoneFieldError } from './zones.js';
 import { fillSnooze } from './alerts.js';
 
 const TOGGLE_WORDS = { enabled: 'Enabled', record: 'Record', detect: 'Detect' };
@@ -371,7 +371,7 @@ async function saveEdit(event) {
     if (error.status === 404) {
       dropCamera(id);
       $('edit').close();
-    } else {
+    } else if (!zoneFieldError(error.message)) {
       editErrors.showError(areaWords(error.message).replace('or null for', 'or blank for'), 'Could not save: ');
     }
   } finally {

@@ -2,12 +2,15 @@
 // after) playing in a <video> with its own controls, and a download of it;
 // until the event has a clip (going on, or its clip being cut), its picture
 // and why there is no clip yet. "Open in recordings" goes to the moment
-// playing in the camera's recording. (The events API gives no objects' boxes
-// to draw over it.)
+// playing in the camera's recording. What the event saw is said under it,
+// and its objects' boxes (boxes.js) are drawn over its picture while that is
+// shown: not over the clip, whose things move; "Loitering" by the title when
+// someone lingered.
 
 import { $, setText, setAttr, show, toggleClass } from './dom.js';
 import { serverNow } from './api.js';
-import { duration, scoreWords } from './format.js';
+import { duration, percent, scoreWords } from './format.js';
+import { drawObjects } from './boxes.js';
 import { stageMessage, unloadVideo, whyNotPlayed } from './stage.js';
 
 const message = stageMessage('clip');
@@ -31,7 +34,10 @@ export function openClip(opened, camera, what) {
   shown = event.clipUrl ? { url: event.clipUrl, codec: camera?.capabilities?.videoCodec } : null;
   setText($('clip-title'), what);
   const lasted = duration(Date.parse(event.endedAt) - Date.parse(event.startedAt));
-  setText($('clip-about'), [lasted && `Lasted ${lasted}`, scoreWords(event)].filter(Boolean).join(' · '));
+  const objects = Array.isArray(event.objects) ? event.objects : [];
+  const saw = objects.length ? `Saw ${objects.map((o) => `${o.kind} ${percent(o.score)}`).join(', ')}` : '';
+  setText($('clip-about'), [lasted && `Lasted ${lasted}`, scoreWords(event), saw].filter(Boolean).join(' · '));
+  show($('clip-loiter'), event.loitering === true);
   const link = $('clip-download');
   setAttr(link, 'href', event.clipUrl);
   setAttr(link, 'download', fileName(event, camera));
@@ -41,6 +47,9 @@ export function openClip(opened, camera, what) {
   // No clip yet: the picture of the event's start, and why, over the foot of it.
   toggleClass($('clip-msg'), 'note', !shown && Boolean(event.thumbnailUrl));
   setAttr(v, 'poster', shown ? null : event.thumbnailUrl);
+  poster = null;
+  drawPoster();
+  if (!shown && event.thumbnailUrl) loadPoster(event.thumbnailUrl);
   v.controls = Boolean(shown);
   if (shown) {
     message('Loading…', '', true);
@@ -56,6 +65,30 @@ export function openClip(opened, camera, what) {
   const dialog = $('clip');
   if (!dialog.open) dialog.showModal();
   $('clip-close').focus();
+}
+
+let poster = null; // the aspect (width / height) of the picture shown in place of a clip, once loaded
+
+/** Reads the picture's aspect (the poster's own is not told), then draws the boxes over it. */
+function loadPoster(url) {
+  const img = new Image();
+  img.addEventListener('load', () => {
+    if (event?.thumbnailUrl !== url || shown) return;
+    poster = img.naturalWidth / img.naturalHeight;
+    drawPoster();
+  });
+  img.src = url;
+}
+
+/** The objects' boxes over the picture, fitted whole in the stage as the video shows its poster. */
+function drawPoster() {
+  const stage = $('clip-video');
+  const ratio = stage.clientWidth / stage.clientHeight;
+  const objects = poster && event && Array.isArray(event.objects) ? event.objects.filter((o) => Array.isArray(o.box)) : [];
+  drawObjects($('clip-objects'), objects, poster || 0, ratio || 0, false);
+  // Why there is no clip yet, at the foot of the picture: at its head where the objects are low in it.
+  const low = objects.length > 0 && objects.reduce((sum, o) => sum + (o.box[1] + o.box[3]) / 2, 0) / objects.length > 0.5;
+  toggleClass($('clip-msg'), 'top', low);
 }
 
 /** The recordings view at the clip's moment `s` seconds in (a clip starts 5 s before its event). */
@@ -80,7 +113,13 @@ export function setUpClip() {
     event = null;
     unloadVideo(v);
     v.removeAttribute('poster');
+    poster = null;
+    drawPoster();
   });
+  // The stage's shape follows the window: the boxes follow the picture.
+  new ResizeObserver(() => {
+    if (poster) drawPoster();
+  }).observe(v);
   $('clip-close').addEventListener('click', () => dialog.close());
   // Followed by views.js once this has run: the moment playing now, the dialog closed.
   $('clip-rec').addEventListener('click', (e) => {

@@ -1,8 +1,9 @@
 // The review list: events newest first, filtered by the node (camera, kind,
 // zone, day, reviewed, kept) a page of 50 at a time, "Older events" paging
 // back; each with the zones it entered, whether it is reviewed and kept, a
-// keep button, and its thumbnail, which plays its clip (clip.js) and marks
-// it reviewed (an event going on opens live). The address /review?event=<id>
+// keep button, and its thumbnail with the boxes of the objects it saw
+// (boxes.js), which plays its clip (clip.js) and marks it reviewed (an
+// event going on opens live); "Loitering" by its kind when someone lingered. The address /review?event=<id>
 // (an alert's link) shows that event. "Mark all reviewed" marks what the
 // filters show, after saying how many, with an undo.
 
@@ -10,6 +11,7 @@ import { $, setText, setAttr, show, toggleClass, fromTemplate, setIcon, syncChil
 import { api, serverNow } from './api.js';
 import { absoluteTime, bytes, duration, percent, relativeTime, scoreWords, sentence } from './format.js';
 import { openClip, clipShown } from './clip.js';
+import { drawObjects } from './boxes.js';
 import { openLive } from './liveview.js';
 import { refreshSoon } from './store.js';
 import { go, onView } from './views.js';
@@ -352,6 +354,11 @@ function makeRow() {
   // A thumbnail that cannot be had (none yet, or its file gone) leaves the play button on its own.
   img.hidden = true;
   img.addEventListener('error', () => show(img, false));
+  // The boxes need the picture's own aspect: drawn once it is loaded.
+  img.addEventListener('load', () => {
+    const event = find();
+    if (event) fillObjects(row, event);
+  });
   const find = () => listed().find((e) => e.id === row.dataset.key);
   row.querySelector('.ev-shot').addEventListener('click', () => {
     const event = find();
@@ -381,12 +388,25 @@ function fillShot(row, event, what, now) {
   if (event.inProgress) words = 'Going on…';
   else if (now - Date.parse(event.endedAt) < CLIP_WAIT_MS) words = 'Clip coming…';
   setText(none, words);
+  fillObjects(row, event);
+}
+
+/** The objects' boxes over the thumbnail (16:9, the picture cropped to fill it), once it is loaded. */
+function fillObjects(row, event) {
+  const img = row.querySelector('.ev-shot img');
+  const loaded = !img.hidden && img.complete && img.naturalWidth > 0;
+  const layer = row.querySelector('.obj-layer');
+  const key = loaded ? `${img.naturalWidth}x${img.naturalHeight} ${JSON.stringify(event.objects || [])}` : '';
+  if (layer.dataset.drawn === key) return;
+  layer.dataset.drawn = key;
+  drawObjects(layer, loaded ? event.objects : [], loaded ? img.naturalWidth / img.naturalHeight : 0, 16 / 9, true);
 }
 
 function fillRow(row, event, cameras, now) {
   const [word, icon] = KINDS[event.kind] || [String(event.kind || 'Event'), 'i-motion'];
   setIcon(row.querySelector('.ev-kind svg'), icon);
   setText(row.querySelector('.ev-word'), word);
+  show(row.querySelector('.loiter-badge'), event.loitering === true);
   // The kind of an event going on may still change (motion, then person).
   for (const kind of Object.keys(KINDS)) toggleClass(row, `kind-${kind}`, kind === event.kind);
   toggleClass(row, 'in-progress', Boolean(event.inProgress));

@@ -113,7 +113,10 @@ function renderTile(tile) {
   show(tile.why, Boolean(text));
   toggleClass(tile.el, 'blocked', Boolean(text));
   const events = (state.events || []).filter((e) => e.cameraId === tile.id);
-  show(tile.event, events.some((e) => e.inProgress));
+  const going = events.filter((e) => e.inProgress);
+  show(tile.event, going.length > 0);
+  // Someone lingering in a zone is said as it happens, not only once the event is over.
+  setText(tile.event, going.some((e) => e.loitering) ? 'Loitering' : 'Event');
   // A still stands in while the video connects: the camera's picture now where
   // its motion watcher has one at hand (a camera that classifies), once a page;
   // else the newest event's thumbnail. Either costs the camera nothing, where

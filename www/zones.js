@@ -8,7 +8,8 @@
 // keys and goes with Delete. Polygons are filled by the even-odd rule, as
 // the node reads them. A shape of 1 or 2 points is not one: it says so by
 // its last point, and is not left (Done, another shape, Save) until it has 3
-// or none.
+// or none. A zone may have a time after which who stays in it loiters
+// (`loiterSeconds`): the node's refusal of it is shown at its field.
 
 import { $, setText, setAttr, show, toggleClass } from './dom.js';
 import { api } from './api.js';
@@ -28,12 +29,13 @@ const KEY_STEP = 0.005;
 
 const editor = {
   camera: null, // the camera as the dialog opened (or as Accept or Clear left it)
-  shapes: [], // { kind: 'mask' | 'zone', points: [[x, y], ...], name, kinds, drawing }
+  shapes: [], // { kind: 'mask' | 'zone', points: [[x, y], ...], name, kinds, loiter (as typed), drawing }
   selected: -1, // index in shapes
   point: -1, // index in the selected shape's points
   gesture: null, // the press under way: { id, x, y, point, target, moved }
   snapshot: null, // { controller, url } of the picture being fetched or shown
   refused: false, // leaving the chosen shape was refused: it has 1 or 2 points
+  loiterError: null, // { shape, text }: the node refused that zone's loiterSeconds
 };
 
 const round = (v) => Math.round(Math.min(1, Math.max(0, v)) * 10000) / 10000;
@@ -51,15 +53,44 @@ export function areaWords(message) {
     .replace(/\[(\d+)\]/, (_, i) => ` point ${Number(i) + 1}`);
 }
 
+/** A zone's `loiterSeconds` as typed: none when empty, a number when whole digits, else as typed (the node says why not). */
+function loiterSeconds(typed) {
+  const text = String(typed ?? '').trim();
+  if (!text) return {};
+  return { loiterSeconds: /^\d+$/.test(text) ? Number(text) : text };
+}
+
 /** The masks, zones and autoMask the editor holds, in the API's shape; null while a shape has 1 or 2 points (it says so). */
 export function readAreas() {
   if (!mayLeave()) return null;
+  // Sent again: the node says again what it refuses.
+  if (editor.loiterError) {
+    editor.loiterError = null;
+    renderControls();
+  }
   const drawn = editor.shapes.filter((s) => s.points.length > 0);
   return {
     motionMasks: drawn.filter((s) => s.kind === 'mask').map((s) => copy(s.points)),
-    zones: drawn.filter((s) => s.kind === 'zone').map((s) => ({ name: s.name.trim(), polygon: copy(s.points), kinds: [...s.kinds] })),
+    zones: drawn.filter((s) => s.kind === 'zone').map((s) => ({ name: s.name.trim(), polygon: copy(s.points), kinds: [...s.kinds], ...loiterSeconds(s.loiter) })),
     autoMask: $('edit-autoMask').checked,
   };
+}
+
+/**
+ * Shows the node's refusal of a zone's loiterSeconds ("zones[1].loiterSeconds
+ * must be …") at its field, that zone chosen; false for any other message.
+ */
+export function zoneFieldError(message) {
+  const match = /^zones\[(\d+)\]\.loiterSeconds (.*)$/.exec(message || '');
+  const zones = editor.shapes.filter((s) => s.kind === 'zone' && s.points.length > 0);
+  const shape = match && zones[Number(match[1])];
+  if (!shape) return false;
+  choose(editor.shapes.indexOf(shape));
+  editor.loiterError = { shape, text: `Loiter after ${match[2]}` };
+  renderControls();
+  // Once the form is enabled again, after its save.
+  setTimeout(() => $('edit-zone-loiter').focus());
+  return true;
 }
 
 /** Starts the editor on `camera`'s masks and zones, and fetches its picture. */
@@ -68,12 +99,13 @@ export function openAreas(camera) {
   editor.camera = camera;
   editor.shapes = [
     ...(camera.motionMasks || []).map((points) => ({ kind: 'mask', points: copy(points) })),
-    ...(camera.zones || []).map((z) => ({ kind: 'zone', points: copy(z.polygon), name: z.name, kinds: [...z.kinds] })),
+    ...(camera.zones || []).map((z) => ({ kind: 'zone', points: copy(z.polygon), name: z.name, kinds: [...z.kinds], loiter: z.loiterSeconds ?? '' })),
   ];
   editor.selected = -1;
   editor.point = -1;
   editor.gesture = null;
   editor.refused = false;
+  editor.loiterError = null;
   $('edit-autoMask').checked = camera.autoMask !== false;
   setText($('edit-areas-msg'), '');
   const caps = camera.capabilities || {};
@@ -226,7 +258,12 @@ function renderControls() {
   if (shape?.kind === 'zone') {
     if ($('edit-zone-name').value !== shape.name) $('edit-zone-name').value = shape.name;
     for (const box of $('edit-zone-kinds').querySelectorAll('input')) box.checked = shape.kinds.includes(box.value);
+    if ($('edit-zone-loiter').value !== String(shape.loiter ?? '')) $('edit-zone-loiter').value = String(shape.loiter ?? '');
   }
+  const loiterError = shape && editor.loiterError?.shape === shape ? editor.loiterError.text : '';
+  setText($('edit-zone-loiter-error'), loiterError);
+  show($('edit-zone-loiter-error'), Boolean(loiterError));
+  setAttr($('edit-zone-loiter'), 'aria-invalid', loiterError ? 'true' : null);
   const suggested = editor.camera?.suggestedMasks || [];
   show($('edit-suggested'), suggested.length > 0 && editor.camera?.autoMask !== false);
 }
@@ -238,7 +275,8 @@ function fillList(list, shapes, empty) {
     button.type = 'button';
     button.dataset.shape = String(editor.shapes.indexOf(shape));
     const kinds = shape.kind === 'zone' ? ` · ${shape.kinds.map((k) => KINDS[k]?.[0] || k).join(', ')}` : '';
-    button.textContent = `${shapeName(shape)} · ${counted(shape.points.length, 'point')}${kinds}`;
+    const loiter = shape.kind === 'zone' && String(shape.loiter ?? '').trim() ? ` · loiter after ${String(shape.loiter).trim()} s` : '';
+    button.textContent = `${shapeName(shape)} · ${counted(shape.points.length, 'point')}${kinds}${loiter}`;
     setAttr(button, 'aria-pressed', editor.shapes[editor.selected] === shape ? 'true' : 'false');
     li.append(button);
     return li;
@@ -460,6 +498,13 @@ export function setUpAreas() {
     const shape = selectedShape();
     if (shape?.kind !== 'zone') return;
     shape.name = $('edit-zone-name').value;
+    render();
+  });
+  $('edit-zone-loiter').addEventListener('input', () => {
+    const shape = selectedShape();
+    if (shape?.kind !== 'zone') return;
+    shape.loiter = $('edit-zone-loiter').value;
+    if (editor.loiterError?.shape === shape) editor.loiterError = null;
     render();
   });
   $('edit-zone-kinds').addEventListener('change', () => {

@@ -35,7 +35,8 @@
 //                 "Last delivered"; at a dead address: the failure in words, at the
 //                 destination and in the header's badge
 //   rules         edited (one camera, no wait, at the end) → the node has them, and
-//                 the words say so
+//                 the words say so; then "Only when someone lingers": the node
+//                 has rules.loitering, the words say it, and the form again
 //   delete        the confirmation names it; Cancel keeps it, Delete removes it
 //   snooze        the bell of a tile: 1 h → "Alerts snoozed until <time>" on the
 //                 tile and the card, as the node's status says; Wake ends it
@@ -301,6 +302,18 @@ async function run() {
   check(JSON.stringify(rules.cameras) === JSON.stringify([yard]) && rules.atEnd && rules.kinds.includes('motion') && rules.zones === null, JSON.stringify(rules));
   await until('the words follow', async () => (await words('Hook')).includes('at Back yard. Every event alerts. Again when it ends'));
   check((await words('Hook')).includes('any motion'), await words('Hook'));
+  // Only when someone lingers in a zone past its loiterSeconds.
+  await dest('Hook').locator('.dest-edit').click();
+  check(!(await page.isChecked('#dest-loitering')), 'only loitering, before it was chosen');
+  await page.check('#dest-loitering');
+  await page.locator('#dest-loitering').scrollIntoViewIfNeeded();
+  await shot('rules-loitering');
+  await page.click('#dest-save');
+  await until('the node has loitering', async () => (await destOf('Hook')).rules.loitering === true);
+  await until('the words say it', async () => (await words('Hook')).includes('only when someone lingers'));
+  await dest('Hook').locator('.dest-edit').click();
+  check(await page.isChecked('#dest-loitering'), 'the form does not show loitering again');
+  await page.click('#dest-cancel');
 
   step = 'delete';
   await dest('Dead').locator('.dest-delete').click();

@@ -27,6 +27,12 @@
 //           (touch events through the DevTools protocol); the mask chosen
 //           with a tap and deleted; Save, reload: the node and the dialog
 //           have the two zones and no mask
+//   loiter  (still 390x844, touch) zone "Door" chosen from the list: its
+//           "Loiter after (s)" is empty; 0 saved is the node's 400, shown at
+//           that field (in sight, the field marked invalid), not by the
+//           zones, nothing changed; 30 saved sends Door's loiterSeconds
+//           alone, which the node keeps; after a reload the list and the
+//           field say 30 (Driveway's empty); emptied and saved, it is gone
 //   learnt  the camera's suggestedMasks (from a status the test answers)
 //           drawn dashed: "Keep them as masks" adds them to the node's masks,
 //           Clear turns autoMask off
@@ -335,6 +341,61 @@ async function run() {
     shapes = await drawn();
     check(shapes.length === 2 && shapes.every((s) => s.kind === 'zone'), `after a reload the dialog draws ${JSON.stringify(shapes)}`);
     await page.locator('#edit-cancel').tap();
+  });
+
+  await step('loiter', async () => {
+    const zoneButton = (name) => page.locator('.shape-list button', { hasText: `Zone “${name}”` });
+    const node = async () => Object.fromEntries((await camera()).zones.map((z) => [z.name, z.loiterSeconds]));
+    await openEdit('tap');
+    await zoneButton('Door').tap();
+    const field = page.locator('#edit-zone-loiter');
+    check(await field.isVisible() && (await field.inputValue()) === '', `Door's "Loiter after" shows "${await field.inputValue().catch(() => 'nothing')}"`);
+    await field.fill('0');
+    const refused = await save('tap');
+    check(refused.status() === 400, `loiterSeconds 0 answered ${refused.status()}`);
+    const error = page.locator('#edit-zone-loiter-error');
+    await error.waitFor({ state: 'visible', timeout: within(5000) });
+    const said = (await error.textContent()).trim();
+    check(said === 'Loiter after must be a whole number of seconds from 1 to 3600', `the field's error says "${said}"`);
+    check(await page.isHidden('#edit-zones-error'), `the zones say it too: "${await page.textContent('#edit-zones-error')}"`);
+    check(await field.getAttribute('aria-invalid') === 'true', 'the field is not marked invalid');
+    await page.waitForFunction(() => document.activeElement?.id === 'edit-zone-loiter', null, { timeout: within(2000) })
+      .catch(() => { throw new Failure('the refused field is not focused'); });
+    const inSight = await error.evaluate((el) => {
+      const r = el.getBoundingClientRect();
+      return r.top >= 0 && r.bottom <= window.innerHeight;
+    });
+    check(inSight, 'the field\'s error is out of sight');
+    check((await zoneButton('Door').getAttribute('aria-pressed')) === 'true', 'the refused zone is not the one chosen');
+    await page.screenshot({ path: path.join(opts.screenshots, 'phone-edit-loiter-refused.png') });
+    check(JSON.stringify(await node()) === '{}', `a refused change changed the zones: ${JSON.stringify(await node())}`);
+
+    await field.fill('30');
+    check(await error.isHidden(), 'the error stays once the field is changed');
+    const saved = await save('tap');
+    check(saved.status() === 200, `loiterSeconds 30 answered ${saved.status()}: ${await saved.text()}`);
+    const sent = JSON.parse(saved.request().postData()).zones;
+    check(sent[1].loiterSeconds === 30 && !('loiterSeconds' in sent[0]), `Save sent zones ${JSON.stringify(sent)}`);
+    await page.waitForSelector('#edit:not([open])', { state: 'attached' });
+    check(JSON.stringify(await node()) === '{"Door":30}', `the node has loiterSeconds ${JSON.stringify(await node())}`);
+
+    await page.reload({ waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('body.loaded');
+    await openEdit('tap');
+    const listed = (await zoneButton('Door').textContent()).trim();
+    check(listed.endsWith(' · loiter after 30 s'), `the list says "${listed}"`);
+    check(!(await zoneButton('Driveway').textContent()).includes('loiter'), 'Driveway says it has a loiter time');
+    await zoneButton('Driveway').tap();
+    check(await field.inputValue() === '', `Driveway's "Loiter after" shows "${await field.inputValue()}"`);
+    await zoneButton('Door').tap();
+    check(await field.inputValue() === '30', `after a reload Door's "Loiter after" shows "${await field.inputValue()}"`);
+    await field.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(opts.screenshots, 'phone-edit-loiter.png') });
+    await field.fill('');
+    const emptied = await save('tap');
+    check(emptied.status() === 200, `an empty "Loiter after" answered ${emptied.status()}`);
+    await page.waitForSelector('#edit:not([open])', { state: 'attached' });
+    check(JSON.stringify(await node()) === '{}', `emptied, the node has loiterSeconds ${JSON.stringify(await node())}`);
   });
 
   await step('learnt', async () => {
