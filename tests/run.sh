@@ -393,9 +393,9 @@ t=$(date +%s)
 wait_chain classifier
 phase "waiting for the classifier" "$t"
 sed -n 's/^phase: /phase: (classifier) /p' target/chain-classifier.log
-# The alert of a person the classifier names, and the snapshot of a
-# classifying camera's scene, compute as classify:: does.
-computes=(classify:: bench_smoke:: alerts::a_person_at_the_door snapshot::a_classifying_cameras)
+# The busy motorway (busy::), the alert of a person the classifier names,
+# and the snapshot of a classifying camera's scene compute as classify:: does.
+computes=(classify:: busy:: bench_smoke:: alerts::a_person_at_the_door snapshot::a_classifying_cameras)
 RUN_STARTED=$started setsid bash tests/run.sh --pool "integration tests" \
   "${RUST_TEST_THREADS:-3}" target/main-tests.log "${computes[@]/#/--skip=}" \
   --skip slow_clients:: "${after_builds[@]/#/--skip=}" &
