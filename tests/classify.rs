@@ -732,3 +732,130 @@ fn an_event_kept_while_on_ends_with_its_clip_when_its_kind_leaves_its_zones() {
         clip.body.len()
     );
 }
+
+/// Asks the test camera for `command` (`cross` or `sway`), once the
+/// photographs it shows are there (`tests/camera/get_photos.sh`).
+fn scene_with(camera: &Camera, photos: &[&str], command: &str) -> i64 {
+    for name in photos {
+        let photo = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/photos")
+            .join(format!("{name}.png"));
+        assert!(
+            photo.is_file(),
+            "{} is missing: `bash tests/camera/get_photos.sh target/photos` puts it there",
+            photo.display()
+        );
+    }
+    camera.scene(command)
+}
+
+/// An event's objects of `kind`: (left, top, right, bottom), first and
+/// last seen (ms).
+fn objects_of(event: &Value, kind: &str) -> Vec<([f64; 4], i64, i64)> {
+    event["objects"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no objects: {event}"))
+        .iter()
+        .filter(|o| o["kind"] == kind)
+        .map(|o| {
+            let b: Vec<f64> = o["box"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
+            (
+                [b[0], b[1], b[2], b[3]],
+                ms(&o["firstSeenAt"]),
+                ms(&o["lastSeenAt"]),
+            )
+        })
+        .collect()
+}
+
+/// A car (150 px high) crossing the left of the picture and a person (100
+/// px) the right, at once: each is classified on its own, where their
+/// union's one square would show only the larger, the car. One event, with
+/// both as its objects, of the stronger kind: the person's.
+#[test]
+fn a_car_and_a_person_at_once_are_one_event_of_the_person_with_both_its_objects() {
+    let camera = Camera::start();
+    let data = TempDir::new("pair");
+    let node = start_node(&data);
+    let id = scene_camera(&node, &camera, "Street");
+    let started = scene_with(&camera, &["car_grey"], "cross car_grey 20 120 8");
+    scene_with(&camera, &["small_person"], "cross small_person 533 433 8");
+    wait_for_ended(&node, &id, 1, Duration::from_secs(90));
+    // No second event of the pair.
+    thread::sleep(Duration::from_secs(10));
+    let events = node.events_of(&id);
+    assert_eq!(events.len(), 1, "{events:#?}\n{}", what_it_said(&node));
+    let event = &events[0];
+    assert_eq!(event["kind"], "person", "{event}\n{}", what_it_said(&node));
+    let (cars, people) = (objects_of(event, "vehicle"), objects_of(event, "person"));
+    assert_eq!(
+        (cars.len(), people.len()),
+        (1, 1),
+        "one object each: {event}"
+    );
+    assert_eq!(event["objects"].as_array().unwrap().len(), 2, "{event}");
+    eprintln!("the pair: {}", event["objects"]);
+    let (start, end) = (ms(&event["startedAt"]), ms(&event["endedAt"]));
+    for (kind, ([left, top, right, bottom], first, last), side, high) in [
+        ("car", cars[0], 0.0..0.55, 150.0 / 360.0),
+        ("person", people[0], 0.6..1.0, 100.0 / 360.0),
+    ] {
+        // On its side of the picture, standing on the bottom margin (20
+        // px), about as high as it is shown.
+        assert!(
+            side.contains(&left) && side.contains(&right),
+            "the {kind}'s box {left}..{right} is not on its side: {event}"
+        );
+        assert!(
+            (bottom - 340.0 / 360.0).abs() < 0.06 && ((bottom - top) - high).abs() < 0.1,
+            "the {kind}'s box {top}..{bottom} is not where it is: {event}"
+        );
+        assert!(
+            started - 1_000 <= first && first <= last && start <= first && last <= end,
+            "the {kind} seen {first}..{last}, the event {start}..{end}: {event}"
+        );
+    }
+}
+
+/// Grass (a real photograph) sways over the left half of the picture all
+/// the time, the larger motion by far; a person crosses the right. The
+/// union's square would show the grass alone, again and again; each region
+/// on its own shows the person: the event is `person`.
+#[test]
+fn a_person_walking_past_a_swaying_tree_is_a_person() {
+    let camera = Camera::start();
+    let data = TempDir::new("sway");
+    let node = start_node(&data);
+    let id = scene_camera(&node, &camera, "Garden");
+    scene_with(&camera, &["grass"], "sway 60");
+    // The grass alone first: a motion event, under way.
+    assert!(
+        wait_for(Duration::from_secs(30), || !node.events_of(&id).is_empty()),
+        "the grass made no event: {}",
+        what_it_said(&node)
+    );
+    thread::sleep(Duration::from_secs(5));
+    let alone = node.events_of(&id);
+    assert!(
+        alone.iter().all(|e| e["kind"] == "motion"),
+        "the grass alone is of a kind: {alone:#?}"
+    );
+    scene_with(&camera, &["small_person"], "cross small_person 533 400 8");
+    let person = wait_for(Duration::from_secs(60), || {
+        node.events_of(&id).iter().any(|e| e["kind"] == "person")
+    });
+    let events = node.events_of(&id);
+    assert!(person, "no person: {events:#?}\n{}", what_it_said(&node));
+    let event = events.iter().find(|e| e["kind"] == "person").unwrap();
+    let people = objects_of(event, "person");
+    assert!(
+        people.len() == 1 && people[0].0[0] > 0.55,
+        "not one person, on the right, among its objects: {event}"
+    );
+    eprintln!("past the grass: {} {}", event["score"], event["objects"]);
+}

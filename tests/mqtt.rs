@@ -303,6 +303,7 @@ fn discovery_states_motion_and_commands_follow_the_cameras() {
     assert_eq!(start["event_type"], "motion");
     assert_eq!(start["kind"], "motion");
     assert!(start["endedAt"].is_null() && start["zones"].is_null());
+    assert!(start["objects"].is_null(), "nothing seen yet: {start}");
     let off = watch.expect("motion OFF", Duration::from_secs(20), |s| {
         s.topic == topic("motion") && s.payload == b"OFF" && s.at > on.at
     });
@@ -320,6 +321,7 @@ fn discovery_states_motion_and_commands_follow_the_cameras() {
     assert_eq!(end["id"], start["id"]);
     assert!(end["score"].as_f64().unwrap() > 0.0);
     assert_eq!(end["zones"], json!([]), "a camera without zones");
+    assert_eq!(end["objects"], json!([]), "the box is none of the kinds");
     let thumbnail = end["thumbnailUrl"].as_str().expect("a thumbnail link");
     let clip = end["clipUrl"].as_str().expect("a clip link");
     assert!(

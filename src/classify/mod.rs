@@ -7,6 +7,7 @@
 //! nothing moves: it sleeps on its stdin.
 
 pub use nvr_base::classify::{crop, regions};
+pub mod objects;
 pub mod tally;
 
 /// What the node and `nvr-classify` say to each other (their shared crate).

@@ -6,7 +6,13 @@
 //! wants, whether the kind's best object passed the kind's threshold. A
 //! kind that passed in at least two crops is the event's (one crop is
 //! never enough: a single frame may show a shadow that looks like a
-//! person); of several, the one with the best score. Pure: times are passed
+//! person); of several (a car and a person moving at once), the strongest:
+//! a person before a vehicle before an animal, as what a person watching
+//! most wants told. A camera with several regions moving sends them by
+//! turns (`regions::Rotation`), still one crop per due moment: the pace
+//! here bounds its crops whatever the scene, and a region not cropped yet
+//! (a thing that just came) is cropped at the later pace even once the
+//! event's kind is settled or its crops are spent. Pure: times are passed
 //! in, so all of it is tested without waiting.
 
 use crate::event::Kind;
@@ -102,16 +108,16 @@ impl Tally {
         }
     }
 
-    /// Whether to crop the frame seen at `mono_ms` (a monotonic clock).
-    pub fn crop_due(&self, mono_ms: i64) -> bool {
+    /// Whether to crop the frame seen at `mono_ms` (a monotonic clock);
+    /// `new`: the region to crop was not cropped yet.
+    pub fn crop_due(&self, mono_ms: i64, new: bool) -> bool {
         let settled = self.passes.iter().any(|&p| p >= PASSES_ENOUGH);
         let every = if self.crops < BURST_CROPS {
             CROP_EVERY_MS
         } else {
             LATER_CROP_EVERY_MS
         };
-        !settled
-            && self.crops < MAX_CROPS
+        (new || (!settled && self.crops < MAX_CROPS))
             && self.last_crop_ms.is_none_or(|last| mono_ms - last >= every)
     }
 
@@ -147,7 +153,23 @@ impl Tally {
         (0..self.wanted.len())
             .filter(|&i| self.passes[i] >= PASSES_NEEDED)
             .filter_map(|i| self.best[i])
-            .max_by(|a, b| a.score.total_cmp(&b.score))
+            .min_by_key(|s| rank(s.kind))
+    }
+
+    /// Whether `kind` passed in enough crops to be the event's.
+    pub fn passed(&self, kind: Kind) -> bool {
+        let i = self.wanted.iter().position(|&k| k == kind);
+        i.is_some_and(|i| self.passes[i] >= PASSES_NEEDED)
+    }
+}
+
+/// Of kinds seen at once, the one the event takes: the lowest.
+fn rank(kind: Kind) -> u8 {
+    match kind {
+        Kind::Person => 0,
+        Kind::Vehicle => 1,
+        Kind::Animal => 2,
+        Kind::Package | Kind::Motion => 3,
     }
 }
 
@@ -230,26 +252,45 @@ mod tests {
                 None,
             ),
             (
-                "of two kinds that passed, the better scored",
+                "of two kinds that passed, the stronger: a person before a vehicle",
                 &ALL,
                 &[
                     &[(Person, 0.55), (Vehicle, 0.6)],
                     &[(Person, 0.6), (Vehicle, 0.7)],
                 ],
-                vec![Vehicle],
-                Some((Vehicle, 0.7, 1)),
+                vec![Person],
+                Some((Person, 0.6, 1)),
             ),
             (
-                "a kind that overtakes is announced too",
+                "a vehicle before an animal, however well the animal scored",
                 &ALL,
                 &[
+                    &[(Animal, 0.95), (Vehicle, 0.45)],
+                    &[(Animal, 0.95), (Vehicle, 0.41)],
+                ],
+                vec![Vehicle],
+                Some((Vehicle, 0.45, 0)),
+            ),
+            (
+                "a stronger kind that comes later is announced too",
+                &ALL,
+                &[
+                    &[(Vehicle, 0.8)],
+                    &[(Vehicle, 0.9)],
                     &[(Person, 0.55)],
-                    &[(Person, 0.55)],
-                    &[(Animal, 0.8)],
+                    &[(Animal, 0.9)],
+                    &[(Person, 0.7)],
                     &[(Animal, 0.9)],
                 ],
-                vec![Person, Animal],
-                Some((Animal, 0.9, 3)),
+                vec![Vehicle, Person],
+                Some((Person, 0.7, 4)),
+            ),
+            (
+                "a person seen once beside a car is not the event's kind",
+                &ALL,
+                &[&[(Vehicle, 0.8), (Person, 0.9)], &[(Vehicle, 0.9)]],
+                vec![Vehicle],
+                Some((Vehicle, 0.9, 1)),
             ),
             (
                 "under an animal's threshold twice",
@@ -299,32 +340,59 @@ mod tests {
     #[test]
     fn crops_are_spaced_bounded_and_stop_once_settled() {
         let mut tally = Tally::new(&ALL);
-        assert!(tally.crop_due(0));
+        assert!(tally.crop_due(0, false));
         tally.cropped(0);
-        assert!(!tally.crop_due(200), "a third of a second apart");
-        assert!(tally.crop_due(333));
+        assert!(!tally.crop_due(200, false), "a third of a second apart");
+        assert!(!tally.crop_due(200, true), "even for a new region");
+        assert!(tally.crop_due(333, false));
         let mut at = 333;
-        while tally.crop_due(at) {
+        while tally.crop_due(at, false) {
             tally.cropped(at);
             at += 400;
         }
         // The burst, then a second apart.
         assert_eq!(tally.crops, BURST_CROPS);
-        assert!(!tally.crop_due(at + 500) && tally.crop_due(at + 600));
+        assert!(!tally.crop_due(at + 500, false) && tally.crop_due(at + 600, false));
         at += 600;
-        while tally.crop_due(at) {
+        while tally.crop_due(at, false) {
             tally.cropped(at);
             at += 1_000;
         }
         assert_eq!(tally.crops, MAX_CROPS);
+        // A thing that comes after is still looked at, a second apart.
+        assert!(!tally.crop_due(at - 500, true) && tally.crop_due(at, true));
 
         let mut settled = Tally::new(&ALL);
         for n in 0..PASSES_ENOUGH as i64 {
-            assert!(settled.crop_due(n * 1000));
+            assert!(settled.crop_due(n * 1000, false));
             settled.cropped(n * 1000);
             settled.answer(&[seen(Kind::Animal, 0.9, n)]);
         }
-        assert!(!settled.crop_due(10_000));
+        assert!(!settled.crop_due(10_000, false));
+        assert!(settled.crop_due(10_000, true), "a new region is looked at");
+    }
+
+    #[test]
+    fn the_budget_holds_whatever_the_scene() {
+        // Every frame (5 a second) of a 10-minute event shows a new
+        // region: the crops stay at the burst's pace, then one a second.
+        let mut tally = Tally::new(&ALL);
+        let mut crops = Vec::new();
+        for frame in 0..5 * 600 {
+            let at = frame * 200;
+            if tally.crop_due(at, true) {
+                tally.cropped(at);
+                crops.push(at);
+            }
+        }
+        for window in crops.windows(2) {
+            assert!(window[1] - window[0] >= CROP_EVERY_MS, "{window:?}");
+        }
+        let after_burst = &crops[BURST_CROPS..];
+        for window in after_burst.windows(2) {
+            assert!(window[1] - window[0] >= LATER_CROP_EVERY_MS, "{window:?}");
+        }
+        assert!(crops.len() <= BURST_CROPS + 600, "{}", crops.len());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::event::{Event, Kind, format_timestamp};
+use crate::event::{Event, EventView, Kind, format_timestamp};
 use crate::mqtt::limit::shorten;
 
 /// Where the node publishes, and as what.
@@ -393,6 +393,7 @@ pub fn event_started(id: Uuid, kind: &str, at_ms: i64) -> Vec<u8> {
             "thumbnailUrl": null,
             "clipUrl": null,
             "zones": null,
+            "objects": null,
         }),
     )
 }
@@ -403,6 +404,9 @@ pub fn event_stored(names: &Names, phase: &str, event: &Event) -> Vec<u8> {
     let link = |file: &Option<String>, url: fn(&Names, Uuid) -> String| {
         file.as_ref().map(|_| url(names, event.id))
     };
+    // The objects as the API shows them.
+    let objects =
+        serde_json::to_value(EventView::new(event)).expect("an event serializes")["objects"].take();
     event_payload(
         phase,
         json!({
@@ -414,6 +418,7 @@ pub fn event_stored(names: &Names, phase: &str, event: &Event) -> Vec<u8> {
             "thumbnailUrl": link(&event.thumbnail_path, thumbnail_url),
             "clipUrl": link(&event.clip_path, clip_url),
             "zones": event.zones,
+            "objects": objects,
         }),
     )
 }
@@ -521,6 +526,8 @@ fn command(topic: &str, payload: &[u8], retained: bool) -> Result<bool, Incoming
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::SeenObject;
+    use crate::media::area::Area;
 
     fn names() -> Names {
         Names {
@@ -706,6 +713,7 @@ mod tests {
         assert_eq!(start["startedAt"], "1970-01-01T00:00:00.000Z");
         assert!(start["endedAt"].is_null() && start["clipUrl"].is_null());
         assert!(start["zones"].is_null(), "not known yet");
+        assert!(start["objects"].is_null(), "not known yet");
         let event = Event {
             id,
             camera_id: Uuid::new_v4(),
@@ -720,7 +728,13 @@ mod tests {
             in_progress: false,
             reviewed: false,
             keep: false,
-            objects: Vec::new(),
+            objects: vec![SeenObject {
+                kind: Kind::Person,
+                score: 0.87654,
+                area: Area::new(0.1, 0.2, 0.35, 0.9),
+                first_seen_ms: 1200,
+                last_seen_ms: 1800,
+            }],
             loitering: false,
         };
         let end: Value = serde_json::from_slice(&event_stored(&names, "end", &event)).unwrap();
@@ -732,6 +746,17 @@ mod tests {
         );
         assert!(end["thumbnailUrl"].is_null());
         assert_eq!(end["zones"], json!(["Drive"]));
+        // As the API shows them.
+        assert_eq!(
+            end["objects"],
+            json!([{
+                "kind": "person",
+                "score": 0.877,
+                "box": [0.1, 0.2, 0.35, 0.9],
+                "firstSeenAt": "1970-01-01T00:00:01.200Z",
+                "lastSeenAt": "1970-01-01T00:00:01.800Z",
+            }])
+        );
     }
 
     #[test]

