@@ -178,9 +178,10 @@ def measure_second_kind(bench, camera):
     holding a person object."""
     counted = CountedNode(bench, "second", camera.url(harness.SCENE_PATH))
     time.sleep(5)
-    # The car (209 px wide) from x 0 to 120 over 16 s; the person (280 px
-    # wide) from 380 to 360 over 8 s: 30 px apart at the least.
-    camera.scene("cross car_grey 0 120 16")
+    # The car (209 px wide) from x 140 to 0 over 12 s; the person (280 px
+    # tall and wide) coming in from the right edge to 360 over 8 s: apart
+    # all along, both moving.
+    camera.scene("cross car_grey 140 0 12")
     deadline = time.monotonic() + 30
     while not any(e.get("inProgress") and e["kind"] == "vehicle" for e in counted.events()):
         if any("unknown command" in line for line in camera.output):
@@ -188,7 +189,7 @@ def measure_second_kind(bench, camera):
         if time.monotonic() > deadline:
             raise BenchError(f"the car's event was not a vehicle within 30 s: {counted.events()}\n{counted.node.tail()}")
         time.sleep(0.1)
-    sent = camera.scene("cross person 380 360 8")
+    sent = camera.scene("cross person 640 360 8")
     deadline = time.monotonic() + 30
     while True:
         people = [o for e in counted.events() for o in e.get("objects", []) if o["kind"] == "person"]
