@@ -5,11 +5,11 @@ Usage: python3 benches/bench.py [PART ...] [--smoke] [--record] [--binary PATH]
                                 [--json PATH] [--classifier PATH] [--model PATH]
                                 [--standin PATH]
 
-PART is http, recording, motion, onvif, mqtt, memory, classification, ui,
-events or alerts;
+PART is http, recording, motion, onvif, mqtt, memory, classification, busy,
+ui, events or alerts;
 without one, all run, in that order. Each part is also a program of its own
 (benches/bench_http.py, bench_recording.py, bench_motion.py, bench_onvif.py,
-bench_mqtt.py, bench_memory.py, bench_classify.py, bench_ui.py,
+bench_mqtt.py, bench_memory.py, bench_classify.py, bench_busy.py, bench_ui.py,
 bench_events.py, bench_alerts.py, with the
 same options), all over one harness (the package benches/harness).
 
@@ -26,9 +26,9 @@ writes the same figures as JSON (default target/bench.json), with the
 commit, the date and the machine they were measured on; --record also puts
 each part's in benches/results.json, in place of that part's. Needs wrk,
 nginx and mosquitto (Debian: apt-get install wrk nginx-light mosquitto
-mosquitto-clients); the classification part needs nvr-classify
+mosquitto-clients); the classification and busy parts need nvr-classify
 (target/classify/nvr-classify), its model (target/model) and the test
-camera's photographs (target/photos); the UI part Node.js, playwright-core
+camera's photographs and footage (target/photos); the UI part Node.js, playwright-core
 (tests/e2e/node_modules) and /usr/bin/chromium. Exits 0 after printing, 1 if something
 broke or is missing, 2 if the node binary is missing.
 """
@@ -36,6 +36,7 @@ broke or is missing, 2 if the node binary is missing.
 import sys
 
 import bench_alerts
+import bench_busy
 import bench_classify
 import bench_events
 import bench_http
@@ -56,6 +57,7 @@ PARTS = (
     bench_mqtt,
     bench_memory,
     bench_classify,
+    bench_busy,
     bench_ui,
     bench_events,
     bench_alerts,

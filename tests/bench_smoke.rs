@@ -4,10 +4,10 @@
 //! targets are not enforced here, so the parts run side by side with each
 //! other and the other tests, whose load their figures then include. They need Debian's `wrk`, `nginx`
 //! (`nginx-light`), `mosquitto` and `mosquitto-clients`; when one is missing
-//! the script's error names the package. The classification part also needs
-//! nvr-classify (target/classify/nvr-classify), its model (target/model) and
-//! the test camera's photographs (target/photos): without them it fails and
-//! says which is missing. The UI part needs Node.js, playwright-core and
+//! the script's error names the package. The classification and busy parts
+//! also need nvr-classify (target/classify/nvr-classify), its model
+//! (target/model) and the test camera's photographs and footage
+//! (target/photos): without them they fail and say which is missing. The UI part needs Node.js, playwright-core and
 //! Debian's Chromium, as the browser tests do, and reports the aarch64
 //! node's size only where one is built. The ONVIF and alerts parts make a
 //! network namespace, so they need root, as the tests of `onvif_events::`
@@ -20,7 +20,7 @@ use std::time::Instant;
 use crate::common;
 
 /// Each part's program and the figures it reports, as named in its JSON.
-const PARTS: [(&str, &str, &[&str]); 10] = [
+const PARTS: [(&str, &str, &[&str]); 11] = [
     (
         "http",
         "benches/bench_http.py",
@@ -84,6 +84,16 @@ const PARTS: [(&str, &str, &[&str]); 10] = [
             "classifier_rss",
             "classify_idle_cpu",
             "classify_kind_latency",
+        ],
+    ),
+    (
+        "busy",
+        "benches/bench_busy.py",
+        &[
+            "busy_crops",
+            "busy_crop_budget",
+            "busy_classifier_cpu",
+            "second_kind_latency",
         ],
     ),
     (
@@ -276,6 +286,15 @@ fn classification_part_reports_its_figures() {
     let classifier = common::classifier::program();
     let args = ["classification", "--classifier", &classifier];
     smoke_run("benches/bench.py", &args, &["classification"]);
+}
+
+/// Through bench.py, naming the part: the classifier on a busy and a quiet
+/// real scene, and a second thing's kind, with the real nvr-classify.
+#[test]
+fn the_busy_part_reports_its_figures() {
+    let classifier = common::classifier::program();
+    let args = ["busy", "--classifier", &classifier];
+    smoke_run("benches/bench.py", &args, &["busy"]);
 }
 
 /// Through bench.py, naming the part: alerts to far ends in a network

@@ -393,10 +393,11 @@ t=$(date +%s)
 wait_chain classifier
 phase "waiting for the classifier" "$t"
 sed -n 's/^phase: /phase: (classifier) /p' target/chain-classifier.log
-# The alerts of a person the classifier names (and of one who lingers),
-# the snapshot of a classifying camera's scene, and the UI's boxes of a
-# package's object and its person who lingers, compute as classify:: does.
-computes=(classify:: bench_smoke:: alerts::a_person_at_the_door alerts::a_person_who_lingers snapshot::a_classifying_cameras ui::an_events_objects ui::a_person_who_lingers)
+# The busy motorway (busy::), the alerts of a person the classifier names
+# (and of one who lingers), the snapshot of a classifying camera's scene,
+# and the UI's boxes of a package's object and its person who lingers,
+# compute as classify:: does.
+computes=(classify:: busy:: bench_smoke:: alerts::a_person_at_the_door alerts::a_person_who_lingers snapshot::a_classifying_cameras ui::an_events_objects ui::a_person_who_lingers)
 RUN_STARTED=$started setsid bash tests/run.sh --pool "integration tests" \
   "${RUST_TEST_THREADS:-3}" target/main-tests.log "${computes[@]/#/--skip=}" \
   --skip slow_clients:: "${after_builds[@]/#/--skip=}" &

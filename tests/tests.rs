@@ -4,7 +4,7 @@
 //! the others. One module a file, named after what it tests; run one with
 //! `cargo test --test tests motion::`, one test with its full name.
 //!
-//! `tests/run.sh` runs them in two pools side by side, `classify::` and
+//! `tests/run.sh` runs them in two pools side by side, `classify::`, `busy::` and
 //! `bench_smoke::` (which compute) in the smaller (docs/testing.md says
 //! why, and how many threads), then `slow_clients::` alone (it times the
 //! node against load it makes itself), then those that need what the
@@ -18,6 +18,7 @@ mod alerts_ui;
 mod api;
 mod arm;
 mod bench_smoke;
+mod busy;
 mod classify;
 mod clips;
 mod clock;

@@ -24,6 +24,8 @@ from .base import ROOT, BenchError, progress
 from .measure import cpu_of, cpu_seconds, iso_ms, median_us, private_mib, proc_fields, run_wrk
 from .net import expect, free_port, request
 from .processes import (
+    BUSY_PATH,
+    FOOTAGE_PATH,
     HD_PATH,
     MQTT_PASSWORD,
     MQTT_USER,

@@ -27,6 +27,9 @@ SUB_PATH = "/main"
 SCENE_PATH = "/scene"
 # The same 640x360 H.264 as SUB_PATH, without its G.711 sound.
 VIDEO_ONLY_PATH = "/video-only"
+# Real footage, looped: a driveway where one car leaves, a busy motorway.
+FOOTAGE_PATH = "/footage"
+BUSY_PATH = "/busy"
 MQTT_USER = "bench"
 MQTT_PASSWORD = "bench-password"
 
@@ -279,7 +282,7 @@ class TestCamera:
     def _start_go2rtc(self, bench):
         """Starts go2rtc with a stream per mount, no WebRTC; returns its RTSP port."""
         rtsp = free_port()
-        mounts = (HD_PATH, SUB_PATH, SCENE_PATH, VIDEO_ONLY_PATH)
+        mounts = (HD_PATH, SUB_PATH, SCENE_PATH, VIDEO_ONLY_PATH, FOOTAGE_PATH, BUSY_PATH)
         config = {
             "rtsp": {"listen": f"127.0.0.1:{rtsp}"},
             "webrtc": {"listen": ""},
@@ -295,7 +298,7 @@ class TestCamera:
 
     def url(self, path):
         """The RTSP URL of one of its mounts (HD_PATH, SUB_PATH, SCENE_PATH,
-        VIDEO_ONLY_PATH), through go2rtc."""
+        VIDEO_ONLY_PATH, FOOTAGE_PATH, BUSY_PATH), through go2rtc."""
         return f"rtsp://127.0.0.1:{self.relay_port}{path}"
 
     def scene(self, command):

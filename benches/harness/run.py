@@ -41,6 +41,8 @@ class Settings:
         self.classify_runs = 1 if smoke else 3
         self.classify_crops = 30 if smoke else 300
         self.classify_idle_seconds = 10 if smoke else 60
+        # The busy part: seconds each scene is watched.
+        self.busy_seconds = 10 if smoke else 60
         # The memory part: nodes measured (the median taken), the cameras
         # each grows to, and the seconds let settle and of CPU read at the most.
         self.memory_runs = 1 if smoke else 3

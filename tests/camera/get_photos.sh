@@ -33,6 +33,16 @@
 #     transparent too: one thing whose middle the scene shows through. The archive is 95 MB:
 #     it is kept in ~/.cache/nvr-node-tests (or XDG_CACHE_HOME's), checked
 #     by its sha256 each time.
+#   traffic_camera.mp4: dvr-scan 1.4.1's source distribution (BSD-2-Clause,
+#     Brandon Castellano), tests/resources/traffic_camera.mp4: 23 s of a
+#     fixed camera on a bridge over a motorway (1280x720, 25 fps), a dozen
+#     cars and lorries moving at once in both directions all along. Its
+#     ATTRIBUTION.txt says it was "Extracted from
+#     https://www.youtube.com/watch?v=wqctLW0Hb_0, Author: Andrey Nikishaev"
+#     and states no licence of the clip's own: it is used as the package
+#     ships it, for tests only. Kept in the same cache (29 MB).
+#   busy.mp4: that footage at 640x360 and 10 fps (what the test camera's
+#     /busy serves), no sound.
 set -euo pipefail
 dir=${1:?usage: get_photos.sh DIR}
 python=${PYTHON:-python3}
@@ -51,6 +61,7 @@ sources=(
 # them: file, package, version, archive sha256, member, member sha256.
 archives=(
   "box_photo.jpg opencv-python 4.10.0.84 72d234e4582e9658ffea8e9cae5b63d488ad06994ef12d81dc303b17472f3526 opencv-python-4.10.0.84/opencv/samples/cpp/tutorial_code/calib3d/real_time_pose_estimation/Data/resized_IMG_3875.JPG df34056c0836ebf1e9abf475b5fd416c8b1bf87a11ae6181ff0e598d602316ae"
+  "traffic_camera.mp4 dvr-scan 1.4.1 7844bb8e347bb717af37b81678d9258d7dc8dd4323ee968cebddabd35e722d54 dvr-scan-1.4.1/tests/resources/traffic_camera.mp4 cb8dd0170b28c6322b399d78464ff4515a32728b73c14de5e5c3729b98ce82aa"
 )
 # Files made from those by ffmpeg: name, source, ffmpeg options.
 # The car, in the frame of the footage at 20 s (640x480): x 280..620, y 190..430.
@@ -61,6 +72,7 @@ derived=(
   "small_person.png cameraman.png -vf crop=410:472:20:40"
   "car_grey.png prius_gray.jpg -vf crop=300:215:340:245"
   "hopper.png grace_hopper.jpg"
+  "busy.mp4 traffic_camera.mp4 -an -vf fps=10,scale=640:360 -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p"
   "parcel.png box_photo.jpg -vf format=rgba,geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='255*gte(203*(Y-177)+93*(X-117),0)*gte(229*(Y-84)-124*(X-320),0)*gte(-2*(Y-208)-127*(X-549),0)*gte(-199*(Y-335)-81*(X-547),0)*gte(-226*(Y-416)+158*(X-348),0)*gte(-5*(Y-258)+81*(X-122),0)',crop=433:333:117:84"
   "split_parcel.png parcel.png -vf geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='alpha(X,Y)*(1-between(X,W/3,2*W/3))'"
 )

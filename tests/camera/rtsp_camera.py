@@ -70,6 +70,12 @@ Mount points (all shared: several clients share one encoder):
                  at <unix ms>" (a camera slowed by a loaded machine sends
                  the rest of the pass late: these say how late).
                  Served only when the file is there.
+    /busy        H.264 640x360 @ 10 fps, no audio: a motorway's real footage,
+                 looped (busy.mp4 in --photos, from dvr-scan 1.4.1: 23 s of
+                 a fixed camera on a bridge, a dozen cars and lorries moving
+                 at once all along); it says "busy: pass N at <unix ms>" and
+                 "busy: second S of pass N at <unix ms>" as /footage does.
+                 Served only when the file is there.
 
 The process reads stdin for scene commands, one a line.
 
@@ -301,15 +307,17 @@ class Footage:
     """The ffmpeg that loops the footage into a pipe, and the count of the
     frames read from it, by which each pass is announced."""
 
-    def __init__(self, path):
+    def __init__(self, path, name="footage", w=FOOTAGE_W, h=FOOTAGE_H, fps=FOOTAGE_FPS):
+        # What its lines on stderr begin with, its size and rate.
+        self.name, self.w, self.h, self.fps = name, w, h, fps
         probe = subprocess.run(
             ["ffprobe", "-v", "error", "-show_entries", "format=duration",
              "-of", "csv=p=0", path], capture_output=True, text=True, check=True)
         # ffmpeg's -stream_loop shifts each pass by the file's duration.
-        self.frames_per_pass = float(probe.stdout.strip()) * FOOTAGE_FPS
+        self.frames_per_pass = float(probe.stdout.strip()) * fps
         self.ffmpeg = subprocess.Popen(
             ["ffmpeg", "-v", "error", "-nostdin", "-stream_loop", "-1", "-i", path,
-             "-an", "-vf", "fps=%d,scale=%d:%d" % (FOOTAGE_FPS, FOOTAGE_W, FOOTAGE_H),
+             "-an", "-vf", "fps=%d,scale=%d:%d" % (fps, w, h),
              "-pix_fmt", "yuv420p", "-f", "rawvideo", "pipe:1"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             preexec_fn=die_with_parent)
@@ -318,8 +326,8 @@ class Footage:
 
     def launch(self):
         return "( " + FOOTAGE.format(
-            fd=self.ffmpeg.stdout.fileno(), frame=FOOTAGE_W * FOOTAGE_H * 3 // 2,
-            w=FOOTAGE_W, h=FOOTAGE_H, fps=FOOTAGE_FPS) + " )"
+            fd=self.ffmpeg.stdout.fileno(), frame=self.w * self.h * 3 // 2,
+            w=self.w, h=self.h, fps=self.fps) + " )"
 
     def configured(self, factory, media):
         pad = media.get_element().get_by_name("footage").get_static_pad("src")
@@ -328,22 +336,34 @@ class Footage:
     def frame(self, pad, info):
         now = int(time.time() * 1000)
         if self.frames >= round(self.passes * self.frames_per_pass):
-            log("footage: pass %d at %d" % (self.passes, now))
+            log("%s: pass %d at %d" % (self.name, self.passes, now))
             self.passes += 1
         into = self.frames - round((self.passes - 1) * self.frames_per_pass)
-        if into % FOOTAGE_FPS == 0:
-            log("footage: second %d of pass %d at %d"
-                % (into // FOOTAGE_FPS, self.passes - 1, now))
+        if into % self.fps == 0:
+            log("%s: second %d of pass %d at %d"
+                % (self.name, into // self.fps, self.passes - 1, now))
         self.frames += 1
         return Gst.PadProbeReturn.OK
 
 
-def start_footage(photos):
-    path = os.path.join(photos, FOOTAGE_FILE)
+def start_footage(photos, file=FOOTAGE_FILE, mount="/footage", **kwargs):
+    path = os.path.join(photos, file)
     if not os.path.isfile(path):
-        log("no /footage (%s is missing): run tests/camera/get_photos.sh" % path)
+        log("no %s (%s is missing): run tests/camera/get_photos.sh" % (mount, path))
         return None
-    return Footage(path)
+    return Footage(path, **kwargs)
+
+
+# The /busy mount: a motorway's real footage (busy.mp4 in --photos, made by
+# get_photos.sh from dvr-scan 1.4.1's traffic_camera.mp4), looped as
+# /footage is, and announced as it is with "busy:" lines.
+BUSY_FILE = "busy.mp4"
+BUSY_W, BUSY_H, BUSY_FPS = 640, 360, 10
+
+
+def start_busy(photos):
+    return start_footage(photos, BUSY_FILE, "/busy", name="busy",
+                         w=BUSY_W, h=BUSY_H, fps=BUSY_FPS)
 
 
 # `sway`: grass.png (scikit-image 0.26.0's grass.png; tests/camera/get_photos.sh), SWAY_SIDE
@@ -696,11 +716,12 @@ def main(argv):
         if path == "/scene":
             factory.connect("media-configure", SCENE_STATE.configured)
         mounts.add_factory(path, factory)
-    footage = start_footage(args.photos)
-    if footage is not None:
-        factory = make_factory(footage.launch(), with_auth)
-        factory.connect("media-configure", footage.configured)
-        mounts.add_factory("/footage", factory)
+    for path, footage in (("/footage", start_footage(args.photos)),
+                          ("/busy", start_busy(args.photos))):
+        if footage is not None:
+            factory = make_factory(footage.launch(), with_auth)
+            factory.connect("media-configure", footage.configured)
+            mounts.add_factory(path, factory)
 
     try:
         if server.attach(None) == 0:
