@@ -10,8 +10,8 @@
 //! a person before a vehicle before an animal, as what a person watching
 //! most wants told. A camera with several regions moving sends them by
 //! turns (`regions::Rotation`), still one crop per due moment: the pace
-//! here bounds its crops whatever the scene, and a region not cropped yet
-//! (a thing that just came) is cropped at the later pace even once the
+//! here bounds its crops whatever the scene, and a new region (a thing
+//! that just came, cropped fewer than three times) is cropped at the later pace even once the
 //! event's kind is settled or its crops are spent. Pure: times are passed
 //! in, so all of it is tested without waiting.
 
@@ -109,7 +109,7 @@ impl Tally {
     }
 
     /// Whether to crop the frame seen at `mono_ms` (a monotonic clock);
-    /// `new`: the region to crop was not cropped yet.
+    /// `new`: the region to crop is new (`regions::Rotation::pick`).
     pub fn crop_due(&self, mono_ms: i64, new: bool) -> bool {
         let settled = self.passes.iter().any(|&p| p >= PASSES_ENOUGH);
         let every = if self.crops < BURST_CROPS {

@@ -31,6 +31,9 @@ const COVERS: f32 = 0.3;
 /// known (what is there may have changed).
 const REMEMBER_MS: i64 = 10_000;
 const REMEMBER_CROPS: usize = 16;
+/// A region covered by fewer remembered crops than this is still new: a
+/// kind is the event's only once it passed in two crops, and one may miss.
+const NEW_UNTIL_CROPS: usize = 3;
 
 /// A square of the frame, in pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,23 +120,24 @@ pub struct Rotation {
 }
 
 impl Rotation {
-    /// The region of `regions` to crop next at `mono_ms`, and whether no
-    /// crop covered it yet: the first never cropped, else the one cropped
-    /// least recently (the first of equals: the most motion).
+    /// The region of `regions` to crop next at `mono_ms`, and whether it is
+    /// still new (fewer than [`NEW_UNTIL_CROPS`] crops covered it): the
+    /// first never cropped, else the one cropped least recently (the first
+    /// of equals: the most motion).
     pub fn pick(&self, regions: &[Region], mono_ms: i64) -> Option<(usize, bool)> {
-        let last = |r: &Region| {
-            self.cropped
+        let looks = |r: &Region| {
+            let covering = self
+                .cropped
                 .iter()
-                .filter(|(s, at)| mono_ms - at < REMEMBER_MS && s.shared(&r.square) > COVERS)
-                .map(|&(_, at)| at)
-                .max()
+                .filter(|(s, at)| mono_ms - at < REMEMBER_MS && s.shared(&r.square) > COVERS);
+            (covering.clone().map(|&(_, at)| at).max(), covering.count())
         };
-        let (i, at) = regions
+        let (i, (at, crops)) = regions
             .iter()
-            .map(last)
+            .map(looks)
             .enumerate()
-            .min_by_key(|&(i, at)| (at.unwrap_or(i64::MIN), i))?;
-        Some((i, at.is_none()))
+            .min_by_key(|&(i, (at, _))| (at.unwrap_or(i64::MIN), i))?;
+        Some((i, crops < NEW_UNTIL_CROPS))
     }
 
     /// `square` was cropped at `mono_ms`.
@@ -379,10 +383,19 @@ mod tests {
         rotation.cropped(both[0].square, 0);
         assert_eq!(rotation.pick(&both, 333), Some((1, true)));
         rotation.cropped(both[1].square, 333);
-        // Then by turns: the one cropped least recently.
-        assert_eq!(rotation.pick(&both, 666), Some((0, false)));
+        // Then by turns: the one cropped least recently, new until
+        // cropped three times.
+        assert_eq!(rotation.pick(&both, 666), Some((0, true)));
         rotation.cropped(both[0].square, 666);
-        assert_eq!(rotation.pick(&both, 1000), Some((1, false)));
+        assert_eq!(rotation.pick(&both, 1000), Some((1, true)));
+        rotation.cropped(both[1].square, 1000);
+        assert_eq!(rotation.pick(&both, 1333), Some((0, true)));
+        rotation.cropped(both[0].square, 1333);
+        assert_eq!(rotation.pick(&both, 1666), Some((1, true)));
+        rotation.cropped(both[1].square, 1666);
+        assert_eq!(rotation.pick(&both, 2000), Some((0, false)));
+        // Crops older than it remembers no longer count.
+        assert_eq!(rotation.pick(&both, 10_700), Some((0, true)));
         // A thing that comes meanwhile is next, whatever the turn.
         let third = Area::new(0.3, 0.0, 0.33, 0.05);
         let three = regions(&[left, right, third], 1280, 720, 300);
