@@ -132,7 +132,7 @@ impl Rotation {
                 .filter(|(s, at)| mono_ms - at < REMEMBER_MS && s.shared(&r.square) > COVERS);
             (covering.clone().map(|&(_, at)| at).max(), covering.count())
         };
-        let (i, (at, crops)) = regions
+        let (i, (_, crops)) = regions
             .iter()
             .map(looks)
             .enumerate()
