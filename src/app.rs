@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -17,6 +17,7 @@ use crate::cameras::camera::{Camera, SettingsPatch};
 use crate::cameras::discover::Finder;
 use crate::cameras::prober::{self, Prober};
 use crate::changes::StateChanges;
+use crate::channel;
 use crate::classify::{self, Classifier};
 use crate::clips::{self, Clips};
 use crate::clock;
@@ -73,7 +74,7 @@ pub struct App {
     /// Whether each camera answered its last check or probe; in memory, so an idle node writes nothing.
     online: Mutex<HashMap<Uuid, bool>>,
     /// Asks the relay sync loop for a reconcile.
-    relay_nudges: mpsc::Sender<()>,
+    relay_nudges: channel::Sender<()>,
     state_changes: Arc<StateChanges>,
     /// Motion and events as they happen, for Home Assistant and alerts.
     pub notices: Arc<Notices>,
@@ -125,7 +126,7 @@ impl App {
     pub fn new(
         config: &Config,
         store: Store,
-        relay_nudges: mpsc::Sender<()>,
+        relay_nudges: channel::Sender<()>,
         node_url: String,
         env: Environment,
     ) -> App {

@@ -13,11 +13,11 @@ mod orphans;
 mod retention;
 mod schedule;
 
+use crate::channel::{self, RecvTimeoutError};
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -203,8 +203,8 @@ impl Inner {
 }
 
 pub struct Clips {
-    orders: mpsc::Sender<Order>,
-    pending: Mutex<Option<mpsc::Receiver<Order>>>,
+    orders: channel::Sender<Order>,
+    pending: Mutex<Option<channel::Receiver<Order>>>,
     inner: Arc<Inner>,
 }
 
@@ -217,7 +217,7 @@ impl Clips {
         notices: Arc<Notices>,
         live: Arc<StateChanges>,
     ) -> Clips {
-        let (orders, pending) = mpsc::channel();
+        let (orders, pending) = channel::channel();
         let storage = Storage {
             budget_bytes: limits.max_bytes,
             ..Storage::default()
@@ -348,7 +348,7 @@ impl Clips {
 
 /// The clip thread: jobs in, clips cut as their recordings are ready, and
 /// retention after each clip and every minute.
-fn run(inner: &Inner, orders: &mpsc::Receiver<Order>) {
+fn run(inner: &Inner, orders: &channel::Receiver<Order>) {
     let dir = inner.settings.clips_dir();
     if let Err(e) = fs::create_dir_all(&dir) {
         log::error!("cannot make the clips folder {}: {e}", dir.display());

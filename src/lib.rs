@@ -45,6 +45,7 @@ mod app;
 mod background;
 mod cameras;
 mod changes;
+mod channel;
 mod classify;
 mod clips;
 mod clock;

@@ -2,13 +2,14 @@
 //! signal, and the recorders given their time to finish.
 
 use std::io::Write;
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::alerting;
 use crate::app::App;
 use crate::background::{follow, monitor, relay_sync};
+use crate::channel;
 use crate::clock;
 use crate::cloud;
 use crate::config::{self, Config, Environment, Https};
@@ -65,7 +66,7 @@ pub fn run(env: Environment) -> Result<(), String> {
         .node_url
         .clone()
         .unwrap_or_else(|| format!("http://{}:{}", config.host_name, address.port()));
-    let (relay_nudges, nudged) = mpsc::channel();
+    let (relay_nudges, nudged) = channel::channel();
     let app = Arc::new(App::new(config, store, relay_nudges, node_url, env));
     app.start();
     relay_sync::spawn(app.clone(), nudged);
@@ -94,7 +95,7 @@ pub fn run(env: Environment) -> Result<(), String> {
     );
     exit_when_tiny_http_panics();
     // On SIGTERM the recorders finish their segments while requests drain.
-    let (recorders_stopped, stopped) = mpsc::channel();
+    let (recorders_stopped, stopped) = channel::channel();
     let stopping = app.clone();
     let stop_recorders = move || {
         let deadline = Instant::now() + STOP_RECORDERS;

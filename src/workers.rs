@@ -4,9 +4,9 @@
 //! changed are stopped and the missing ones started. A worker gets a stop
 //! flag, which it must heed within its own grace.
 
+use crate::channel::{self, RecvTimeoutError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -25,7 +25,7 @@ pub enum Order {
 }
 
 /// Runs `pass` now, then on each change and every 10 s, until told to stop.
-pub fn supervise(orders: &mpsc::Receiver<Order>, mut pass: impl FnMut()) {
+pub fn supervise(orders: &channel::Receiver<Order>, mut pass: impl FnMut()) {
     loop {
         pass();
         match orders.recv_timeout(RECHECK) {
@@ -48,7 +48,7 @@ pub fn supervise(orders: &mpsc::Receiver<Order>, mut pass: impl FnMut()) {
 /// it (so for its workers) until `deadline`. Whether it stopped in time (or
 /// was never started).
 pub fn stop_supervisor(
-    orders: &mpsc::Sender<Order>,
+    orders: &channel::Sender<Order>,
     running: &Mutex<Option<thread::JoinHandle<()>>>,
     deadline: Instant,
 ) -> bool {

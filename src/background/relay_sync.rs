@@ -2,9 +2,9 @@
 //! its stream list with the cameras (at start, after each camera change, when
 //! the relay comes back, and every 10 s while it is healthy).
 
+use crate::channel::{self, RecvTimeoutError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -48,7 +48,7 @@ fn desired(cameras: &[Camera]) -> BTreeMap<String, String> {
 }
 
 /// Starts the background loop. A message on `nudges` asks for a reconcile soon.
-pub fn spawn(app: Arc<App>, nudges: mpsc::Receiver<()>) {
+pub fn spawn(app: Arc<App>, nudges: channel::Receiver<()>) {
     crate::spawn::spawn(thread::Builder::new(), move || {
         let mut next_health_check = Instant::now();
         let mut last_reconcile: Option<Instant> = None;

@@ -17,11 +17,12 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, mpsc};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::changes::StateChanges;
+use crate::channel;
 use crate::lock::lock;
 use crate::media::child::{Child, Output};
 use crate::media::restart::{self, Restartable};
@@ -69,11 +70,11 @@ pub struct Figures {
 }
 
 /// A crop's answer: its objects; disconnected when it gets none.
-pub type Reply = mpsc::Receiver<Vec<Object>>;
+pub type Reply = channel::Receiver<Vec<Object>>;
 
 struct Request {
     rgb: Vec<u8>,
-    reply: mpsc::Sender<Vec<Object>>,
+    reply: channel::Sender<Vec<Object>>,
     queued: Instant,
 }
 
@@ -147,7 +148,7 @@ impl Classifier {
             lock(&self.figures).dropped += 1;
             return None;
         }
-        let (reply, answer) = mpsc::channel();
+        let (reply, answer) = channel::channel();
         waiting.push_back(Request {
             rgb,
             reply,

@@ -6,12 +6,13 @@
 //! rest no frame is held.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
 use super::frame::Format;
+use crate::channel;
 use crate::lock::lock;
 
 /// A watcher that has sent no colour frame for this long (stopped, or
@@ -56,7 +57,7 @@ pub struct FrameRequests {
 struct Slot {
     /// When its watcher last sent a colour frame.
     seen: Instant,
-    waiting: Vec<mpsc::SyncSender<Arc<Yuv420Frame>>>,
+    waiting: Vec<channel::SyncSender<Arc<Yuv420Frame>>>,
 }
 
 impl FrameRequests {
@@ -97,7 +98,7 @@ impl FrameRequests {
     /// `camera`'s next colour frame, waiting at most `wait`; None at once
     /// when no watcher has sent one of it lately.
     pub fn next(&self, camera: Uuid, wait: Duration) -> Option<Arc<Yuv420Frame>> {
-        let (sender, receiver) = mpsc::sync_channel(1);
+        let (sender, receiver) = channel::sync_channel(1);
         {
             let mut slots = lock(&self.slots);
             // Stopped watchers' slots go (their requests, if any, end at once).

@@ -25,7 +25,7 @@ mod zones;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -33,6 +33,7 @@ use uuid::Uuid;
 
 use crate::cameras::camera::{Camera, Sensitivity};
 use crate::changes::StateChanges;
+use crate::channel;
 use crate::classify::Classifier;
 use crate::clips::{Clips, Job};
 use crate::db::Db;
@@ -109,8 +110,8 @@ impl Shared {
 
 pub struct Motion {
     shared: Arc<Shared>,
-    supervisor: mpsc::Sender<Order>,
-    pending: Mutex<Option<mpsc::Receiver<Order>>>,
+    supervisor: channel::Sender<Order>,
+    pending: Mutex<Option<channel::Receiver<Order>>>,
     running: Mutex<Option<thread::JoinHandle<()>>>,
 }
 
@@ -124,7 +125,7 @@ impl Motion {
         classifier: Arc<Classifier>,
         live: Arc<StateChanges>,
     ) -> Motion {
-        let (supervisor, orders) = mpsc::channel();
+        let (supervisor, orders) = channel::channel();
         let camera_says = Arc::<CameraSays>::default();
         let camera_events = Arc::new(CameraEvents::new(camera_says.clone(), live.clone()));
         Motion {
@@ -217,7 +218,7 @@ impl Motion {
     }
 }
 
-fn supervise(shared: &Arc<Shared>, orders: &mpsc::Receiver<Order>) {
+fn supervise(shared: &Arc<Shared>, orders: &channel::Receiver<Order>) {
     let mut watchers = Workers::new("motion watcher");
     let mut subscriptions = Workers::new("onvif events");
     workers::supervise(orders, || {

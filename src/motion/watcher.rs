@@ -11,8 +11,8 @@
 //! for 30 s; stopped within 2 s; killed with the node.
 
 use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use uuid::Uuid;
@@ -32,6 +32,7 @@ use super::underway::Underway;
 use super::zones::Entered;
 use crate::cameras::answers::Comeback;
 use crate::cameras::camera::{MotionSource, Zone};
+use crate::channel;
 use crate::classify::crop::{self, Yuv420};
 use crate::classify::objects::{MAX_LISTED, Objects};
 use crate::classify::protocol::Object;
@@ -579,9 +580,9 @@ impl Watcher {
                     answers.push((*difference, seen));
                     false
                 }
-                Err(mpsc::TryRecvError::Empty) => true,
+                Err(channel::TryRecvError::Empty) => true,
                 // The classifier failed or stopped: that crop tells nothing.
-                Err(mpsc::TryRecvError::Disconnected) => false,
+                Err(channel::TryRecvError::Disconnected) => false,
             });
         if !check.waiting.is_empty() {
             return;
@@ -719,9 +720,9 @@ impl Watcher {
                     seen.extend(sightings(&objects, *square, image, *at_ms));
                     false
                 }
-                Err(mpsc::TryRecvError::Empty) => true,
+                Err(channel::TryRecvError::Empty) => true,
                 // The classifier failed or stopped: that crop counts for nothing.
-                Err(mpsc::TryRecvError::Disconnected) => false,
+                Err(channel::TryRecvError::Disconnected) => false,
             });
         let kind = classifying.tally.answer(&seen);
         classifying.objects.saw(&seen);

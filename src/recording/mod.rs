@@ -27,9 +27,9 @@ mod state;
 mod storage;
 mod supervisor;
 
+use crate::channel;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -94,7 +94,7 @@ struct Shared {
     unindexed_bytes: AtomicU64,
     index_problem: Mutex<Option<String>>,
     disk: Mutex<Disk>,
-    cleaner: mpsc::Sender<Clean>,
+    cleaner: channel::Sender<Clean>,
     /// When the node started: cameras that never recorded are off since then,
     /// and the files and rows from before it are what reconciliation checks.
     started_ms: i64,
@@ -236,9 +236,9 @@ impl Shared {
 /// The handle the node holds.
 pub struct Recordings {
     shared: Arc<Shared>,
-    supervisor: mpsc::Sender<Order>,
+    supervisor: channel::Sender<Order>,
     /// The threads' ends, until [`Recordings::start`] spawns them.
-    pending: Mutex<Option<(mpsc::Receiver<Order>, mpsc::Receiver<Clean>)>>,
+    pending: Mutex<Option<(channel::Receiver<Order>, channel::Receiver<Clean>)>>,
     running: Mutex<Option<thread::JoinHandle<()>>>,
 }
 
@@ -250,8 +250,8 @@ impl Recordings {
         live: Arc<StateChanges>,
         gate: Arc<Gate>,
     ) -> Recordings {
-        let (supervisor, orders) = mpsc::channel();
-        let (cleaner, cleanings) = mpsc::channel();
+        let (supervisor, orders) = channel::channel();
+        let (cleaner, cleanings) = channel::channel();
         let storage = Storage {
             budget_bytes: limits.max_bytes,
             ..Storage::default()

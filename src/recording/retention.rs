@@ -19,10 +19,10 @@
 //! the same deletion; nothing goes by age while the clock is not believed,
 //! nor in the first minutes after it jumped ahead (`clock::ages_believed`).
 
+use crate::channel::{self, RecvTimeoutError};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use uuid::Uuid;
@@ -86,7 +86,7 @@ impl Cleaner {
     }
 }
 
-pub(super) fn run(shared: &Shared, orders: mpsc::Receiver<Clean>) {
+pub(super) fn run(shared: &Shared, orders: channel::Receiver<Clean>) {
     let mut cleaner = Cleaner::default();
     let mut urgent = false;
     let mut warned_reserve = false;

@@ -4,10 +4,10 @@
 //! identity at each pass (every 10 s), and starts the reconciliation of
 //! folder and index when the folder is found.
 
+use crate::channel;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc;
 
 use uuid::Uuid;
 
@@ -19,7 +19,7 @@ use crate::clock::now_ms;
 use crate::lock::lock;
 use crate::workers::{self, Order, Workers};
 
-pub(super) fn run(shared: &Arc<Shared>, orders: mpsc::Receiver<Order>) {
+pub(super) fn run(shared: &Arc<Shared>, orders: channel::Receiver<Order>) {
     let mut recorders = Workers::new("recorder");
     workers::supervise(&orders, || {
         let disk_ready = check_disk(shared);
