@@ -15,7 +15,14 @@ if [ ! -d "$(rustc --print sysroot)/lib/rustlib/src/rust/library/std" ]; then
     echo "the standard library's source is missing: rustup component add rust-src" >&2
     exit 1
 fi
+# A panic's file is named from its crate's folder (serde_json-1.0.145/src/de.rs,
+# library/core/src/...), not from where this machine keeps the sources:
+# fewer bytes (docs/install.md), and the same from any machine.
+flags='"-Zlocation-detail=file"'
+for dir in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/ "$(rustc --print sysroot)/lib/rustlib/src/rust/"; do
+    flags="$flags, \"--remap-path-prefix=$dir=\""
+done
 exec env RUSTC_BOOTSTRAP=1 cargo build --locked --release \
     --target aarch64-unknown-linux-musl --bin nvr-node \
-    --config 'target.aarch64-unknown-linux-musl.rustflags=["-Zlocation-detail=file"]' \
+    --config "target.aarch64-unknown-linux-musl.rustflags=[$flags]" \
     -Zbuild-std=std,panic_unwind -Zbuild-std-features=panic-unwind,optimize_for_size "$@"
