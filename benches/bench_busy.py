@@ -80,15 +80,7 @@ sys.exit(child.wait())
 
 def check(bench):
     """Raises BenchError naming each thing the part needs and cannot find."""
-    missing = []
-    if not os.access(bench.classifier, os.X_OK):
-        missing.append(f"classifier not built: no program at {bench.classifier} (--classifier PATH)")
-    model = bench.model_dir
-    if not (model / "labels.txt").is_file() or not any(model.glob("model.*")):
-        missing.append(
-            f"classifier not installed: no model.* and labels.txt in {model} "
-            f"(bash deploy/model/install-model.sh {model}, or --model PATH)"
-        )
+    missing = harness.classifier_missing(bench)
     files = [file for _, file in SCENES.values()] + [f"{name}.png" for name in SLIDES]
     absent = [file for file in files if not (PHOTOS / file).is_file()]
     if absent:
@@ -120,7 +112,7 @@ class CountedNode:
         [wrapper_pid] = wait_for_process(
             lambda: harness.children_named(self.node, "nvr-classify"), 1, 60, "the classifier's wrapper"
         )
-        self.classifier = wait_for_process(lambda: children_of(wrapper_pid), 1, 60, "the classifier")[0]
+        self.classifier = wait_for_process(lambda: harness.children_of(wrapper_pid), 1, 60, "the classifier")[0]
 
     def answered(self):
         """When each crop was answered so far, ms since the epoch."""
@@ -128,20 +120,6 @@ class CountedNode:
 
     def events(self):
         return json.loads(self.node.get(f"/api/events?cameraId={self.camera}"))
-
-
-def children_of(pid):
-    """The processes whose parent is `pid`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rpartition(")")[2].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 def most_in_window(times, window_ms):

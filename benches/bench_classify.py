@@ -71,15 +71,7 @@ SLIDE_SECONDS = 4
 
 def check(bench):
     """Raises BenchError naming each thing the part needs and cannot find."""
-    missing = []
-    if not os.access(bench.classifier, os.X_OK):
-        missing.append(f"classifier not built: no program at {bench.classifier} (--classifier PATH)")
-    model = bench.model_dir
-    if not (model / "labels.txt").is_file() or not any(model.glob("model.*")):
-        missing.append(
-            f"classifier not installed: no model.* and labels.txt in {model} "
-            f"(bash deploy/model/install-model.sh {model}, or --model PATH)"
-        )
+    missing = harness.classifier_missing(bench)
     absent = [name for name in PHOTO_LABELS if not (PHOTOS / f"{name}.png").is_file()]
     if absent:
         missing.append(

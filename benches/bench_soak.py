@@ -45,7 +45,7 @@ from pathlib import Path
 import bench_classify
 from harness import ROOT, BenchError, Broker, Go2rtc, Node, Relay, add_cameras, progress, request, wait_all_recording
 from harness.net import free_port
-from harness.processes import CAMERA_SCRIPT, Cleanup, stop_process
+from harness.processes import CAMERA_SCRIPT, Cleanup, process_table, stop_process
 from harness.report import exit_on_signal, provenance, table, write_json
 from harness.run import Bench, Settings, find_tools
 
@@ -183,19 +183,12 @@ class Camera:
 
 
 def descendants(pid):
-    """The processes below `pid`, at any depth."""
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = (int(stat.rpartition(")")[2].split()[1]), stat[stat.find("(") + 1:stat.rfind(")")])
+    """The processes below `pid`, at any depth: their pids, to their names."""
+    table = process_table()
     found, frontier = {}, {pid}
     while frontier:
-        frontier = {child for child, (parent, _) in parents.items() if parent in frontier}
-        found.update({child: parents[child][1] for child in frontier})
+        frontier = {child for child, (parent, _) in table.items() if parent in frontier}
+        found.update({child: table[child][1] for child in frontier})
     return found
 
 

@@ -39,9 +39,12 @@ from .processes import (
     Node,
     Relay,
     children_named,
+    children_of,
+    process_table,
     recorders_of,
     stop_process,
     wait_for_process,
 )
 from .report import main
+from .run import classifier_missing
 from .standins import OnvifDevice, SilentCamera

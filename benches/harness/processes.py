@@ -76,9 +76,9 @@ def wait_for_process(find, count, timeout, what):
     return found
 
 
-def children_named(node, name):
-    """The node's child processes whose name (comm) is `name`."""
-    found = []
+def process_table():
+    """Every process now: its pid, to its parent's pid and its name (comm)."""
+    table = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -87,9 +87,22 @@ def children_named(node, name):
         except OSError:
             continue
         comm = stat[stat.find("(") + 1 : stat.rfind(")")]
-        if comm == name[:15] and int(stat.rpartition(")")[2].split()[1]) == node.pid:
-            found.append(int(entry.name))
-    return sorted(found)
+        table[int(entry.name)] = (int(stat.rpartition(")")[2].split()[1]), comm)
+    return table
+
+
+def children_of(pid, name=None):
+    """The child processes of `pid`, those named `name` (comm) when given."""
+    return sorted(
+        child
+        for child, (parent, comm) in process_table().items()
+        if parent == pid and (name is None or comm == name[:15])
+    )
+
+
+def children_named(node, name):
+    """The node's child processes whose name (comm) is `name`."""
+    return children_of(node.pid, name)
 
 
 def recorders_of(node, role="-f segment"):

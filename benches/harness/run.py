@@ -129,6 +129,20 @@ class Bench:
         }
 
 
+def classifier_missing(bench):
+    """What of the classifier and its model a part cannot find, each named."""
+    missing = []
+    if not os.access(bench.classifier, os.X_OK):
+        missing.append(f"classifier not built: no program at {bench.classifier} (--classifier PATH)")
+    model = bench.model_dir
+    if not (model / "labels.txt").is_file() or not any(model.glob("model.*")):
+        missing.append(
+            f"classifier not installed: no model.* and labels.txt in {model} "
+            f"(bash deploy/model/install-model.sh {model}, or --model PATH)"
+        )
+    return missing
+
+
 def find_tools():
     """Paths of wrk and nginx; raises BenchError naming the Debian package of a missing one."""
     search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
