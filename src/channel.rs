@@ -13,6 +13,9 @@ pub use std::sync::mpsc::{RecvTimeoutError, SendError, TryRecvError, TrySendErro
 
 use crate::lock::lock;
 
+/// A wait without end, in steps a condition variable takes on any system.
+const FOREVER: Duration = Duration::from_secs(24 * 3600);
+
 struct State<T> {
     queue: VecDeque<T>,
     senders: usize,
@@ -100,10 +103,11 @@ impl<T> Drop for Sender<T> {
 }
 
 impl<T> Receiver<T> {
-    /// The next value, waiting at most `wait`; disconnected once it is
-    /// empty and every sender gone.
+    /// The next value, waiting at most `wait` (a wait past what the clock
+    /// can count: until one comes); disconnected once it is empty and
+    /// every sender gone.
     pub fn recv_timeout(&self, wait: Duration) -> Result<T, RecvTimeoutError> {
-        let deadline = Instant::now() + wait;
+        let deadline = Instant::now().checked_add(wait);
         let mut state = lock(&self.0.state);
         loop {
             if let Some(value) = state.queue.pop_front() {
@@ -112,7 +116,7 @@ impl<T> Receiver<T> {
             if state.senders == 0 {
                 return Err(RecvTimeoutError::Disconnected);
             }
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.map_or(FOREVER, |d| d.saturating_duration_since(Instant::now()));
             if left.is_zero() {
                 return Err(RecvTimeoutError::Timeout);
             }
@@ -176,6 +180,8 @@ mod tests {
         );
 
         let (sender, receiver) = channel();
+        sender.send(5).unwrap();
+        assert_eq!(receiver.recv_timeout(Duration::MAX), Ok(5), "no overflow");
         drop(receiver);
         assert_eq!(sender.send(4), Err(SendError(4)));
     }

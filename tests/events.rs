@@ -41,7 +41,7 @@ fn events_are_added_and_listed() {
         "id": created["id"], "cameraId": camera, "kind": "vehicle", "score": 0.75,
         "startedAt": "2026-11-22T10:04:00.000Z", "endedAt": "2026-11-22T10:04:07.250Z", "clipStatus": "local",
         "clipUrl": null, "thumbnailUrl": null, "zones": [], "inProgress": false,
-        "reviewed": false, "keep": false,
+        "reviewed": false, "keep": false, "objects": [], "loitering": false,
     });
     assert_eq!(created, expected);
     let mut zoned = event(&camera, 9);
