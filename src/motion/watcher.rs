@@ -38,7 +38,7 @@ use crate::classify::objects::{MAX_LISTED, Objects};
 use crate::classify::protocol::Object;
 use crate::classify::regions::{self, Rotation, Square};
 use crate::classify::tally::{self, Sighting, Tally};
-use crate::classify::{INPUT_SIDE, Reply};
+use crate::classify::{Classifier, INPUT_SIDE, Reply};
 use crate::clips::Job;
 use crate::clock::now_ms;
 use crate::event::CLIP_MARGIN_MS;
@@ -540,16 +540,7 @@ impl Watcher {
         let waiting: Vec<_> = largest
             .into_iter()
             .filter_map(|difference| {
-                let square = regions::square_to_classify(
-                    &[difference.area],
-                    image.width,
-                    image.height,
-                    INPUT_SIDE,
-                )?;
-                let reply = self
-                    .shared
-                    .classifier
-                    .submit(crop::rgb_crop(image, square, INPUT_SIDE))?;
+                let (reply, square) = ask_about(&self.shared.classifier, image, difference.area)?;
                 Some((reply, square, difference))
             })
             .collect();
@@ -804,11 +795,7 @@ impl Watcher {
         let Some(area) = self.loiter.look(at.wall_ms) else {
             return;
         };
-        let square = regions::square_to_classify(&[area], image.width, image.height, INPUT_SIDE);
-        let rgb = square.map(|square| (square, crop::rgb_crop(image, square, INPUT_SIDE)));
-        if let Some((square, rgb)) = rgb
-            && let Some(reply) = self.shared.classifier.submit(rgb)
-        {
+        if let Some((reply, square)) = ask_about(&self.shared.classifier, image, area) {
             classifying.waiting.push((reply, square, at.wall_ms));
         }
     }
@@ -959,6 +946,14 @@ impl Restartable for Watcher {
 /// A picture's width over its height.
 fn aspect(width: usize, height: usize) -> f32 {
     width as f32 / height.max(1) as f32
+}
+
+/// Sends the classifier a crop of `image` around `area` (a square grown
+/// from it as a moving region's is); None when it cannot take one now.
+fn ask_about(classifier: &Classifier, image: &Yuv420, area: Area) -> Option<(Reply, Square)> {
+    let square = regions::square_to_classify(&[area], image.width, image.height, INPUT_SIDE)?;
+    let reply = classifier.submit(crop::rgb_crop(image, square, INPUT_SIDE))?;
+    Some((reply, square))
 }
 
 /// A score as events carry it: three decimals.
